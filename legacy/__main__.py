@@ -1,0 +1,3 @@
+from legacy.run import main
+
+main()

@@ -1,0 +1,49 @@
+"""Shared, expensive fixtures: one real run of each pipeline per test session."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def legacy_run(tmp_path_factory):
+    """One profiled legacy run, XLA on as in the seed: (out folder, run.json dict)."""
+    from legacy.run import run_legacy
+
+    out = tmp_path_factory.mktemp("legacy_xla") / "run"
+    return out, run_legacy(out, steps=6, xla=True, seed=1)
+
+
+@pytest.fixture(scope="session")
+def legacy_run_noxla(tmp_path_factory):
+    """The same with XLA off (the reference run)."""
+    from legacy.run import run_legacy
+
+    out = tmp_path_factory.mktemp("legacy_noxla") / "run"
+    return out, run_legacy(out, steps=4, xla=False, seed=1)
+
+
+def run_module(module: str, *args: str, timeout: float = 600, cwd: Path | None = None,
+               env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m module args`` as a user would; capture text output."""
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd or ROOT, env=full_env)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> str:
+    """Exit code 2, no traceback, and a one-line ``error:`` naming the input on stderr."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert len(errors) == 1, proc.stderr
+    for n in needles:
+        assert n in errors[0], (n, errors[0])
+    return errors[0]
