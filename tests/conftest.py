@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def legacy_run(tmp_path_factory):
     """One profiled legacy run, XLA on as in the seed: (out folder, run.json dict)."""
-    from legacy.run import run_legacy
+    from legacy.runner import run_legacy
 
     out = tmp_path_factory.mktemp("legacy_xla") / "run"
     return out, run_legacy(out, steps=6, xla=True, seed=1)
@@ -24,7 +24,7 @@ def legacy_run(tmp_path_factory):
 @pytest.fixture(scope="session")
 def legacy_run_noxla(tmp_path_factory):
     """The same with XLA off (the reference run)."""
-    from legacy.run import run_legacy
+    from legacy.runner import run_legacy
 
     out = tmp_path_factory.mktemp("legacy_noxla") / "run"
     return out, run_legacy(out, steps=4, xla=False, seed=1)

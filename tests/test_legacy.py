@@ -139,7 +139,7 @@ def test_reader_error_stops_queue_runners_without_hang(tmp_path):
     every queue-runner thread stopped."""
     from common.errors import InputError
     from legacy import pipeline
-    from legacy.run import _run_steps
+    from legacy.runner import _run_steps
 
     before = threading.active_count()
     g = pipeline.build([str(tmp_path / "gone.jpg")], xla=False)
