@@ -30,46 +30,60 @@ def _op_error(e) -> InputError:
     return InputError(f"legacy pipeline failed at {node or 'a graph op'}: {msg}")
 
 
-def _run_steps(g, config, n: int, trace_steps: dict | None = None, profile_dir=None):
-    """Run ``n`` steps with queue runners; return (wall seconds, keys, last output, metadata)."""
+def _run_session(g, config, plan: list[str], profile_dir=None):
+    """Run one session with queue runners, one image per step, following ``plan``:
+    "profile" steps run under the TensorBoard profiler with a step marker, "trace" steps run
+    with FULL_TRACE (and the partition graphs), "plain" steps run bare. The profiler is stopped
+    before the first traced step, since the two cannot run at once.
+
+    Returns (wall seconds per step, file read per step, last output, {step: RunMetadata}).
+    """
     import tensorflow as tf
     from common import profiling
 
     v1 = tf.compat.v1
     walls, keys, out, metas = [], [], None, {}
+    profiler = None
     with v1.Session(graph=g.graph, config=config) as sess:
         coord = v1.train.Coordinator()
         threads = v1.train.start_queue_runners(sess=sess, coord=coord)
         try:
-            ctx = profiling.tensorboard_profile(profile_dir) if profile_dir else None
-            if ctx:
-                ctx.__enter__()
-            try:
-                for i in range(n):
-                    kwargs = {}
-                    if trace_steps and i in trace_steps:
-                        kwargs["options"] = v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE)
-                        kwargs["run_metadata"] = metas.setdefault(i, v1.RunMetadata())
-                    t0 = time.perf_counter()
-                    if profile_dir:
-                        with profiling.step(STEP_NAME, i):
-                            out, key = sess.run([g.output, g.key], **kwargs)
-                    else:
-                        out, key = sess.run([g.output, g.key], **kwargs)
-                    walls.append(time.perf_counter() - t0)
-                    keys.append(key.decode("utf-8", "replace"))
-            finally:
-                if ctx:
-                    ctx.__exit__(None, None, None)
+            for i, mode in enumerate(plan):
+                kwargs = {}
+                if mode == "profile" and profiler is None:
+                    profiler = profiling.tensorboard_profile(profile_dir)
+                    profiler.__enter__()
+                elif mode != "profile" and profiler is not None:
+                    profiler.__exit__(None, None, None)
+                    profiler = None
+                if mode == "trace":
+                    kwargs["options"] = v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE,
+                                                      output_partition_graphs=True)
+                    kwargs["run_metadata"] = metas.setdefault(i, v1.RunMetadata())
+                t0 = time.perf_counter()
+                if mode == "profile":
+                    with profiling.step(STEP_NAME, i):
+                        out, key = sess.run([g.output, g.key])
+                else:
+                    out, key = sess.run([g.output, g.key], **kwargs)
+                walls.append(time.perf_counter() - t0)
+                keys.append(key.decode("utf-8", "replace"))
         except tf.errors.OpError as e:
             raise _op_error(e) from None
         finally:
+            if profiler is not None:
+                profiler.__exit__(None, None, None)
             coord.request_stop()
             try:
                 coord.join(threads, stop_grace_period_secs=10)
             except tf.errors.OpError as e:  # raised inside a queue-runner thread
                 raise _op_error(e) from None
     return walls, keys, out, metas
+
+
+def _run_steps(g, config, n: int):
+    """``n`` plain steps (used by tests and benchmarks)."""
+    return _run_session(g, config, ["plain"] * n)
 
 
 def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
@@ -80,7 +94,7 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
     from tensorflow.python.client import timeline
 
     from common.inputs import preflight, resolve_images
-    from legacy import pipeline
+    from legacy import pipeline, xla_clusters
 
     paths = [os.path.abspath(p) for p in resolve_images(images)]
     shapes = preflight(paths)
@@ -90,13 +104,22 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
     try:
         g = pipeline.build(paths, xla=xla, seed=seed)
         config = pipeline.session_config(xla)
-        walls, keys, result, _ = _run_steps(g, config, steps, profile_dir=staging)
-        traced = {0: "timeline_first.json", STEADY_WARMUP: "timeline.json"}
-        _, tkeys, _, metas = _run_steps(g, config, STEADY_WARMUP + 1, trace_steps=traced)
-        for i, name in traced.items():
-            tl = timeline.Timeline(metas[i].step_stats, graph=g.graph)
+        # Session 1: the profiled steps (step 0 compiles), then one FULL_TRACE steady step, so
+        # timeline.json and the profile share cluster names.
+        plan = ["profile"] * steps + ["plain"] * (STEADY_WARMUP - 1) + ["trace"]
+        walls, all_keys, result, metas = _run_session(g, config, plan, profile_dir=staging)
+        steady_meta = metas[len(plan) - 1]
+        walls, keys = walls[:steps], all_keys[:steps]
+        # Session 2, fresh: its first step compiles again, as the seed's first step did.
+        _, first_keys, _, first_metas = _run_session(g, config, ["trace"])
+        first_meta = first_metas[0]
+        for meta, name in ((first_meta, "timeline_first.json"), (steady_meta, "timeline.json")):
+            tl = timeline.Timeline(meta.step_stats, graph=g.graph)
             atomic.write_text(staging / name, tl.generate_chrome_trace_format(
                 show_dataflow=True, show_memory=True))
+        if xla:
+            atomic.write_json(staging / "xla_clusters.json", xla_clusters.describe(
+                staging, {"timeline.json": steady_meta, "timeline_first.json": first_meta}))
         steady = walls[1:]
         run = {
             "pipeline": "legacy",
@@ -113,9 +136,10 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
             "steady_median_s": float(np.median(steady)),
             "output_shape": list(result.shape),
             "output_dtype": str(result.dtype),
-            "timelines": {"first": {"file": "timeline_first.json", "image": tkeys[0]},
-                          "steady": {"file": "timeline.json", "step": STEADY_WARMUP,
-                                     "image": tkeys[STEADY_WARMUP]}},
+            "timelines": {"first": {"file": "timeline_first.json", "image": first_keys[0],
+                                    "session": 2},
+                          "steady": {"file": "timeline.json", "step": len(plan) - 1,
+                                     "image": all_keys[-1], "session": 1}},
             "profile_logdir": ".",
         }
         atomic.write_json(staging / "run.json", run)

@@ -1,0 +1,171 @@
+"""Read a Chrome-trace JSON document in bounded chunks.
+
+``json.load`` of a 150 MB trace builds ~1 GB of Python objects. Here the ``traceEvents`` array is
+cut at event boundaries into chunks of a few megabytes, each parsed with orjson and handed to
+the caller, who turns it into columns and drops it; so peak memory is the file plus one chunk.
+
+Damaged input is handled here, not by the caller: non-UTF-8 bytes are replaced (with a warning),
+a truncated array yields every complete event before the cut (with a warning), and text that
+is not a trace raises :class:`TraceFormatError`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterator
+
+import orjson
+
+CHUNK_BYTES = 4 << 20
+_BETWEEN = re.compile(rb"\}\s*,\s*\{")
+_LAST = re.compile(rb"\}\s*\]")
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+class TraceFormatError(ValueError):
+    """The bytes are not a Chrome trace (the message says why, without the file name)."""
+
+
+def _loads(data: bytes, warnings: list[str]):
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            fixed = data.decode("utf-8", "replace").encode("utf-8")
+            value = orjson.loads(fixed)  # raises again if still not JSON
+            msg = "non-UTF-8 bytes were replaced with U+FFFD"
+            if msg not in warnings:
+                warnings.append(msg)
+            return value
+        raise
+
+
+def _first_char(buf: bytes) -> int:
+    for i in range(min(len(buf), 4096)):
+        if buf[i] not in b" \t\r\n":
+            return i
+    return -1
+
+
+def split_document(buf: bytes, warnings: list[str]) -> tuple[dict, int, int]:
+    """Find the events array: return (the rest of the document as a dict, start, end) where
+    ``buf[start:end]`` is the text between the array's brackets. ``end`` is -1 when the array
+    never closes (a truncated file)."""
+    i = _first_char(buf)
+    if i < 0:
+        raise TraceFormatError("empty file" if not buf.strip() else "no JSON found")
+    if buf[i:i + 1] == b"[":  # the array form of the Chrome trace format
+        return {}, i + 1, _array_end(buf, i + 1)
+    if buf[i:i + 1] != b"{":
+        raise TraceFormatError("not JSON (does not start with '{' or '[')")
+    m = _KEY.search(buf, i)
+    if not m:
+        # small documents: parse whole to give a precise reason
+        try:
+            doc = _loads(buf, warnings)
+        except orjson.JSONDecodeError as e:
+            raise TraceFormatError(f"not valid JSON ({e})") from None
+        raise TraceFormatError("JSON without a 'traceEvents' list"
+                               if isinstance(doc, dict) else "JSON that is not a trace")
+    start = m.end()
+    end = _array_end(buf, start)
+    rest: dict = {}
+    if end >= 0:
+        try:
+            rest = _loads(buf[:m.start()] + b'"traceEvents":[]' + buf[end + 1:], warnings)
+        except orjson.JSONDecodeError:
+            warnings.append("the document around traceEvents is damaged; metadata ignored")
+            rest = {}
+    else:
+        warnings.append("the traceEvents list never closes (truncated file?)")
+    return rest if isinstance(rest, dict) else {}, start, end
+
+
+def _array_end(buf: bytes, start: int) -> int:
+    """Index of the ``]`` closing the events array, found from the right; -1 if none fits."""
+    # Candidates are '}' + ws + ']' (or an empty array); verify by parsing the last event.
+    pos = len(buf)
+    tail = buf.rstrip()
+    for _ in range(64):
+        j = tail.rfind(b"]", start - 1, pos)
+        if j < 0:
+            return -1
+        k = j - 1
+        while k >= start and buf[k] in b" \t\r\n":
+            k -= 1
+        if k < start:  # empty array
+            return j
+        if buf[k:k + 1] == b"}":
+            # the text after ']' must close the document plausibly
+            after = buf[j + 1:].strip()
+            if after == b"" or after[:1] in (b"}", b","):
+                return j
+        pos = j
+    return -1
+
+
+def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
+                chunk_bytes: int = CHUNK_BYTES) -> Iterator[list]:
+    """Yield lists of event objects parsed from ``buf[start:end]`` in order."""
+    stop = end if end >= 0 else len(buf)
+    pos = start
+    while pos < stop:
+        # skip separators
+        while pos < stop and buf[pos] in b" \t\r\n,":
+            pos += 1
+        if pos >= stop:
+            break
+        target = pos + chunk_bytes
+        parsed = None
+        if target < stop:
+            for m in _BETWEEN.finditer(buf, target, stop):
+                cut = m.start() + 1
+                try:
+                    parsed = _loads(b"[" + buf[pos:cut] + b"]", warnings)
+                except orjson.JSONDecodeError:
+                    if m.start() - target > 8 * chunk_bytes:
+                        break
+                    continue
+                yield parsed
+                pos = cut
+                break
+            if parsed is not None:
+                continue
+        # the last chunk (or no clean cut found): the whole remainder
+        try:
+            parsed = _loads(b"[" + buf[pos:stop] + b"]", warnings)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if parsed is not None:
+            yield parsed
+            return
+        yield from _salvage(buf, pos, stop, warnings)
+        return
+
+
+def _salvage(buf: bytes, pos: int, stop: int, warnings: list[str]) -> Iterator[list]:
+    """Parse event by event until the text stops being JSON (truncated or damaged files)."""
+    text = buf[pos:stop].decode("utf-8", "replace")
+    dec = json.JSONDecoder()
+    i, n, got, batch = 0, len(text), 0, []
+    while i < n:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] == "]":
+            break
+        try:
+            obj, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            left = n - i
+            warnings.append(f"skipped the last {left} bytes of the event list: not complete "
+                            f"JSON (truncated mid-event?)")
+            break
+        batch.append(obj)
+        got += 1
+        if len(batch) >= 10000:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

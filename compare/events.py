@@ -1,0 +1,297 @@
+"""The one event model every loader produces and every analysis reads.
+
+A :class:`Trace` holds complete events (``ph: X``, and ``B``/``E`` pairs closed into them) as
+numpy columns, with strings interned in one symbol table (as HTA does), so a million-event trace
+costs tens of megabytes, not gigabytes. Counters, flows and tensor-object events are kept beside
+the events. No analysis reads raw JSON or protos; they read this.
+
+Times are microseconds (Chrome trace convention) as floats, absolute as in the source file.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Iterator
+
+import numpy as np
+
+#: Process kinds (what a process row of a trace viewer shows).
+PROCESS_KINDS = ("host", "device", "compute", "allocator", "tensors", "stream", "memcpy", "merged",
+                 "other")
+#: Event categories, assigned by the loader from names alone (the mapper refines stages).
+CATEGORIES = ("op", "xla_compile", "xla_run", "xla_kernel", "tf_data", "queue", "runtime",
+              "python", "step", "other")
+
+
+class Strings:
+    """An interning symbol table: id 0 is always the empty string."""
+
+    __slots__ = ("_ids", "names")
+
+    def __init__(self) -> None:
+        self.names: list[str] = [""]
+        self._ids: dict[str, int] = {"": 0}
+
+    def id(self, s: str | None) -> int:
+        if not s:
+            return 0
+        i = self._ids.get(s)
+        if i is None:
+            i = self._ids[s] = len(self.names)
+            self.names.append(s)
+        return i
+
+    def ids(self, items: Iterable[str | None]) -> list[int]:
+        get, names, tbl = self._ids.get, self.names, self._ids
+        out = []
+        append = out.append
+        for s in items:
+            if not s:
+                append(0)
+                continue
+            i = get(s)
+            if i is None:
+                i = tbl[s] = len(names)
+                names.append(s)
+            append(i)
+        return out
+
+    def lookup(self, s: str) -> int | None:
+        """The id of ``s`` if it was interned, else None (no insertion)."""
+        return self._ids.get(s)
+
+    def __getitem__(self, i: int) -> str:
+        return self.names[i]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+@dataclasses.dataclass
+class Process:
+    pid: int
+    name: str
+    kind: str = "other"
+    sort_index: int | None = None
+
+
+@dataclasses.dataclass
+class Step:
+    """One step: a marked training/input step (xprof) or one session run (timeline)."""
+
+    num: int
+    ts: float
+    dur: float
+    name: str = ""
+
+
+#: Columns of :class:`Events`, with their dtypes. String columns hold ids into ``Trace.strings``.
+EVENT_COLUMNS: dict[str, type] = {
+    "pid": np.int64, "tid": np.int64, "ts": np.float64, "dur": np.float64,
+    "name": np.int32,       # event name as displayed (op type for timeline.py, op or kernel name for xprof)
+    "op_type": np.int32,    # TF op type (DecodeJpeg, _XlaRun, ...) when known
+    "tf_name": np.int32,    # full TF node name with scopes when known
+    "category": np.int8,    # index into CATEGORIES
+    "group": np.int64,      # xprof group_id (links events to a step), -1 if none
+    "hlo_module": np.int32, # XLA module of a compiled kernel event
+    "hlo_op": np.int32,     # HLO instruction of a compiled kernel event
+    "stage": np.int32,      # filled by the mapper: id of a stage / overhead name, 0 = unmapped
+    "step": np.int32,       # step number, -1 if outside every step
+}
+
+
+class Events:
+    """Complete events as parallel numpy arrays (see :data:`EVENT_COLUMNS`), plus dataflow inputs
+    in CSR form: the inputs of event ``i`` are ``input_ids[input_ptr[i]:input_ptr[i+1]]`` (string
+    ids of producer node names, from timeline ``input0..N`` args)."""
+
+    def __init__(self, n: int = 0) -> None:
+        for col, dt in EVENT_COLUMNS.items():
+            setattr(self, col, np.zeros(n, dtype=dt))
+        self.input_ptr = np.zeros(n + 1, dtype=np.int64)
+        self.input_ids = np.zeros(0, dtype=np.int32)
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.ts + self.dur
+
+    def inputs_of(self, i: int) -> np.ndarray:
+        return self.input_ids[self.input_ptr[i]:self.input_ptr[i + 1]]
+
+    def take(self, index: np.ndarray) -> "Events":
+        """A new Events holding rows ``index`` (an int array or boolean mask), inputs included."""
+        index = np.flatnonzero(index) if index.dtype == bool else np.asarray(index)
+        out = Events(0)
+        for col in EVENT_COLUMNS:
+            setattr(out, col, getattr(self, col)[index])
+        starts, stops = self.input_ptr[index], self.input_ptr[index + 1]
+        lengths = stops - starts
+        out.input_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        if lengths.sum():
+            out.input_ids = np.concatenate([self.input_ids[a:b] for a, b in zip(starts, stops)])
+        return out
+
+
+class EventBuilder:
+    """Accumulates events chunk by chunk (lists of Python scalars), then freezes to numpy."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list] = {c: [] for c in EVENT_COLUMNS}
+        self.input_lengths: list[int] = []
+        self.input_ids: list[int] = []
+
+    def extend(self, **cols: list) -> None:
+        n = len(cols["ts"])
+        for c in EVENT_COLUMNS:
+            v = cols.get(c)
+            if v is None:
+                default = -1 if c in ("group", "step") else 0
+                self.cols[c].extend([default] * n)
+            else:
+                self.cols[c].extend(v)
+        lengths = cols.get("input_lengths")
+        if lengths is None:
+            self.input_lengths.extend([0] * n)
+        else:
+            self.input_lengths.extend(lengths)
+            self.input_ids.extend(cols["input_ids"])
+
+    def freeze(self) -> Events:
+        ev = Events(0)
+        for c, dt in EVENT_COLUMNS.items():
+            setattr(ev, c, np.asarray(self.cols[c], dtype=dt))
+        ev.input_ptr = np.concatenate([[0], np.cumsum(self.input_lengths, dtype=np.int64)])
+        ev.input_ids = np.asarray(self.input_ids, dtype=np.int32)
+        return ev
+
+
+@dataclasses.dataclass
+class Counters:
+    """Counter samples (``ph: C``), e.g. allocator bytes in use: one row per (series, time)."""
+
+    pid: np.ndarray
+    name: np.ndarray   # string id of the series ("mklcpu", "cpu", ...)
+    ts: np.ndarray
+    value: np.ndarray
+
+    @staticmethod
+    def empty() -> "Counters":
+        return Counters(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0), np.zeros(0))
+
+
+@dataclasses.dataclass
+class Flows:
+    """Flow arrows: ``ph`` s (start) / t (step) / f (end) with an id; timeline.py draws one per
+    tensor edge from producer to consumer."""
+
+    id: np.ndarray
+    phase: np.ndarray  # 0 = s, 1 = t, 2 = f
+    pid: np.ndarray
+    tid: np.ndarray
+    ts: np.ndarray
+    name: np.ndarray
+
+    @staticmethod
+    def empty() -> "Flows":
+        z = np.zeros(0, np.int64)
+        return Flows(z, z.astype(np.int8), z, z, z.astype(np.float64), z.astype(np.int32))
+
+
+@dataclasses.dataclass
+class Trace:
+    """A loaded trace.
+
+    ``format``: "timeline" (tensorflow.python.client.timeline output), "xprof" (TensorBoard
+    profile: an .xplane.pb, a logdir, or the trace_viewer JSON xprof writes) or "chrome" (any
+    other Chrome trace). ``steps`` are the trace's steps in time order. ``hlo`` maps an XLA
+    module name to its :class:`compare.hlo.HloModule` when the source carries HLO (xplane).
+    ``warnings`` say what was skipped and why.
+    """
+
+    source: str
+    format: str
+    strings: Strings
+    processes: dict[int, Process]
+    lanes: dict[tuple[int, int], str]
+    events: Events
+    counters: Counters = dataclasses.field(default_factory=Counters.empty)
+    flows: Flows = dataclasses.field(default_factory=Flows.empty)
+    objects: dict[int, int] = dataclasses.field(default_factory=dict)
+    steps: list[Step] = dataclasses.field(default_factory=list)
+    hlo: dict = dataclasses.field(default_factory=dict)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    meta: dict = dataclasses.field(default_factory=dict)
+
+    # --- convenience views ---------------------------------------------------------------
+
+    def s(self, i: int) -> str:
+        return self.strings.names[i]
+
+    def col_str(self, col: str) -> list[str]:
+        """A string column decoded (for small traces, tests and reports)."""
+        names = self.strings.names
+        return [names[i] for i in getattr(self.events, col)]
+
+    def category_id(self, category: str) -> int:
+        return CATEGORIES.index(category)
+
+    def mask(self, category: str | None = None, name: str | None = None,
+             op_type: str | None = None) -> np.ndarray:
+        """Boolean mask of events matching every given criterion (exact matches)."""
+        ev = self.events
+        m = np.ones(len(ev), dtype=bool)
+        if category is not None:
+            m &= ev.category == CATEGORIES.index(category)
+        for col, val in (("name", name), ("op_type", op_type)):
+            if val is not None:
+                sid = self.strings.lookup(val)
+                m &= (getattr(ev, col) == sid) if sid is not None else False
+        return m
+
+    def lane_name(self, pid: int, tid: int) -> str:
+        return self.lanes.get((pid, tid), str(tid))
+
+    def iter_lanes(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(pid, tid, indices sorted by start time) for every lane that has events."""
+        ev = self.events
+        if not len(ev):
+            return
+        order = np.lexsort((ev.ts, ev.tid, ev.pid))
+        keys = np.stack([ev.pid[order], ev.tid[order]], 1)
+        cuts = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1
+        for chunk in np.split(order, cuts):
+            yield int(ev.pid[chunk[0]]), int(ev.tid[chunk[0]]), chunk
+
+    def self_time(self) -> np.ndarray:
+        """Each event's duration minus the time covered by events nested inside it on its lane.
+
+        Lanes of timeline.py traces never nest (they are greedy non-overlapping rows), so this
+        equals ``dur`` there; xprof host threads nest (ExecutorState::Process > op > kernel).
+        """
+        ev = self.events
+        selft = ev.dur.copy()
+        for _, _, idx in self.iter_lanes():
+            ts, end = ev.ts[idx], ev.ts[idx] + ev.dur[idx]
+            if len(idx) < 2 or np.all(ts[1:] >= end[:-1]):
+                continue
+            # order by start, longer first, then walk a stack of open parents
+            sub = np.lexsort((-ev.dur[idx], ts))
+            stack: list[int] = []
+            for j in sub:
+                t0, t1 = ts[j], end[j]
+                while stack and end[stack[-1]] <= t0:
+                    stack.pop()
+                if stack and t1 <= end[stack[-1]] + 1e-9:
+                    selft[idx[stack[-1]]] -= ev.dur[idx[j]]
+                stack.append(j)
+        np.maximum(selft, 0.0, out=selft)
+        return selft
+
+    def step_of(self, ts: np.ndarray) -> np.ndarray:
+        """Step number containing each timestamp, -1 outside every step."""
+        out = np.full(len(ts), -1, dtype=np.int32)
+        for st in self.steps:
+            out[(ts >= st.ts) & (ts < st.ts + st.dur)] = st.num
+        return out

@@ -1,0 +1,530 @@
+"""Load any trace we read into the one event model (:class:`compare.events.Trace`).
+
+Formats, detected from content, never from the file name:
+
+- timeline.py JSON (TF1 and TF2 ``tensorflow.python.client.timeline``; CPU and GPU rows);
+- Chrome trace JSON, plain or gzip (as xprof's trace_viewer writes it, or any other tool);
+- TensorBoard profiles: an ``.xplane.pb`` file, a profile session folder, or a logdir — read
+  through xprof's own converter (``raw_to_tool_data.xspace_to_tool_data(..., "trace_viewer")``),
+  plus the HLO modules in the xplane's ``/host:metadata`` plane (see :mod:`compare.hlo`).
+
+Every failure is a :class:`LoadError` (an :class:`common.errors.InputError`): one line naming
+the input and the formats we read. Partly usable input loads with ``Trace.warnings`` saying
+what was skipped.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from common.errors import InputError
+from compare import chrome_json
+from compare.events import (CATEGORIES, Counters, EventBuilder, Flows, Process, Step, Strings,
+                            Trace)
+
+FORMATS_WE_READ = ("timeline.py JSON, Chrome trace JSON (.json / .json.gz, e.g. xprof's "
+                   "trace_viewer output), .xplane.pb, or a TensorBoard logdir")
+#: Refuse to decompress more than this (a gzip bomb must not exhaust memory).
+MAX_DECOMPRESSED_BYTES = int(os.environ.get("COMPARE_MAX_TRACE_BYTES", 4 << 30))
+
+
+class LoadError(InputError):
+    """A trace that cannot be read; the message names the file and what we read."""
+
+
+# --------------------------------------------------------------------------------------------
+# entry point
+
+def load(path: str | os.PathLike) -> Trace:
+    """Load a trace file or folder of any supported format."""
+    p = Path(path)
+    if not p.exists():
+        raise LoadError(f"{path}: no such file or folder")
+    if p.is_dir():
+        return _load_dir(p)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        raise LoadError(f"{path}: cannot read ({e.strerror})") from None
+    if not head:
+        raise LoadError(f"{path}: empty file; we read {FORMATS_WE_READ}")
+    if head[:2] == b"\x1f\x8b":
+        return _load_json_bytes(_gunzip(p), str(p))
+    first = head.lstrip()[:1]
+    if first in (b"{", b"[") or head.strip() == b"":
+        trace = _load_json_bytes(p.read_bytes(), str(p))
+        if trace.format == "timeline":
+            _attach_cluster_sidecar(trace, p)
+        return trace
+    return _load_xplanes([str(p)], str(p))
+
+
+def _attach_cluster_sidecar(trace: Trace, path: Path) -> None:
+    """Our legacy runs write ``xla_clusters.json`` beside their timelines: the TF ops inside
+    each XLA cluster, keyed for each timeline file (see :mod:`legacy.xla_clusters`)."""
+    side = path.parent / "xla_clusters.json"
+    if not side.is_file():
+        return
+    try:
+        import json
+
+        doc = json.loads(side.read_text())
+        aliases = doc["timelines"][path.name]["aliases"]
+        clusters = doc["clusters"]
+        trace.meta["xla_members"] = {mine: [tuple(op) for op in clusters.get(ref, [])]
+                                     for mine, ref in aliases.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        trace.warnings.append(f"{side.name} beside the timeline is unreadable; XLA cluster "
+                              f"contents unknown")
+
+
+def _gunzip(p: Path) -> bytes:
+    out, total = [], 0
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    truncated = False
+    with open(p, "rb") as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                break
+            try:
+                piece = d.decompress(block, MAX_DECOMPRESSED_BYTES + 1 - total)
+                while True:
+                    total += len(piece)
+                    if total > MAX_DECOMPRESSED_BYTES:
+                        raise LoadError(f"{p}: decompresses to more than "
+                                        f"{MAX_DECOMPRESSED_BYTES >> 20} MiB (a gzip bomb?); "
+                                        f"refusing to read it")
+                    out.append(piece)
+                    if not d.unconsumed_tail:
+                        break
+                    piece = d.decompress(d.unconsumed_tail, MAX_DECOMPRESSED_BYTES + 1 - total)
+            except zlib.error as e:
+                if not out:
+                    raise LoadError(f"{p}: corrupt gzip data ({e})") from None
+                truncated = True
+                break
+            if d.eof:
+                break
+    if not d.eof:
+        truncated = True
+    data = b"".join(out)
+    if truncated:
+        data = _Truncated(data)
+    return data
+
+
+class _Truncated(bytes):
+    """Bytes from a gzip stream that ended early (the loader adds a warning)."""
+
+
+# --------------------------------------------------------------------------------------------
+# folders and xplanes
+
+def _load_dir(p: Path) -> Trace:
+    xplanes = sorted(p.glob("*.xplane.pb"))
+    if not xplanes:
+        sessions = sorted({x.parent for x in p.glob("**/plugins/profile/*/*.xplane.pb")})
+        if not sessions:
+            timelines = [t for t in ("timeline.json", "trace.json.gz") if (p / t).is_file()]
+            if timelines:
+                return load(p / timelines[0])
+            raise LoadError(f"{p}: folder holds no .xplane.pb profile (and no timeline.json); "
+                            f"we read {FORMATS_WE_READ}")
+        runs = sorted({str(s.parent.parent.parent) for s in sessions})
+        if len(runs) > 1:
+            names = ", ".join(os.path.relpath(r, p) for r in runs)
+            raise LoadError(f"{p}: holds several runs ({names}); pass one of them")
+        xplanes = sorted(sessions[-1].glob("*.xplane.pb"))
+    return _load_xplanes([str(x) for x in xplanes], str(p))
+
+
+def _load_xplanes(paths: list[str], source: str) -> Trace:
+    from compare import hlo
+
+    modules = hlo.modules_from_xplanes(paths, source)  # also validates the files are XSpaces
+    try:
+        from xprof.convert import raw_to_tool_data
+
+        data, _ = raw_to_tool_data.xspace_to_tool_data(paths, "trace_viewer", {})
+    except Exception as e:  # xprof raises assorted types; any of them means unusable input
+        raise LoadError(f"{source}: xprof could not convert it ({str(e).splitlines()[0][:200]})"
+                        ) from None
+    if not data:
+        raise LoadError(f"{source}: xprof produced no trace events")
+    trace = _load_json_bytes(data.encode("utf-8") if isinstance(data, str) else data, source)
+    trace.format = "xprof"
+    trace.hlo = modules
+    trace.meta["xplane_files"] = paths
+    return trace
+
+
+# --------------------------------------------------------------------------------------------
+# JSON
+
+_XLA_RUNTIME = {
+    "CpuExecutable::ExecuteAsyncOnStream", "ThunkExecutor::Execute", "BlockUntilReady",
+    "CpuExecutable::Execute", "XlaCompileOnDemandOp::Compute",
+}
+_RUNTIME = {
+    "ExecutorState::Process", "SessionRun", "ThreadpoolListener::Region", "ExecutorDoneCallback",
+    "ParallelFor", "ExecutorState::ProcessAsync::Start", "ExecutorState::ProcessAsync::Done",
+    "EagerExecute", "EagerLocalExecute", "FunctionRun", "EagerKernelExecute",
+    "ExecutorState::Process::Process",
+}
+_QUEUE_OPS = re.compile(r"^(QueueDequeue|QueueEnqueue|ReaderRead|FIFOQueue|RandomShuffleQueue|"
+                        r"PaddingFIFOQueue|QueueClose|QueueSize)")
+_TFDATA_OPS = re.compile(r"^(IteratorGetNext|MakeIterator|AnonymousIterator|IteratorV2|"
+                         r"Iterator::|OptionalGetValue|MultiDeviceIterator)")
+_CAT = {c: i for i, c in enumerate(CATEGORIES)}
+
+
+def _category(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
+    if step_marker:
+        return _CAT["step"]
+    t = op_type or name
+    if t == "_XlaCompile":
+        return _CAT["xla_compile"]
+    if t in ("_XlaRun", "_XlaLaunch", "XlaLaunch", "XlaLaunchV2"):
+        return _CAT["xla_run"]
+    if hlo_op:
+        return _CAT["xla_kernel"]
+    if _TFDATA_OPS.match(t) or name.startswith("Iterator::"):
+        return _CAT["tf_data"]
+    if _QUEUE_OPS.match(t):
+        return _CAT["queue"]
+    if t == "_XlaMerge" or name in _XLA_RUNTIME or name.startswith(("Populate ", "end: ")):
+        return _CAT["runtime"]
+    if name in _RUNTIME or name.startswith(("ExecutorState::", "ThreadpoolListener::")):
+        return _CAT["runtime"]
+    if name.startswith("$"):
+        return _CAT["python"]
+    if op_type:
+        return _CAT["op"]
+    return _CAT["other"]
+
+
+def process_kind(name: str) -> str:
+    """What a process row is, from its name (timeline.py, TF2 GPU and xprof conventions)."""
+    n = name.strip()
+    low = n.lower()
+    if n == "Allocators":
+        return "allocator"
+    if n.endswith(" Tensors"):
+        return "tensors"
+    if "/memcpy" in low:
+        return "memcpy"
+    if "/stream:" in low:
+        return "stream"
+    if n.startswith("/host:"):
+        return "host"
+    if n.startswith("/device:"):
+        return "device"
+    if n.endswith(" Compute"):
+        return "compute"
+    if n.startswith("merged:"):
+        return "merged"
+    return "other"
+
+
+def _load_json_bytes(buf: bytes, source: str) -> Trace:
+    warnings: list[str] = []
+    if isinstance(buf, _Truncated):
+        warnings.append("the gzip stream ends early (truncated file); read what was there")
+    try:
+        rest, start, end = chrome_json.split_document(buf, warnings)
+    except chrome_json.TraceFormatError as e:
+        raise LoadError(f"{source}: {e}; we read {FORMATS_WE_READ}") from None
+    strings = Strings()
+    b = _Builder(strings, warnings)
+    try:
+        for chunk in chrome_json.iter_chunks(buf, start, end, warnings):
+            b.add(chunk)
+    except chrome_json.TraceFormatError as e:
+        raise LoadError(f"{source}: {e}") from None
+    del buf
+    trace = b.finish(source, rest)
+    if not len(trace.events) and not len(trace.counters.ts):
+        detail = f" ({'; '.join(trace.warnings)})" if trace.warnings else ""
+        raise LoadError(f"{source}: no usable trace events{detail}; we read {FORMATS_WE_READ}")
+    return trace
+
+
+class _Builder:
+    """Turns chunks of raw event dicts into columns; knows the dialect quirks."""
+
+    def __init__(self, strings: Strings, warnings: list[str]) -> None:
+        self.s = strings
+        self.warnings = warnings
+        self.ev = EventBuilder()
+        self.proc_names: dict[int, str] = {}
+        self.proc_sort: dict[int, int] = {}
+        self.lanes: dict[tuple[int, int], str] = {}
+        self.counters: list[tuple] = []
+        self.flows: list[tuple] = []
+        self.objects: dict[int, int] = {}
+        self.open_b: dict[tuple[int, int], list[dict]] = {}
+        self.skipped: dict[str, int] = {}
+        self.steps: dict[int, Step] = {}
+        self.group_step: dict[int, int] = {}
+        self.timeline_style = False
+        self.xprof_style = False
+
+    def skip(self, why: str, n: int = 1) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + n
+
+    def add(self, events: list) -> None:
+        xs, bs = [], []
+        for e in events:
+            if type(e) is not dict:
+                self.skip("entries that are not JSON objects")
+                continue
+            if not e:
+                continue  # xprof ends its list with an empty object
+            ph = e.get("ph")
+            if ph == "X":
+                xs.append(e)
+            elif ph in ("B", "E"):
+                bs.append(e)
+            elif ph == "M":
+                self._meta(e)
+            elif ph == "C":
+                self._counter(e)
+            elif ph in ("s", "t", "f"):
+                self._flow(e)
+            elif ph in ("N", "O", "D"):
+                pid = e.get("pid")
+                if isinstance(pid, int) and ph == "N":
+                    self.objects[pid] = self.objects.get(pid, 0) + 1
+            elif ph in ("i", "I", "R", "P", "b", "e", "n", "S", "T", "F", "c"):
+                pass  # instants, marks, async and sample events: not used by our analyses
+            else:
+                self.skip(f"events with unknown ph {str(ph)[:10]!r}")
+        if bs:
+            xs.extend(self._close_pairs(bs))
+        if xs:
+            self._complete(xs)
+
+    # --- event kinds ---------------------------------------------------------------------
+
+    def _meta(self, e: dict) -> None:
+        pid, name, args = e.get("pid"), e.get("name"), e.get("args") or {}
+        if not isinstance(pid, int) or not isinstance(args, dict):
+            self.skip("metadata events without pid")
+            return
+        if name == "process_name":
+            self.proc_names[pid] = str(args.get("name", pid))
+        elif name == "process_sort_index" and isinstance(args.get("sort_index"), int):
+            self.proc_sort[pid] = args["sort_index"]
+        elif name == "thread_name" and isinstance(e.get("tid"), int):
+            self.lanes[(pid, e["tid"])] = str(args.get("name", e["tid"]))
+
+    def _counter(self, e: dict) -> None:
+        pid, ts, args = e.get("pid"), e.get("ts"), e.get("args")
+        if not isinstance(pid, int) or not isinstance(ts, (int, float)) or not isinstance(args, dict):
+            self.skip("counter events without pid/ts/args")
+            return
+        base = str(e.get("name", ""))
+        for k, v in args.items():
+            if isinstance(v, (int, float)):
+                series = base if k == base else f"{base}.{k}" if base else k
+                self.counters.append((pid, self.s.id(series), float(ts), float(v)))
+
+    def _flow(self, e: dict) -> None:
+        pid, tid, ts = e.get("pid"), e.get("tid"), e.get("ts")
+        fid = e.get("id")
+        if not (isinstance(pid, int) and isinstance(tid, int) and isinstance(ts, (int, float))):
+            self.skip("flow events without pid/tid/ts")
+            return
+        if isinstance(fid, str):
+            try:
+                fid = int(fid, 0)
+            except ValueError:
+                fid = hash(fid)
+        if not isinstance(fid, int):
+            self.skip("flow events without id")
+            return
+        self.flows.append((fid, "stf".index(e["ph"]), pid, tid, float(ts),
+                           self.s.id(str(e.get("name", "")))))
+
+    def _close_pairs(self, bs: list[dict]) -> list[dict]:
+        out = []
+        for e in sorted(bs, key=lambda e: e.get("ts") if isinstance(e.get("ts"), (int, float))
+                        else 0):
+            key = (e.get("pid"), e.get("tid"))
+            if not isinstance(key[0], int) or not isinstance(key[1], int) or \
+                    not isinstance(e.get("ts"), (int, float)):
+                self.skip("B/E events without pid/tid/ts")
+                continue
+            stack = self.open_b.setdefault(key, [])
+            if e["ph"] == "B":
+                stack.append(e)
+            elif stack:
+                b = stack.pop()
+                x = dict(b)
+                x["ph"] = "X"
+                x["dur"] = e["ts"] - b["ts"]
+                if isinstance(e.get("args"), dict):
+                    x["args"] = {**(b.get("args") or {}), **e["args"]}
+                out.append(x)
+            else:
+                self.skip("E events without a matching B")
+        return out
+
+    def _complete(self, xs: list[dict]) -> None:
+        good = []
+        for e in xs:
+            pid, tid, ts, dur = e.get("pid"), e.get("tid"), e.get("ts"), e.get("dur")
+            if not isinstance(pid, int) or not isinstance(tid, int):
+                self.skip("complete events without integer pid/tid")
+            elif not isinstance(ts, (int, float)) or ts != ts:
+                self.skip("complete events without ts")
+            elif not isinstance(dur, (int, float)) or dur != dur:
+                self.skip("complete events without dur")
+            elif dur < 0:
+                self.skip("complete events with negative dur")
+            else:
+                good.append(e)
+        if not good:
+            return
+        names, op_types, tf_names, groups, hmods, hops, cats = [], [], [], [], [], [], []
+        in_lengths, in_ids = [], []
+        sid = self.s.id
+        for e in good:
+            name = e.get("name")
+            name = name if isinstance(name, str) else str(name or "")
+            args = e.get("args")
+            op_type = tf_name = hlo_op = hlo_mod = ""
+            group = -1
+            n_in = 0
+            step_marker = False
+            if type(args) is dict and args:
+                op = args.get("op")
+                if isinstance(op, str):  # timeline.py: args {name, op, input0..N}
+                    self.timeline_style = True
+                    op_type = op
+                    tf_name = args.get("name") if isinstance(args.get("name"), str) else ""
+                    for k, v in args.items():
+                        if k.startswith("input") and isinstance(v, str):
+                            in_ids.append(sid(v.split(":", 1)[0] if ":" in v and
+                                              not v.startswith("^") else v.lstrip("^")))
+                            n_in += 1
+                else:
+                    ln = args.get("long_name")
+                    if isinstance(ln, str):  # xprof: "tf/node/name:OpType"
+                        self.xprof_style = True
+                        tf_name, _, op_type = ln.rpartition(":")
+                        if not tf_name:
+                            tf_name, op_type = op_type, name
+                    ho = args.get("hlo_op")
+                    if isinstance(ho, str):
+                        hlo_op = ho
+                        hm = args.get("hlo_module")
+                        hlo_mod = hm if isinstance(hm, str) else ""
+                    g = args.get("group_id")
+                    if g is not None:
+                        try:
+                            group = int(g)
+                        except (TypeError, ValueError):
+                            group = -1
+                    sn = args.get("step_num")
+                    if sn is not None and "step_name" in args:
+                        try:
+                            num = int(sn)
+                        except (TypeError, ValueError):
+                            num = None
+                        if num is not None:
+                            step_marker = True
+                            if num not in self.steps:
+                                self.steps[num] = Step(num, float(e["ts"]), float(e["dur"]), name)
+                            if group >= 0:
+                                self.group_step[group] = num
+            names.append(name)
+            op_types.append(op_type)
+            tf_names.append(tf_name)
+            groups.append(group)
+            hmods.append(hlo_mod)
+            hops.append(hlo_op)
+            cats.append(_category(name, op_type, hlo_op, step_marker))
+            in_lengths.append(n_in)
+        self.ev.extend(
+            pid=[e["pid"] for e in good], tid=[e["tid"] for e in good],
+            ts=[float(e["ts"]) for e in good], dur=[float(e["dur"]) for e in good],
+            name=self.s.ids(names), op_type=self.s.ids(op_types), tf_name=self.s.ids(tf_names),
+            category=cats, group=groups, hlo_module=self.s.ids(hmods), hlo_op=self.s.ids(hops),
+            input_lengths=in_lengths, input_ids=in_ids)
+
+    # --- finish --------------------------------------------------------------------------
+
+    def finish(self, source: str, rest: dict) -> Trace:
+        unclosed = sum(len(v) for v in self.open_b.values())
+        if unclosed:
+            self.skip("B events never closed by an E", unclosed)
+        for why, n in sorted(self.skipped.items()):
+            self.warnings.append(f"skipped {n} {why}")
+        events = self.ev.freeze()
+        pids = set(self.proc_names) | {int(p) for p in np.unique(events.pid)}
+        processes = {p: Process(p, self.proc_names.get(p, f"pid {p}"),
+                                process_kind(self.proc_names.get(p, "")), self.proc_sort.get(p))
+                     for p in sorted(pids)}
+        fmt = "timeline" if self.timeline_style else "xprof" if (
+            self.xprof_style or any(p.kind == "host" for p in processes.values())) else "chrome"
+        if self.counters:
+            c = np.array(self.counters, dtype=object)
+            counters = Counters(c[:, 0].astype(np.int64), c[:, 1].astype(np.int32),
+                                c[:, 2].astype(np.float64), c[:, 3].astype(np.float64))
+        else:
+            counters = Counters.empty()
+        if self.flows:
+            f = self.flows
+            flows = Flows(np.array([x[0] for x in f], np.int64), np.array([x[1] for x in f], np.int8),
+                          np.array([x[2] for x in f], np.int64), np.array([x[3] for x in f], np.int64),
+                          np.array([x[4] for x in f], np.float64), np.array([x[5] for x in f], np.int32))
+        else:
+            flows = Flows.empty()
+        meta = {k: v for k, v in rest.items() if k != "traceEvents" and not isinstance(v, (list, dict))}
+        trace = Trace(source=source, format=fmt, strings=self.s, processes=processes,
+                      lanes=dict(self.lanes), events=events, counters=counters, flows=flows,
+                      objects=self.objects, warnings=self.warnings, meta=meta)
+        trace.steps = sorted(self.steps.values(), key=lambda st: st.ts)
+        if not trace.steps:
+            trace.steps = _infer_steps(trace)
+        _assign_steps(trace, self.group_step)
+        return trace
+
+
+def _infer_steps(trace: Trace) -> list[Step]:
+    """Steps when the trace marks none: each ``_SOURCE`` node of a timeline starts a session run
+    (TF's executor runs it first); otherwise the whole trace is one step."""
+    ev = trace.events
+    if not len(ev):
+        return []
+    src = trace.strings.lookup("_SOURCE")
+    starts = np.sort(ev.ts[ev.tf_name == src]) if src is not None else np.zeros(0)
+    t0, t1 = float(ev.ts.min()), float(ev.end.max())
+    if len(starts) <= 1:
+        return [Step(0, t0, t1 - t0, "whole trace")]
+    bounds = list(starts) + [t1]
+    bounds[0] = min(bounds[0], t0)
+    return [Step(i, float(bounds[i]), float(bounds[i + 1] - bounds[i]), f"session run {i}")
+            for i in range(len(starts))]
+
+
+def _assign_steps(trace: Trace, group_step: dict[int, int]) -> None:
+    ev = trace.events
+    ev.step = trace.step_of(ev.ts)
+    if group_step:
+        groups = np.array(list(group_step.keys()), dtype=np.int64)
+        nums = np.array(list(group_step.values()), dtype=np.int32)
+        order = np.argsort(groups)
+        groups, nums = groups[order], nums[order]
+        pos = np.searchsorted(groups, ev.group)
+        pos = np.clip(pos, 0, len(groups) - 1)
+        hit = groups[pos] == ev.group
+        ev.step[hit] = nums[pos[hit]]
