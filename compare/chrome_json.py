@@ -1,7 +1,7 @@
 """Read a Chrome-trace JSON document in bounded chunks.
 
 ``json.load`` of a 150 MB trace builds ~1 GB of Python objects. Here the ``traceEvents`` array is
-cut at event boundaries into chunks of a few megabytes, each parsed with orjson and handed to
+cut at event boundaries into chunks of about a megabyte, each parsed with orjson and handed to
 the caller, who turns it into columns and drops it; so peak memory is the file plus one chunk.
 
 Damaged input is handled here, not by the caller: non-UTF-8 bytes are replaced (with a warning),
@@ -24,7 +24,7 @@ from typing import Annotated, Any, Iterator, Union
 import msgspec
 import orjson
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 1 << 20
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -53,7 +53,7 @@ def _loads(data: bytes, warnings: list[str]):
 _NonNegative = Annotated[float, msgspec.Meta(ge=0)]
 
 
-class XEvent(msgspec.Struct, tag_field="ph", tag="X"):
+class XEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """A complete event, well-formed: integer pid/tid, a time, a duration of 0 or more."""
 
     pid: int
@@ -64,7 +64,7 @@ class XEvent(msgspec.Struct, tag_field="ph", tag="X"):
     args: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class CEvent(msgspec.Struct, tag_field="ph", tag="C"):
+class CEvent(msgspec.Struct, gc=False, tag_field="ph", tag="C"):
     """A counter sample with numeric values (timeline.py: bytes in use per allocator)."""
 
     pid: int
@@ -73,25 +73,25 @@ class CEvent(msgspec.Struct, tag_field="ph", tag="C"):
     args: dict[str, Union[int, float]]
 
 
-class MEvent(msgspec.Struct, tag_field="ph", tag="M"):
+class MEvent(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
     pid: Any = None
     tid: Any = None
     name: Any = None
     args: Any = None
 
 
-class NEvent(msgspec.Struct, tag_field="ph", tag="N"):
+class NEvent(msgspec.Struct, gc=False, tag_field="ph", tag="N"):
     pid: Any = None
 
 
 def _flow(ph: str):
     return msgspec.defstruct(f"Flow_{ph}", [("pid", int), ("tid", int), ("ts", float),
                                             ("id", int), ("name", str)],
-                             tag_field="ph", tag=ph)
+                             gc=False, tag_field="ph", tag=ph)
 
 
 def _ignored(ph: str):
-    return msgspec.defstruct(f"Ignored_{ord(ph)}", [], tag_field="ph", tag=ph)
+    return msgspec.defstruct(f"Ignored_{ord(ph)}", [], gc=False, tag_field="ph", tag=ph)
 
 
 #: Flow phases s (start), t (step), f (end): classes by phase.

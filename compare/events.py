@@ -46,10 +46,9 @@ class Strings:
         items = items if isinstance(items, list) else list(items)
         out = list(map(tbl.get, items))
         if None in out:
-            new = dict.fromkeys(s for s, i in zip(items, out) if i is None and s)
-            for s in new:
-                tbl[s] = len(names)
-                names.append(s)
+            new = [s for s in dict.fromkeys([s for s, i in zip(items, out) if i is None]) if s]
+            tbl.update(zip(new, range(len(names), len(names) + len(new))))
+            names.extend(new)
             out = list(map(tbl.get, items))
             if None in out:  # None items
                 out = [0 if i is None else i for i in out]

@@ -108,13 +108,27 @@ def to_json(e: Explanation) -> dict:
         "questions": QUESTIONS,
         "step": e.choice.as_dict(),
         "pids": e.legend.as_dict(),
-        "xla": {**e.xla.as_dict(), "step": e.xla_step,
+        "xla": {**_xla_dict(e.xla), "step": e.xla_step,
                 "ops_explained": {op: XLA_OPS[op] for op in XLA_OPS
                                   if op in e.ops_present or op == "_XlaLaunch"},
                 "ops_present": e.ops_present},
         "sequence": e.sequence.as_dict(),
         "verdict": e.verdict.as_dict(),
     }
+
+
+#: At most this many clusters/functions in the JSON (the largest by compile + run time).
+MAX_UNITS = 1000
+
+
+def _xla_dict(x) -> dict:
+    """The XLA summary as data; a trace with more than :data:`MAX_UNITS` clusters keeps the
+    largest ones (``units_total`` says how many there were)."""
+    total = len(x.units)
+    if total > MAX_UNITS:
+        keep = sorted(x.units.values(), key=lambda u: -(u.compile_us + u.run_us))[:MAX_UNITS]
+        x = dataclasses.replace(x, units={u.name: u for u in keep})
+    return {**x.as_dict(), "units_total": total}
 
 
 # --------------------------------------------------------------------------------------------

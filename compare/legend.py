@@ -283,7 +283,7 @@ def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
         p = trace.processes[pid]
         role = roles[pid]
         mine = step_idx[ev.pid[step_idx] == pid]
-        tids = sorted({int(t) for t in ev.tid[ev.pid == pid]} |
+        tids = sorted({int(t) for t in np.unique(ev.tid[ev.pid == pid])} |
                       {t for (q, t) in trace.lanes if q == pid})
         lanes, lane_sum = [], 0.0
         for tid in tids:

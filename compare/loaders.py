@@ -14,11 +14,14 @@ what was skipped.
 """
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import re
 import zlib
 from collections import Counter
+from itertools import compress, repeat
+from operator import is_
 from pathlib import Path
 
 import numpy as np
@@ -250,12 +253,18 @@ def _load_json_bytes(buf: bytes, source: str) -> Trace:
         raise LoadError(f"{source}: {e}; we read {FORMATS_WE_READ}") from None
     strings = Strings()
     b = _Builder(strings, warnings)
+    # Millions of short-lived objects, none in a cycle: the cyclic GC would only rescan them.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
         for chunk in chrome_json.iter_chunks(buf, start, end, warnings,
                                              parse=chrome_json.parse_typed):
             b.add(chunk)
     except chrome_json.TraceFormatError as e:
         raise LoadError(f"{source}: {e}") from None
+    finally:
+        if gc_was_on:
+            gc.enable()
     del buf
     trace = b.finish(source, rest)
     if not len(trace.events) and not len(trace.counters.ts):
@@ -364,6 +373,8 @@ class _Builder:
                 return []
             if len(present) == 1:
                 return chunk
+            if len(classes) == 1:  # C-level selection: map(is_) then compress
+                return list(compress(chunk, map(is_, types, repeat(classes[0]))))
             return [e for e, t in zip(chunk, types) if t in classes]
 
         xs = of(cj.XEvent)
@@ -406,16 +417,15 @@ class _Builder:
         names = [e.name for e in xs]
         tf_names = [a.get("name") for a in args]
         tf_names = [n if type(n) is str else "" for n in tf_names]
-        lengths = []
-        inputs: list[str] = []
-        for a in args:
-            if len(a) > 2:
-                got = [_input_name(v) for k, v in a.items()
-                       if k[:5] == "input" and type(v) is str]
-                lengths.append(len(got))
-                inputs += got
-            else:
-                lengths.append(0)
+        pairs = [(j, v) for j, a in enumerate(args) if len(a) > 2
+                 for k, v in a.items() if k[:5] == "input" and type(v) is str]
+        if pairs:
+            owner, values = zip(*pairs)
+            lengths = np.bincount(np.asarray(owner), minlength=len(args))
+            # _input_name, inlined: the producer node of each input
+            inputs = [v.partition(":")[0] if v[:1] != "^" else v.lstrip("^") for v in values]
+        else:
+            lengths, inputs = np.zeros(len(args), dtype=np.int64), []
         sid = self.s.ids
         name_ids, op_ids = sid(names), sid(ops)
         return dict(pid=pid.astype(np.int64), tid=tid.astype(np.int64), ts=ts, dur=dur,
@@ -428,8 +438,10 @@ class _Builder:
         vals = [e.args.get(n) for e, n in zip(cs, names)]
         if set(map(len, (e.args for e in cs))) == {1} and None not in vals:
             # timeline.py: one value per event, keyed by the allocator that names the series
-            self.counters.extend(zip([e.pid for e in cs], self.s.ids(names),
-                                     [e.ts for e in cs], map(float, vals)))
+            self._flush()  # keep the order of rows gathered before
+            self.counter_chunks.append((
+                np.array([e.pid for e in cs], np.int64), np.array(self.s.ids(names), np.int32),
+                np.array([e.ts for e in cs], np.float64), np.array(vals, np.float64)))
             return
         sid = self.s.id
         for e, name in zip(cs, names):

@@ -67,11 +67,18 @@ class Sequence:
     wall_us: float
 
     def as_dict(self, limit: int = 2000) -> dict:
-        d = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("edges", "ops")}
-        d["ops"] = [dataclasses.asdict(o) for o in self.ops[:limit]]
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name not in ("edges", "ops", "critical")}
+        d["critical"] = [_op_dict(o) for o in self.critical]
+        d["ops"] = [_op_dict(o) for o in self.ops[:limit]]
         d["ops_total"] = len(self.ops)
         d["critical_share"] = self.critical_us / self.wall_us if self.wall_us else 0.0
         return d
+
+
+def _op_dict(o: SeqOp) -> dict:
+    return {"index": o.index, "depth": o.depth, "start_us": o.start_us, "dur_us": o.dur_us,
+            "op": o.op, "name": o.name, "row": o.row, "after": list(o.after)}
 
 
 def _nodes(trace: Trace, choice: StepChoice, work: np.ndarray) -> np.ndarray:

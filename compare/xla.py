@@ -91,10 +91,17 @@ def summarize(trace: Trace) -> XlaSummary:
     units: dict[str, XlaUnit] = {}
     compile_calls: list[tuple[int, str, float]] = []
 
+    keys: dict[tuple[int, int], str] = {}
+
     def unit(i: int) -> XlaUnit:
-        tf_name = names[ev.tf_name[i]]
-        key = unit_name(tf_name, names[ev.name[i]])
-        return units.setdefault(key, XlaUnit(key))
+        ids = (int(ev.tf_name[i]), int(ev.name[i]))
+        key = keys.get(ids)
+        if key is None:
+            key = keys[ids] = unit_name(names[ids[0]], names[ids[1]])
+        u = units.get(key)
+        if u is None:
+            u = units[key] = XlaUnit(key)
+        return u
 
     # GPU trace rows (stream, memcpy) repeat a cluster's name on each of its kernels: those are
     # the kernels of one call, not calls.

@@ -90,13 +90,11 @@ def test_gpu_rows_are_named_launch_on_the_host_and_execution_on_the_streams():
     ev, c = trace.events, e.choice
     for p in (launch, every, s14):
         k = (ev.pid == p.pid) & (ev.step == c.step.num)
-        a, b = np.sort(ev.ts[k]), None
         order = np.argsort(ev.ts[k])
         ts, end = ev.ts[k][order], (ev.ts[k] + ev.dur[k])[order]
         assert np.all(ts[1:] >= end[:-1])  # these rows do not overlap: union = sum
         assert p.busy_us == pytest.approx(float(np.sum(np.minimum(end, c.hi) -
                                                        np.maximum(ts, c.lo))))
-        del a, b
     # the GPU ran longer than the host took to launch
     assert every.busy_us > 10 * launch.busy_us
     assert s14.busy_us == pytest.approx(every.busy_us)
@@ -505,3 +503,19 @@ def test_benchmark_smoke(tmp_path):
                 "load_s", "explain_s", "json_load_s", "loadavg"):
         assert key in doc, key
     assert doc["events"] >= 3000 and doc["loaded_events"] > 0 and not doc["warnings"]
+
+
+def test_busy_time_is_a_union_and_gaps_are_its_complement():
+    from compare import intervals
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        ts = rng.integers(0, 100, 12).astype(float)
+        end = ts + rng.integers(0, 30, 12)
+        lo, hi = 10.0, 90.0
+        grid = np.arange(lo, hi) + 0.5  # unit cells of [lo, hi)
+        covered = ((grid[:, None] >= ts) & (grid[:, None] < end)).any(axis=1)
+        assert intervals.union_us(ts, end, lo, hi) == covered.sum()
+        gs, ge = intervals.gaps(ts, end, lo, hi)
+        assert (ge - gs).sum() == (~covered).sum()
+        assert np.all(ge > gs) and np.all(gs[1:] >= ge[:-1])
