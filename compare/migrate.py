@@ -21,7 +21,7 @@ import sys
 import tokenize
 from pathlib import Path
 
-from common.errors import InputError, run_cli
+from common.errors import EXIT_BAD_INPUT, InputError, run_cli, say
 from compare.migration import plan as _plan
 from compare.migration import render
 from compare.migration.scan import Finding, scan
@@ -137,10 +137,21 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"one script at a time, got {len(args)}: {' '.join(args)}")
     report = analyze_file(args[0])
     if flags.FLAGS.json:
-        sys.stdout.write(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
         sys.stdout.write(report.to_text())
     return 0
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's parsing, but a bad flag is bad input too: one line and exit 2, like the rest."""
+    from absl import flags
+
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        say(f"compare.migrate: error: {e}")
+        sys.exit(EXIT_BAD_INPUT)
 
 
 def main() -> None:
@@ -148,7 +159,11 @@ def main() -> None:
     from absl import app
 
     _define_flags()
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "compare.migrate")))
+    # Our own text is ASCII; a user's identifiers may not be, and must not crash a C-locale pipe.
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")
+    app.run(lambda argv: sys.exit(run_cli(_main, argv, "compare.migrate")),
+            flags_parser=_parse_flags)
 
 
 if __name__ == "__main__":

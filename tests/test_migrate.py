@@ -378,7 +378,8 @@ def test_a_folder_is_refused(tmp_path):
                           str(tmp_path), "is a folder")
 
 
-@pytest.mark.parametrize("args,needle", [((), "no script given"), (("a.py", "b.py"), "one script")])
+@pytest.mark.parametrize("args,needle", [((), "no script given"), (("a.py", "b.py"), "one script"),
+                                         (("--bogus", "a.py"), "bogus")])
 def test_wrong_arguments_are_one_line_exit_2(args, needle):
     assert_one_line_error(run_module("compare.migrate", *args, timeout=60), needle)
 

@@ -76,7 +76,7 @@ def to_text(script: str, findings: list[Finding], plan: str, upgrade: str) -> st
     s = summary(findings)
     out = [f"Migration report for {script}: {s['total']} legacy constructs to move to "
            "tf.data + XLA (line:col, col 1-based)",
-           "  " + " · ".join(f"{c} {n}" for c, n in s["by_category"].items()), ""]
+           "  " + ", ".join(f"{c} {n}" for c, n in s["by_category"].items()), ""]
     out += ["What tf_upgrade_v2 would do"] + _wrap(upgrade, "  ") + [""]
     out += ["Migration plan"] + _wrap(plan, "  ") + [""]
     for cat in CATEGORIES:

@@ -18,6 +18,7 @@ when they run. Class attributes and ``self.x`` are not tracked.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 
 from compare.migration.rules import (RULES_BY_ID, Rule, canonical, method_rule, rule_for)
@@ -137,12 +138,12 @@ class _Scanner:
         self.findings: list[Finding] = []
         self.called: set[str] = set()
         self.consumed: set[int] = set()
-        self.pending: list[tuple[ast.AST, _Scope]] = []
+        self.pending: collections.deque[tuple[ast.AST, _Scope]] = collections.deque()
 
     # -- findings ---------------------------------------------------------------------------
     def _segment(self, node: ast.AST, limit: int = 120) -> str:
         seg = _source_text(self.text, node)
-        return seg if len(seg) <= limit else seg[:limit - 1] + "…"
+        return seg if len(seg) <= limit else seg[:limit - 3] + "..."
 
     def _add(self, node: ast.AST, rule: Rule, construct: str, qual: str,
              via: str | None) -> Finding:
@@ -432,7 +433,7 @@ class _Scanner:
     def run(self, tree: ast.Module) -> ScanResult:
         self.block(tree.body, _Scope(None, "module"))
         while self.pending:  # function bodies, after the code that encloses them
-            fn, parent = self.pending.pop(0)
+            fn, parent = self.pending.popleft()
             inner = _Scope(parent, "function")
             self._bind_params(fn.args, inner)
             self.block(fn.body, inner)
