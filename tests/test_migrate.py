@@ -279,6 +279,42 @@ def test_xla_and_tracing_spellings():
                           (8, "config_proto"), (9, "global_jit_level")]
 
 
+def test_supervisor_and_its_methods():
+    src = ("import tensorflow as tf\n"
+           "sv = tf.train.Supervisor(logdir='x')\n"        # 2
+           "with sv.managed_session() as sess:\n"          # 3
+           "    while not sv.should_stop():\n"             # 4
+           "        sess.run(op)\n")
+    assert found(src) == [(2, "supervisor"), (3, "supervisor.method"), (4, "supervisor.method")]
+
+
+CSV_PIPELINE = (
+    "import tensorflow as tf\n"
+    "q = tf.train.string_input_producer(files, shuffle=False, num_epochs=2)\n"
+    "r = tf.TextLineReader(skip_header_lines=1)\n"
+    "_, line = r.read(q)\n"
+    "a, b = tf.decode_csv(line, record_defaults=[[0.0], [0]])\n"
+    "x = tf.image.resize_images(a, [8, 8])\n"
+    "batch = tf.train.shuffle_batch_join([[x, b]] * 4, 64, 10000, 5000)\n")
+
+
+def test_plan_for_a_csv_pipeline_without_xla():
+    report = analyze_source(CSV_PIPELINE, "csv.py")
+    assert ("dataset = tf.data.Dataset.from_tensor_slices(files).repeat(2).interleave(lambda f: "
+            "tf.data.TextLineDataset(f).skip(1), num_parallel_calls=tf.data.AUTOTUNE)"
+            ".map(decode_and_resize, num_parallel_calls=tf.data.AUTOTUNE).shuffle(5000)"
+            ".batch(64, drop_remainder=True).prefetch(tf.data.AUTOTUNE)") in report.plan
+    assert "jit_compile" not in report.plan  # no XLA and no random ops: nothing to compile
+
+
+def test_xla_pitfalls_only_when_the_plan_uses_xla(seed_report):
+    csv_reader = next(f for f in analyze_source(CSV_PIPELINE, "csv.py").findings
+                      if f.rule.id == "text_line_reader")
+    seed_reader = next(f for f in seed_report.findings if f.rule.id == "whole_file_reader")
+    assert csv_reader.pitfalls == () and seed_reader.pitfalls == ("resize_static",)
+    assert {p for f in seed_report.findings for p in f.pitfalls} == set(PITFALLS)
+
+
 def test_non_ascii_lines_report_character_columns():
     src = "import tensorflow as tf\nx = 'é✓'; q = tf.train.batch(x, 4)\n"
     (f,) = analyze_source(src, "t.py").findings

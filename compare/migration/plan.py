@@ -206,11 +206,13 @@ def plan(result: ScanResult) -> str:
             text.append("Seed the crops from one root split by "
                         "tf.random.experimental.stateless_split.")
     if "xla_jit" in cats:
-        text.append(f"XLA is switched on per function with jit_compile=True, so "
-                    f"{_names(findings, _in('xla_jit'))} go.")
+        old_xla = _names(findings, _in("xla_jit"))
+        text.append(f"XLA is switched on per function with jit_compile=True, so {old_xla} "
+                    f"{'go' if ',' in old_xla else 'goes'}.")
     gone = _names(findings, _in("queue_runner", "session"), limit=6)
     if gone:
-        text.append(f"A Python for loop over the dataset replaces the session loop: {gone} go, "
+        verb = "goes" if "," not in gone else "go"
+        text.append(f"A Python for loop over the dataset replaces the session loop: {gone} {verb}, "
                     "as tf.data starts and stops its own threads.")
     if "tracing" in cats:
         old = _names(findings, lambda f: f.rule.category == "tracing" and f.rule.id != "traced_run")

@@ -34,7 +34,7 @@ def finding_dict(f: Finding) -> dict:
         "source": f.source,
         "arguments": dict(f.arguments),
         "replacement": f.rule.full_replacement(),
-        "pitfalls": [{"id": p, "text": PITFALLS[p]} for p in f.rule.pitfall_ids()],
+        "pitfalls": [{"id": p, "text": PITFALLS[p]} for p in f.pitfalls],
         "port": f.rule.port(),
         "tf_upgrade_v2": f.upgrade,
     }
@@ -98,7 +98,7 @@ def to_text(script: str, findings: list[Finding], plan: str, upgrade: str) -> st
             out += _wrap(r.replacement, " " * 6, f"    - {', '.join(labels[r.id])}: ")
         if cat in CATEGORY_NOTES:
             out += _wrap(CATEGORY_NOTES[cat], " " * 6, "    - ")
-        pitfalls = list(dict.fromkeys(p for r in rules for p in r.pitfall_ids()))
+        pitfalls = list(dict.fromkeys(p for f in group for p in f.pitfalls))
         if pitfalls:
             out.append("  pitfalls we measured (TF 2.21, CPU):")
             for p in pitfalls:

@@ -319,9 +319,13 @@ RULES: tuple[Rule, ...] = (
          returns="session"),
     Rule("monitored_session", "session",
          _tf("train.MonitoredTrainingSession", "train.MonitoredSession",
-             "train.SingularMonitoredSession", "train.Supervisor"),
+             "train.SingularMonitoredSession"),
          "a plain training loop over the dataset (or Keras fit); these sessions also start the "
          "queue runners for you, so nothing replaces that part", returns="session"),
+    Rule("supervisor", "session", _tf("train.Supervisor"),
+         "a plain training loop over the dataset (tf.train.Checkpoint / CheckpointManager for "
+         "saving); the Supervisor also starts the queue runners, so nothing replaces that part",
+         returns="supervisor"),
     Rule("config_proto", "session", _tf("ConfigProto", "GraphOptions", "OptimizerOptions"),
          "tf.config.threading.set_intra_op_parallelism_threads / "
          "set_inter_op_parallelism_threads and tf.config.set_soft_device_placement; nothing "
@@ -350,11 +354,34 @@ METHOD_RULES: tuple[MethodRule, ...] = (
                methods=("request_stop", "join", "should_stop", "stop_on_exception",
                         "wait_for_stop", "register_thread", "clear_stop",
                         "raise_requested_exception")),
+    MethodRule("session.should_stop", "session", (),
+               "delete: a for loop over the dataset stops when the data ends",
+               upgrade="unchanged", kind="session", methods=("should_stop",)),
+    MethodRule("supervisor.method", "session", (),
+               "delete with the Supervisor: iterate the dataset in a plain loop",
+               upgrade="unchanged", kind="supervisor",
+               methods=("managed_session", "prepare_or_wait_for_session", "should_stop",
+                        "request_stop", "stop", "start_queue_runners")),
     MethodRule("timeline.method", "tracing", (),
                "delete: the profiler writes the trace (xplane.pb) and TensorBoard's trace viewer "
                "shows it", upgrade="unchanged", kind="timeline",
                methods=("generate_chrome_trace_format", "analyze_step_stats")),
 )
+
+def applicable_pitfalls(categories: set[str], called: set[str]) -> frozenset[str]:
+    """The pitfalls that concern a script with findings in ``categories`` that calls the
+    (canonical) TensorFlow functions ``called``: the XLA ones only when the plan compiles with
+    XLA (the script used XLA or stateful random ops), the resize one only if it resizes."""
+    jit = bool(categories & {"xla_jit", "stateful_random"})
+    out = {"stateful_seeds", "trace_exclusive"}
+    if jit:
+        out.add("map_recompile")
+        if any(c.startswith("tensorflow.image.resize") for c in called):
+            out.add("resize_static")
+    if "xla_jit" in categories:
+        out.add("autocluster_rng")
+    return frozenset(out)
+
 
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES + METHOD_RULES}
 _BY_PATH: dict[str, Rule] = {p: r for r in RULES for p in r.paths}

@@ -21,7 +21,8 @@ import ast
 import collections
 import dataclasses
 
-from compare.migration.rules import (RULES_BY_ID, Rule, canonical, method_rule, rule_for)
+from compare.migration.rules import (RULES_BY_ID, Rule, applicable_pitfalls, canonical,
+                                      method_rule, rule_for)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Finding:
     source: str
     upgrade: str
     arguments: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Ids of the rule's pitfalls that concern this script (see rules.applicable_pitfalls).
+    pitfalls: tuple[str, ...] = ()
     #: The call this construct is the callee of, if any (for the plan; not reported).
     call: ast.Call | None = dataclasses.field(default=None, repr=False, compare=False)
 
@@ -438,6 +441,9 @@ class _Scanner:
             self._bind_params(fn.args, inner)
             self.block(fn.body, inner)
         self.findings.sort(key=lambda f: (f.line, f.col))
+        apply = applicable_pitfalls({f.rule.category for f in self.findings}, self.called)
+        for f in self.findings:
+            f.pitfalls = tuple(p for p in f.rule.pitfall_ids() if p in apply)
         return ScanResult(self.findings, self.called, self.text)
 
 
