@@ -315,6 +315,12 @@ def test_xla_pitfalls_only_when_the_plan_uses_xla(seed_report):
     assert {p for f in seed_report.findings for p in f.pitfalls} == set(PITFALLS)
 
 
+def test_form_feeds_and_cr_line_ends_keep_line_numbers():
+    src = "import tensorflow as tf\r\n\x0c\r\nx = 1  # \x0c\rq = tf.train.batch(x, 4)\n"
+    (f,) = analyze_source(src, "t.py").findings
+    assert (f.line, f.col, f.source) == (4, 5, "q = tf.train.batch(x, 4)")
+
+
 def test_non_ascii_lines_report_character_columns():
     src = "import tensorflow as tf\nx = 'é✓'; q = tf.train.batch(x, 4)\n"
     (f,) = analyze_source(src, "t.py").findings
@@ -444,7 +450,8 @@ _SNIPPETS = [
     "def f(tf):\n    return tf.train.batch(x, 2)", "class C:\n    r = tf.TFRecordReader()",
     "tl = timeline.Timeline(m)", "tl.generate_chrome_trace_format()", "del r",
     "cfg.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1",
-    "x = [r for r in rs]", "match x:\n    case [a, *rest]:\n        pass", "r = q = tf.FIFOQueue(3, [])",
+    "x = [r for r in rs]", "match x:\n    case [a, *rest]:\n        pass",
+    "r = q = tf.FIFOQueue(3, [])",
     "(lambda tf: tf.Session())(1)", "y = (w := tf.train.batch(x, 2))", "global r", "r, *s = t",
     "tf = None", "try:\n    pass\nexcept Exception as c:\n    c.join()",
 ]

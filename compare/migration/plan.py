@@ -78,7 +78,8 @@ class _Chain:
             if match is not None:  # the file list is a glob
                 pattern = self.text(_arg(match, "pattern", 0), "pattern")
                 # list_files already shuffles, so only the repeat is added
-                return [f"tf.data.Dataset.list_files({pattern})"] + self.shuffle_repeat(f, 1, 2, "1")
+                return ([f"tf.data.Dataset.list_files({pattern})"]
+                        + self.shuffle_repeat(f, 1, 2, "1"))
             n = len(files.elts) if isinstance(files, (ast.List, ast.Tuple)) else None
             return ([f"tf.data.Dataset.from_tensor_slices({self.text(files, 'filenames')})"]
                     + self.shuffle_repeat(f, 1, 2, str(n) if n else "len(filenames)"))
@@ -137,13 +138,8 @@ class _Chain:
         return []
 
 
-def _short(f: Finding) -> str:
-    """The construct's name without its call arguments (``tf.RunOptions``, ``global_jit_level``)."""
-    return "global_jit_level" if f.rule.id == "global_jit_level" else f.construct.split("(")[0]
-
-
 def _names(findings: list[Finding], keep: Callable[[Finding], bool], limit: int = 0,
-           label: Callable[[Finding], str] = _short) -> str:
+           label: Callable[[Finding], str] = lambda f: f.short) -> str:
     """Distinct labels of the findings ``keep`` accepts, in source order."""
     seen: list[str] = []
     for f in findings:
@@ -233,7 +229,7 @@ def upgrade_note(findings: list[Finding]) -> str:
 
     def names(*keys: str) -> str:
         return _names(findings, lambda f: f.upgrade in keys, limit=4,
-                      label=lambda f: f.via or _short(f))
+                      label=lambda f: f.via or f.short)
 
     def n(k: int, what: str) -> str:
         return f"{k} {what}" if k == 1 else f"{k} {what}s"

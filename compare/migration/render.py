@@ -90,9 +90,8 @@ def to_text(script: str, findings: list[Finding], plan: str, upgrade: str) -> st
             if f.rule.id not in labels:
                 rules.append(f.rule)
                 labels[f.rule.id] = []
-            name = f.construct.split("(")[0] if f.rule.id != "global_jit_level" else "global_jit_level"
-            if name not in labels[f.rule.id]:
-                labels[f.rule.id].append(name)
+            if f.short not in labels[f.rule.id]:
+                labels[f.rule.id].append(f.short)
         out.append("  replace:")
         for r in rules:
             out += _wrap(r.replacement, " " * 6, f"    - {', '.join(labels[r.id])}: ")

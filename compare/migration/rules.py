@@ -126,7 +126,9 @@ class Rule:
 
     def pitfall_ids(self) -> tuple[str, ...]:
         """The rule's pitfalls, or its category's."""
-        return self.pitfalls if self.pitfalls is not None else _CATEGORY_DEFAULTS[self.category]["pitfalls"]
+        if self.pitfalls is not None:
+            return self.pitfalls
+        return _CATEGORY_DEFAULTS[self.category]["pitfalls"]
 
     def port(self) -> dict[str, dict[str, str] | None]:
         """``{"modern": {path, what}, "legacy": {path, what} | None}`` for this construct."""

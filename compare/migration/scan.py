@@ -60,6 +60,13 @@ class Finding:
     arguments: dict[str, str] = dataclasses.field(default_factory=dict)
     #: Ids of the rule's pitfalls that concern this script (see rules.applicable_pitfalls).
     pitfalls: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        """The construct without its call arguments (``tf.RunOptions``, ``global_jit_level``)."""
+        if self.rule.id == "global_jit_level":
+            return "global_jit_level"
+        return self.construct.split("(")[0]
     #: The call this construct is the callee of, if any (for the plan; not reported).
     call: ast.Call | None = dataclasses.field(default=None, repr=False, compare=False)
 
@@ -135,9 +142,12 @@ def _upgrade(rule: Rule, qual: str, via: str | None) -> str:
 
 
 class _Scanner:
+    """One pass over a module: statements in order, function bodies after (see module doc)."""
+
     def __init__(self, text: str):
         self.text = text
-        self.lines = text.splitlines()
+        # Line breaks as Python counts them (str.splitlines also splits at form feeds, \x1c, ...).
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self.findings: list[Finding] = []
         self.called: set[str] = set()
         self.consumed: set[int] = set()
