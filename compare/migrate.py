@@ -21,7 +21,7 @@ import sys
 import tokenize
 from pathlib import Path
 
-from common.errors import EXIT_BAD_INPUT, InputError, run_cli, say
+from common.errors import InputError, cli_main
 from compare.migration import plan as _plan
 from compare.migration import render
 from compare.migration.scan import Finding, scan
@@ -143,27 +143,12 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-def _parse_flags(argv: list[str]) -> list[str]:
-    """absl's parsing, but a bad flag is bad input too: one line and exit 2, like the rest."""
-    from absl import flags
-
-    try:
-        return flags.FLAGS(argv)
-    except flags.Error as e:
-        say(f"compare.migrate: error: {e}")
-        sys.exit(EXIT_BAD_INPUT)
-
-
 def main() -> None:
     """Entry point of ``python -m compare.migrate``."""
-    from absl import app
-
-    _define_flags()
     # Our own text is ASCII; a user's identifiers may not be, and must not crash a C-locale pipe.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "compare.migrate")),
-            flags_parser=_parse_flags)
+    cli_main("compare.migrate", _define_flags, _main, quiet_tf=False)
 
 
 if __name__ == "__main__":
