@@ -13,11 +13,10 @@ import dataclasses
 import sys
 import textwrap
 
-from absl import app, flags
+from absl import flags
 
-from common.errors import InputError, run_cli
+from common.errors import InputError, cli_main
 from common.stages import stage_of_scope
-from common.tflog import quiet_env
 from compare import verdict
 
 FLAGS = flags.FLAGS
@@ -137,13 +136,7 @@ def _xla_dict(x) -> dict:
 WIDTH = 100
 
 
-def ms(us: float) -> str:
-    """A duration for people: µs below 0.1 ms, ms below 10 s, else s."""
-    if us < 100:
-        return f"{us:.0f} µs"
-    if us < 10e6:
-        return f"{us / 1e3:.1f} ms"
-    return f"{us / 1e6:.1f} s"
+ms = verdict.ms
 
 
 def mb(n: float) -> str:
@@ -178,7 +171,7 @@ def _members(members: list) -> str:
     top = sorted(types.items(), key=lambda kv: -kv[1])[:6]
     return (f"holds {len(members)} TF ops, from {', '.join(list(scopes)[:8])}"
             f"{' ...' if len(scopes) > 8 else ''}; mostly "
-            + ", ".join(f"{t} ×{n}" for t, n in top))
+            + ", ".join(f"{t} x{n}" for t, n in top))
 
 
 def to_text(e: Explanation) -> str:
@@ -288,7 +281,7 @@ def to_text(e: Explanation) -> str:
         for u in units[:8]:
             parts = [f"{u.runs} run(s)"]
             if u.compiles:
-                parts.append(f"compiled {u.compiles}× for {ms(u.compile_us)} (in step(s) "
+                parts.append(f"compiled {u.compiles}x for {ms(u.compile_us)} (in step(s) "
                              f"{', '.join(map(str, u.compile_steps))})")
             if u.first_call_us and u.runs > 1:
                 parts.append(f"first call {ms(u.first_call_us)}")
@@ -384,7 +377,7 @@ def to_text(e: Explanation) -> str:
     out("Where the time went, by op type (self time: a box's time minus the boxes inside it; "
         "summed over rows, so shares pass 100 % when ops overlap):")
     for t in lg.top_ops:
-        out(f"{t.share:>5.0%} {ms(t.self_us):>9}  {t.op} on the {t.where} ×{t.count}; longest "
+        out(f"{t.share:>5.0%} {ms(t.self_us):>9}  {t.op} on the {t.where} x{t.count}; longest "
             f"{t.largest} ({ms(t.largest_us)})", indent=2, hang=18)
     if lg.runtime_us:
         out(f"{lg.runtime_us / step.dur:>5.0%} {ms(lg.runtime_us):>9}  TF runtime around the "
@@ -431,16 +424,18 @@ def _main(argv: list[str]) -> int:
         trace = load(argv[1])
     e = explain(trace, FLAGS.step)
     if FLAGS.json:
-        sys.stdout.write(json.dumps(to_json(e), indent=1, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(to_json(e), indent=1) + "\n")
     else:
         sys.stdout.write(to_text(e))
     return 0
 
 
 def main() -> None:
-    quiet_env()
-    _define_flags()
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "compare.explain")))
+    """Entry point of ``python -m compare.explain``."""
+    # Our own text is ASCII; a trace's node names may not be, and must not crash a C-locale pipe.
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")
+    cli_main("compare.explain", _define_flags, _main)
 
 
 if __name__ == "__main__":

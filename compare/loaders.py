@@ -15,7 +15,6 @@ what was skipped.
 from __future__ import annotations
 
 import gc
-import gzip
 import os
 import re
 import zlib

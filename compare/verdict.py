@@ -114,8 +114,13 @@ def input_class(facts: Facts) -> str:
     return "not input-bound"
 
 
-def _ms(us: float) -> str:
-    return f"{us / 1e3:.1f} ms" if us >= 100 else f"{us:.0f} µs"
+def ms(us: float) -> str:
+    """A duration for people, in ASCII: us below 0.1 ms, ms below 10 s, else s."""
+    if us < 100:
+        return f"{us:.0f} us"
+    if us < 10e6:
+        return f"{us / 1e3:.1f} ms"
+    return f"{us / 1e6:.1f} s"
 
 
 def judge(f: Facts) -> Verdict:
@@ -127,10 +132,10 @@ def judge(f: Facts) -> Verdict:
     ops = ", ".join(f.input_ops) or "input ops"
     tfdata = any(o.startswith("IteratorGetNext") for o in f.input_ops)
     if cls == "not input-bound":
-        why = (f"IteratorGetNext took {_ms(f.get_next_us)} (50 µs or less: the input is "
+        why = (f"IteratorGetNext took {ms(f.get_next_us)} (50 us or less: the input is "
                f"ready when the step asks)" if f.get_next_us is not None and
                f.get_next_us <= GETNEXT_OK_US else
-               f"waiting for input ({ops}) took {_ms(f.input_wait_us)}, {share:.0%} of the "
+               f"waiting for input ({ops}) took {ms(f.input_wait_us)}, {share:.0%} of the "
                f"step (under 5 %)" if f.input_wait_us else
                "the step shows no input wait (no IteratorGetNext, queue dequeue or reader op)")
         out.append(Finding("input", "low", share, f"Not input-bound: {why}.", ""))
@@ -145,8 +150,8 @@ def judge(f: Facts) -> Verdict:
                "the queue runners more threads (tf.train.batch(..., num_threads=N)) and a "
                "larger capacity so a dequeue finds data waiting")
         out.append(Finding("input", level, share,
-                           f"{cls.capitalize()}: the step waited {_ms(f.input_wait_us)} for "
-                           f"input ({ops}), {share:.0%} of its {_ms(f.wall_us)} (thresholds: "
+                           f"{cls.capitalize()}: the step waited {ms(f.input_wait_us)} for "
+                           f"input ({ops}), {share:.0%} of its {ms(f.wall_us)} (thresholds: "
                            f"5 % moderately, 20 % highly).", fix))
     cshare = f.compile_us / wall
     if f.compile_us:
@@ -155,7 +160,7 @@ def judge(f: Facts) -> Verdict:
         out.append(Finding(
             "compile", level, cshare,
             f"{'Compile-bound' if level == 'high' else 'XLA compiles in this step'}: "
-            f"{_ms(f.compile_us)}, {cshare:.0%} of the step, is XLA compilation.",
+            f"{ms(f.compile_us)}, {cshare:.0%} of the step, is XLA compilation.",
             "judge speed on steady steps (this one pays a one-time compile); keep input shapes "
             "fixed so each cluster compiles once (resize or pad to one shape, batch with "
             "drop_remainder=True)"))
@@ -170,12 +175,12 @@ def judge(f: Facts) -> Verdict:
     if ishare >= IDLE_NOTABLE:
         level = "high" if ishare >= IDLE_BOUND else "moderate"
         g = f.gaps[0] if f.gaps else None
-        where = (f"; the longest gap, {_ms(g['dur_us'])} at +{_ms(g['start_us'])}, came after "
+        where = (f"; the longest gap, {ms(g['dur_us'])} at +{ms(g['start_us'])}, came after "
                  f"{g['after'] or 'the step start'} and before {g['before'] or 'the step end'}"
                  if g else "")
         out.append(Finding(
             "idle", level, ishare,
-            f"Idle gaps: for {_ms(f.idle_us)} ({ishare:.0%} of the step) no op of this step "
+            f"Idle gaps: for {ms(f.idle_us)} ({ishare:.0%} of the step) no op of this step "
             f"ran{where}.",
             "find what the executor waited for: profile the same steps with the TensorBoard "
             "profiler (tf.profiler.experimental.start/stop), which shows every host thread; "
@@ -215,8 +220,8 @@ def judge(f: Facts) -> Verdict:
         out.append(Finding(
             "xla_overhead", "info", f.xla_overhead_us / wall,
             f"XLA bookkeeping: {f.tiny_clusters} clusters run in under "
-            f"{TINY_CLUSTER_US:.0f} µs each; with their cache lookups (_XlaCompile) and merges "
-            f"(_XlaMerge) that is {_ms(f.xla_overhead_us)} per step spent on XLA plumbing.",
+            f"{TINY_CLUSTER_US:.0f} us each; with their cache lookups (_XlaCompile) and merges "
+            f"(_XlaMerge) that is {ms(f.xla_overhead_us)} per step spent on XLA plumbing.",
             "tiny clusters cost more to launch than they save: compile one larger function "
             "(tf.function(jit_compile=True)) or turn auto-clustering off for this graph"))
     if f.top_op:

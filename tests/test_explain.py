@@ -391,6 +391,7 @@ def test_cli_refuses_a_gzip_bomb_and_a_missing_step(tmp_path):
     assert_one_line_error(run_module("compare.explain", str(tmp_path / "nope.json")),
                           "no such file")
     assert_one_line_error(run_module("compare.explain"), "usage")
+    assert_one_line_error(run_module("compare.explain", str(GPU), "--stepp", "1"), "stepp")
 
 
 def test_cli_damaged_input_reports_what_was_skipped(tmp_path):
@@ -412,8 +413,8 @@ def test_cli_damaged_input_reports_what_was_skipped(tmp_path):
     assert any("truncated" in w or "never closes" in w for w in json.loads(p.stdout)["warnings"])
     latin = tmp_path / "latin.json"
     latin.write_bytes(text.replace(b'"conv1/Conv2D"', b'"conv1/Conv\xff2D"', 1))
-    p = run_module("compare.explain", str(latin))
-    assert p.returncode == 0 and "non-UTF-8" in p.stdout
+    p = run_module("compare.explain", str(latin), env={"LC_ALL": "C"})  # an ASCII pipe
+    assert p.returncode == 0 and "non-UTF-8" in p.stdout, p.stderr
 
 
 def test_step_choice_is_a_steady_median_step():
