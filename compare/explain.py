@@ -392,7 +392,7 @@ def to_text(e: Explanation) -> str:
         fnd.level in ("high", "moderate") or fnd.kind == "xla_overhead" or
         fnd.kind == "compute" and fnd.share >= verdict.COMPUTE_NOTABLE)] \
         or [fnd for fnd in v.findings if fnd.try_next]
-    todo.sort(key=lambda fnd: (fnd.level != "high", -fnd.share))
+    todo.sort(key=lambda fnd: (fnd.kind != v.bottleneck, fnd.level != "high", -fnd.share))
     out()
     out("What to try next:")
     for k, fnd in enumerate(todo[:5], 1):

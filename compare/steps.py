@@ -60,11 +60,12 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
         what = "session run" if trace.format == "timeline" else "step"
         return StepChoice(steps[0], f"the trace holds one {what}", **stats)
     if len(steps) == 2:
-        return StepChoice(steps[1], "the second of two steps (the first carries one-time work "
-                                    "such as XLA compilation)", **stats)
+        return StepChoice(steps[1], "the second of two steps (a first step usually carries "
+                                    "one-time work such as XLA compilation)", **stats)
     median = float(np.median(later))
     k = 1 + int(np.argmin(np.abs(later - median)))
     return StepChoice(steps[k], f"a steady step: its duration is the median of steps "
-                                f"{steps[1].num}..{steps[-1].num} (the first step, "
-                                f"{durs[0] / 1e3:.1f} ms, carries one-time work such as XLA "
-                                f"compilation)", **stats)
+                                f"{steps[1].num}..{steps[-1].num}; the first step "
+                                f"({durs[0] / 1e3:.1f} ms) is left out, as a first step "
+                                f"usually carries one-time work (XLA compilation, thread pools "
+                                f"and allocators warming up, files opening)", **stats)

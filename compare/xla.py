@@ -58,7 +58,8 @@ class XlaSummary:
     compile_us: float
     run_us: float
     compiles: int
-    recompiled: list[str]          # units compiled more than once
+    recompiled: list[str]          # units compiled more than once (only units the trace names:
+                                   # with no node names, all compiles share the op's name)
     launch_style: str              # "launch" (TF1 _XlaLaunch), "compile+run" (TF2), or "none"
     #: (event index, unit, compile µs) of every call that compiled, in time order; for
     #: _XlaLaunch the compile is the call's excess over the steady call.
@@ -92,12 +93,15 @@ def summarize(trace: Trace) -> XlaSummary:
     compile_calls: list[tuple[int, str, float]] = []
 
     keys: dict[tuple[int, int], str] = {}
+    anonymous: set[str] = set()   # units named by their op only: the trace names no node
 
     def unit(i: int) -> XlaUnit:
         ids = (int(ev.tf_name[i]), int(ev.name[i]))
         key = keys.get(ids)
         if key is None:
             key = keys[ids] = unit_name(names[ids[0]], names[ids[1]])
+            if not ids[0]:
+                anonymous.add(key)
         u = units.get(key)
         if u is None:
             u = units[key] = XlaUnit(key)
@@ -190,7 +194,8 @@ def summarize(trace: Trace) -> XlaSummary:
         compile_us=float(sum(u.compile_us for u in units.values())),
         run_us=float(sum(u.run_us for u in units.values())),
         compiles=int(sum(u.compiles for u in units.values())),
-        recompiled=sorted(u.name for u in units.values() if u.compiles > 1),
+        recompiled=sorted(u.name for u in units.values()
+                          if u.compiles > 1 and u.name not in anonymous),
         launch_style=style,
         compile_calls=compile_calls)
 

@@ -259,6 +259,35 @@ def test_legacy_profile_explained_in_every_form(legacy_run, tmp_path):
     assert any("XLA kernel of cluster_" in t.largest for t in e.legend.top_ops)
 
 
+@pytest.mark.slow
+def test_a_chrome_trace_without_tf_args_is_explained_from_its_rows(legacy_run, tmp_path):
+    """The profile as another tool would write it: B/E pairs, no args, a process of its own
+    name. Nothing TF-specific is left but the event and thread names."""
+    from common.profiling import xplane_files, xplane_to_trace_json
+
+    out, _ = legacy_run
+    doc = json.loads(xplane_to_trace_json(xplane_files(out)))
+    events = []
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            events.append(dict(e, args={"name": "renderer"}))
+        elif e.get("ph") == "X":
+            events.append({"ph": "B", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"],
+                           "name": e["name"]})
+            events.append({"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]})
+        elif e:
+            events.append(e)
+    path = tmp_path / "other_tool.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace, e = explained(path)
+    assert trace.format == "chrome" and not trace.warnings
+    assert e.legend.processes[0].role == "other" and e.legend.tids_are == "threads"
+    assert not e.sequence.inputs_recorded
+    check_critical_path(trace, e)
+    assert e.xla.compiles >= 1 and e.xla.recompiled == []  # no node names: no claim
+    assert all(h in ex.to_text(e) for h in HEADINGS)
+
+
 # --------------------------------------------------------------------------------------------
 # verdict thresholds on constructed facts
 
