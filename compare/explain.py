@@ -382,7 +382,7 @@ def to_text(e: Explanation) -> str:
     if lg.runtime_us:
         out(f"{lg.runtime_us / step.dur:>5.0%} {ms(lg.runtime_us):>9}  TF runtime around the "
             f"ops (executor, thread pools, XLA launch plumbing, _XlaMerge; summed over "
-            f"threads, waits inside them included), not listed above", indent=2, hang=18)
+            f"rows, waits inside them included), not listed above", indent=2, hang=18)
     out()
     out(f"Verdict: {v.headline}")
     for fnd in v.findings:
