@@ -373,7 +373,9 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend, sequence) 
                     op in ("_XlaRun", "_XlaLaunch") and unit_name(tf_name, tf_name) in tiny):
                 f.xla_overhead_us += float(ev.dur[i])
 
-    tops = [t for t in legend.top_ops if t.category != "xla_compile"]  # see the compile finding
+    # compiles and input waits have findings of their own
+    tops = [t for t in legend.top_ops if t.category != "xla_compile" and
+            not _INPUT_WAIT.match(t.op)]
     if tops:
         t = tops[0]
         f.top_op, f.top_op_where, f.top_op_count, f.top_op_share, f.top_op_category = (
