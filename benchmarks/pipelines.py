@@ -4,9 +4,17 @@ set, in one process, in interleaved rounds.
 
 The image set is ``--images`` JPEGs of varied sizes and aspect ratios (short side 256..640,
 long/short 1..2, portrait and landscape) made from ``grace_hopper.jpg`` into a temp folder
-(:mod:`benchmarks.images`). Every pipeline is built once and kept running; each round then
-times ``--batch`` images from each of them in turn, so load from other processes hits all four
-alike. Medians over ``--rounds`` rounds are reported, with their ratios.
+(:mod:`benchmarks.images`). Every pipeline is built once (graphs, datasets, compiled
+functions); each round then takes ``--batch`` images from each of them in turn, so load from
+other processes hits all four alike. Medians over ``--rounds`` rounds are reported, with their
+ratios.
+
+tf.data keeps producing into its buffers while its consumer is idle, and AUTOTUNE grows those
+buffers when the consumer is fast: a pipeline timed right after waiting would hand out images
+made earlier. So each round starts a tf.data pipeline on a fresh iterator (its dataset and the
+compiled function are kept; only the buffers are new), takes ``--warmup`` images untimed, then
+times the batch. The legacy session keeps running: its queue holds file names only, all its
+work happens inside ``sess.run``.
 
 ``first_output_s`` is the time from the start of building a pipeline (graph or dataset, and the
 compiled function) to its first augmented output, compilation included; each is measured on a
@@ -29,18 +37,14 @@ from common.tflog import quiet_env
 
 FLAGS = flags.FLAGS
 PIPELINES = ("legacy", "modern", "modern_nojit", "floor")
-#: Untimed images taken from a tf.data pipeline before each timed batch: more than its
-#: parallel-map and prefetch buffers can hold.
-DRAIN = 24
 
 
 def _define_flags() -> None:
     flags.DEFINE_integer("images", 64, "Number of JPEGs in the generated image set.", lower_bound=1)
     flags.DEFINE_integer("rounds", 7, "Interleaved timing rounds.", lower_bound=1)
     flags.DEFINE_integer("batch", 32, "Images timed per pipeline per round.", lower_bound=1)
-    flags.DEFINE_integer("warmup", 8, "Untimed images per pipeline before the rounds.", lower_bound=0)
-    flags.DEFINE_integer("drain", DRAIN, "Untimed images taken from each tf.data pipeline before "
-                         "each timed batch (empties the buffers it filled meanwhile).", lower_bound=0)
+    flags.DEFINE_integer("warmup", 8, "Untimed images per pipeline at the start of each round.",
+                         lower_bound=0)
     flags.DEFINE_string("json", None, "Also write the results as JSON to this file.")
     flags.DEFINE_integer("seed", 0, "Seed for the image set and the pipelines.")
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
@@ -49,7 +53,6 @@ def _define_flags() -> None:
 class Legacy:
     """The seed's graph with XLA as the seed ran it (jit_scope + ON_1), one image per sess.run."""
 
-    drain = False  # its queue holds file names only; the augmentation runs inside sess.run
 
     def __init__(self, paths: list[str], seed: int):
         import tensorflow as tf
@@ -66,6 +69,9 @@ class Legacy:
     def step(self):
         return self.sess.run(self.g.output)
 
+    def restart(self) -> None:
+        pass  # its queue holds file names only; the augmentation runs inside sess.run
+
     def close(self) -> None:
         self.coord.request_stop()
         self.coord.join(self.threads, stop_grace_period_secs=10)
@@ -75,39 +81,39 @@ class Legacy:
 class Modern:
     """The tf.data pipeline feeding the augmentation, compiled by XLA or not."""
 
-    drain = True
-
     def __init__(self, paths: list[str], seed: int, jit: bool):
         from modern import augment, pipeline
 
-        self.it = iter(pipeline.build(paths, seed=seed))
-        self.fn = augment.make_augment(jit)
+        self.ds = pipeline.build(paths, seed=seed)
+        self.it = iter(self.ds)
+        self.step_fn = augment.make_step(augment.make_augment(jit))
 
     def step(self):
-        return augment_step(self.it, self.fn)
+        return self.step_fn(self.it)
+
+    def restart(self) -> None:
+        self.it = None  # stop the old iterator's threads before starting new ones
+        self.it = iter(self.ds)
 
     def close(self) -> None:
         pass
 
 
-def augment_step(it, fn):
-    """One image: next element, then the augmentation (the work one profiled step holds)."""
-    e = next(it)
-    return fn(e["crops"], e["brightness"], e["saturation"], e["contrast"], e["permutation"])
-
-
 class Floor:
     """read + decode + resize only, same tf.data parallelism and prefetch."""
-
-    drain = True
 
     def __init__(self, paths: list[str], seed: int):
         from modern import pipeline
 
-        self.it = iter(pipeline.build_floor(paths, seed=seed))
+        self.ds = pipeline.build_floor(paths, seed=seed)
+        self.it = iter(self.ds)
 
     def step(self):
         return next(self.it)
+
+    def restart(self) -> None:
+        self.it = None
+        self.it = iter(self.ds)
 
     def close(self) -> None:
         pass
@@ -135,7 +141,7 @@ def first_output_s(name: str, paths: list[str], seed: int) -> float:
 
 
 def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 0,
-            names: tuple[str, ...] = PIPELINES, drain: int = DRAIN,
+            names: tuple[str, ...] = PIPELINES,
             progress: Callable[[str], None] | None = None) -> dict:
     """Interleaved images/s of each pipeline in ``names``; returns the JSON-ready results."""
     first = {}
@@ -144,15 +150,11 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
             first[name] = first_output_s(name, paths, seed)
     pipes = {name: _make(name, paths, seed) for name in names}
     try:
-        for p in pipes.values():
-            for _ in range(warmup):
-                p.step()
         per_round: dict[str, list[float]] = {name: [] for name in names}
         for r in range(rounds):
             for name, p in pipes.items():
-                # While the others were timed, this pipeline's tf.data threads kept filling its
-                # prefetch buffers; empty them untimed so the timed images are made now.
-                for _ in range(drain if p.drain else 0):
+                p.restart()
+                for _ in range(warmup):
                     p.step()
                 t0 = time.perf_counter()
                 for _ in range(batch):
@@ -176,7 +178,7 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
                    "modern_vs_floor": ratio("modern", "floor")},
         "first_output_s": first,
         "per_round_images_per_s": per_round,
-        "rounds": rounds, "batch": batch, "warmup": warmup, "drain": drain,
+        "rounds": rounds, "batch": batch, "warmup": warmup,
     }
 
 
@@ -224,8 +226,7 @@ def _main(argv: list[str]) -> int:
         sizes = varied_sizes(FLAGS.images, seed=FLAGS.seed)
         paths = make_image_set(tmp, sizes, seed=FLAGS.seed)
         say(f"benchmarks: {FLAGS.rounds} interleaved rounds x {FLAGS.batch} images per pipeline ...")
-        result = measure(paths, FLAGS.rounds, FLAGS.batch, FLAGS.warmup, FLAGS.seed,
-                         drain=FLAGS.drain, progress=say)
+        result = measure(paths, FLAGS.rounds, FLAGS.batch, FLAGS.warmup, FLAGS.seed, progress=say)
     result["image_set"] = {"count": len(sizes), "from": "grace_hopper.jpg",
                            "sizes_hw": [list(s) for s in sizes],
                            "short_side": [min(min(s) for s in sizes), max(min(s) for s in sizes)]}

@@ -89,10 +89,17 @@ def build(paths: list[str], seed: int = 0, shuffle_files: bool = True) -> tf.dat
     """The modern input pipeline: an endless dataset of :func:`element` dicts, prefetched."""
     root = root_seed(seed)
     ds = file_dataset(paths, seed, shuffle_files).enumerate()
-    ds = ds.map(lambda i, p: element(i, p, root), num_parallel_calls=AUTOTUNE, deterministic=True)
+    ds = ds.map(_no_autograph(lambda i, p: element(i, p, root)), num_parallel_calls=AUTOTUNE,
+                deterministic=True)
     return ds.prefetch(AUTOTUNE)
 
 def build_floor(paths: list[str], seed: int = 0) -> tf.data.Dataset:
     """read + decode + resize only, with the same parallelism: the benchmark's floor."""
-    ds = file_dataset(paths, seed).map(load, num_parallel_calls=AUTOTUNE, deterministic=True)
+    ds = file_dataset(paths, seed).map(_no_autograph(load), num_parallel_calls=AUTOTUNE,
+                                       deterministic=True)
     return ds.prefetch(AUTOTUNE)
+
+
+def _no_autograph(fn):
+    # Straight-line TF code: autograph's conversion only adds time before the first image.
+    return tf.autograph.experimental.do_not_convert(fn)

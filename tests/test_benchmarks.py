@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 def test_benchmark_smoke_writes_json_keys(tmp_path):
     out = tmp_path / "bench.json"
     proc = run_module("benchmarks.pipelines", "--images", "3", "--rounds", "1", "--batch", "2",
-                      "--warmup", "0", "--drain", "0", "--json", str(out))
+                      "--warmup", "1", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     result = json.loads(out.read_text())
