@@ -16,6 +16,10 @@ compiled function are kept; only the buffers are new), takes ``--warmup`` images
 times the batch. The legacy session keeps running: its queue holds file names only, all its
 work happens inside ``sess.run``.
 
+``ratios`` divide the medians; ``ratios_paired`` is the median over rounds of each round's own
+ratio (the two numbers of a pair were taken seconds apart, so a burst of load from elsewhere
+hits both).
+
 ``first_output_s`` is the time from the start of building a pipeline (graph or dataset, and the
 compiled function) to its first augmented output, compilation included; each is measured on a
 freshly built pipeline before the rounds start.
@@ -171,11 +175,18 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
     def ratio(a: str, b: str) -> float | None:
         return ips[a] / ips[b] if a in ips and b in ips else None
 
+    def paired(a: str, b: str) -> float | None:
+        # median over rounds of the ratio within a round: both timed seconds apart
+        if a not in per_round or b not in per_round:
+            return None
+        return statistics.median(x / y for x, y in zip(per_round[a], per_round[b]))
+
+    pairs = {"modern_vs_legacy": ("modern", "legacy"), "jit_vs_nojit": ("modern", "modern_nojit"),
+             "modern_vs_floor": ("modern", "floor")}
     return {
         "images_per_s": ips,
-        "ratios": {"modern_vs_legacy": ratio("modern", "legacy"),
-                   "jit_vs_nojit": ratio("modern", "modern_nojit"),
-                   "modern_vs_floor": ratio("modern", "floor")},
+        "ratios": {k: ratio(a, b) for k, (a, b) in pairs.items()},
+        "ratios_paired": {k: paired(a, b) for k, (a, b) in pairs.items()},
         "first_output_s": first,
         "per_round_images_per_s": per_round,
         "rounds": rounds, "batch": batch, "warmup": warmup,
@@ -202,11 +213,18 @@ def table(result: dict) -> str:
         lines.append(f"{name:14} {v:9.1f} {1e3 / v:9.2f}")
     targets = {"modern_vs_legacy": 10.0, "jit_vs_nojit": 1.0, "modern_vs_floor": 0.6}
     lines.append("")
+    lines.append(f"{'ratio':17} {'medians':>8} {'paired':>8}")
     for k, v in result["ratios"].items():
         if v is not None:
-            lines.append(f"{k:17} {v:6.2f}x  (target >= {targets[k]})")
+            p = result.get("ratios_paired", {}).get(k)
+            lines.append(f"{k:17} {v:7.2f}x {p if p is None else f'{p:7.2f}x':>8}  (target >= {targets[k]})")
     for k, v in result["first_output_s"].items():
         lines.append(f"first output {k:7} {v:6.2f} s")
+    lines.append("")
+    lines.append("images/s per round (legacy's early rounds include its XLA compiling each image "
+                 "size the second time it sees it)")
+    for name, v in result.get("per_round_images_per_s", {}).items():
+        lines.append(f"{name:14} " + " ".join(f"{x:6.0f}" for x in v))
     return "\n".join(lines)
 
 
