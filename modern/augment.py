@@ -1,15 +1,17 @@
-"""The seed's augmentation as one XLA-compiled function driven by explicit random draws.
+"""The seed's augmentation compiled by XLA, driven by explicit random draws.
 
-:func:`augment` takes the five 221x221 crops already cut by tf.data (so its input shapes are
-the same for every image and it compiles once) and the draws of :class:`common.augment_spec.Draws`
-(brightness delta, saturation and contrast factors for crops 1..4, the shuffle permutation),
-and returns the seed's (10, 221, 221, 3) output: crop 0 plain, crops 1..4 colour-jittered
-(brightness, clip, saturation, clip, contrast, clip), each followed by its mirror, assembled in
-the seed's order (:data:`common.augment_spec.ASSEMBLY_ORDER`) and shuffled (output row j is
-assembled row ``permutation[j]``).
+:func:`make_augment` returns ``f(crops, brightness, saturation, contrast, permutation)``: the
+five 221x221 crops already cut by tf.data (so input shapes are the same for every image and the
+compiled code is compiled once) and the draws of :class:`common.augment_spec.Draws` (brightness
+delta, saturation and contrast factors for crops 1..4, the shuffle permutation) in; the seed's
+(10, 221, 221, 3) output out: crop 0 plain, crops 1..4 colour-jittered (brightness, clip,
+saturation, clip, contrast, clip), each followed by its mirror, assembled in the seed's order
+(:data:`common.augment_spec.ASSEMBLY_ORDER`) and shuffled (output row j is assembled row
+``permutation[j]``). It runs as two compiled halves, :func:`colour` and :func:`finish`; BUILD.md
+("Modern port: what XLA:CPU did and what we changed") says why.
 
-:func:`draw` makes those draws with stateless random ops from one seed, with the seed's
-distributions (the calls ``tf.image.stateless_random_{crop,brightness,saturation,contrast}`` make).
+:func:`draw` makes the draws with stateless random ops from one seed, with the seed's
+distributions (what ``tf.image.stateless_random_{crop,brightness,saturation,contrast}`` draw).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import tensorflow as tf
 from common import augment_spec as spec
 from common.stages import CROP_SIZE, NUM_CROPS, scope
 
-_CH, _CW, _CC = CROP_SIZE
+_CH, _CW, _ = CROP_SIZE
 #: For assembled row k: which crop it holds, and whether it is the mirror.
 _CROP_OF_ROW = spec.ASSEMBLY_ORDER
 _MIRROR_OF_ROW = tuple(k % 2 for k in range(2 * NUM_CROPS))
@@ -153,10 +155,11 @@ def make_augment(jit: bool = True):
 
     It is a plain ``tf.function`` (one Python dispatch per image) calling two
     ``tf.function(jit_compile=jit)`` halves, :func:`colour` and :func:`finish`; each half is
-    traced and compiled once. No autograph: the code has no tensor-dependent Python control
-    flow, and converting it cost a third of the time to the first output. Why two: compiled as one, XLA:CPU fused the colour chain into
-    the output's gather and computed it again for every output row and for both sides of the
-    mirror (see BUILD.md); the boundary makes XLA write the coloured crops once and read them.
+    traced and compiled once. Why two: compiled as one, XLA:CPU fused the colour chain into the
+    output's gather and computed it again for every output row and for both sides of the mirror
+    (see BUILD.md); the boundary makes XLA write the coloured crops once and read them. No
+    autograph: the code has no tensor-dependent Python control flow, and converting it took
+    about a third of the time to the first output.
     """
     colour_fn = tf.function(colour, jit_compile=jit, autograph=False, input_signature=_signature(
         _CROPS, _FACTOR("brightness_delta"), _FACTOR("saturation_factor")))
@@ -176,9 +179,9 @@ def make_step(augment_fn):
     """One image as one ``tf.function`` call: ``step(iterator) -> (output, path)`` takes the next
     element of a :func:`modern.pipeline.build` iterator and augments it.
 
-    Same work as ``augment_fn(**next(iterator))`` from Python, with one dispatch per image
-    instead of two (each Python-side TF call costs ~0.2-0.4 ms here, a fifth of the
-    augmentation itself); the compiled halves stay separate XLA executables inside it.
+    The same work as calling ``next(iterator)`` and then ``augment_fn`` from Python, with one
+    dispatch per image instead of two (each Python-side TF call costs ~0.2-0.4 ms here, a fifth
+    of the augmentation itself); the compiled halves stay separate XLA executables inside it.
     """
 
     @tf.function(autograph=False)

@@ -20,6 +20,7 @@ from modern import augment
 
 AUTOTUNE = tf.data.AUTOTUNE
 
+
 def resized_size(height: tf.Tensor, width: tf.Tensor) -> tf.Tensor:
     """The seed's new (height, width): short side 256, float32 math, truncating int32 casts.
 

@@ -14,6 +14,7 @@ builds its graph and starts its queue runners first.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import platform
@@ -61,7 +62,7 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None):
     try:
         for i in range(steps):
             t0 = time.perf_counter()
-            with (profiling.step(STEP_NAME, i) if ctx else _null()):
+            with profiling.step(STEP_NAME, i) if ctx else contextlib.nullcontext():
                 out, path = step_fn(it)
             walls.append(time.perf_counter() - t0)
             keys.append(path.numpy().decode("utf-8", "replace"))
@@ -71,14 +72,6 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None):
         if ctx:
             ctx.__exit__(None, None, None)
     return walls, keys, out
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
