@@ -10,6 +10,14 @@ leaves tf.data always has the same shapes -- crops (5, 221, 221, 3) float32 plus
 draws -- so the compiled augmentation (:mod:`modern.augment`) is compiled once for every image
 size. Random numbers are stateless: each image's seed is ``stateless_fold_in(root, index)``
 where ``root`` comes from ``--seed`` and ``index`` counts images read, so a run is reproducible.
+
+The stream starts from one splittable source, ``Dataset.range``: element ``index`` names its own
+file (epoch ``index // n``, position ``index % n`` through a stateless permutation of the files
+per epoch), so an element's identity and random draws depend on its index alone, never on which
+process made it or in what order. That is what lets tf.data service split the stream across
+workers (``distributed_epoch``: the dispatcher hands out indices) and still produce, for every
+index, exactly the element a local run produces. ``enumerate()`` after a ``shuffle`` would not:
+under ``distributed_epoch`` each worker counts its own elements, and indices repeat.
 """
 from __future__ import annotations
 
@@ -19,6 +27,8 @@ from common.stages import CROP_SIZE, NUM_CROPS, SHORT_SIDE, scope
 from modern import augment
 
 AUTOTUNE = tf.data.AUTOTUNE
+#: The length of an "endless" stream: more images than any run reads.
+ENDLESS = tf.int64.max
 
 
 def resized_size(height: tf.Tensor, width: tf.Tensor) -> tf.Tensor:
@@ -78,32 +88,67 @@ def image_seed(root: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
     return tf.random.experimental.stateless_fold_in(root, tf.cast(index, tf.int64))
 
 def element(index: tf.Tensor, path: tf.Tensor, root: tf.Tensor) -> dict:
-    """One dataset element: the crops, the draws for the compiled augmentation, and provenance."""
+    """One dataset element: the crops, the draws for the compiled augmentation, and provenance
+    (``index`` in the image stream and ``path``: what identifies the element wherever it was made)."""
     image = load(path)
     shape = tf.shape(image)
     draws = augment.draw(image_seed(root, index), shape[0], shape[1])
-    return {"crops": cut_crops(image, draws["crop_offsets"]), "path": path,
+    return {"crops": cut_crops(image, draws["crop_offsets"]), "path": path, "index": index,
             "resized_hw": shape[:2], **draws}
 
-def file_dataset(paths: list[str], seed: int, shuffle_files: bool = True) -> tf.data.Dataset:
-    """File names, reshuffled every epoch (as ``string_input_producer(shuffle=True)``), repeated."""
-    ds = tf.data.Dataset.from_tensor_slices(tf.constant(paths, dtype=tf.string))
-    if shuffle_files and len(paths) > 1:
-        ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
-    return ds.repeat()
+def file_order_seed(seed: int) -> tf.Tensor:
+    """The root of the per-epoch file permutations (shape [2], int64), apart from the draws'."""
+    return tf.constant([seed, 0x66696C65], dtype=tf.int64)
 
-def build(paths: list[str], seed: int = 0, shuffle_files: bool = True) -> tf.data.Dataset:
-    """The modern input pipeline: an endless dataset of :func:`element` dicts, prefetched."""
+def file_dataset(paths: list[str], seed: int, shuffle_files: bool = True,
+                 count: int | None = None) -> tf.data.Dataset:
+    """The image stream: ``(index, path)`` for index 0, 1, ... (``count`` of them, or endless).
+
+    Each epoch of ``len(paths)`` indices visits every file once, in an order reshuffled every
+    epoch (as ``string_input_producer(shuffle=True)``) by ``index_shuffle``, a stateless
+    permutation computed per index; ``shuffle_files=False`` keeps the given order.
+    """
+    n = len(paths)
+    table = tf.constant(paths, dtype=tf.string)
+    order = file_order_seed(seed)
+    # Dataset.range, never Dataset.counter(): counter is from_tensors().repeat().scan(), which
+    # tf.data service cannot split -- under distributed_epoch every worker would make the whole
+    # stream, each index once per worker.
+    ds = tf.data.Dataset.range(ENDLESS if count is None else count)
+
+    def pick(index):
+        position = index % n
+        if shuffle_files and n > 1:
+            epoch_seed = tf.random.experimental.stateless_fold_in(order, index // n)
+            position = tf.random.experimental.index_shuffle(position, epoch_seed, n - 1)
+        return index, tf.gather(table, position)
+
+    return ds.map(_no_autograph(pick))
+
+def build(paths: list[str], seed: int = 0, shuffle_files: bool = True, count: int | None = None,
+          data_service: str | None = None) -> tf.data.Dataset:
+    """The modern input pipeline: a dataset of :func:`element` dicts (``count`` of them, or
+    endless), prefetched.
+
+    With ``data_service`` (a dispatcher's ``grpc://host:port``) everything up to here runs on
+    tf.data service workers in ``distributed_epoch`` mode (each index processed once, by some
+    worker; elements arrive in the order workers finish them) and this process only receives
+    the elements.
+    """
     root = root_seed(seed)
-    ds = file_dataset(paths, seed, shuffle_files).enumerate()
+    ds = file_dataset(paths, seed, shuffle_files, count)
     ds = ds.map(_no_autograph(lambda i, p: element(i, p, root)), num_parallel_calls=AUTOTUNE,
                 deterministic=True)
+    if data_service:
+        from modern.data_service import distribute
+
+        ds = distribute(ds.prefetch(AUTOTUNE), data_service)
     return ds.prefetch(AUTOTUNE)
 
 def build_floor(paths: list[str], seed: int = 0) -> tf.data.Dataset:
     """read + decode + resize only, with the same parallelism: the benchmark's floor."""
-    ds = file_dataset(paths, seed).map(_no_autograph(load), num_parallel_calls=AUTOTUNE,
-                                       deterministic=True)
+    ds = file_dataset(paths, seed).map(_no_autograph(lambda i, p: load(p)),
+                                       num_parallel_calls=AUTOTUNE, deterministic=True)
     return ds.prefetch(AUTOTUNE)
 
 
