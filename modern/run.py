@@ -1,17 +1,16 @@
-"""``python -m modern.run --out DIR [--images ...] [--steps N] [--nojit] [--seed S] [--skip_bad]``.
+"""``python -m modern.run --out DIR [--images ...] [--steps N] [--nojit] [--seed S] [--skip_bad]
+[--data_service grpc://HOST:PORT]``.
 
 A thin CLI over :func:`modern.runner.run_modern`; see there for what it writes.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from absl import app, flags
+from absl import flags
 
 from common import atomic
-from common.errors import InputError, run_cli, say
-from common.tflog import quiet_env
+from common.errors import InputError, cli_main, say
 
 FLAGS = flags.FLAGS
 
@@ -24,6 +23,9 @@ def _define_flags() -> None:
     flags.DEFINE_integer("seed", 0, "Root seed of the stateless random draws; a seed reproduces a run.")
     flags.DEFINE_boolean("skip_bad", False, "Skip corrupt or non-JPEG files (named in run.json) "
                                             "instead of stopping at the first one.")
+    flags.DEFINE_string("data_service", None, "Run the input pipeline on the tf.data service "
+                        "workers of this dispatcher (grpc://HOST:PORT; see python -m "
+                        "modern.service); the augmentation stays in this process.")
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
 
 
@@ -34,18 +36,26 @@ def _main(argv: list[str]) -> int:
         raise InputError("--out DIR is required")
     from common.inputs import check_file, resolve_images
     from common.tflog import native_stderr_to, quiet_python_logs
+    from modern.data_service import parse_address
     from modern.runner import run_modern
 
+    if FLAGS.data_service is not None:
+        parse_address(FLAGS.data_service)
     if not FLAGS.skip_bad:
         for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
             check_file(path)
     out = atomic.prepare_out_dir(FLAGS.out)
     quiet_python_logs()
-    say(f"modern: running {FLAGS.steps} steps (XLA {'off' if FLAGS.nojit else 'on'}); "
+    where = f", input on the tf.data service at {FLAGS.data_service}" if FLAGS.data_service else ""
+    say(f"modern: running {FLAGS.steps} steps (XLA {'off' if FLAGS.nojit else 'on'}{where}); "
         f"TensorFlow's log goes to {out / 'tf.log'} ...")
     with native_stderr_to(None if FLAGS.verbose else out / "tf.log"):
         run = run_modern(out, FLAGS.images, FLAGS.steps, jit=not FLAGS.nojit, seed=FLAGS.seed,
-                         skip_bad=FLAGS.skip_bad)
+                         skip_bad=FLAGS.skip_bad, data_service=FLAGS.data_service)
+    if run["data_service"]:
+        svc = run["data_service"]
+        say(f"modern: input pipeline ran on {svc['worker_count']} tf.data service worker(s) "
+            f"({', '.join(svc['workers'])}), {svc['processing_mode']}")
     for s in run.get("skipped", []):
         say(f"modern: skipped {s['reason']}")
     say(f"modern: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
@@ -57,9 +67,7 @@ def _main(argv: list[str]) -> int:
 
 
 def main() -> None:
-    quiet_env()
-    _define_flags()
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "modern.run")))
+    cli_main("modern.run", _define_flags, _main)
 
 
 if __name__ == "__main__":

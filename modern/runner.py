@@ -4,13 +4,21 @@ Writes into ``out`` (which must be new or empty):
   plugins/profile/<session>/<host>.xplane.pb   TensorBoard profile of all steps, steps marked
   trace.json.gz        the Chrome trace xprof's trace_viewer makes from that profile
   run.json             images, per-step wall times, TF version, jit on/off, output shape, seed,
-                       and the files skipped with ``skip_bad``
+                       which image (path, stream index) each step got, the files skipped with
+                       ``skip_bad``, and the tf.data service used (``data_service``, else null)
 
 One step is one image: ``next()`` on the tf.data iterator and the augmentation, as one
 ``tf.function`` call (:func:`modern.augment.make_step`), inside
 ``tf.profiler.experimental.Trace("modern", step_num=i, _r=1)``. Step 0 includes tracing and
 the XLA compile; the dataset and its iterator are built before the profile starts, as legacy
 builds its graph and starts its queue runners first.
+
+The run reads image indices 0..steps-1 of the stream (:func:`modern.pipeline.build`). With
+``data_service`` those are processed on tf.data service workers (``distributed_epoch``) and
+arrive in the order the workers finish them; each index still gets the same image, draws and
+output as in a local run with the same seed, so ``step_indices`` and ``step_images`` hold the
+same pairs, reordered. The profile is this process's: the service reads and the augmentation;
+the workers' tf.data work happens in their processes.
 """
 from __future__ import annotations
 
@@ -49,13 +57,13 @@ def select_images(paths: list[str], skip_bad: bool) -> tuple[list[str], list[tup
 
 
 def _run_steps(it, step_fn, steps: int, profile_dir=None):
-    """``steps`` profiled steps of ``step_fn(it) -> (output, path)``; returns (wall seconds,
-    image paths, last output)."""
+    """``steps`` profiled steps of ``step_fn(it) -> (output, path, index)``; returns (wall
+    seconds, image paths, stream indices, last output)."""
     import tensorflow as tf
 
     from common import profiling
 
-    walls, keys, out = [], [], None
+    walls, keys, indices, out = [], [], [], None
     ctx = profiling.tensorboard_profile(profile_dir) if profile_dir else None
     if ctx:
         ctx.__enter__()
@@ -63,38 +71,46 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None):
         for i in range(steps):
             t0 = time.perf_counter()
             with profiling.step(STEP_NAME, i) if ctx else contextlib.nullcontext():
-                out, path = step_fn(it)
+                out, path, index = step_fn(it)
             walls.append(time.perf_counter() - t0)
             keys.append(path.numpy().decode("utf-8", "replace"))
+            indices.append(int(index))
     except tf.errors.OpError as e:
         raise InputError(f"modern pipeline failed: {tf_error_line(e)}") from None
     finally:
         if ctx:
             ctx.__exit__(None, None, None)
-    return walls, keys, out
+    return walls, keys, indices, out
 
 
 def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
-               jit: bool = True, seed: int = 0, skip_bad: bool = False) -> dict:
-    """Run the modern pipeline and write its artifacts into ``out``; return run.json's content."""
+               jit: bool = True, seed: int = 0, skip_bad: bool = False,
+               data_service: str | None = None) -> dict:
+    """Run the modern pipeline and write its artifacts into ``out``; return run.json's content.
+
+    ``data_service``: a tf.data service dispatcher (``grpc://host:port``) whose workers run the
+    input pipeline; it must answer and have workers (:func:`modern.data_service.check_service`).
+    """
     import numpy as np
     import tensorflow as tf
 
     from common.inputs import resolve_images
     from common.profiling import xplane_files, xplane_to_trace_json
-    from modern import augment, pipeline
+    from modern import augment, data_service as service, pipeline
 
     if steps < 1:
         raise InputError(f"--steps {steps}: need at least one step")
     paths = [os.path.abspath(p) for p in resolve_images(images)]
     paths, shapes, skipped = select_images(paths, skip_bad)
+    service_info = service.check_service(data_service) if data_service else None
     out = atomic.prepare_out_dir(out)
     staging = out / f".staging-{os.getpid()}"
     staging.mkdir()
     try:
-        it = iter(pipeline.build(paths, seed=seed))
+        it = iter(pipeline.build(paths, seed=seed, count=steps,
+                                 data_service=service_info and service_info["address"]))
         step_fn = augment.make_step(augment.make_augment(jit))
-        walls, keys, result = _run_steps(it, step_fn, steps, profile_dir=staging)
+        walls, keys, indices, result = _run_steps(it, step_fn, steps, profile_dir=staging)
         trace = xplane_to_trace_json(xplane_files(staging))
         atomic.write_bytes(staging / "trace.json.gz", gzip.compress(trace.encode("utf-8"), 6))
         steady = walls[1:] or walls
@@ -110,12 +126,14 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
             "step_name": STEP_NAME,
             "step_wall_s": walls,
             "step_images": keys,
+            "step_indices": indices,
             "first_step_s": walls[0],
             "steady_median_s": float(np.median(steady)),
             "output_shape": list(result.shape),
             "output_dtype": result.dtype.name,
             "trace": "trace.json.gz",
             "profile_logdir": ".",
+            "data_service": service_info,
         }
         if skip_bad:
             run["skipped"] = skipped

@@ -1,0 +1,261 @@
+"""tf.data service for the modern pipeline: addresses, the servers, and what a dispatcher reports.
+
+The modern input pipeline (read, decode, resize, crops, draws: :func:`modern.pipeline.build`)
+can run on tf.data service workers instead of in the training process. A dispatcher
+(:func:`start_dispatcher`) hands out the stream's indices to the workers that registered with it
+(:func:`start_worker`); the client applies :func:`distribute` to its dataset and receives the
+elements. ``python -m modern.service`` is the CLI over these functions.
+
+What a client sends is the dataset's graph, not Python code: the workers run it with their own
+TensorFlow, so every host needs the same TensorFlow version, and the image paths must be
+readable under the same names on every worker.
+
+The dispatcher is also asked directly (its ``GetWorkers`` RPC, the message types declared here
+from TensorFlow's ``dispatcher.proto``, which TF does not ship as Python): :func:`list_workers`
+checks that a dispatcher answers and has workers before a run starts -- otherwise TF's client
+and workers wait for it without end -- and tells run.json how many workers there were.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from common.errors import InputError
+
+PROCESSING_MODE = "distributed_epoch"
+PROTOCOL = "grpc"
+#: How long to wait for a dispatcher's answer before calling it unreachable.
+ANSWER_TIMEOUT_S = 10.0
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+_ADDRESS_RE = re.compile(r"^(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?"
+                         r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\s\[\]]+):(?P<port>[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Address:
+    """A tf.data service server address: ``host:port``."""
+
+    host: str
+    port: int
+
+    @property
+    def hostport(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def target(self) -> str:
+        """The form ``distribute(service=...)`` and ``--data_service`` take: ``grpc://host:port``."""
+        return f"{PROTOCOL}://{self.hostport}"
+
+
+def parse_address(text: str, flag: str = "--data_service") -> Address:
+    """``grpc://host:port`` or ``host:port`` -> :class:`Address`; anything else is an
+    :class:`InputError` naming ``flag`` and the text."""
+    m = _ADDRESS_RE.match((text or "").strip())
+    if not m:
+        raise InputError(f"{flag} {text!r}: expected grpc://HOST:PORT or HOST:PORT")
+    if m.group("scheme") and m.group("scheme") != PROTOCOL:
+        raise InputError(f"{flag} {text!r}: the tf.data service speaks {PROTOCOL}://, "
+                         f"not {m.group('scheme')}://")
+    port = int(m.group("port"))
+    if not 1 <= port <= 65535:
+        raise InputError(f"{flag} {text!r}: port {port} is outside 1..65535")
+    return Address(m.group("host"), port)
+
+
+def _get_workers_call(channel):
+    """The dispatcher's ``GetWorkers`` RPC on ``channel``; returns worker addresses."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    f = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="modern/dispatcher_get_workers.proto",
+                                               package="tensorflow.data", syntax="proto3")
+    info = proto.message_type.add(name="WorkerInfo")  # dispatcher.proto: WorkerInfo
+    info.field.add(name="address", number=1, type=f.TYPE_STRING, label=f.LABEL_OPTIONAL)
+    response = proto.message_type.add(name="GetWorkersResponse")
+    response.field.add(name="workers", number=1, type=f.TYPE_MESSAGE, label=f.LABEL_REPEATED,
+                       type_name=".tensorflow.data.WorkerInfo")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(
+        "tensorflow.data.GetWorkersResponse"))
+    return channel.unary_unary("/tensorflow.data.DispatcherService/GetWorkers",
+                               request_serializer=bytes, response_deserializer=cls.FromString)
+
+
+def list_workers(address: Address, wait_s: float = 0.0) -> list[str]:
+    """The workers registered with the dispatcher at ``address`` (their ``host:port``).
+
+    Nothing listening there, or a host name that does not resolve, is asked again for up to
+    ``wait_s`` seconds (a dispatcher still starting); each try waits up to
+    :data:`ANSWER_TIMEOUT_S` for an answer. No answer is an :class:`InputError`. A worker that
+    stopped stays listed until the dispatcher's worker timeout expires.
+    """
+    import grpc
+
+    deadline = time.monotonic() + wait_s
+    with grpc.insecure_channel(address.hostport) as channel:
+        call = _get_workers_call(channel)
+        while True:
+            try:
+                reply = call(b"", timeout=ANSWER_TIMEOUT_S)  # GetWorkersRequest is empty
+                return [w.address for w in reply.workers]
+            except grpc.RpcError as e:
+                last = e
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+    detail = (last.details() or "").lower()
+    reason = ("cannot resolve the host name" if "resolv" in detail
+              else "connection refused" if "refused" in detail
+              else f"no answer in {ANSWER_TIMEOUT_S:g} s"
+              if last.code() == grpc.StatusCode.DEADLINE_EXCEEDED else last.details())
+    raise InputError(f"{address.target}: no tf.data service dispatcher there ({reason})")
+
+
+def check_service(text: str) -> dict:
+    """Check ``--data_service`` before a run: the dispatcher answers and has at least one worker.
+
+    Returns what run.json records: address, processing mode, the workers registered now.
+    """
+    address = parse_address(text)
+    workers = list_workers(address)
+    if not workers:
+        raise InputError(f"{address.target}: the dispatcher has no workers registered; start "
+                         f"some with: python -m modern.service worker --dispatcher "
+                         f"{address.hostport}")
+    return {"address": address.target, "processing_mode": PROCESSING_MODE,
+            "workers": sorted(workers), "worker_count": len(workers)}
+
+
+def distribute(ds, target: str):
+    """``ds`` processed on the tf.data service at ``target`` in ``distributed_epoch`` mode."""
+    import tensorflow as tf
+
+    return ds.apply(tf.data.experimental.service.distribute(
+        processing_mode=PROCESSING_MODE, service=parse_address(target).target))
+
+
+def this_host() -> str:
+    """The name other machines would use for this one (its host name)."""
+    return socket.gethostname()
+
+
+def _server_error(what: str, port: int, e: Exception) -> InputError:
+    reason = "port in use or not allowed" if "start" in str(e).lower() else str(e)
+    return InputError(f"{what} --port {port}: cannot listen ({reason})")
+
+
+def start_dispatcher(port: int = 0, work_dir: str | None = None):
+    """A tf.data service dispatcher listening on ``port`` (0: any free port), all interfaces.
+
+    With ``work_dir`` it journals its state there (fault-tolerant mode) and recovers the
+    registered datasets and jobs after a restart with the same folder.
+    """
+    import tensorflow as tf
+
+    svc = tf.data.experimental.service
+    config = svc.DispatcherConfig(port=port, protocol=PROTOCOL, work_dir=work_dir,
+                                  fault_tolerant_mode=bool(work_dir))
+    try:
+        return svc.DispatchServer(config)
+    except (RuntimeError, tf.errors.OpError) as e:
+        raise _server_error("dispatcher", port, e) from None
+
+
+def start_worker(dispatcher: Address, port: int = 0, host: str | None = None,
+                 wait_s: float = 30.0):
+    """A tf.data service worker on ``port`` (0: any free port) registered with ``dispatcher``.
+
+    ``host`` is the name the dispatcher gives clients to reach this worker (default: this
+    machine's host name; TF's own default, ``localhost``, only works when every client runs on
+    this machine). The dispatcher must answer within ``wait_s`` seconds: TF's worker would
+    otherwise wait for it without end.
+    """
+    list_workers(dispatcher, wait_s)
+    import tensorflow as tf
+
+    svc = tf.data.experimental.service
+    config = svc.WorkerConfig(dispatcher_address=dispatcher.hostport,
+                              worker_address=f"{host or this_host()}:%port%", port=port,
+                              protocol=PROTOCOL)
+    try:
+        return svc.WorkerServer(config)
+    except (RuntimeError, tf.errors.OpError) as e:
+        raise _server_error("worker", port, e) from None
+
+
+def bound_address(server, host: str) -> Address:
+    """Where ``server`` (a dispatcher or worker) listens, as others reach it through ``host``."""
+    return Address(host, int(server._address.rsplit(":", 1)[1]))  # TF: "localhost:<bound port>"
+
+
+@contextlib.contextmanager
+def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Address]:
+    """A dispatcher and ``workers`` workers on this machine, each its own
+    ``python -m modern.service`` process on 127.0.0.1 (as on separate hosts, elements travel
+    over gRPC); yields the dispatcher's address once every worker has registered, and stops
+    them with SIGTERM on exit (workers first). For the benchmark and for trying the service on
+    one machine. A server that fails to start, or does not stop cleanly (exit 0 within 30 s),
+    is an :class:`InputError` quoting its last stderr line.
+    """
+    servers: list[tuple[subprocess.Popen, object]] = []
+
+    def last_line(log) -> str:
+        log.seek(0)
+        lines = [ln.strip() for ln in log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+        return lines[-1] if lines else "no output"
+
+    def spawn(*args: str) -> str:
+        log = tempfile.TemporaryFile()
+        proc = subprocess.Popen([sys.executable, "-m", "modern.service", *args, "--host",
+                                 "127.0.0.1"], stdout=subprocess.PIPE, stderr=log, text=True,
+                                cwd=_PACKAGE_ROOT, env=dict(os.environ, PYTHONPATH=_PACKAGE_ROOT))
+        servers.append((proc, log))
+        line = proc.stdout.readline().strip()  # the address, once it listens
+        if not line:
+            raise InputError(f"modern.service {args[0]} exited with code {proc.wait()} before "
+                             f"listening: {last_line(log)}")
+        return line
+
+    def stop_all() -> list[str]:
+        failures = []
+        for proc, log in reversed(servers):
+            proc.send_signal(signal.SIGTERM)
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = f"killed after 30 s ({proc.wait()})"
+            if code != 0:
+                failures.append(f"{' '.join(proc.args[2:4])}: exit {code}: {last_line(log)}")
+            log.close()
+        return failures
+
+    try:
+        dispatcher = parse_address(spawn("dispatcher", "--port", "0"))
+        for _ in range(workers):
+            spawn("worker", "--dispatcher", dispatcher.hostport, "--port", "0")
+        deadline = time.monotonic() + startup_timeout_s
+        while len(list_workers(dispatcher)) < workers:
+            if time.monotonic() > deadline:
+                raise InputError(f"{dispatcher.target}: {workers} worker(s) did not register "
+                                 f"in {startup_timeout_s:g} s")
+            time.sleep(0.2)
+        yield dispatcher
+    except BaseException:
+        stop_all()
+        raise
+    failures = stop_all()
+    if failures:
+        raise InputError("local tf.data service did not stop cleanly: " + "; ".join(failures))

@@ -1,0 +1,121 @@
+"""``python -m modern.service dispatcher [--port P] [--work_dir DIR] [--host NAME]`` and
+``python -m modern.service worker --dispatcher HOST:P [--port Q] [--host NAME]``.
+
+Start a tf.data service dispatcher or worker for the modern pipeline and run until stopped:
+SIGINT (Ctrl-C) or SIGTERM stops the server cleanly and exits 0. The first line on stdout is
+the address to connect to (the dispatcher's ``grpc://host:port`` for ``--data_service``, or the
+worker's ``host:port`` as the dispatcher hands it to clients); what to do next goes to stderr.
+A thin CLI over :mod:`modern.data_service`; bad flags, addresses or ports are one line, exit 2.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+
+from absl import flags
+
+from common.errors import InputError, cli_main, say
+
+FLAGS = flags.FLAGS
+PROG = "modern.service"
+ROLES = ("dispatcher", "worker")
+DEFAULT_DISPATCHER_PORT = 5050
+
+
+def _define_flags() -> None:
+    flags.DEFINE_integer("port", None, f"Port to listen on, all interfaces (dispatcher default "
+                         f"{DEFAULT_DISPATCHER_PORT}; worker default 0 = any free port).",
+                         lower_bound=0, upper_bound=65535)
+    flags.DEFINE_string("work_dir", None, "dispatcher: journal its state in this folder so a "
+                        "restart with the same folder recovers it (fault-tolerant mode).")
+    flags.DEFINE_string("dispatcher", None, "worker: the dispatcher's HOST:PORT.")
+    flags.DEFINE_string("host", None, "The name or IP other machines reach this one by (default: "
+                        "this machine's host name); a worker registers HOST:PORT with the "
+                        "dispatcher, which hands it to clients.")
+    flags.DEFINE_float("wait_for_dispatcher", 30.0, "worker: seconds to wait for the dispatcher "
+                       "to answer before giving up.", lower_bound=0.0)
+    flags.DEFINE_boolean("verbose", False, "Show TensorFlow's start-up log (CUDA probing and the "
+                         "like) too; its errors are always shown.")
+
+
+def wait_for_stop_signal() -> str:
+    """Block until SIGINT or SIGTERM arrives; return its name.
+
+    The wait wakes up every 0.2 s: a signal that lands on one of TensorFlow's threads does not
+    interrupt the main thread, whose Python handler then runs at its next wake-up.
+    """
+    stop = threading.Event()
+    got: list[int] = []
+
+    def handler(signum, _frame):
+        got.append(signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while not stop.wait(0.2):
+            pass
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return signal.Signals(got[0]).name
+
+
+def _startup_log():
+    """TensorFlow's import and server start-up chatter goes nowhere unless ``--verbose``; what
+    the running server logs later (errors) stays on stderr."""
+    import os
+
+    from common.tflog import native_stderr_to
+
+    return native_stderr_to(None if FLAGS.verbose else os.devnull)
+
+
+def _check_role_flags(role: str) -> None:
+    only = {"work_dir": "dispatcher", "dispatcher": "worker"}
+    for name, owner in only.items():
+        if getattr(FLAGS, name) is not None and role != owner:
+            raise InputError(f"--{name} is for the {owner}, not the {role}")
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[1] not in ROLES:
+        got = f"got {' '.join(argv[1:])!r}" if len(argv) > 1 else "none given"
+        raise InputError(f"expected one role: {' or '.join(ROLES)} ({got})")
+    role = argv[1]
+    _check_role_flags(role)
+    from modern import data_service as ds
+
+    host = FLAGS.host or ds.this_host()
+    if role == "dispatcher":
+        port = DEFAULT_DISPATCHER_PORT if FLAGS.port is None else FLAGS.port
+        with _startup_log():
+            server = ds.start_dispatcher(port, FLAGS.work_dir)
+        where = ds.bound_address(server, host)
+        print(where.target, flush=True)
+        say(f"{PROG}: dispatcher listening on port {where.port}"
+            + (f", journal in {FLAGS.work_dir}" if FLAGS.work_dir else "")
+            + f". Workers: python -m modern.service worker --dispatcher {where.hostport}; "
+            f"clients: --data_service {where.target}. Ctrl-C or SIGTERM stops it.")
+    else:
+        if not FLAGS.dispatcher:
+            raise InputError("worker: --dispatcher HOST:PORT is required")
+        dispatcher = ds.parse_address(FLAGS.dispatcher, "--dispatcher")
+        with _startup_log():
+            server = ds.start_worker(dispatcher, FLAGS.port or 0, host, FLAGS.wait_for_dispatcher)
+        where = ds.bound_address(server, host)
+        print(where.hostport, flush=True)
+        say(f"{PROG}: worker listening on port {where.port}, registered with the dispatcher at "
+            f"{dispatcher.hostport} as {where.hostport}. Ctrl-C or SIGTERM stops it.")
+    name = wait_for_stop_signal()
+    server.stop()
+    say(f"{PROG}: {role} stopped ({name})")
+    return 0
+
+
+def main() -> None:
+    cli_main(PROG, _define_flags, _main)
+
+
+if __name__ == "__main__":
+    main()
