@@ -1,6 +1,13 @@
-"""``python -m benchmarks.pipelines [--images N] [--json FILE]``: images/s of the legacy pipeline,
-the modern port with and without XLA, and the floor (read + decode + resize only), on one image
-set, in one process, in interleaved rounds.
+"""``python -m benchmarks.pipelines [--images N] [--json FILE] [--data_service]``: images/s of the
+legacy pipeline, the modern port with and without XLA, and the floor (read + decode + resize
+only), on one image set, in one process, in interleaved rounds.
+
+With ``--data_service`` it compares, in the same way, the modern pipeline run locally against the
+same pipeline with its input on tf.data service (``distributed_epoch``) with 1 and with 2
+workers: two local clusters (:func:`modern.data_service.local_cluster`: a dispatcher and its
+workers, each a ``python -m modern.service`` process on 127.0.0.1, elements over gRPC), started
+before the rounds and kept for all of them. The client (this process) runs the augmentation in
+all three.
 
 The image set is ``--images`` JPEGs of varied sizes and aspect ratios (short side 256..640,
 long/short 1..2, portrait and landscape) made from ``grace_hopper.jpg`` into a temp folder
@@ -26,6 +33,7 @@ freshly built pipeline before the rounds start.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import statistics
@@ -41,6 +49,8 @@ from common.tflog import quiet_env
 
 FLAGS = flags.FLAGS
 PIPELINES = ("legacy", "modern", "modern_nojit", "floor")
+#: ``--data_service``: the local modern run and the service with 1 and 2 workers.
+SERVICE_PIPELINES = ("modern", "service_1", "service_2")
 
 
 def _define_flags() -> None:
@@ -51,6 +61,8 @@ def _define_flags() -> None:
                          lower_bound=0)
     flags.DEFINE_string("json", None, "Also write the results as JSON to this file.")
     flags.DEFINE_integer("seed", 0, "Seed for the image set and the pipelines.")
+    flags.DEFINE_boolean("data_service", False, "Instead: the modern pipeline locally vs on "
+                         "tf.data service with 1 and 2 local workers (subprocesses, 127.0.0.1).")
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
 
 
@@ -83,12 +95,13 @@ class Legacy:
 
 
 class Modern:
-    """The tf.data pipeline feeding the augmentation, compiled by XLA or not."""
+    """The tf.data pipeline feeding the augmentation, compiled by XLA or not; its input on the
+    tf.data service at ``data_service`` if given."""
 
-    def __init__(self, paths: list[str], seed: int, jit: bool):
+    def __init__(self, paths: list[str], seed: int, jit: bool, data_service: str | None = None):
         from modern import augment, pipeline
 
-        self.ds = pipeline.build(paths, seed=seed)
+        self.ds = pipeline.build(paths, seed=seed, data_service=data_service)
         self.it = iter(self.ds)
         self.step_fn = augment.make_step(augment.make_augment(jit))
 
@@ -123,7 +136,9 @@ class Floor:
         pass
 
 
-def _make(name: str, paths: list[str], seed: int):
+def _make(name: str, paths: list[str], seed: int, services: dict[str, str] | None = None):
+    if services and name in services:
+        return Modern(paths, seed, jit=True, data_service=services[name])
     if name == "legacy":
         return Legacy(paths, seed)
     if name == "modern":
@@ -133,10 +148,11 @@ def _make(name: str, paths: list[str], seed: int):
     return Floor(paths, seed)
 
 
-def first_output_s(name: str, paths: list[str], seed: int) -> float:
+def first_output_s(name: str, paths: list[str], seed: int,
+                   services: dict[str, str] | None = None) -> float:
     """Seconds from building ``name`` to its first output (compilation included)."""
     t0 = time.perf_counter()
-    p = _make(name, paths, seed)
+    p = _make(name, paths, seed, services)
     try:
         p.step()
         return time.perf_counter() - t0
@@ -146,13 +162,17 @@ def first_output_s(name: str, paths: list[str], seed: int) -> float:
 
 def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 0,
             names: tuple[str, ...] = PIPELINES,
-            progress: Callable[[str], None] | None = None) -> dict:
-    """Interleaved images/s of each pipeline in ``names``; returns the JSON-ready results."""
+            progress: Callable[[str], None] | None = None,
+            services: dict[str, str] | None = None) -> dict:
+    """Interleaved images/s of each pipeline in ``names``; returns the JSON-ready results.
+
+    ``services`` maps extra pipeline names to tf.data service addresses: the modern pipeline
+    with its input on that service."""
     first = {}
-    for name in ("legacy", "modern"):
+    for name in ("legacy", "modern", *(services or {})):
         if name in names:
-            first[name] = first_output_s(name, paths, seed)
-    pipes = {name: _make(name, paths, seed) for name in names}
+            first[name] = first_output_s(name, paths, seed, services)
+    pipes = {name: _make(name, paths, seed, services) for name in names}
     try:
         per_round: dict[str, list[float]] = {name: [] for name in names}
         for r in range(rounds):
@@ -183,7 +203,7 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
 
     pairs = {"modern_vs_legacy": ("modern", "legacy"), "jit_vs_nojit": ("modern", "modern_nojit"),
              "modern_vs_floor": ("modern", "floor")}
-    return {
+    result = {
         "images_per_s": ips,
         "ratios": {k: ratio(a, b) for k, (a, b) in pairs.items()},
         "ratios_paired": {k: paired(a, b) for k, (a, b) in pairs.items()},
@@ -191,6 +211,19 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
         "per_round_images_per_s": per_round,
         "rounds": rounds, "batch": batch, "warmup": warmup,
     }
+    if set(SERVICE_PIPELINES) <= set(ips):
+        service_pairs = {"workers_1_vs_local": ("service_1", "modern"),
+                         "workers_2_vs_local": ("service_2", "modern"),
+                         "workers_2_vs_1": ("service_2", "service_1")}
+        result["data_service"] = {
+            "local": ips["modern"], "workers_1": ips["service_1"], "workers_2": ips["service_2"],
+            "ratios": {k: ratio(a, b) for k, (a, b) in service_pairs.items()},
+            "ratios_paired": {k: paired(a, b) for k, (a, b) in service_pairs.items()},
+            "processing_mode": "distributed_epoch",
+            "servers": "one python -m modern.service process per dispatcher and worker, "
+                       "127.0.0.1, elements over gRPC",
+        }
+    return result
 
 
 def machine() -> dict:
@@ -213,16 +246,23 @@ def table(result: dict) -> str:
         lines.append(f"{name:14} {v:9.1f} {1e3 / v:9.2f}")
     targets = {"modern_vs_legacy": 10.0, "jit_vs_nojit": 1.0, "modern_vs_floor": 0.6}
     lines.append("")
-    lines.append(f"{'ratio':17} {'medians':>8} {'paired':>8}")
+    if any(v is not None for v in result["ratios"].values()):
+        lines.append(f"{'ratio':17} {'medians':>8} {'paired':>8}")
     for k, v in result["ratios"].items():
         if v is not None:
             p = result.get("ratios_paired", {}).get(k)
             lines.append(f"{k:17} {v:7.2f}x {p if p is None else f'{p:7.2f}x':>8}  (target >= {targets[k]})")
+    svc = result.get("data_service")
+    if svc:
+        lines.append(f"tf.data service, {svc['processing_mode']}: local {svc['local']:.1f}, "
+                     f"1 worker {svc['workers_1']:.1f}, 2 workers {svc['workers_2']:.1f} images/s")
+        for k, v in svc["ratios"].items():
+            lines.append(f"{k:19} {v:6.2f}x  (paired {svc['ratios_paired'][k]:.2f}x)")
     for k, v in result["first_output_s"].items():
-        lines.append(f"first output {k:7} {v:6.2f} s")
+        lines.append(f"first output {k:9} {v:6.2f} s")
     lines.append("")
-    lines.append("images/s per round (legacy's early rounds include its XLA compiling each image "
-                 "size the second time it sees it)")
+    lines.append("images/s per round" + ("" if svc else " (legacy's early rounds include its XLA "
+                 "compiling each image size the second time it sees it)"))
     for name, v in result.get("per_round_images_per_s", {}).items():
         lines.append(f"{name:14} " + " ".join(f"{x:6.0f}" for x in v))
     return "\n".join(lines)
@@ -243,8 +283,19 @@ def _main(argv: list[str]) -> int:
         say(f"benchmarks: making {FLAGS.images} JPEGs of varied sizes in {tmp} ...")
         sizes = varied_sizes(FLAGS.images, seed=FLAGS.seed)
         paths = make_image_set(tmp, sizes, seed=FLAGS.seed)
-        say(f"benchmarks: {FLAGS.rounds} interleaved rounds x {FLAGS.batch} images per pipeline ...")
-        result = measure(paths, FLAGS.rounds, FLAGS.batch, FLAGS.warmup, FLAGS.seed, progress=say)
+        with contextlib.ExitStack() as stack:
+            services, names = None, PIPELINES
+            if FLAGS.data_service:
+                from modern.data_service import local_cluster
+
+                say("benchmarks: starting two local tf.data service clusters (1 and 2 workers) ...")
+                services = {f"service_{n}": stack.enter_context(local_cluster(n)).target
+                            for n in (1, 2)}
+                names = SERVICE_PIPELINES
+            say(f"benchmarks: {FLAGS.rounds} interleaved rounds x {FLAGS.batch} images per "
+                f"pipeline ...")
+            result = measure(paths, FLAGS.rounds, FLAGS.batch, FLAGS.warmup, FLAGS.seed,
+                             names=names, progress=say, services=services)
     result["image_set"] = {"count": len(sizes), "from": "grace_hopper.jpg",
                            "sizes_hw": [list(s) for s in sizes],
                            "short_side": [min(min(s) for s in sizes), max(min(s) for s in sizes)]}

@@ -50,3 +50,23 @@ def test_xla_designs_all_compute_the_seed_output_shape():
     assert set(result) == {"2", "3", "4"}
     for r in result.values():
         assert r["xla"] > 0 and r["no_xla"] > 0 and r["first_xla_s"] > 0
+
+
+def test_benchmark_data_service_reports_local_and_one_and_two_workers(tmp_path):
+    """``--data_service`` starts two local clusters (1 and 2 worker processes), times the modern
+    pipeline locally and through each, and stops the servers cleanly (a server that does not
+    exit 0 fails the run)."""
+    out = tmp_path / "bench.json"
+    proc = run_module("benchmarks.pipelines", "--data_service", "--images", "3", "--rounds", "1",
+                      "--batch", "2", "--warmup", "1", "--json", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    result = json.loads(out.read_text())
+    assert set(result["images_per_s"]) == {"modern", "service_1", "service_2"}
+    svc = result["data_service"]
+    assert svc["local"] == result["images_per_s"]["modern"] > 0
+    assert svc["workers_1"] == result["images_per_s"]["service_1"] > 0
+    assert svc["workers_2"] == result["images_per_s"]["service_2"] > 0
+    assert svc["ratios"]["workers_2_vs_1"] == pytest.approx(svc["workers_2"] / svc["workers_1"])
+    assert svc["processing_mode"] == "distributed_epoch"
+    assert "1 worker" in proc.stdout and "2 workers" in proc.stdout

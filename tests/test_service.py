@@ -1,0 +1,243 @@
+"""The modern input pipeline on tf.data service: every image processed exactly once per epoch,
+each output equal to a local run's with the same seed; ``modern.run --data_service`` end to end;
+the ``modern.service`` servers as a user starts and stops them; clean errors for bad addresses.
+
+An in-process dispatcher and two workers on 127.0.0.1 serve the module; the CLI tests start
+their own server processes. Everything that waits on a server has a timeout.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, assert_one_line_error, run_module
+
+pytestmark = pytest.mark.slow
+
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def service():
+    """An in-process dispatcher and two workers on 127.0.0.1 (free ports): (dispatcher
+    address, the two worker servers); stopped at the end of the module."""
+    from modern import data_service as ds
+
+    dispatcher = ds.start_dispatcher(0)
+    address = ds.Address("127.0.0.1", ds.bound_address(dispatcher, "127.0.0.1").port)
+    workers = [ds.start_worker(address, 0, "127.0.0.1") for _ in range(2)]
+    yield address, workers
+    for w in workers:
+        w.stop()
+    dispatcher.stop()
+
+
+@pytest.fixture(scope="module")
+def twelve_jpegs(varied_jpegs):
+    """Twelve of the varied JPEGs: ten sizes, portrait, landscape and square."""
+    return varied_jpegs[1][:12]
+
+
+def _augmented(dataset, on_first=None) -> dict[int, tuple[str, np.ndarray]]:
+    """Every element of ``dataset`` augmented as ``modern.run`` does it (jit-compiled, in this
+    process): stream index -> (path, output). An index seen twice fails."""
+    from modern import augment
+
+    fn = augment.make_augment(jit=True)
+    out = {}
+    for e in dataset:
+        if on_first and not out:
+            on_first()
+        i = int(e["index"])
+        assert i not in out, f"index {i} delivered twice"
+        out[i] = (e["path"].numpy().decode(), fn(e["crops"], e["brightness"], e["saturation"],
+                                                  e["contrast"], e["permutation"]).numpy())
+    return out
+
+
+def test_distributed_epoch_processes_each_image_once_per_epoch_and_matches_local(
+        service, twelve_jpegs):
+    from modern import pipeline
+
+    address, workers = service
+    paths, count = twelve_jpegs, 2 * len(twelve_jpegs) + 5  # two epochs and part of a third
+    tasks = []
+    remote = _augmented(pipeline.build(paths, seed=SEED, count=count, data_service=address.target),
+                        on_first=lambda: tasks.extend(w._num_tasks() for w in workers))
+    local = _augmented(pipeline.build(paths, seed=SEED, count=count))
+    assert tasks == [1, 1], "the job did not run on both workers"
+    assert sorted(remote) == sorted(local) == list(range(count))
+    n = len(paths)
+    for epoch in range(count // n):
+        seen = [remote[i][0] for i in range(epoch * n, (epoch + 1) * n)]
+        assert sorted(seen) == sorted(paths), f"epoch {epoch}: not every image exactly once"
+    assert [remote[i][0] for i in range(n)] != [remote[i][0] for i in range(n, 2 * n)], \
+        "files were not reshuffled between epochs"
+    for i in range(count):
+        assert remote[i][0] == local[i][0], i
+        np.testing.assert_array_equal(remote[i][1], local[i][1], err_msg=f"index {i}")
+
+
+def test_endless_stream_on_the_service_never_repeats_an_index(service, twelve_jpegs):
+    """The benchmark's endless stream: indices split across the workers, never made by both
+    (``Dataset.counter()`` as the source would make every index once per worker)."""
+    from modern import pipeline
+
+    address, _ = service
+    it = iter(pipeline.build(twelve_jpegs, seed=SEED, data_service=address.target))
+    got = [(int(e["index"]), e["path"].numpy().decode()) for e in (next(it) for _ in range(30))]
+    del it
+    indices = [i for i, _ in got]
+    assert len(set(indices)) == len(indices), sorted(indices)
+    stream = dict((int(i), p.decode()) for i, p in
+                  pipeline.file_dataset(twelve_jpegs, SEED, count=max(indices) + 1)
+                  .as_numpy_iterator())
+    assert all(stream[i] == p for i, p in got)
+
+
+def test_modern_run_cli_on_the_service_end_to_end(service, twelve_jpegs, tmp_path):
+    from modern import pipeline
+
+    address, _ = service
+    images, steps = twelve_jpegs[:6], 8
+    out = tmp_path / "run"
+    proc = run_module("modern.run", "--out", str(out), "--images", ",".join(images),
+                      "--steps", str(steps), "--seed", "4", "--data_service", address.target,
+                      timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "2 tf.data service worker(s)" in proc.stderr
+    assert {p.name for p in out.iterdir()} == {"plugins", "run.json", "trace.json.gz", "tf.log"}
+    assert len(list(out.glob("plugins/profile/*/*.xplane.pb"))) == 1
+    run = json.loads((out / "run.json").read_text())
+    from modern.data_service import list_workers
+
+    assert run["data_service"] == {"address": address.target, "processing_mode": "distributed_epoch",
+                                   "workers": sorted(list_workers(address)), "worker_count": 2}
+    assert len(run["data_service"]["workers"]) == 2
+    # the images a local run with this seed reads, with the same index -> image pairs
+    assert sorted(run["step_indices"]) == list(range(steps))
+    local = dict((int(i), p.decode()) for i, p in
+                 pipeline.file_dataset(images, 4, count=steps).as_numpy_iterator())
+    assert [local[i] for i in run["step_indices"]] == run["step_images"]
+    assert run["output_shape"] == [10, 221, 221, 3]
+    # the client only received elements: reading and decoding happened in the workers
+    with gzip.open(out / "trace.json.gz", "rt") as f:
+        names = {e.get("name") for e in json.load(f)["traceEvents"] if e.get("ph") == "X"}
+    assert "GetDataServiceElement" in names
+    assert not names & {"ReadFile", "DecodeJpeg", "ResizeBilinear"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_check_service_refuses_what_cannot_serve():
+    from common.errors import InputError
+    from modern import data_service as ds
+
+    for text, needle in (("localhost", "expected grpc://HOST:PORT"),
+                         ("http://localhost:5050", "speaks grpc://"),
+                         ("grpc://localhost:0", "outside 1..65535")):
+        with pytest.raises(InputError, match=needle):
+            ds.check_service(text)
+    port = _free_port()
+    with pytest.raises(InputError, match=f"grpc://127.0.0.1:{port}: no tf.data service "
+                                         f"dispatcher there"):
+        ds.check_service(f"127.0.0.1:{port}")
+    lonely = ds.start_dispatcher(0)
+    try:
+        target = f"grpc://127.0.0.1:{ds.bound_address(lonely, '127.0.0.1').port}"
+        with pytest.raises(InputError, match="no workers registered"):
+            ds.check_service(target)
+    finally:
+        lonely.stop()
+
+
+@pytest.mark.parametrize("flag", ["localhost:5050:1", "grpc://127.0.0.1:{free}"])
+def test_modern_run_bad_data_service_is_one_line_exit_2(tmp_path, flag):
+    flag = flag.format(free=_free_port())
+    proc = run_module("modern.run", "--out", str(tmp_path / "out"), "--steps", "2",
+                      "--data_service", flag, timeout=120)
+    assert_one_line_error(proc, flag)
+    assert not (tmp_path / "out" / "run.json").exists()
+
+
+def _start(*args: str) -> tuple[subprocess.Popen, str]:
+    """``python -m modern.service args`` as a user starts it; returns (process, the address it
+    prints first)."""
+    proc = subprocess.Popen([sys.executable, "-m", "modern.service", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return proc, proc.stdout.readline().strip()
+
+
+def _stop(proc: subprocess.Popen, sig: int) -> tuple[int, str]:
+    proc.send_signal(sig)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return proc.returncode, err
+
+
+def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
+    import tensorflow as tf
+
+    from modern import data_service as ds
+
+    journal = tmp_path / "journal"
+    dispatcher, target = _start("dispatcher", "--port", "0", "--host", "127.0.0.1",
+                                "--work_dir", str(journal))
+    worker = None
+    try:
+        assert target.startswith("grpc://127.0.0.1:"), target
+        address = ds.parse_address(target)
+        worker, worker_address = _start("worker", "--dispatcher", address.hostport,
+                                        "--host", "127.0.0.1")
+        assert worker_address.startswith("127.0.0.1:"), worker_address
+        assert ds.list_workers(address) == [worker_address]
+        # a client connects and gets every element once
+        dataset = ds.distribute(tf.data.Dataset.range(20), target)
+        assert sorted(dataset.as_numpy_iterator()) == list(range(20))
+        assert any(journal.iterdir()), "the dispatcher wrote no journal into --work_dir"
+        code, err = _stop(worker, signal.SIGTERM)
+        assert code == 0 and "worker stopped (SIGTERM)" in err, err
+        worker = None
+    finally:
+        if worker:
+            worker.kill()
+        code, err = _stop(dispatcher, signal.SIGINT)
+    assert code == 0 and "dispatcher stopped (SIGINT)" in err, err
+    assert "Traceback" not in err
+    assert f"--dispatcher 127.0.0.1:{address.port}" in err  # tells the user what to run next
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["dispatcher", "--port", "70000"], "--port=70000"),
+    (["worker", "--dispatcher", "127.0.0.1:99999"], "127.0.0.1:99999"),
+    (["worker", "--dispatcher", "nohost"], "nohost"),
+    (["worker", "--dispatcher", "127.0.0.1:{free}", "--wait_for_dispatcher", "1"],
+     "127.0.0.1:{free}"),
+    (["dispatcher", "--port", "{busy}"], "--port {busy}"),
+    (["janitor"], "janitor"),
+])
+def test_service_cli_bad_port_or_address_is_one_line_exit_2(args, needle):
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        values = {"free": _free_port(), "busy": busy.getsockname()[1]}
+        args = [a.format(**values) for a in args]
+        proc = run_module("modern.service", *args, timeout=120)
+    assert_one_line_error(proc, needle.format(**values))
