@@ -24,6 +24,7 @@ class HloInstruction:
     op_type: str
     op_name: str
     called: tuple[str, ...]
+    elements: int = 1   # elements of the output shape (tuples summed): a proxy of its work
 
 
 @dataclasses.dataclass
@@ -60,6 +61,24 @@ class HloModule:
                 stack.extend(i.name for i in reversed(self.computations.get(comp, [])))
         return list(seen)
 
+    def tf_op_weights(self, instruction: str) -> dict[tuple[str, str], tuple[int, int]]:
+        """For each TF op an instruction computes (fused bodies included): (number of HLO
+        instructions, their total output elements). Instructions without TF metadata are left
+        out; used to split a fusion's time among the TF ops fused into it."""
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        stack, visited = [instruction], set()
+        while stack:
+            inst = self.by_name.get(stack.pop())
+            if inst is None or inst.name in visited:
+                continue
+            visited.add(inst.name)
+            if inst.op_name:
+                n, e = out.get((inst.op_type, inst.op_name), (0, 0))
+                out[(inst.op_type, inst.op_name)] = (n + 1, e + inst.elements)
+            for comp in inst.called:
+                stack.extend(i.name for i in self.computations.get(comp, []))
+        return out
+
     def all_tf_ops(self) -> list[tuple[str, str]]:
         """Every TF op with at least one instruction in this module, in first-seen order."""
         seen: dict[tuple[str, str], None] = {}
@@ -76,6 +95,16 @@ class HloModule:
         return [i.name for i in self.computations.get(self.entry, []) if i.opcode not in skip]
 
 
+def _elements(shape) -> int:
+    """Elements of an HLO ShapeProto (tuples: the sum over their parts; scalars: 1)."""
+    if shape.tuple_shapes:
+        return sum(_elements(t) for t in shape.tuple_shapes)
+    n = 1
+    for d in shape.dimensions:
+        n *= max(int(d), 1)
+    return n
+
+
 def parse_hlo_proto(data: bytes) -> HloModule:
     from tensorflow.compiler.xla.service import hlo_pb2
 
@@ -86,7 +115,8 @@ def parse_hlo_proto(data: bytes) -> HloModule:
     comps = {}
     for c in mod.computations:
         comps[c.name] = [HloInstruction(i.name, i.opcode, i.metadata.op_type, i.metadata.op_name,
-                                        tuple(ids[k] for k in i.called_computation_ids if k in ids))
+                                        tuple(ids[k] for k in i.called_computation_ids if k in ids),
+                                        _elements(i.shape))
                          for i in c.instructions]
     entry = ids.get(mod.entry_computation_id, mod.entry_computation_name)
     return HloModule(mod.name, entry, comps)
