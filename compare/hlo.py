@@ -15,6 +15,7 @@ from functools import lru_cache
 
 _SUFFIX = re.compile(r"\.\d+$")
 _CLUSTER = re.compile(r"^(cluster_\d+)__XlaCompiledKernel")
+_FUNCTION = re.compile(r"^a?(_inference_.+?_\d+)__")
 
 
 @dataclasses.dataclass
@@ -93,6 +94,26 @@ class HloModule:
         constants, tuples or bitcasts)."""
         skip = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
         return [i.name for i in self.computations.get(self.entry, []) if i.opcode not in skip]
+
+
+def unit_names(modules: dict[str, "HloModule"]) -> dict[str, tuple[str, str]]:
+    """module name -> (unit name, kind) for every module: ``cluster_N`` for auto-clustering
+    ("cluster"); ``__inference_<fn>_<N>`` for a ``jit_compile`` function ("function"), with
+    ``[1]``, ``[2]``... when the function was compiled as several modules (an eager call and a
+    call from another function compile separately)."""
+    out: dict[str, tuple[str, str]] = {}
+    by_fn: dict[str, list[str]] = {}
+    for name, mod in modules.items():
+        m = _FUNCTION.match(name)
+        if m:
+            by_fn.setdefault("_" + m.group(1), []).append(name)
+        else:
+            out[name] = (mod.cluster, "cluster")
+    for fn, names in by_fn.items():
+        names = sorted(names)
+        for k, name in enumerate(names, 1):
+            out[name] = (fn if len(names) == 1 else f"{fn}[{k}]", "function")
+    return out
 
 
 def _elements(shape) -> int:

@@ -13,8 +13,10 @@ number came from and which numbers are estimates):
 3. Our name scopes (:func:`common.stages.stage_of_scope`), also under cluster/function prefixes.
 4. TensorFlow's own API scopes (``adjust_saturation/``, ``random_crop/``, ``clip_by_value/``...),
    so a user's graph built with ``tf.image`` maps without our scopes.
-5. Op types (``DecodeJpeg`` -> decode, ``ReverseV2`` -> flip, ...); ``Minimum``/``Maximum`` fed by
-   a jitter -> clip and a gather fed by a shuffle -> shuffle, when the trace has dataflow.
+5. Op types (``DecodeJpeg`` -> decode, ``ReverseV2`` -> flip, ...); when the trace has dataflow
+   (timeline.py's ``input0..N``): ``Minimum``/``Maximum`` fed by a jitter -> clip, a gather fed by
+   a shuffle -> shuffle, and an op whose consumers all belong to one stage (the random draw of a
+   jitter) -> that stage.
 6. tf.data ``Iterator::*`` events: the dataset's stage (``Shuffle`` -> shuffle, ``Batch`` ->
    assemble, file sources -> read), else the stage of the work nested in them, else runtime;
    asynchronous ones (``Prefetch``, ``ParallelMap``...) only wait.
@@ -39,7 +41,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES, stage_of_scope
-from compare import xla
+from compare import hlo, xla
 from compare.events import CATEGORIES, Trace
 
 #: Label index 0 is "unmapped", then every stage and overhead category.
@@ -111,10 +113,15 @@ API_SCOPES: dict[str, str] = {
     "stateless_random_saturation": "saturation",
     "adjust_contrast": "contrast", "random_contrast": "contrast",
     "stateless_random_contrast": "contrast",
+    # convert_image_dtype: the seed (and both our pipelines) do it inside the resize step
+    "convert_image": "resize",
     "clip_by_value": "clip",
     "random_shuffle": "shuffle",
 }
 _SUFFIX = re.compile(r"_\d+$")
+#: Grappler renames ops it rewrites ("ArithmeticOptimizer/AddOpsRewrite_adjust_brightness"):
+#: the original scope survives after these prefixes.
+_REWRITE = re.compile(r"^(?:AddOpsRewrite_(?:Leaf_\d+_)?|[A-Za-z]+Optimizer_)")
 _JITTER = frozenset(LABEL[s] for s in ("brightness", "saturation", "contrast", "clip"))
 #: Executor, eager-dispatch and XLA-runtime TraceMe names (prefixes).
 _RUNTIME_PREFIXES = (
@@ -240,12 +247,15 @@ def stage_of_op(op_type: str, op_name: str) -> str | None:
 
 
 def _api_scope(op_name: str) -> str | None:
-    if not op_name or "/" not in op_name:
+    """The stage named by a TensorFlow API scope in ``op_name`` (outermost first), also when
+    it is the op's own name (``clip_by_value``) or survives in a Grappler rewrite's name."""
+    if not op_name:
         return None
-    for part in op_name.split("/")[:-1]:
-        s = API_SCOPES.get(part) or API_SCOPES.get(_SUFFIX.sub("", part))
-        if s:
-            return s
+    for part in op_name.split("/"):
+        for cand in (part, _REWRITE.sub("", part)):
+            s = API_SCOPES.get(cand) or API_SCOPES.get(_SUFFIX.sub("", cand))
+            if s:
+                return s
     return None
 
 
@@ -274,20 +284,12 @@ def units_of(trace: Trace) -> dict[str, UnitContents]:
         stages = Counter(stage_of_op(t, n) or "unmapped" for t, n in ops)
         out[name] = UnitContents(name, kind, ops, dict(stages.most_common()))
 
-    for mod in trace.hlo.values():
-        name, kind = _unit_of_module(mod)
-        add(name, kind, mod.all_tf_ops())
+    for mname, (name, kind) in hlo.unit_names(trace.hlo).items():
+        add(name, kind, trace.hlo[mname].all_tf_ops())
     for name, ops in trace.meta.get("xla_members", {}).items():
         if name not in out:
             add(name, "cluster", ops)
     return out
-
-
-def _unit_of_module(mod) -> tuple[str, str]:
-    m = _FUNCTION_MODULE.match(mod.name)
-    if m:
-        return "_" + m.group(1), "function"
-    return mod.cluster, "cluster"
 
 
 class _Mapper:
@@ -297,8 +299,9 @@ class _Mapper:
         self.names = trace.strings.names
         self.reference = _cluster_profile(reference) if reference is not None else {}
         self.units = units_of(trace)
-        self.module_unit = {m: _unit_of_module(mod)[0] for m, mod in trace.hlo.items()}
-        self.function_ops = {u for u, c in self.units.items() if c.kind == "function"}
+        self.module_unit = {m: u for m, (u, _) in hlo.unit_names(trace.hlo).items()}
+        self.function_ops = {re.sub(r"\[\d+\]$", "", u) for u, c in self.units.items()
+                             if c.kind == "function"}
         n = len(self.ev)
         self.label = np.zeros(n, np.int16)
         self.basis = np.zeros(n, np.int8)
@@ -391,8 +394,8 @@ class _Mapper:
             # generic: the stage of the work nested inside, else runtime (see _tfdata_fill)
             return L["runtime"], B["tf_data"], False, True, None, None, None
         if op_type and (op_type in self.function_ops or op_type.startswith("__inference_")):
-            if op_type in self.function_ops:
-                return L["xla_run"], B["op_type"], False, False, op_type, None, None
+            if op_type in self.function_ops:  # the unit is known from the kernels inside
+                return L["xla_run"], B["op_type"], False, False, None, None, None
             return L["runtime"], B["runtime"], False, False, None, None, None
         if op_type or cat == _CAT["op"] or cat == _CAT["queue"] or cat == _CAT["tf_data"]:
             stage, basis = _op_rule(op_type or name, tf_name)
@@ -537,36 +540,43 @@ class _Mapper:
                 self.label[p] = acc[p].most_common(1)[0][0]
 
     def dataflow(self) -> None:
-        """Minimum/Maximum fed by a jitter -> clip; a gather fed by a shuffle -> shuffle."""
-        ev, names = self.ev, self.names
+        """Timeline dataflow (``input0..N``): Minimum/Maximum fed by a jitter -> clip; a gather
+        fed by a shuffle -> shuffle; an op still unmapped whose consumers all belong to one
+        stage (a random draw feeding a jitter) -> that stage."""
+        ev = self.ev
         if not len(ev.input_ids):
             return
         label_of_node: dict[int, int] = {}
         for i in np.flatnonzero(ev.tf_name > 0):
             label_of_node.setdefault(int(ev.tf_name[i]), int(self.label[i]))
-        clip_types = {self.tr.strings.lookup(t) for t in ("Minimum", "Maximum")} - {None}
-        gather_types = {self.tr.strings.lookup(t) for t in ("GatherV2", "Gather",
-                                                              "ResourceGather")} - {None}
-        todo = np.flatnonzero(np.isin(ev.op_type, list(clip_types | gather_types)) &
-                              (self.label == UNMAPPED))
-        for _ in range(3):  # chains of Minimum -> Maximum
+        lookup = self.tr.strings.lookup
+        clip_types = {lookup(t) for t in ("Minimum", "Maximum")} - {None}
+        gather_types = {lookup(t) for t in ("GatherV2", "Gather", "ResourceGather")} - {None}
+        consumers: dict[int, set[int]] = defaultdict(set)   # node -> consumer events
+        for i in range(len(ev)):
+            for x in ev.inputs_of(i):
+                consumers[int(x)].add(i)
+        todo = [int(i) for i in np.flatnonzero(self.label == UNMAPPED)]
+        for _ in range(8):  # chains: draw -> mul -> add -> jitter; Minimum -> Maximum
             changed = False
             for i in todo:
                 if self.label[i] != UNMAPPED:
                     continue
                 src = {label_of_node.get(int(x), UNMAPPED) for x in ev.inputs_of(i)}
+                dst = {int(self.label[j]) for j in consumers.get(int(ev.tf_name[i]), ())}
                 if ev.op_type[i] in clip_types and src & _JITTER:
-                    self.label[i] = LABEL["clip"]
+                    new = LABEL["clip"]
                 elif ev.op_type[i] in gather_types and LABEL["shuffle"] in src:
-                    self.label[i] = LABEL["shuffle"]
+                    new = LABEL["shuffle"]
+                elif len(dst) == 1 and dst <= PIPELINE:
+                    new = dst.pop()
                 else:
                     continue
-                self.basis[i] = BASIS["dataflow"]
-                label_of_node[int(ev.tf_name[i])] = int(self.label[i])
+                self.label[i], self.basis[i] = new, BASIS["dataflow"]
+                label_of_node[int(ev.tf_name[i])] = new
                 changed = True
             if not changed:
                 break
-        del names
 
 
 def _unit_guess(module: str) -> str:

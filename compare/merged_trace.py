@@ -5,8 +5,9 @@ every original lane and, under it, a stage row: the lane's innermost work over t
 per stretch of one stage, *named by the stage*. chrome://tracing and TensorBoard's trace viewer
 colour events by ``cname`` (set from :mod:`compare.colors` on every event); Perfetto colours by
 name, so the stage rows look alike across runs there too. Both runs are shifted so their first
-steps start together; a ``steps`` row per run marks every step. Every event carries ``pid``,
-``tid``, ``ts`` and, as ``args``, its stage, how the stage was found, and its TF op.
+steps start together; a ``steps`` row per run marks every step. Every event (metadata
+too) carries ``pid``, ``tid`` and ``ts``; complete events carry, as ``args``, their stage, how
+the stage was found, and their TF op.
 
 Open it in https://ui.perfetto.dev ("Open trace file") or chrome://tracing ("Load").
 """
@@ -38,9 +39,9 @@ def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
     keep_pids = [p for p in sorted(tr.processes) if tr.processes[p].kind not in _SKIP_KINDS]
     new_pid = {p: pid_base + k for k, p in enumerate(keep_pids)}
     for k, p in enumerate(keep_pids):
-        meta.append({"ph": "M", "name": "process_name", "pid": new_pid[p], "tid": 0,
+        meta.append({"ph": "M", "name": "process_name", "pid": new_pid[p], "tid": 0, "ts": 0,
                      "args": {"name": f"merged:{side} {tr.processes[p].name}"}})
-        meta.append({"ph": "M", "name": "process_sort_index", "pid": new_pid[p], "tid": 0,
+        meta.append({"ph": "M", "name": "process_sort_index", "pid": new_pid[p], "tid": 0, "ts": 0,
                      "args": {"sort_index": sort_base + k}})
     lanes = sorted({(int(p), int(t)) for p, t in zip(ev.pid, ev.tid) if int(p) in new_pid})
     new_tid: dict[tuple[int, int], int] = {}
@@ -50,10 +51,10 @@ def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
         lname = tr.lane_name(*lane)
         for tid, nm, order in ((2 * k + 2, lname, 2 * k + 2), (2 * k + 3, f"{lname} · stages",
                                                              2 * k + 3)):
-            meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+            meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0,
                          "args": {"name": nm}})
             meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                         "args": {"sort_index": order}})
+                         "ts": 0, "args": {"sort_index": order}})
     # every event, coloured by its stage
     splits = smap.splits
     est = {i for i, b in enumerate(BASES) if b in ESTIMATES}
@@ -101,9 +102,9 @@ def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
     # a steps row
     if keep_pids:
         pid = new_pid[keep_pids[0]]
-        meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 1,
+        meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 1, "ts": 0,
                      "args": {"name": f"{side} steps"}})
-        meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": 1,
+        meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": 1, "ts": 0,
                      "args": {"sort_index": 1}})
         for st in tr.steps:
             out.append({"ph": "X", "pid": pid, "tid": 1, "ts": round(st.ts + shift, 3),

@@ -144,7 +144,6 @@ def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarr
     return out
 
 
-_FUNCTION_MODULE = re.compile(r"^a?(_inference_.+?_\d+)__")
 #: Events around compiled kernels that belong to XLA's runtime or to a worker thread, not to
 #: the op that launched the compiled code.
 _NOT_A_LAUNCH = re.compile(r"^(CpuExecutable::|ThunkExecutor::|ThreadpoolListener::|Populate |"
@@ -152,7 +151,8 @@ _NOT_A_LAUNCH = re.compile(r"^(CpuExecutable::|ThunkExecutor::|ThreadpoolListene
 
 
 def _function_units(trace: Trace, units: dict[str, XlaUnit]) -> bool:
-    """Add one unit per ``jit_compile`` function in the trace; returns whether any ran.
+    """Add one unit per compiled ``jit_compile`` function module (see
+    :func:`compare.hlo.unit_names`); returns whether any ran.
 
     A launch of a function is the innermost event around its kernels that is not XLA's own
     runtime: the ``__inference_<fn>_<N>`` op of an eager call, or the executor's
@@ -160,11 +160,10 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit]) -> bool:
     compiler's events nested inside compiled; its compile time is its excess over a launch
     that did not compile.
     """
-    modules = {}
-    for name, mod in trace.hlo.items():
-        m = _FUNCTION_MODULE.match(name)
-        if m:
-            modules[name] = ("_" + m.group(1), mod)
+    from compare.hlo import unit_names
+
+    modules = {name: (unit, trace.hlo[name]) for name, (unit, kind) in
+               unit_names(trace.hlo).items() if kind == "function"}
     if not modules:
         return False
     ev = trace.events
@@ -176,13 +175,19 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit]) -> bool:
         kern = kern[[names[ev.hlo_module[k]] in modules for k in kern]]
         if not len(kern):
             continue
-        cand = idx[(ev.category[idx] != kernel_cat) &
-                   np.array([not _NOT_A_LAUNCH.match(names[ev.name[c]]) for c in idx])]
+        cand = idx[ev.category[idx] != kernel_cat]
+        runtime = np.array([bool(_NOT_A_LAUNCH.match(names[ev.name[c]])) for c in cand], bool)
         c_ts, c_end = ev.ts[cand], ev.ts[cand] + ev.dur[cand]
         for k in kern:
-            inside = np.flatnonzero((c_ts <= ev.ts[k]) & (c_end >= ev.ts[k] + ev.dur[k]))
-            if len(inside):
-                j = cand[inside[np.argmax(c_ts[inside])]]
+            inside = (c_ts <= ev.ts[k]) & (c_end >= ev.ts[k] + ev.dur[k])
+            # the launching op; else (its event lost when the profile stopped) XLA's own
+            # execution event, which still counts the run
+            pick = np.flatnonzero(inside & ~runtime)
+            if not len(pick):
+                pick = np.flatnonzero(inside & np.array([names[ev.name[c]].startswith(
+                    "CpuExecutable::") for c in cand], bool))
+            if len(pick):
+                j = cand[pick[np.argmax(c_ts[pick])]]
                 fn = modules[names[ev.hlo_module[k]]][0]
                 launches.setdefault(fn, set()).add(int(j))
     all_launches = np.array(sorted(i for s in launches.values() for i in s), dtype=np.int64)
