@@ -53,17 +53,28 @@ def analyse(name: str, trace: Trace, source_note: str = "") -> Side:
     return Side(name, trace, smap, attribute(trace, smap), xla.summarize(trace), source_note)
 
 
-def cross_check(side: Side, other: Trace, label: str) -> dict:
-    """Per-stage wall time of another trace of the same run (e.g. legacy's timeline.json, whose
-    cluster runs are split as the profile measured them), beside the side's own numbers."""
+def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -> dict:
+    """Per-stage wall time of another trace of the same run (legacy's timeline.json, whose
+    cluster runs are split as the profile measured them) beside the side's own numbers for the
+    same kind of step (``against``: "steady" = the side's steady median, "first" = its first
+    step)."""
     smap = map_stages(other, reference=side.smap)
     att = attribute(other, smap)
     rows = att.steady or att.steps
     wall = np.median(np.stack([s.wall for s in rows]), axis=0) if rows else np.zeros(len(LABELS))
+    own = side.attribution
+    if against == "first" and own.first is not None:
+        mine, mine_step = own.first.wall, own.first.dur
+    else:
+        mine, mine_step = own.median("wall"), own.median_step_us()
     return {"trace": label, "format": other.format, "steps": len(att.steps),
+            "against": against,
             "step_us": float(np.median([s.dur for s in rows])) if rows else 0.0,
+            "source_step_us": round(float(mine_step), 1),
             "stages_us": {LABELS[i]: round(float(wall[i]), 1) for i in range(len(LABELS))
                           if wall[i] > 0},
+            "source_stages_us": {LABELS[i]: round(float(mine[i]), 1)
+                                 for i in range(len(LABELS)) if mine[i] > 0},
             "xla": _xla_dict(xla.summarize(other))}
 
 

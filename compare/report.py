@@ -169,13 +169,18 @@ def render_md(r: dict) -> str:
     lines.append("")
     for k in SIDES:
         for cc in r["cross_checks"][k]:
-            lines.append(f"Cross-check, {k}: `{cc['trace']}` ({cc['format']}, step "
-                         f"{_ms(cc['step_us'])}) gives " + ", ".join(
-                             f"{s} {_ms(v)}" for s, v in sorted(cc["stages_us"].items(),
-                                                                key=lambda kv: -kv[1])[:8])
-                         + f"; XLA there: {cc['xla']['compiles']} compile(s), "
-                           f"{_ms(cc['xla']['compile_us'])}.")
-            lines.append("")
+            what = "first step" if cc.get("against") == "first" else "steady step"
+            top = sorted(cc["stages_us"].items(), key=lambda kv: -kv[1])[:8]
+            lines += [f"Cross-check, {k} {what}: `{cc['trace']}` ({cc['format']}) against the "
+                      f"{r['sources'][k]['format']} trace — step {_ms(cc['step_us'])} vs "
+                      f"{_ms(cc.get('source_step_us'))}; XLA there: {cc['xla']['compiles']} "
+                      f"compile(s), {_ms(cc['xla']['compile_us'])}.", "",
+                      "| stage | " + " | ".join(s for s, _ in top) + " |",
+                      "|---|" + "---:|" * len(top),
+                      f"| `{cc['trace']}` | " + " | ".join(_ms(v) for _, v in top) + " |",
+                      f"| {r['sources'][k]['format']} | " + " | ".join(
+                          _ms(cc.get("source_stages_us", {}).get(s, 0.0)) for s, _ in top)
+                      + " |", ""]
     lines += ["## The four questions", ""]
     titles = {"how_to_read": "How do I read this trace?",
               "xla": "What does XLA cost, and what is `_XlaLaunch`?",

@@ -95,6 +95,12 @@ def _run_and_compare() -> int:
     images = resolve_images(FLAGS.images)
     for path in images:  # cheap checks before anything is created
         check_file(path)
+    import importlib.util
+
+    if importlib.util.find_spec("modern") is None or \
+            importlib.util.find_spec("modern.runner") is None:
+        raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
+                         "existing traces with --legacy TRACE --modern TRACE")
     out = atomic.prepare_out_dir(FLAGS.out or _default_out())
     log = None if FLAGS.verbose else out / "tf.log"
     clock = _Clock()
@@ -176,10 +182,10 @@ def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _
     sides = {k: comparison.analyse(k, traces[k], note) for k, (_, note) in sources.items()}
     for k, (path, _) in sources.items():
         if path.is_dir() and traces[k].format == "xprof":
-            for name in ("timeline.json", "timeline_first.json"):
+            for name, step in (("timeline.json", "steady"), ("timeline_first.json", "first")):
                 if (path / name).is_file():
                     sides[k].cross_checks.append(
-                        comparison.cross_check(sides[k], load(path / name), name))
+                        comparison.cross_check(sides[k], load(path / name), name, step))
     clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
     report = report_mod.build(sides["legacy"], sides["modern"], tensorboard_logdir)
     if runs:
