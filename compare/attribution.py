@@ -99,6 +99,11 @@ class Attribution:
         rows = [getattr(s, what) for s in self.steady]
         return np.median(np.stack(rows), axis=0) if rows else np.zeros(_NL)
 
+    def representative(self) -> StepTimes | None:
+        """The steady step whose duration is closest to the median (what plots show)."""
+        med = self.median_step_us()
+        return min(self.steady, key=lambda s: abs(s.dur - med)) if self.steady else None
+
     def median_step_us(self) -> float:
         return float(np.median([s.dur for s in self.steady])) if self.steady else 0.0
 

@@ -19,7 +19,8 @@ from common.stages import ALL_STAGES, PIPELINE_STAGES
 from compare import xla
 from compare.attribution import Attribution, attribute
 from compare.events import Trace
-from compare.mapping import BASES, BASIS, ESTIMATES, LABEL, LABELS, StageMap, map_stages
+from compare.mapping import (BASES, BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, StageMap,
+                             map_stages)
 
 SCHEMA_VERSION = 1
 SIDES = ("legacy", "modern")
@@ -278,6 +279,31 @@ def verdict(report: dict) -> dict:
     else:
         out["comparison"] = "cannot compare: a side has no steps with events."
     return out
+
+
+def stage_order(side: Side) -> str:
+    """Stages in the order their work happens within the representative steady step: by the
+    time half of each stage's work is done, with the span holding its middle 80%."""
+    att = side.attribution
+    st = att.representative()
+    if st is None:
+        return "No steps."
+    e, t0, t1 = att.segments
+    labels = att.segment_labels()
+    a, b = np.clip(t0, st.ts, st.ts + st.dur), np.clip(t1, st.ts, st.ts + st.dur)
+    m = (b > a) & np.isin(labels, list(PIPELINE)) & ~side.smap.wait[e]
+    spans = []
+    for lab in np.unique(labels[m]):
+        k = np.flatnonzero(m & (labels == lab))
+        k = k[np.argsort(a[k])]
+        done = np.cumsum(b[k] - a[k]) / np.sum(b[k] - a[k])
+        at = lambda q: float(a[k][np.searchsorted(done, q)])  # noqa: E731
+        spans.append((at(0.5), at(0.1), float(b[k][np.searchsorted(done, 0.9)]),
+                      LABELS[int(lab)]))
+    chain = " → ".join(f"{name} ({(lo - st.ts) / 1e3:.1f}–{(hi - st.ts) / 1e3:.1f} ms)"
+                       for _, lo, hi, name in sorted(spans))
+    return (f"By stage, in steady step {st.num} ({_ms(st.dur)}): {chain} (ordered by when half "
+            f"of each stage's work is done; the span holds its middle 80%).")
 
 
 def stage_table(report: dict, width: int = 100) -> str:

@@ -78,15 +78,6 @@ def stages_png(path: str | os.PathLike, report: dict) -> None:
     plt.close(fig)
 
 
-def representative_step(att: Attribution):
-    """The steady step whose duration is closest to the median."""
-    steady = att.steady
-    if not steady:
-        return None
-    med = att.median_step_us()
-    return min(steady, key=lambda s: abs(s.dur - med))
-
-
 def _lanes_of_step(att: Attribution, st, max_lanes: int):
     e, t0, t1 = att.segments
     labels = att.segment_labels()
@@ -108,7 +99,7 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
     """One steady step (the one closest to the median) of each run, one row per thread/lane,
     the runs stacked on a shared time axis (ms from the step's start)."""
     plt = _pyplot()
-    picked = {side: representative_step(att) for side, att in runs.items()}
+    picked = {side: att.representative() for side, att in runs.items()}
     data = {side: _lanes_of_step(att, picked[side], max_lanes)
             for side, att in runs.items() if picked[side] is not None}
     heights = [max(len(d[0]), 1) for d in data.values()] or [1]

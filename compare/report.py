@@ -8,23 +8,44 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 from common import atomic
-from compare import answers, merged_trace, plots
+from compare import explain, merged_trace, plots
 from compare.colors import STAGE_COLORS
-from compare.comparison import SIDES, Side, compare
+from compare.comparison import SIDES, Side, compare, stage_order
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
          "timelines_png": "timelines.png", "merged_trace": "merged_trace.json.gz"}
 
 
+#: The seed's questions in the seed's order, keyed as compare.explain keys them.
+QUESTION_ORDER = ("interpret", "xla", "sequence", "pids")
+_HEADING = re.compile(r"^\n?(\d)\. (.+)\n=+$", re.M)
+
+
+def answers(side: Side) -> dict[str, str]:
+    """The seed's four questions answered for one side by :mod:`compare.explain` (for a steady
+    step), plus ``summary`` (explain's "In short") and, in the sequence answer, the order of
+    the stages' work in that step."""
+    text = explain.to_text(explain.explain(side.trace))
+    cuts = list(_HEADING.finditer(text))
+    out = {"summary": text[:cuts[0].start()].strip() if cuts else text.strip()}
+    keys = {q: k for k, q in explain.QUESTIONS.items()}
+    for n, m in enumerate(cuts):
+        end = cuts[n + 1].start() if n + 1 < len(cuts) else len(text)
+        out[keys.get(m.group(2), m.group(2))] = text[m.end():end].strip("\n")
+    out["sequence"] = stage_order(side) + "\n\n" + out.get("sequence", "")
+    return out
+
+
 def build(legacy: Side, modern: Side, tensorboard_logdir: str | None = None) -> dict:
     """report.json's content: the comparison, the four answers per side, files and commands."""
     report = compare(legacy, modern)
-    report["answers"] = {"legacy": answers.answer(legacy), "modern": answers.answer(modern)}
+    report["answers"] = {"legacy": answers(legacy), "modern": answers(modern)}
     report["files"] = dict(FILES)
     report["tensorboard"] = (f"tensorboard --logdir {tensorboard_logdir}"
                              if tensorboard_logdir else None)
@@ -181,15 +202,14 @@ def render_md(r: dict) -> str:
                       f"| {r['sources'][k]['format']} | " + " | ".join(
                           _ms(cc.get("source_stages_us", {}).get(s, 0.0)) for s, _ in top)
                       + " |", ""]
-    lines += ["## The four questions", ""]
-    titles = {"how_to_read": "How do I read this trace?",
-              "xla": "What does XLA cost, and what is `_XlaLaunch`?",
-              "sequence": "In what order do the operations run?",
-              "pids": "What are the pids (and threads)?"}
-    for key, title in titles.items():
-        lines += [f"### {title}", ""]
+    lines += ["## The four questions", "",
+              "The seed's questions, answered for each run by `compare.explain` (for its steady "
+              "step closest to the median; `python -m compare.explain TRACE` gives the same for "
+              "any one trace).", ""]
+    for key in QUESTION_ORDER:
+        lines += [f"### {explain.QUESTIONS[key]}", ""]
         for k in SIDES:
-            lines += [f"**{k}**: {r['answers'][k][key]}", ""]
+            lines += [f"**{k}**", "", "```text", r["answers"][k][key], "```", ""]
     lines += ["## Files", "",
               "- `report.json`: every number above (schema: `compare/report.schema.json`).",
               "- `stages.png`, `timelines.png`: the stage bars and one steady step of each run.",

@@ -106,16 +106,20 @@ def test_report_numbers_hang_together(compare_traces_run):
 def test_report_md_answers_the_four_questions(compare_traces_run):
     out, _ = compare_traces_run
     md = (out / "report.md").read_text()
+    from compare.explain import QUESTIONS
+
     for heading in ("## Verdict", "## Stages per steady step", "## The step, split", "## XLA",
-                    "## How the numbers are made", "How do I read this trace?",
-                    "What does XLA cost, and what is `_XlaLaunch`?",
-                    "In what order do the operations run?", "What are the pids",
-                    "merged_trace.json.gz", "ui.perfetto.dev"):
+                    "## How the numbers are made", "merged_trace.json.gz", "ui.perfetto.dev",
+                    *QUESTIONS.values()):
         assert heading in md, heading
     r = _report(out)
     for side in ("legacy", "modern"):
-        for text in r["answers"][side].values():
-            assert text in md
+        a = r["answers"][side]
+        assert set(a) == {"summary", *QUESTIONS}
+        for key in QUESTIONS:
+            assert a[key] in md
+        assert a["sequence"].startswith("By stage, in steady step")
+        assert "_XlaCompile" in r["answers"]["legacy"]["xla"]
 
 
 def test_merged_trace_parses_reloads_and_colours_stages_alike(compare_traces_run):
