@@ -120,7 +120,7 @@ def segments(trace: Trace):
     streams = [p for p in procs.values() if p.kind == "stream"]
     skip = {p.pid for p in procs.values() if p.kind in _EXCLUDED_KINDS}
     if len(streams) > 1:  # GPU timelines: stream:all repeats every per-stream event
-        skip |= {p.pid for p in streams if p.name.rstrip().endswith("stream:all")}
+        skip |= {p.pid for p in streams if "stream:all" in p.name.lower()}
     evs, t0s, t1s = [], [], []
     for pid, _, idx in trace.iter_lanes():
         if pid in skip:

@@ -248,6 +248,10 @@ def side_verdict(report: dict, side: str) -> str:
                         ", no recompilation"))
     elif x["launch_style"] == "none":
         parts.append("no XLA")
+    um = report["unmapped_us"][side] / step
+    if um >= 0.10:
+        names = ", ".join(o["op"] for o in report["unmapped_ops"][side][:4])
+        parts.append(f"{um:.0%} of the step is in ops of no pipeline stage ({names})")
     rt = split["runtime"] / step
     if rt >= 0.15:
         parts.append(f"runtime overhead (executor, dispatch, Python) is {rt:.0%} of the step")

@@ -81,7 +81,7 @@ _OP_TYPES: dict[str, tuple[str, ...]] = {
     "contrast": ("AdjustContrastv2", "AdjustContrast"),
     "clip": ("ClipByValue",),
     "assemble": ("Pack", "ConcatV2", "Concat"),
-    "shuffle": ("RandomShuffle",),
+    "shuffle": ("RandomShuffle", "StatelessShuffle"),
     "input_wait": ("IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
                    "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueDequeue",
                    "QueueDequeueMany", "QueueDequeueUpTo", "MultiDeviceIteratorGetNextFromShard"),

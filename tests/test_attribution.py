@@ -67,3 +67,24 @@ def test_input_wait_is_counted_on_the_steps_own_thread(jit_profile):
     assert len(waits) and smap.label[waits].tolist() == [LABEL["input_wait"]] * len(waits)
     assert all(st.split["input_wait"] > 0 for st in att.steps)
     assert all(st.split["input_wait"] < st.dur for st in att.steps)
+
+
+@pytest.mark.parametrize("fixture", ["tf2_gpu_xla.timeline.json", "tf1_gpu.timeline.json"])
+def test_gpu_stream_all_is_not_counted_twice(fixture):
+    """timeline.py repeats every GPU kernel on ``stream:all``; the per-stream rows count."""
+    from pathlib import Path
+
+    tr = load(Path(__file__).parent / "fixtures" / fixture)
+    smap = map_stages(tr)
+    att = attribute(tr, smap)
+    ev = tr.events
+    every = [p.pid for p in tr.processes.values() if p.kind == "stream"]
+    union = [p.pid for p in tr.processes.values() if p.kind == "stream" and "stream:all" in p.name]
+    assert union and len(every) > len(union)
+    on_streams = np.isin(ev.pid, every) & ~np.isin(ev.pid, union)
+    for st in att.steps:
+        inside = (ev.ts >= st.ts) & (ev.ts + ev.dur <= st.ts + st.dur)
+        for lab in np.unique(smap.label[inside & on_streams]):
+            mine = inside & (smap.label == lab) & ~np.isin(ev.pid, union)
+            assert st.cpu[lab] == pytest.approx(ev.dur[mine].sum(), rel=1e-9), LABELS[lab]
+        assert st.wall.sum() == pytest.approx(st.dur, rel=1e-9)
