@@ -130,7 +130,7 @@ _RUNTIME_PREFIXES = (
     "TFE_", "KernelAndDeviceFunc::", "EagerCopyToDevice", "ValidateInputTypeAndPlacement",
     "InstantiatedCapturedFunction::", "CpuExecutable::", "ThunkExecutor::", "Populate ",
     "end: ", "BlockUntilReady", "XlaCompileOnDemandOp", "PjRt", "ProcessFunctionLibraryRuntime",
-    "FunctionLibraryRuntime", "IteratorGetNextOp::", "MemoryAllocation", "Allocate",
+    "FunctionLibraryRuntime", "MemoryAllocation", "Allocate",
     "ParallelInterleaveDatasetOp", "ParallelMapDatasetOp", "PrefetchDatasetOp",
     "tf_data", "BFCAllocator", "EagerContext", "CallFrame", "ExecuteAsync",
 )
@@ -383,7 +383,8 @@ class _Mapper:
             if self.tr.format == "timeline":
                 return self._cluster_run(unit)
             return L["xla_run"], B["op_type"], False, False, unit, None, None
-        if op_type in _WAIT_OP_TYPES or name.endswith(("IteratorGetNext", "IteratorGetNextSync")):
+        if op_type in _WAIT_OP_TYPES or name.endswith(("IteratorGetNext", "IteratorGetNextSync")) \
+                or name.startswith("IteratorGetNextOp::"):
             return L["input_wait"], B["op_type"], True, False, None, None, None
         if name.startswith("Iterator::"):
             kind = re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1])
