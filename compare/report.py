@@ -176,6 +176,11 @@ def render_md(r: dict) -> str:
                              f"{_ms(u['compile_us'])} | {u['runs']} | {_ms(u['run_us'])} |")
             if len(units) > 12:
                 lines.append(f"| … {len(units) - 12} more in report.json | | | | | | |")
+            lines += ["", f"<details><summary>The TF ops in each of {k}'s units</summary>", ""]
+            for n, u in units:
+                lines.append(f"- `{n}`: " + ", ".join(f"`{o}`" for o in u["ops"][:60])
+                             + (f" … (+{len(u['ops']) - 60})" if len(u["ops"]) > 60 else ""))
+            lines += ["", "</details>"]
         lines.append("")
     lines += ["## How the numbers are made", "", r["attribution"], "",
               "Stages come from our name scopes first, TensorFlow's own API scopes second, op "
