@@ -553,31 +553,44 @@ class _Mapper:
         lookup = self.tr.strings.lookup
         clip_types = {lookup(t) for t in ("Minimum", "Maximum")} - {None}
         gather_types = {lookup(t) for t in ("GatherV2", "Gather", "ResourceGather")} - {None}
-        consumers: dict[int, set[int]] = defaultdict(set)   # node -> consumer events
-        for i in range(len(ev)):
-            for x in ev.inputs_of(i):
-                consumers[int(x)].add(i)
-        todo = [int(i) for i in np.flatnonzero(self.label == UNMAPPED)]
-        for _ in range(8):  # chains: draw -> mul -> add -> jitter; Minimum -> Maximum
-            changed = False
-            for i in todo:
+        consumers: dict[int, list[int]] = defaultdict(list)   # node -> consumer events
+        producers: dict[int, list[int]] = defaultdict(list)   # node -> its events
+        ptr, ids = ev.input_ptr, ev.input_ids
+        for i in np.flatnonzero(np.diff(ptr) > 0):
+            for x in ids[ptr[i]:ptr[i + 1]]:
+                consumers[int(x)].append(int(i))
+        for i in np.flatnonzero(ev.tf_name > 0):
+            producers[int(ev.tf_name[i])].append(int(i))
+        # worklists: when an op gets a stage, its producers and consumers are looked at again;
+        # the rules that follow a jitter or a shuffle first, the consumers' stage after them
+        for by_consumers in (False, True):
+            todo = [int(i) for i in np.flatnonzero(self.label == UNMAPPED)]
+            queued = set(todo)
+            while todo:
+                i = todo.pop()
+                queued.discard(i)
                 if self.label[i] != UNMAPPED:
                     continue
+                node = int(ev.tf_name[i])
                 src = {label_of_node.get(int(x), UNMAPPED) for x in ev.inputs_of(i)}
-                dst = {int(self.label[j]) for j in consumers.get(int(ev.tf_name[i]), ())}
                 if ev.op_type[i] in clip_types and src & _JITTER:
                     new = LABEL["clip"]
                 elif ev.op_type[i] in gather_types and LABEL["shuffle"] in src:
                     new = LABEL["shuffle"]
-                elif len(dst) == 1 and dst <= PIPELINE:
-                    new = dst.pop()
                 else:
-                    continue
+                    dst = {int(self.label[j]) for j in consumers.get(node, ())}
+                    if not (by_consumers and len(dst) == 1 and dst <= PIPELINE):
+                        continue
+                    new = dst.pop()
                 self.label[i], self.basis[i] = new, BASIS["dataflow"]
-                label_of_node[int(ev.tf_name[i])] = new
-                changed = True
-            if not changed:
-                break
+                label_of_node[node] = new
+                again = list(consumers.get(node, ()))
+                for x in ev.inputs_of(i):
+                    again.extend(producers.get(int(x), ()))
+                for j in again:
+                    if j not in queued and self.label[j] == UNMAPPED:
+                        queued.add(j)
+                        todo.append(j)
 
 
 def _unit_guess(module: str) -> str:
