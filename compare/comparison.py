@@ -134,6 +134,7 @@ def _steps(side: Side) -> dict:
     first = att.first
     steady_durs = [s.dur for s in att.steady]
     return {"count": len(att.steps), "steady_count": len(att.steady),
+            "blocked_us": round(att.median_blocked_us(), 1),
             "median_us": round(att.median_step_us(), 1),
             "first_us": round(first.dur, 1) if first else None,
             "min_us": round(float(min(steady_durs)), 1) if steady_durs else 0.0,

@@ -1,8 +1,8 @@
 """Both runs in one Chrome trace (``merged_trace.json.gz``), equal stages in equal colours.
 
 Each run becomes its own processes (``merged:legacy /host:CPU``, ``merged:modern ...``), with
-every original lane and, under it, a stage row: the lane's innermost work over time, one event
-per stretch of one stage, *named by the stage*. chrome://tracing and TensorBoard's trace viewer
+every original lane and, under it, a stage row: the lane's innermost work over time (blank
+where the thread waits), one event per stretch of one stage, *named by the stage*. chrome://tracing and TensorBoard's trace viewer
 colour events by ``cname`` (set from :mod:`compare.colors` on every event); Perfetto colours by
 name, so the stage rows look alike across runs there too. Both runs are shifted so their first
 steps start together; a ``steps`` row per run marks every step. Every event (metadata
@@ -83,10 +83,11 @@ def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
     # stage rows: runs of one label on each lane's innermost timeline
     seg_e, t0, t1 = att.segments
     labels = att.segment_labels()
+    waits = att.segment_waits()
     lane_pid, lane_tid = ev.pid[seg_e], ev.tid[seg_e]
     order = np.lexsort((t0, lane_tid, lane_pid))
     cur = None
-    for k in order:
+    for k in order[~waits[order]]:
         lane = (int(lane_pid[k]), int(lane_tid[k]))
         if lane not in new_tid:
             continue

@@ -63,16 +63,20 @@ def stages_png(path: str | os.PathLike, report: dict) -> None:
     leg = [values[s][0] for s in stages]
     mod = [values[s][1] for s in stages]
     bottom.barh(y - h / 2, leg, h, color=[rgb01(s) for s in stages], edgecolor="black",
-                linewidth=0.4, label="legacy")
+                linewidth=0.4)
     bottom.barh(y + h / 2, mod, h, color=[rgb01(s) for s in stages], edgecolor="black",
-                linewidth=0.4, hatch="//", alpha=0.75, label="modern")
+                linewidth=0.4, hatch="//", alpha=0.75)
     for yy, a, b in zip(y, leg, mod):
         bottom.text(max(a, 0), yy - h / 2, f" {a:.2f}", va="center", fontsize=7)
         bottom.text(max(b, 0), yy + h / 2, f" {b:.2f}", va="center", fontsize=7)
     bottom.set_yticks(y, stages)
     bottom.invert_yaxis()
     bottom.set_xlabel("ms per steady step (median; wall time, shared among concurrent threads)")
-    bottom.legend(loc="lower right", fontsize=8)
+    from matplotlib.patches import Patch
+
+    bottom.legend(handles=[Patch(facecolor="white", edgecolor="black", label="legacy"),
+                           Patch(facecolor="white", edgecolor="black", hatch="//",
+                                 label="modern")], loc="lower right", fontsize=8)
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
@@ -87,8 +91,9 @@ def _lanes_of_step(att: Attribution, st, max_lanes: int):
     lanes: dict[tuple[int, int], list[int]] = {}
     for k in idx:
         lanes.setdefault((int(ev.pid[e[k]]), int(ev.tid[e[k]])), []).append(int(k))
+    waits = att.segment_waits()
     busy = {ln: sum(min(t1[k], st.ts + st.dur) - max(t0[k], st.ts) for k in ks
-                    if not att.smap.wait[e[k]]) for ln, ks in lanes.items()}
+                    if not waits[k]) for ln, ks in lanes.items()}
     chosen = sorted(lanes, key=lambda ln: -busy[ln])[:max_lanes]
     chosen.sort(key=lambda ln: att.trace.lane_name(*ln))
     return [(ln, lanes[ln]) for ln in chosen], labels, t0, t1, e
@@ -97,7 +102,8 @@ def _lanes_of_step(att: Attribution, st, max_lanes: int):
 def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
                   max_lanes: int = 14) -> None:
     """One steady step (the one closest to the median) of each run, one row per thread/lane,
-    the runs stacked on a shared time axis (ms from the step's start)."""
+    the runs stacked on a shared time axis (ms from the step's start); a thread waiting for
+    others is left blank."""
     plt = _pyplot()
     picked = {side: att.representative() for side, att in runs.items()}
     data = {side: _lanes_of_step(att, picked[side], max_lanes)
@@ -109,14 +115,15 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
     used = set()
     for ax, (side, (lanes, labels, t0, t1, e)) in zip(axes[:, 0], data.items()):
         att, st = runs[side], picked[side]
+        waits = att.segment_waits()
         for row, (ln, ks) in enumerate(lanes):
             bars = {}
             for k in ks:
                 a = max(t0[k], st.ts) - st.ts
                 b = min(t1[k], st.ts + st.dur) - st.ts
                 lab = LABELS[labels[k]]
-                if att.smap.wait[e[k]] and lab in ("runtime", "input_wait"):
-                    continue  # a blocked thread: leave the row empty there
+                if waits[k]:
+                    continue  # a waiting thread: leave the row empty there
                 bars.setdefault(lab, []).append((a / 1e3, (b - a) / 1e3))
             for lab, spans in bars.items():
                 ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=rgb01(lab))

@@ -157,7 +157,12 @@ def render_md(r: dict) -> str:
             lines.append(f"| {k} (first step) | " + " | ".join(
                 _ms(fs[c]) for c in ("input_wait", "compute", "compile", "runtime", "idle"))
                 + " | 1 |")
-    lines += ["", "![one steady step of each run](timelines.png)", ""]
+    lines += ["", "Stretches of TF's own runtime on a TF thread with no op inside, 100 µs or "
+              "longer, are counted as waiting (the thread waits for another, is descheduled, or "
+              "does something the trace does not show; executor bookkeeping takes microseconds), "
+              "thread time summed over threads: "
+              + ", ".join(f"{k} {_ms(st[k]['blocked_us'])} per steady step" for k in SIDES)
+              + ".", "", "![one steady step of each run](timelines.png)", ""]
     lines += ["## XLA", ""]
     for k in SIDES:
         x = r["xla"][k]
@@ -166,7 +171,11 @@ def render_md(r: dict) -> str:
                      f" over the whole trace"
                      + (f"; recompiled: {', '.join(x['recompiled'])}" if x["recompiled"] else "")
                      + ".")
-        units = [(n, u) for n, u in x["units"].items() if u["ops"]]
+        units = [(n, u) for n, u in x["units"].items() if u["ops"] and (u["runs"] or u["compiles"])]
+        idle = sum(1 for u in x["units"].values() if not (u["runs"] or u["compiles"]))
+        if idle:
+            lines.append(f"({idle} more compiled module(s) in the profile's metadata did not run "
+                         f"in this trace; they are listed in report.json.)")
         if units:
             lines += ["", "| unit | TF ops | stages | compiles | compile | runs | run |",
                       "|---|---:|---|---:|---:|---:|---:|"]

@@ -221,3 +221,35 @@ def test_jit_function_compiles_once_and_its_kernels_map(jit_profile):
     assert first.split["compile"] > 0.3 * first.dur
     for st in att.steps:
         assert st.wall.sum() == pytest.approx(st.dur, rel=1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# the modern run: tf.data + jit_compile functions
+
+def test_modern_profile_and_its_trace_json_load_alike_and_map(modern_run):
+    from compare import xla
+
+    out, run = modern_run
+    by_dir, by_json = load(out), load(out / "trace.json.gz")
+    assert by_dir.format == by_json.format == "xprof"
+    assert len(by_dir.events) == len(by_json.events) > 0
+    assert [s.num for s in by_dir.steps] == list(range(run["steps"]))
+    s = xla.summarize(by_dir)
+    # (the profile's metadata lists every module this process compiled, also for earlier tests
+    # in the same pytest process: only the ones that ran here count)
+    fns = [u for u in s.units.values() if u.name.startswith("__inference_") and u.runs]
+    assert fns and s.launch_style == "function" and not s.recompiled
+    assert all(u.compiles == 1 and u.runs == run["steps"] for u in fns)
+    smap = map_stages(by_dir)
+    kern = np.flatnonzero(by_dir.mask(category="xla_kernel"))
+    assert len(kern) and (smap.label[kern] != 0).all()
+    units = {n: u for n, u in smap.units.items() if n in {f.name for f in fns}}
+    assert set(units) == {u.name for u in fns}
+    held = {st for u in units.values() for st in u.stages}
+    assert {"saturation", "contrast", "clip", "flip"} <= held, held
+    # tf.data did the reading and decoding, on its own threads
+    dec = by_dir.mask(op_type="DecodeJpeg")
+    lanes = {by_dir.lane_name(int(by_dir.events.pid[i]), int(by_dir.events.tid[i]))
+             for i in np.flatnonzero(dec)}
+    assert dec.any() and all(ln.startswith("tf_data") for ln in lanes), lanes
+    assert set(smap.label[dec]) == {LABEL["decode"]}
