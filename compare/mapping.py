@@ -200,7 +200,10 @@ class StageMap:
         while self.basis[i] == inherited and self.parent[i] >= 0:
             i = int(self.parent[i])
         if self.basis[i] == BASIS["lane"]:
-            return tr.lane_name(int(ev.pid[i]), int(ev.tid[i])).split("/")[0] + " thread"
+            base = tr.lane_name(int(ev.pid[i]), int(ev.tid[i])).split("/")[0]
+            if base.startswith("tf_reader_thread_"):  # named for the reader op it serves
+                return base[len("tf_reader_thread_"):] + " (reader thread)"
+            return base + " thread"
         if ev.category[i] == _CAT["xla_kernel"]:
             return f"{self.unit.get(i, '?')}/{_strip_n(tr.s(ev.hlo_op[i]))}"
         op_type = tr.s(ev.op_type[i])
