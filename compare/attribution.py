@@ -36,8 +36,8 @@ from compare.events import CATEGORIES, Trace
 from compare.mapping import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED, StageMap
 
 SPLIT_KEYS = ("input_wait", "compute", "compile", "runtime", "idle")
-#: A stretch of TF's own runtime on a TF thread (executor, thread-pool region, done callback)
-#: with no op inside, at least this long (µs), is not runtime work: executor bookkeeping costs
+#: A stretch of TF's own runtime on a TF thread (executor, thread-pool region, done callback,
+#: XLA's thunk executor between kernels) with no op inside, at least this long (µs), is not runtime work: executor bookkeeping costs
 #: microseconds per op. Such a thread is waiting for work on another thread, descheduled, or
 #: doing something the trace does not show; we count it as waiting (see BUILD.md: on our runs
 #: these stretches end a median 8-13 µs from the end of work on another thread, against
@@ -194,8 +194,9 @@ def attribute(trace: Trace, smap: StageMap) -> Attribution:
 def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray:
     """Per segment: a stretch of TF's own runtime with nothing inside, on a TF thread (not the
     step's own Python thread), at least :data:`BLOCKED_MIN_US` long."""
-    runtime = (smap.label[e] == LABEL["runtime"]) & (smap.basis[e] == BASIS["runtime"]) & \
-        ~smap.wait[e] & ~smap.orphan[e] & (t1 - t0 >= BLOCKED_MIN_US)
+    runtime = np.isin(smap.label[e], [LABEL["runtime"], LABEL["xla_run"]]) & \
+        (smap.basis[e] == BASIS["runtime"]) & ~smap.wait[e] & ~smap.orphan[e] & \
+        (t1 - t0 >= BLOCKED_MIN_US)
     if step_lanes and runtime.any():
         on_step = np.zeros(len(e), bool)
         for p, t in step_lanes:
