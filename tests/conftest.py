@@ -47,3 +47,22 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> s
     for n in needles:
         assert n in errors[0], (n, errors[0])
     return errors[0]
+
+
+@pytest.fixture(scope="session")
+def profile_logdir(tmp_path_factory, legacy_run, legacy_run_noxla):
+    """A run folder laid out as ``compare.run`` writes it, for TensorBoard: DIR/<pipeline>/ is
+    that pipeline's run folder (with plugins/profile/<session>/<host>.xplane.pb).
+    Returns (DIR, {pipeline folder name: run.json}). Copies of the session runs, so TensorBoard's
+    caches never land in the shared fixtures.
+
+    Interim until modern/ lands on main: the two runs are legacy with XLA (``legacy``) and
+    without (``legacy_noxla``); then the second becomes ``modern``."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("tb_logdir") / "run"
+    runs = {}
+    for name, (out, run) in (("legacy", legacy_run), ("legacy_noxla", legacy_run_noxla)):
+        shutil.copytree(out, root / name)
+        runs[name] = run
+    return root, runs
