@@ -45,22 +45,29 @@ STARTUP_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 REQUEST_TIMEOUT_S = 120.0
 
+#: How to open merged_trace.json.gz, for report.md. It holds for a merged trace that names
+#: every slice by its stage or overhead category and keeps the op in the slice's args: Perfetto
+#: colours a slice by a hash of its name and ignores ``cname``, chrome://tracing honours
+#: ``cname`` but otherwise also hashes the name, so equal names are what gives equal colours
+#: in both viewers. Perfetto also needs the slices of one lane (pid, tid) to nest, never to
+#: overlap partially.
 MERGED_TRACE_HOWTO = """\
 TensorBoard's profile tab shows only the profiler's own `.xplane.pb` sessions (the `legacy/...`
-and `modern/...` runs above); it cannot open a Chrome-trace JSON file, so open
-`merged_trace.json.gz` in one of these (both read the gzipped file as it is, offline):
+and `modern/...` runs); it cannot open a Chrome-trace JSON file, so open `merged_trace.json.gz`
+in one of these (both read the gzipped file as it is):
 
 - Perfetto UI: https://ui.perfetto.dev, then "Open trace file" in the left bar, and choose
-  `merged_trace.json.gz`.
-- chrome://tracing in Chrome or Chromium: type it into the address bar, press "Load", and choose
-  the file.
+  `merged_trace.json.gz`. The file is read in your browser, not uploaded.
+- chrome://tracing, in a Chrome or Chromium that still has it: type it into the address bar,
+  press "Load", and choose the file. (Recent builds dropped it: Debian's Chromium 156 fails to
+  load chrome://tracing; use Perfetto there.)
 
-Both runs are separate processes of the one trace, legacy above modern, each with its own lanes
-(threads) on one time axis. Each slice is named by its stage (`decode`, `crop`, `saturation`, ...)
-or overhead category (`xla_compile`, `input_wait`, ...); both viewers colour a slice by its name,
-so equal stages have equal colours in both runs, and a stage's colour on one side finds its
-counterpart on the other. Click a slice to see the TensorFlow op or XLA kernel it came from
-(in its arguments). W/S zoom, A/D pan, and "M" marks a slice's extent across both processes."""
+The two runs are two processes of the one trace, each with its own lanes (threads), on one
+time axis. Each slice is named by its stage (`decode`, `crop`, `saturation`, ...) or overhead
+category (`xla_compile`, `input_wait`, ...), and both viewers colour a slice by its name: equal
+stages have equal colours in both runs, so a colour in one process finds its counterpart in the
+other. Click a slice to see the TensorFlow op or XLA kernel it came from (in its arguments).
+W/S zoom, A/D pan."""
 
 
 def command(logdir: str | os.PathLike) -> str:
@@ -89,9 +96,10 @@ def open_instructions(logdir: str | os.PathLike) -> str:
     runs = profile_runs(logdir)
     listed = ", ".join(f"`{r}`" for r in runs) if runs else "(no profile sessions found)"
     return (f"Open both runs in TensorBoard's profile tab:\n\n```\n{command(logdir)}\n```\n\n"
-            f"then browse to http://localhost:6006/#profile and pick a session under "
-            f"\"Sessions\": {listed}.\nEach has Overview Page, Trace Viewer, Input Pipeline "
-            f"Analyzer and Framework Op Stats under \"Tools\".\n\n{MERGED_TRACE_HOWTO}\n")
+            f"then open the address it prints (http://localhost:6006/ unless that port is "
+            f"taken), the PROFILE tab, and pick a session under \"Sessions\": {listed}. "
+            f"Each has Overview Page, Trace Viewer, Input Pipeline Analyzer and Framework Op "
+            f"Stats under \"Tools\".\n\n{MERGED_TRACE_HOWTO}\n")
 
 
 def free_port() -> int:

@@ -14,6 +14,8 @@ from common.stages import PIPELINE_STAGES, stage_of_scope
 from compare.tensorboard import (MERGED_TRACE_HOWTO, TensorBoard, TensorBoardError, command,
                                  open_instructions, profile_runs)
 
+# The TensorBoard runs of the profile_logdir fixture (tests/conftest.py).
+PIPELINES = ("legacy", "legacy_noxla")
 NEEDED_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats")
 SESSION_RE = re.compile(r"\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d")  # the profiler's session folder
 # Stages whose ops TensorBoard's framework op stats must show by name (outside XLA clusters).
@@ -76,7 +78,7 @@ def test_both_runs_listed_by_pipeline_and_session(tb, profile_logdir):
     listed = tb.runs()
     # The plugin names each session <TensorBoard run>/<profiler session>, newest name first.
     assert listed == profile_runs(logdir)
-    assert sorted(r.split("/")[0] for r in listed) == sorted(runs)
+    assert sorted(r.split("/")[0] for r in listed) == sorted(runs) == sorted(PIPELINES)
     for name in listed:
         pipeline, session = name.split("/")
         assert SESSION_RE.fullmatch(session), name
@@ -84,7 +86,7 @@ def test_both_runs_listed_by_pipeline_and_session(tb, profile_logdir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pipeline", ["legacy", "legacy_noxla"])
+@pytest.mark.parametrize("pipeline", PIPELINES)
 def test_each_run_has_the_tools_a_user_needs(tb, pipeline):
     tools = tb.tools(_session(tb, pipeline))
     assert {"trace_viewer", "trace_viewer@"} & set(tools), tools
@@ -93,7 +95,7 @@ def test_each_run_has_the_tools_a_user_needs(tb, pipeline):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pipeline", ["legacy", "legacy_noxla"])
+@pytest.mark.parametrize("pipeline", PIPELINES)
 def test_overview_reports_every_marked_step(tb, profile_logdir, pipeline):
     _, runs = profile_logdir
     run = runs[pipeline]
@@ -118,7 +120,7 @@ def test_overview_reports_every_marked_step(tb, profile_logdir, pipeline):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pipeline", ["legacy", "legacy_noxla"])
+@pytest.mark.parametrize("pipeline", PIPELINES)
 def test_trace_viewer_returns_events_with_the_steps(tb, profile_logdir, pipeline):
     _, runs = profile_logdir
     run = runs[pipeline]
@@ -137,7 +139,7 @@ def test_trace_viewer_returns_events_with_the_steps(tb, profile_logdir, pipeline
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pipeline", ["legacy", "legacy_noxla"])
+@pytest.mark.parametrize("pipeline", PIPELINES)
 def test_framework_op_stats_show_our_stages(tb, pipeline):
     session = _session(tb, pipeline)
     (host,) = tb.hosts(session, "framework_op_stats")
