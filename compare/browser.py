@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import atomic
+from common import atomic, procs
 from common.errors import InputError
 
 # As in shared/design.md ("Real components"). Without the background-networking flags Chromium
@@ -30,6 +30,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync")
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
+MARKER = "COMPARE_BROWSER_PROFILE"  # environment variable naming the browser's profile folder
 INSTALL_HINT = "install Debian's chromium (apt-get install chromium) or set CHROMIUM=/path/to/it"
 
 
@@ -74,11 +75,17 @@ class Chromium:
         self.log_path = Path(log_path) if log_path else None
         self.pid: int | None = None
         self._profile: str | None = None
+        self._last_profile: str | None = None
+        self._last_pid: int | None = None
         self._to: int | None = None
         self._from: int | None = None
         self._buf = b""
         self._next_id = 0
-        self._events: list[dict] = []
+
+    @property
+    def profile_dir(self) -> str | None:
+        """The running browser's ``--user-data-dir`` (removed on close)."""
+        return self._profile
 
     # -- process -------------------------------------------------------------------------
     def __enter__(self) -> "Chromium":
@@ -92,7 +99,8 @@ class Chromium:
         """Start Chromium with a fresh profile folder and wait until the protocol answers."""
         if self.profile_parent:
             os.makedirs(self.profile_parent, exist_ok=True)
-        self._profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=self.profile_parent)
+        self._profile = self._last_profile = tempfile.mkdtemp(prefix="chromium-profile-",
+                                                              dir=self.profile_parent)
         if self.log_path is None:
             self.log_path = Path(self._profile) / "chromium.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,9 +115,12 @@ class Chromium:
                    (os.POSIX_SPAWN_DUP2, 1, 2),
                    (os.POSIX_SPAWN_DUP2, to_r, 3),
                    (os.POSIX_SPAWN_DUP2, from_w, 4)]
+        # Helpers Chromium forks stay in its process group; those it starts in a session of
+        # their own (crashpad handlers) inherit this marker, by which close() finds them.
+        env = dict(os.environ, **{MARKER: self._profile})
         try:
-            self.pid = os.posix_spawn(self.executable, argv, dict(os.environ),
-                                      file_actions=actions, setsid=True)
+            self.pid = self._last_pid = os.posix_spawn(self.executable, argv, env,
+                                                       file_actions=actions, setsid=True)
         except OSError as e:
             for fd in (to_r, to_w, from_r, from_w):
                 os.close(fd)
@@ -134,9 +145,12 @@ class Chromium:
                     os.killpg(self.pid, signal.SIGKILL)
                 self._wait_exit(10.0)
             # Helpers (renderer, GPU, zygote) share the group: make sure none outlives us.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
+            # (A live member keeps the group id from being reused by someone else.)
+            if procs.group_members(self.pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
             self.pid = None
+            self._end_marked(self._profile)
         for fd in (self._to, self._from):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -145,6 +159,28 @@ class Chromium:
         if self._profile:
             shutil.rmtree(self._profile, ignore_errors=True)
             self._profile = None
+
+    def _end_marked(self, profile: str) -> None:
+        """Kill any process that carries this browser's marker and outlived it (seen: the
+        crashpad handlers exit with the browser; this is the net should one not)."""
+        deadline = time.monotonic() + 5.0
+        while True:
+            pids = procs.marked(MARKER, profile)
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+    def leftover_pids(self) -> list[int]:
+        """Live processes of the last browser this object started (none after close())."""
+        if self._last_pid is None:
+            return []
+        return sorted(set(procs.group_members(self._last_pid))
+                      | set(procs.marked(MARKER, self._last_profile)))
 
     def _wait_exit(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
@@ -187,13 +223,11 @@ class Chromium:
         deadline = time.monotonic() + (timeout or self.timeout)
         while True:
             reply = self._read(deadline, method)
-            if reply.get("id") == msg["id"]:
+            if reply.get("id") == msg["id"]:  # anything else is an event: not needed here
                 if "error" in reply:
                     raise BrowserError(f"chromium: {method} failed: "
                                        f"{reply['error'].get('message', reply['error'])}")
                 return reply.get("result", {})
-            if "method" in reply:
-                self._events.append(reply)
 
     def _read(self, deadline: float, waiting_for: str) -> dict:
         while b"\0" not in self._buf:

@@ -38,6 +38,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from common import procs
 from common.errors import InputError
 
 PLUGIN = "profile"
@@ -212,17 +213,19 @@ class TensorBoard:
                 os.killpg(pgid, sig)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=wait)
-            if self.proc.returncode is not None and not _group_members(pgid):
+            if self.proc.returncode is not None and not procs.group_members(pgid):
                 break
-        # The leader is gone; a child that ignored SIGTERM must not outlive it.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
+        # The leader is gone; a child that ignored SIGTERM must not outlive it. (A live member
+        # keeps the group id from being reused, so this cannot hit someone else's group.)
+        if procs.group_members(pgid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
         self.stopped_pgid = pgid
         self.proc = None
 
     def leftover_pids(self) -> list[int]:
         """Processes still alive from the last server this object stopped (should be none)."""
-        return _group_members(self.stopped_pgid) if self.stopped_pgid else []
+        return procs.group_members(self.stopped_pgid) if self.stopped_pgid else []
 
     # -- HTTP ---------------------------------------------------------------------------
     def get(self, path: str, params: dict | None = None, timeout: float = REQUEST_TIMEOUT_S
@@ -268,23 +271,6 @@ class TensorBoard:
         viewer is a Chrome trace with ``traceEvents``)."""
         return self.get_json(f"/data/plugin/{PLUGIN}/data", {"run": run, "tag": tool,
                                                              "host": host})
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes in process group ``pgid``."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ... ; comm may hold spaces or parentheses.
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
 
 
 # -- the profile tab in a real browser ---------------------------------------------------------

@@ -24,17 +24,19 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 
 def _processes_mentioning(*needles: str) -> list[str]:
-    """Command lines of live processes that mention any of ``needles``."""
+    """Live processes whose command line or environment mentions any of ``needles`` (Chromium's
+    crashpad handlers leave its process group; its profile folder is in their environment)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (entry / "environ").read_bytes().decode(errors="replace")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if state not in ("Z", "X") and any(n in cmdline for n in needles):
+        if state not in ("Z", "X") and any(n in cmdline + environ for n in needles):
             found.append(f"{entry.name}: {cmdline[:200]}")
     return found
 
@@ -68,9 +70,10 @@ def test_chromium_renders_a_page_and_leaves_nothing_behind(tmp_path):
         with pytest.raises(BrowserError, match="script failed"):
             page.evaluate("null.x")
         shot = page.screenshot(tmp_path / "page.png")
-        assert _processes_mentioning(str(tmp_path))  # the check below can see a live one
+        assert _processes_mentioning(str(tmp_path))  # the checks below can see live ones
+        assert browser.leftover_pids()
     assert _png_size(shot) == (640, 480)
-    assert _processes_mentioning(str(tmp_path)) == []
+    assert _processes_mentioning(str(tmp_path)) == [] and browser.leftover_pids() == []
     assert not any(tmp_path.glob("chromium-profile-*"))
 
 
@@ -91,3 +94,18 @@ def test_a_browser_that_exits_at_once_is_reported_not_waited_for(tmp_path):
     fake.chmod(0o755)
     with pytest.raises(BrowserError, match="exited (while waiting for|before) Browser.getVersion.*cannot open display"):
         Chromium(executable=str(fake), timeout=20, log_path=tmp_path / "chromium.log").start()
+
+
+def test_close_kills_a_helper_that_left_the_process_group(tmp_path):
+    # Chromium's crashpad handlers start their own sessions; close() finds such helpers by the
+    # marker in their environment. Stand one in with a sleeping process that carries it.
+    import subprocess
+
+    from compare.browser import MARKER
+
+    with Chromium(profile_parent=tmp_path) as browser:
+        straggler = subprocess.Popen(["sleep", "300"], start_new_session=True,
+                                     env=dict(os.environ, **{MARKER: browser.profile_dir}))
+        assert straggler.pid in browser.leftover_pids()
+    assert straggler.wait(timeout=10) == -9
+    assert browser.leftover_pids() == []
