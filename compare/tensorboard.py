@@ -9,10 +9,11 @@ pipeline::
 
 The profile plugin (tensorboard-plugin-profile / xprof 2.24) finds every ``plugins/profile``
 folder under the logdir and names each profile session ``<TensorBoard run>/<session>``, where
-the session is the folder the TensorFlow profiler named after its start time, e.g.
-``legacy/2026_11_29_15_48_29`` and ``modern/2026_11_29_15_49_02``; a session directly under
-``DIR/plugins/profile`` would be named by its timestamp alone. Sessions are listed newest name
-first (reverse sort), so ``modern/...`` comes before ``legacy/...`` in the Sessions list.
+the session is the folder the TensorFlow profiler named after the time of the profile
+(``YYYY_MM_DD_HH_MM_SS``), e.g. ``legacy/2026_11_29_15_48_29`` and
+``modern/2026_11_29_16_12_04``; a session directly under ``DIR/plugins/profile`` would be named
+by its timestamp alone. The plugin sorts the names in reverse, so ``modern/...`` comes before
+``legacy/...`` in the Sessions list and is the one the profile tab opens first.
 :func:`profile_runs` predicts these names from the folder, and the tests hold the plugin to it.
 
 The profile plugin only shows ``.xplane.pb`` sessions: a Chrome-trace JSON such as
