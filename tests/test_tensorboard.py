@@ -161,3 +161,25 @@ def test_server_is_stopped_even_when_the_caller_fails(profile_logdir, tmp_path):
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url + "/data/plugins_listing", timeout=5)
     assert "TensorBoard" in (tmp_path / "tensorboard.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_port_taken_before_tensorboard_binds_it_is_retried(profile_logdir, tmp_path,
+                                                             monkeypatch):
+    import socket
+
+    from compare import tensorboard
+
+    logdir, runs = profile_logdir
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports = [taken.getsockname()[1]]
+        real_free_port = tensorboard.free_port
+        monkeypatch.setattr(tensorboard, "free_port",
+                            lambda: ports.pop() if ports else real_free_port())
+        with TensorBoard(logdir, log_path=tmp_path / "tensorboard.log") as server:
+            assert server.port != taken.getsockname()[1]
+            assert len(server.runs()) == len(runs)
+    assert "could not bind" in (tmp_path / "tensorboard.log").read_text()
+    assert server.leftover_pids() == []
