@@ -50,19 +50,48 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> s
 
 
 @pytest.fixture(scope="session")
-def profile_logdir(tmp_path_factory, legacy_run, legacy_run_noxla):
-    """A run folder laid out as ``compare.run`` writes it, for TensorBoard: DIR/<pipeline>/ is
-    that pipeline's run folder (with plugins/profile/<session>/<host>.xplane.pb).
-    Returns (DIR, {pipeline folder name: run.json}). Copies of the session runs, so TensorBoard's
-    caches never land in the shared fixtures.
+def modern_run(tmp_path_factory):
+    """One profiled modern run (XLA on) on the default image, like ``legacy_run``:
+    (out folder, run.json dict)."""
+    from modern.runner import run_modern
 
-    Interim until modern/ lands on main: the two runs are legacy with XLA (``legacy``) and
-    without (``legacy_noxla``); then the second becomes ``modern``."""
+    out = tmp_path_factory.mktemp("modern_jit") / "run"
+    return out, run_modern(out, steps=6, jit=True, seed=1)
+
+
+@pytest.fixture(scope="session")
+def varied_jpegs(tmp_path_factory):
+    """A folder of 50 JPEGs in 10 sizes (portrait, landscape, square; short side 256..600),
+    made from grace_hopper.jpg: (folder, paths)."""
+    from benchmarks.images import make_image_set
+
+    sizes = [(300, 420), (512, 300), (257, 700), (640, 480), (400, 400),
+             (256, 256), (600, 340), (333, 500), (700, 380), (480, 640)]
+    folder = tmp_path_factory.mktemp("varied_jpegs")
+    return folder, make_image_set(folder, [sizes[i % len(sizes)] for i in range(50)], seed=3)
+
+
+@pytest.fixture(scope="session")
+def modern_run_varied(tmp_path_factory, varied_jpegs):
+    """A profiled modern run (XLA on) of 52 steps over the 50 varied JPEGs."""
+    from modern.runner import run_modern
+
+    out = tmp_path_factory.mktemp("modern_varied") / "run"
+    return out, run_modern(out, images=[str(varied_jpegs[0])], steps=52, jit=True, seed=2)
+
+
+@pytest.fixture(scope="session")
+def profile_logdir(tmp_path_factory, legacy_run, modern_run):
+    """A run folder laid out as ``compare.run`` writes it, for TensorBoard: DIR/legacy/ and
+    DIR/modern/ are the two pipelines' run folders (each with
+    plugins/profile/<session>/<host>.xplane.pb). Returns (DIR, {"legacy": run.json,
+    "modern": run.json}). Copies of the session runs, so TensorBoard's caches never land in the
+    shared fixtures."""
     import shutil
 
     root = tmp_path_factory.mktemp("tb_logdir") / "run"
     runs = {}
-    for name, (out, run) in (("legacy", legacy_run), ("legacy_noxla", legacy_run_noxla)):
+    for name, (out, run) in (("legacy", legacy_run), ("modern", modern_run)):
         shutil.copytree(out, root / name)
         runs[name] = run
     return root, runs
