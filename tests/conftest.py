@@ -81,6 +81,23 @@ def modern_run_varied(tmp_path_factory, varied_jpegs):
 
 
 @pytest.fixture(scope="session")
+def profile_logdir(tmp_path_factory, legacy_run, modern_run):
+    """A run folder laid out as ``compare.run`` writes it, for TensorBoard: DIR/legacy/ and
+    DIR/modern/ are the two pipelines' run folders (each with
+    plugins/profile/<session>/<host>.xplane.pb). Returns (DIR, {"legacy": run.json,
+    "modern": run.json}). Copies of the session runs, so TensorBoard's caches never land in the
+    shared fixtures."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("tb_logdir") / "run"
+    runs = {}
+    for name, (out, run) in (("legacy", legacy_run), ("modern", modern_run)):
+        shutil.copytree(out, root / name)
+        runs[name] = run
+    return root, runs
+
+
+@pytest.fixture(scope="session")
 def compare_traces_run(tmp_path_factory, legacy_run, legacy_run_noxla):
     """``compare.run --legacy --modern`` on two existing runs, as a user would call it: the
     legacy XLA run as "legacy" and the legacy no-XLA run as "modern". (out folder, process)."""
