@@ -133,7 +133,13 @@ def _steps(side: Side) -> dict:
     att = side.attribution
     first = att.first
     steady_durs = [s.dur for s in att.steady]
+    rep = att.representative()
     return {"count": len(att.steps), "steady_count": len(att.steady),
+            "mean_us": round(float(np.mean(steady_durs)), 1) if steady_durs else 0.0,
+            "representative": ({"step": rep.num, "dur_us": round(rep.dur, 1),
+                                "stages_us": {LABELS[i]: round(float(rep.wall[i]), 1)
+                                              for i in range(len(LABELS)) if rep.wall[i] > 0}}
+                               if rep else None),
             "blocked_us": round(att.median_blocked_us(), 1),
             "median_us": round(att.median_step_us(), 1),
             "first_us": round(first.dur, 1) if first else None,
@@ -148,6 +154,8 @@ def compare(legacy: Side, modern: Side) -> dict:
     """The report (``report.json``'s content, validated by ``compare/report.schema.json``)."""
     sides = {"legacy": legacy, "modern": modern}
     med = {k: s.attribution.median("wall") for k, s in sides.items()}
+    mean = {k: (np.mean(np.stack([st.wall for st in s.attribution.steady]), axis=0)
+                if s.attribution.steady else np.zeros(len(LABELS))) for k, s in sides.items()}
     cpu = {k: s.attribution.median("cpu") for k, s in sides.items()}
     est = {k: s.attribution.median("wall_estimated") for k, s in sides.items()}
     first = {k: (s.attribution.first.wall if s.attribution.first else None)
@@ -160,6 +168,7 @@ def compare(legacy: Side, modern: Side) -> dict:
         for k in SIDES:
             row[f"{k}_us"] = round(float(med[k][lab]), 1)
         for k in SIDES:
+            row[f"{k}_mean_us"] = round(float(mean[k][lab]), 1)
             row[f"{k}_cpu_us"] = round(float(cpu[k][lab]), 1)
             row[f"{k}_first_us"] = (round(float(first[k][lab]), 1) if first[k] is not None
                                     else None)

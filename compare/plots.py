@@ -31,8 +31,9 @@ def _save(fig, path) -> None:
 
 
 def stages_png(path: str | os.PathLike, report: dict) -> None:
-    """Top: each run's median steady step as one bar split by stage. Bottom: per stage, the
-    two runs' median wall time per steady step (ms), legacy solid, modern hatched."""
+    """Top: each run's representative steady step (closest to the median) as one bar split by
+    stage. Bottom: per stage, the two runs' median wall time per steady step (ms), legacy
+    solid, modern hatched."""
     plt = _pyplot()
     rows = [r for r in report["stages"] if r["legacy_us"] > 0 or r["modern_us"] > 0]
     um = report["unmapped_us"]
@@ -44,19 +45,22 @@ def stages_png(path: str | os.PathLike, report: dict) -> None:
                                       gridspec_kw={"height_ratios": [1.1, max(len(stages), 1)
                                                                      * 0.42]})
     for y, side in enumerate(("legacy", "modern")):
+        rep = report["steps"][side].get("representative")
+        if not rep:
+            continue
         left = 0.0
-        for s in stages:
-            v = values[s][y]
+        for s in _ORDER:
+            v = rep["stages_us"].get(s, 0.0) / 1e3
             if v <= 0:
                 continue
             top.barh(y, v, left=left, color=rgb01(s), edgecolor="white", linewidth=0.5,
                      hatch="//" if side == "modern" else None)
             left += v
-        step = report["steps"][side]["median_us"] / 1e3
-        top.text(left, y, f"  {step:.1f} ms", va="center", fontsize=9)
+        top.text(left, y, f"  step {rep['step']}: {rep['dur_us'] / 1e3:.1f} ms", va="center",
+                 fontsize=9)
     top.set_yticks([0, 1], ["legacy", "modern"])
     top.invert_yaxis()
-    top.set_xlabel("median steady step (ms), split by stage (wall time)")
+    top.set_xlabel("the steady step closest to the median (ms), split by stage (wall time)")
     top.set_title("Where a steady step's time goes")
     y = np.arange(len(stages))
     h = 0.38

@@ -138,7 +138,10 @@ def render_md(r: dict) -> str:
                  + f" | | | {_ms(st['legacy']['first_us'])} | {_ms(st['modern']['first_us'])} "
                    "| | |")
     lines += ["", "Stage medians are taken per stage, so they need not add up to the median "
-              "step exactly. ![stages](stages.png)", ""]
+              "step; `report.json` also has each row's mean over steady steps (`*_mean_us`), "
+              "which do add up to the mean step, and the split of the steady step closest to "
+              "the median (`steps.*.representative`, the top bars below)." , "",
+              "![stages](stages.png)", ""]
     lines += ["## The step, split", "",
               "Each instant of a step counted once: waiting for input on the step's own thread, "
               "compiling, computing, runtime only (executor, dispatch, Python), or idle.", "",
