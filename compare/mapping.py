@@ -389,6 +389,8 @@ class _Mapper:
         if op_type in _WAIT_OP_TYPES or name.endswith(("IteratorGetNext", "IteratorGetNextSync")) \
                 or name.startswith("IteratorGetNextOp::"):
             return L["input_wait"], B["op_type"], True, False, None, None, None
+        if name.startswith("MakeIterator::"):  # tf.data building an iterator (each epoch)
+            return L["runtime"], B["tf_data"], False, False, None, None, None
         if name.startswith("Iterator::"):
             kind = re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1])
             if kind in _TFDATA_WAIT_KINDS or name.rsplit("::", 1)[-1] in _TFDATA_WAIT_KINDS:
