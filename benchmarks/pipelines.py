@@ -136,9 +136,9 @@ class Floor:
         pass
 
 
-def _make(name: str, paths: list[str], seed: int, services: dict[str, str] | None = None):
+def _make(name: str, paths: list[str], seed: int, services: dict | None = None):
     if services and name in services:
-        return Modern(paths, seed, jit=True, data_service=services[name])
+        return Modern(paths, seed, jit=True, data_service=services[name].address.target)
     if name == "legacy":
         return Legacy(paths, seed)
     if name == "modern":
@@ -148,8 +148,7 @@ def _make(name: str, paths: list[str], seed: int, services: dict[str, str] | Non
     return Floor(paths, seed)
 
 
-def first_output_s(name: str, paths: list[str], seed: int,
-                   services: dict[str, str] | None = None) -> float:
+def first_output_s(name: str, paths: list[str], seed: int, services: dict | None = None) -> float:
     """Seconds from building ``name`` to its first output (compilation included)."""
     t0 = time.perf_counter()
     p = _make(name, paths, seed, services)
@@ -163,11 +162,13 @@ def first_output_s(name: str, paths: list[str], seed: int,
 def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 0,
             names: tuple[str, ...] = PIPELINES,
             progress: Callable[[str], None] | None = None,
-            services: dict[str, str] | None = None) -> dict:
+            services: dict | None = None) -> dict:
     """Interleaved images/s of each pipeline in ``names``; returns the JSON-ready results.
 
-    ``services`` maps extra pipeline names to tf.data service addresses: the modern pipeline
-    with its input on that service."""
+    ``services`` maps extra pipeline names to running
+    :class:`modern.data_service.LocalCluster` s: the modern pipeline with its input on that
+    service. CPU time per image is taken beside the wall time: this process's (all its threads)
+    and, for a service pipeline, its server processes'."""
     first = {}
     for name in ("legacy", "modern", *(services or {})):
         if name in names:
@@ -175,15 +176,21 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
     pipes = {name: _make(name, paths, seed, services) for name in names}
     try:
         per_round: dict[str, list[float]] = {name: [] for name in names}
+        cpu: dict[str, dict[str, list[float]]] = {name: {"client": [], "servers": []}
+                                                  for name in names}
         for r in range(rounds):
             for name, p in pipes.items():
+                pids = services[name].pids if services and name in services else ()
                 p.restart()
                 for _ in range(warmup):
                     p.step()
-                t0 = time.perf_counter()
+                t0, c0, s0 = time.perf_counter(), time.process_time(), _cpu_s(pids)
                 for _ in range(batch):
                     p.step()
                 per_round[name].append(batch / (time.perf_counter() - t0))
+                cpu[name]["client"].append(1e3 * (time.process_time() - c0) / batch)
+                if pids and s0 is not None:
+                    cpu[name]["servers"].append(1e3 * (_cpu_s(pids) - s0) / batch)
             if progress:
                 progress(f"round {r + 1}/{rounds}: " + ", ".join(
                     f"{n} {v[-1]:.0f}" for n, v in per_round.items()) + " images/s")
@@ -205,6 +212,8 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
              "modern_vs_floor": ("modern", "floor")}
     result = {
         "images_per_s": ips,
+        "cpu_ms_per_image": {name: {k: statistics.median(v) if v else None for k, v in c.items()}
+                             for name, c in cpu.items()},
         "ratios": {k: ratio(a, b) for k, (a, b) in pairs.items()},
         "ratios_paired": {k: paired(a, b) for k, (a, b) in pairs.items()},
         "first_output_s": first,
@@ -219,11 +228,28 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
             "local": ips["modern"], "workers_1": ips["service_1"], "workers_2": ips["service_2"],
             "ratios": {k: ratio(a, b) for k, (a, b) in service_pairs.items()},
             "ratios_paired": {k: paired(a, b) for k, (a, b) in service_pairs.items()},
+            "cpu_ms_per_image": {key: result["cpu_ms_per_image"][name] for key, name in
+                                 (("local", "modern"), ("workers_1", "service_1"),
+                                  ("workers_2", "service_2"))},
             "processing_mode": "distributed_epoch",
             "servers": "one python -m modern.service process per dispatcher and worker, "
                        "127.0.0.1, elements over gRPC",
         }
     return result
+
+
+def _cpu_s(pids) -> float | None:
+    """CPU seconds (user + system) the processes ``pids`` have used so far, from /proc (Linux);
+    None where that cannot be read."""
+    total = 0.0
+    try:
+        for pid in pids:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
 
 
 def machine() -> dict:
@@ -241,9 +267,13 @@ def machine() -> dict:
 def table(result: dict) -> str:
     """The printed summary: medians per pipeline, then the ratios against their targets."""
     ips = result["images_per_s"]
-    lines = [f"{'pipeline':14} {'images/s':>9} {'ms/image':>9}"]
+    cpu = result.get("cpu_ms_per_image", {})
+    lines = [f"{'pipeline':14} {'images/s':>9} {'ms/image':>9}   CPU ms/image: this process"
+             + (", servers" if "data_service" in result else "")]
     for name, v in ips.items():
-        lines.append(f"{name:14} {v:9.1f} {1e3 / v:9.2f}")
+        c = cpu.get(name, {})
+        lines.append(f"{name:14} {v:9.1f} {1e3 / v:9.2f}   {c.get('client', 0):6.2f}"
+                     + (f" {c['servers']:6.2f}" if c.get("servers") is not None else ""))
     targets = {"modern_vs_legacy": 10.0, "jit_vs_nojit": 1.0, "modern_vs_floor": 0.6}
     lines.append("")
     if any(v is not None for v in result["ratios"].values()):
@@ -289,8 +319,7 @@ def _main(argv: list[str]) -> int:
                 from modern.data_service import local_cluster
 
                 say("benchmarks: starting two local tf.data service clusters (1 and 2 workers) ...")
-                services = {f"service_{n}": stack.enter_context(local_cluster(n)).target
-                            for n in (1, 2)}
+                services = {f"service_{n}": stack.enter_context(local_cluster(n)) for n in (1, 2)}
                 names = SERVICE_PIPELINES
             say(f"benchmarks: {FLAGS.rounds} interleaved rounds x {FLAGS.batch} images per "
                 f"pipeline ...")

@@ -200,11 +200,19 @@ def bound_address(server, host: str) -> Address:
     return Address(host, int(server._address.rsplit(":", 1)[1]))  # TF: "localhost:<bound port>"
 
 
+@dataclass(frozen=True)
+class LocalCluster:
+    """A running :func:`local_cluster`: the dispatcher's address and the server processes' ids."""
+
+    address: Address
+    pids: tuple[int, ...]
+
+
 @contextlib.contextmanager
-def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Address]:
+def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[LocalCluster]:
     """A dispatcher and ``workers`` workers on this machine, each its own
     ``python -m modern.service`` process on 127.0.0.1 (as on separate hosts, elements travel
-    over gRPC); yields the dispatcher's address once every worker has registered, and stops
+    over gRPC); yields a :class:`LocalCluster` once every worker has registered, and stops
     them with SIGTERM on exit (workers first). For the benchmark and for trying the service on
     one machine. A server that fails to start, or does not stop cleanly (exit 0 within 30 s),
     is an :class:`InputError` quoting its last stderr line.
@@ -252,7 +260,7 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Ad
                 raise InputError(f"{dispatcher.target}: {workers} worker(s) did not register "
                                  f"in {startup_timeout_s:g} s")
             time.sleep(0.2)
-        yield dispatcher
+        yield LocalCluster(dispatcher, tuple(proc.pid for proc, _ in servers))
     except BaseException:
         stop_all()
         raise

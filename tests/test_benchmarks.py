@@ -69,4 +69,9 @@ def test_benchmark_data_service_reports_local_and_one_and_two_workers(tmp_path):
     assert svc["workers_2"] == result["images_per_s"]["service_2"] > 0
     assert svc["ratios"]["workers_2_vs_1"] == pytest.approx(svc["workers_2"] / svc["workers_1"])
     assert svc["processing_mode"] == "distributed_epoch"
+    # CPU per image: the client always, the server processes for the service runs only
+    assert svc["cpu_ms_per_image"]["local"]["servers"] is None
+    for key in ("workers_1", "workers_2"):
+        assert svc["cpu_ms_per_image"][key]["client"] > 0
+        assert svc["cpu_ms_per_image"][key]["servers"] > 0
     assert "1 worker" in proc.stdout and "2 workers" in proc.stdout
