@@ -2,14 +2,18 @@
 ``python -m modern.service worker --dispatcher HOST:P [--port Q] [--host NAME]``.
 
 Start a tf.data service dispatcher or worker for the modern pipeline and run until stopped:
-SIGINT (Ctrl-C) or SIGTERM stops the server cleanly and exits 0. The first line on stdout is
+SIGINT (Ctrl-C) or SIGTERM stops the server and exits 0; a server whose clients are still
+reading may take a while to stop (TF lets their requests finish), so after ``--stop_grace``
+seconds the process exits without waiting further, and says so. The first line on stdout is
 the address to connect to (the dispatcher's ``grpc://host:port`` for ``--data_service``, or the
 worker's ``host:port`` as the dispatcher hands it to clients); what to do next goes to stderr.
 A thin CLI over :mod:`modern.data_service`; bad flags, addresses or ports are one line, exit 2.
 """
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 
 from absl import flags
@@ -34,6 +38,8 @@ def _define_flags() -> None:
                         "dispatcher, which hands it to clients.")
     flags.DEFINE_float("wait_for_dispatcher", 30.0, "worker: seconds to wait for the dispatcher "
                        "to answer before giving up.", lower_bound=0.0)
+    flags.DEFINE_float("stop_grace", 20.0, "Seconds to let a stopping server finish the "
+                       "requests of clients still reading before exiting anyway.", lower_bound=0.0)
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's start-up log (CUDA probing and the "
                          "like) too; its errors are always shown.")
 
@@ -64,8 +70,6 @@ def wait_for_stop_signal() -> str:
 def _startup_log():
     """TensorFlow's import and server start-up chatter goes nowhere unless ``--verbose``; what
     the running server logs later (errors) stays on stderr."""
-    import os
-
     from common.tflog import native_stderr_to
 
     return native_stderr_to(None if FLAGS.verbose else os.devnull)
@@ -108,9 +112,25 @@ def _main(argv: list[str]) -> int:
         say(f"{PROG}: worker listening on port {where.port}, registered with the dispatcher at "
             f"{dispatcher.hostport} as {where.hostport}. Ctrl-C or SIGTERM stops it.")
     name = wait_for_stop_signal()
-    server.stop()
-    say(f"{PROG}: {role} stopped ({name})")
-    return 0
+    if stop_within(server, FLAGS.stop_grace):
+        say(f"{PROG}: {role} stopped ({name})")
+        return 0
+    say(f"{PROG}: {role} stopping ({name}); clients still reading after "
+        f"{FLAGS.stop_grace:g} s, exiting without waiting for them")
+    sys.stdout.flush()
+    os._exit(0)  # TF's stop is still blocked in C++: a normal interpreter exit could hang on it
+
+
+def stop_within(server, seconds: float) -> bool:
+    """Stop ``server``; False if TF's stop has not returned after ``seconds``."""
+    done = threading.Event()
+
+    def stop():
+        server.stop()
+        done.set()
+
+    threading.Thread(target=stop, name="stop-server", daemon=True).start()
+    return done.wait(seconds)
 
 
 def main() -> None:

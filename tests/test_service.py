@@ -224,6 +224,30 @@ def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
     assert f"--dispatcher 127.0.0.1:{address.port}" in err  # tells the user what to run next
 
 
+def test_stop_within_gives_up_on_a_stop_that_does_not_return():
+    """The CLI's bound on TF's stop, which waits for the requests of clients still reading:
+    a stand-in server whose stop blocks until released, and one whose stop returns."""
+    import threading
+
+    from modern.service import stop_within
+
+    class Server:
+        def __init__(self, blocks: bool):
+            self.release, self.stopped = threading.Event(), threading.Event()
+            if not blocks:
+                self.release.set()
+
+        def stop(self):
+            self.release.wait(30)
+            self.stopped.set()
+
+    stuck = Server(blocks=True)
+    assert stop_within(stuck, 0.2) is False and not stuck.stopped.is_set()
+    stuck.release.set()
+    quick = Server(blocks=False)
+    assert stop_within(quick, 10) is True and quick.stopped.is_set()
+
+
 @pytest.mark.parametrize("args, needle", [
     (["dispatcher", "--port", "70000"], "--port=70000"),
     (["worker", "--dispatcher", "127.0.0.1:99999"], "127.0.0.1:99999"),
