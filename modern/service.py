@@ -2,9 +2,9 @@
 ``python -m modern.service worker --dispatcher HOST:P [--port Q] [--host NAME]``.
 
 Start a tf.data service dispatcher or worker for the modern pipeline and run until stopped:
-SIGINT (Ctrl-C) or SIGTERM stops the server and exits 0; a server whose clients are still
-reading may take a while to stop (TF lets their requests finish), so after ``--stop_grace``
-seconds the process exits without waiting further, and says so. The first line on stdout is
+SIGINT (Ctrl-C) or SIGTERM stops the server and exits 0; TF's stop lets clients still reading
+finish their requests, so a server they keep busy past ``--stop_grace`` seconds is ended with
+exit code 1 instead. The first line on stdout is
 the address to connect to (the dispatcher's ``grpc://host:port`` for ``--data_service``, or the
 worker's ``host:port`` as the dispatcher hands it to clients); what to do next goes to stderr.
 A thin CLI over :mod:`modern.data_service`; bad flags, addresses or ports are one line, exit 2.
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 
 from absl import flags
@@ -39,7 +38,8 @@ def _define_flags() -> None:
     flags.DEFINE_float("wait_for_dispatcher", 30.0, "worker: seconds to wait for the dispatcher "
                        "to answer before giving up.", lower_bound=0.0)
     flags.DEFINE_float("stop_grace", 20.0, "Seconds to let a stopping server finish the "
-                       "requests of clients still reading before exiting anyway.", lower_bound=0.0)
+                       "requests of clients still reading; after that it exits with code 1.",
+                       lower_bound=0.1)
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's start-up log (CUDA probing and the "
                          "like) too; its errors are always shown.")
 
@@ -112,25 +112,30 @@ def _main(argv: list[str]) -> int:
         say(f"{PROG}: worker listening on port {where.port}, registered with the dispatcher at "
             f"{dispatcher.hostport} as {where.hostport}. Ctrl-C or SIGTERM stops it.")
     name = wait_for_stop_signal()
-    if stop_within(server, FLAGS.stop_grace):
-        say(f"{PROG}: {role} stopped ({name})")
-        return 0
-    say(f"{PROG}: {role} stopping ({name}); clients still reading after "
-        f"{FLAGS.stop_grace:g} s, exiting without waiting for them")
-    sys.stdout.flush()
-    os._exit(0)  # TF's stop is still blocked in C++: a normal interpreter exit could hang on it
+    say(f"{PROG}: {role} stopping ({name}); waiting up to {FLAGS.stop_grace:g} s for clients "
+        f"still reading")
+    stop_within(server, FLAGS.stop_grace)
+    say(f"{PROG}: {role} stopped")
+    return 0
 
 
-def stop_within(server, seconds: float) -> bool:
-    """Stop ``server``; False if TF's stop has not returned after ``seconds``."""
-    done = threading.Event()
+def stop_within(server, seconds: float) -> None:
+    """Stop ``server``; if TF's stop has not returned after ``seconds``, end the process at once
+    with exit code 1.
 
-    def stop():
-        server.stop()
-        done.set()
+    TF's stop lets the requests of clients still reading finish (a client whose iterator is
+    alive keeps it waiting, for minutes in our benchmark before it collected its garbage) and
+    holds the GIL while it waits, so no Python thread could time it out: the watchdog is
+    faulthandler's own C thread.
+    """
+    import faulthandler
 
-    threading.Thread(target=stop, name="stop-server", daemon=True).start()
-    return done.wait(seconds)
+    with open(os.devnull, "w") as sink:
+        faulthandler.dump_traceback_later(seconds, exit=True, file=sink)
+        try:
+            server.stop()
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def main() -> None:
