@@ -14,8 +14,8 @@ the XLA compile; the dataset and its iterator are built before the profile start
 builds its graph and starts its queue runners first.
 
 The run reads image indices 0..steps-1 of the stream (:func:`modern.pipeline.build`). With
-``data_service`` those are processed on tf.data service workers (``distributed_epoch``) and
-arrive in the order the workers finish them; each index still gets the same image, draws and
+``data_service`` exactly those are processed on tf.data service workers (``distributed_epoch``)
+and arrive in the order the workers finish them; each index still gets the same image, draws and
 output as in a local run with the same seed, so ``step_indices`` and ``step_images`` hold the
 same pairs, reordered. The profile is this process's: the service reads and the augmentation;
 the workers' tf.data work happens in their processes.
@@ -107,7 +107,11 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
     staging = out / f".staging-{os.getpid()}"
     staging.mkdir()
     try:
-        it = iter(pipeline.build(paths, seed=seed, count=steps,
+        # Locally the stream is endless, as a training input is: tf.data keeps reading ahead
+        # during every step, which the profile should show. On the service the job is exactly
+        # indices 0..steps-1, the images a local run reads, and it ends on the workers with
+        # the run (an abandoned endless job keeps tasks there).
+        it = iter(pipeline.build(paths, seed=seed, count=steps if service_info else None,
                                  data_service=service_info and service_info["address"]))
         step_fn = augment.make_step(augment.make_augment(jit))
         walls, keys, indices, result = _run_steps(it, step_fn, steps, profile_dir=staging)
