@@ -20,6 +20,7 @@ CHUNK_BYTES = 4 << 20
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_NEXT_EVENT = re.compile(r"\}\s*,\s*(?=\{)")
 
 
 class TraceFormatError(ValueError):
@@ -146,10 +147,12 @@ def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
 
 
 def _salvage(buf: bytes, pos: int, stop: int, warnings: list[str]) -> Iterator[list]:
-    """Parse event by event until the text stops being JSON (truncated or damaged files)."""
+    """Parse event by event (truncated or damaged files): a damaged stretch is skipped up to
+    the next ``}, {`` event boundary; a damaged end is dropped."""
     text = buf[pos:stop].decode("utf-8", "replace")
     dec = json.JSONDecoder()
     i, n, got, batch = 0, len(text), 0, []
+    damaged = damaged_chars = 0
     while i < n:
         while i < n and text[i] in " \t\r\n,":
             i += 1
@@ -158,14 +161,21 @@ def _salvage(buf: bytes, pos: int, stop: int, warnings: list[str]) -> Iterator[l
         try:
             obj, i = dec.raw_decode(text, i)
         except json.JSONDecodeError:
-            left = n - i
-            warnings.append(f"skipped the last {left} bytes of the event list: not complete "
-                            f"JSON (truncated mid-event?)")
-            break
+            m = _NEXT_EVENT.search(text, i + 1)
+            if m is None:
+                warnings.append(f"skipped the last {n - i} bytes of the event list: not "
+                                f"complete JSON (truncated mid-event?)")
+                break
+            damaged, damaged_chars = damaged + 1, damaged_chars + m.end() - i
+            i = m.end()
+            continue
         batch.append(obj)
         got += 1
         if len(batch) >= 10000:
             yield batch
             batch = []
+    if damaged:
+        warnings.append(f"skipped {damaged} damaged stretch(es) of the event list "
+                        f"({damaged_chars} characters) and read on after each")
     if batch:
         yield batch
