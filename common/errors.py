@@ -124,3 +124,25 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
         for s, h in previous.items():
             signal.signal(s, h)
         _signals.update(interrupted=0, deferring=0, pending=0)
+
+
+def cli_main(prog: str, define_flags: Callable[[], None], main: Callable[[list[str]], int | None],
+             quiet_tf: bool = True) -> None:
+    """The whole life of one of our absl CLIs: define its flags, parse them (a bad flag is bad
+    input too: one line, exit 2), run ``main`` under :func:`run_cli`, exit with its code."""
+    from absl import app, flags
+
+    if quiet_tf:
+        from common.tflog import quiet_env
+
+        quiet_env()
+    define_flags()
+
+    def parse(argv: list[str]) -> list[str]:
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as e:
+            _say(f"{prog}: error: {e}")
+            sys.exit(EXIT_BAD_INPUT)
+
+    app.run(lambda argv: sys.exit(run_cli(main, argv, prog)), flags_parser=parse)

@@ -14,7 +14,6 @@ what was skipped.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import zlib

@@ -4,14 +4,12 @@ A thin CLI over :func:`legacy.runner.run_legacy`; see there for what it writes.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from absl import app, flags
+from absl import flags
 
 from common import atomic
-from common.errors import InputError, run_cli, say
-from common.tflog import quiet_env
+from common.errors import InputError, cli_main, say
 
 FLAGS = flags.FLAGS
 
@@ -51,9 +49,7 @@ def _main(argv: list[str]) -> int:
 
 
 def main() -> None:
-    quiet_env()
-    _define_flags()
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "legacy.run")))
+    cli_main("legacy.run", _define_flags, _main)
 
 
 if __name__ == "__main__":

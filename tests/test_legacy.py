@@ -176,3 +176,9 @@ def test_cli_refuses_non_empty_out(tmp_path):
     proc = run_module("legacy.run", "--out", str(tmp_path), "--steps", "2")
     assert_one_line_error(proc, str(tmp_path), "not empty")
     assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_cli_bad_flag_is_one_line_exit_2(tmp_path):
+    proc = run_module("legacy.run", "--out", str(tmp_path / "o"), "--steps", "zero")
+    assert_one_line_error(proc, "steps")
+    assert not (tmp_path / "o").exists()

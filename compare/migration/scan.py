@@ -1,0 +1,462 @@
+"""Find the legacy constructs of :mod:`.rules` in a script's syntax tree, without running it.
+
+Names are resolved, not matched as text:
+
+- imports bind names to qualified names (``import tensorflow.compat.v1 as tf`` makes ``tf`` mean
+  ``tensorflow.compat.v1``; ``from tensorflow.python.client import timeline``; star imports);
+- an assignment of a resolved name is an alias (``jit_scope = tf.contrib...experimental_jit_scope``
+  makes ``jit_scope()`` a jit scope, reported with ``via="jit_scope"``);
+- an assignment of a call to a recognised constructor binds an object of a kind
+  (``reader = tf.WholeFileReader()``), so ``reader.read`` matches and a ``reader`` bound to
+  anything else does not;
+- any other binding (assignment, parameter, ``def``, loop target, ...) hides the name.
+
+Statements are followed in source order within a scope (branches one after another, loop bodies
+once). Function bodies are read after the code around them, as Python looks up their free names
+when they run. Class attributes and ``self.x`` are not tracked.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+import dataclasses
+
+from compare.migration.rules import (RULES_BY_ID, Rule, applicable_pitfalls, canonical,
+                                      method_rule, rule_for)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    """A name that means a module or module attribute: ``qual`` resolved, ``written`` as spelled;
+    ``via`` is the variable it came through when it was bound by assignment."""
+
+    qual: str
+    written: str
+    via: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Obj:
+    """A name bound to what a recognised call returned: ``kind`` is the rule's ``returns``."""
+
+    kind: str
+    qual: str
+    written: str
+
+
+@dataclasses.dataclass
+class Finding:
+    """One use of a legacy construct. ``col`` is 1-based, in characters; ``construct`` is the
+    dotted name as the script spells it (through any alias); ``qualified_name`` is canonical."""
+
+    line: int
+    col: int
+    rule: Rule
+    construct: str
+    qualified_name: str
+    via: str | None
+    source: str
+    upgrade: str
+    arguments: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Ids of the rule's pitfalls that concern this script (see rules.applicable_pitfalls).
+    pitfalls: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        """The construct without its call arguments (``tf.RunOptions``, ``global_jit_level``)."""
+        if self.rule.id == "global_jit_level":
+            return "global_jit_level"
+        return self.construct.split("(")[0]
+    #: The call this construct is the callee of, if any (for the plan; not reported).
+    call: ast.Call | None = dataclasses.field(default=None, repr=False, compare=False)
+
+
+@dataclasses.dataclass
+class ScanResult:
+    """The findings in source order, and every TensorFlow function the script calls
+    (canonical names; the plan uses them to name the decode/parse step)."""
+
+    findings: list[Finding]
+    called: set[str]
+    text: str = ""
+
+    def segment(self, node: ast.AST | None, default: str, limit: int = 60) -> str:
+        """``node``'s source as written (whitespace collapsed), or ``default`` if absent/long."""
+        if node is None:
+            return default
+        seg = _source_text(self.text, node)
+        return seg if len(seg) <= limit else default
+
+
+def _source_text(text: str, node: ast.AST) -> str:
+    """``node`` as the script wrote it on one line; an expression spanning lines (which may hold
+    comments) is unparsed instead."""
+    seg = ast.get_source_segment(text, node)
+    if seg is None or "\n" in seg:
+        seg = ast.unparse(node)
+    return " ".join(seg.split())
+
+
+class _Scope:
+    """Names bound in one function, class, lambda, comprehension or the module."""
+
+    def __init__(self, parent: _Scope | None, kind: str):
+        self.parent, self.kind = parent, kind
+        self.names: dict[str, Ref | Obj | None] = {}
+        self.star: list[str] = []
+
+    def lookup(self, name: str) -> Ref | Obj | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.names and (scope is self or scope.kind != "class"):
+                return scope.names[name]
+            scope = scope.parent
+        scope = self
+        while scope is not None:  # not bound anywhere: maybe a star import provides it
+            for module in scope.star:
+                if rule_for(f"{module}.{name}"):
+                    return Ref(f"{module}.{name}", name)
+            scope = scope.parent
+        return None
+
+
+def _chain(node: ast.expr) -> tuple[ast.expr, list[str]]:
+    """``a.b.c`` -> (``a``, ["b", "c"])."""
+    attrs: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attrs.insert(0, node.attr)
+        node = node.value
+    return node, attrs
+
+
+def _upgrade(rule: Rule, qual: str, via: str | None) -> str:
+    """How tf_upgrade_v2 treats this use (a key of rules.UPGRADE). It matches names as spelled,
+    so a use through an alias variable is invisible to it."""
+    if via is not None:
+        return "unchanged"
+    if qual.startswith("tensorflow.contrib."):
+        return "contrib_error"
+    if ".compat.v1." in f".{qual}.":
+        return "already_compat_v1"
+    return "unchanged" if rule.upgrade == "contrib_error" else rule.upgrade
+
+
+class _Scanner:
+    """One pass over a module: statements in order, function bodies after (see module doc)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        # Line breaks as Python counts them (str.splitlines also splits at form feeds, \x1c, ...).
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self.findings: list[Finding] = []
+        self.called: set[str] = set()
+        self.consumed: set[int] = set()
+        self.pending: collections.deque[tuple[ast.AST, _Scope]] = collections.deque()
+
+    # -- findings ---------------------------------------------------------------------------
+    def _segment(self, node: ast.AST, limit: int = 120) -> str:
+        seg = _source_text(self.text, node)
+        return seg if len(seg) <= limit else seg[:limit - 3] + "..."
+
+    def _add(self, node: ast.AST, rule: Rule, construct: str, qual: str,
+             via: str | None) -> Finding:
+        line = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
+        col = len(line.encode("utf-8")[:node.col_offset].decode("utf-8", "replace")) + 1
+        f = Finding(node.lineno, col, rule, construct, canonical(qual), via, line.strip(),
+                    _upgrade(rule, qual, via))
+        self.findings.append(f)
+        return f
+
+    def _arguments(self, call: ast.Call, params: tuple[str, ...]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred):
+                out["*args"] = self._segment(a.value)
+            else:
+                out[params[i] if i < len(params) else f"arg{i}"] = self._segment(a)
+        for kw in call.keywords:
+            out[kw.arg or "**kwargs"] = self._segment(kw.value)
+        return out
+
+    # -- resolution (pure: no findings) -----------------------------------------------------
+    def resolve(self, node: ast.AST | None, scope: _Scope) -> Ref | Obj | None:
+        if isinstance(node, ast.Name):
+            return scope.lookup(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value, scope)
+            if isinstance(base, Ref):
+                return Ref(f"{base.qual}.{node.attr}", f"{base.written}.{node.attr}", base.via)
+            return None
+        if isinstance(node, ast.Call):
+            base = self.resolve(node.func, scope)
+            if isinstance(base, Ref):
+                rule = rule_for(base.qual)
+                if rule is not None and rule.returns:
+                    return Obj(rule.returns, canonical(base.qual), base.written)
+            return None
+        if isinstance(node, ast.NamedExpr):
+            return self.resolve(node.value, scope)
+        return None
+
+    # -- expressions ------------------------------------------------------------------------
+    def expr(self, node: ast.AST | None, scope: _Scope) -> None:
+        if node is None:
+            return
+        if isinstance(node, ast.Lambda):
+            self._defaults(node.args, scope)
+            inner = _Scope(scope, "function")
+            self._bind_params(node.args, inner)
+            self.expr(node.body, inner)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = _Scope(scope, "comprehension")
+            for i, gen in enumerate(node.generators):
+                self.expr(gen.iter, scope if i == 0 else inner)
+                self._bind_target(gen.target, None, inner)
+                for cond in gen.ifs:
+                    self.expr(cond, inner)
+            for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):
+                self.expr(part, inner)
+        elif isinstance(node, ast.NamedExpr):
+            self.expr(node.value, scope)
+            self._bind_target(node.target, node.value, scope)
+        elif isinstance(node, ast.Call):
+            self.call(node, scope)
+        elif isinstance(node, (ast.Attribute, ast.Name)):
+            self.reference(node, scope)
+        else:
+            for child in ast.iter_child_nodes(node):
+                self.expr(child, scope)
+
+    def reference(self, node: ast.Attribute | ast.Name, scope: _Scope) -> Finding | None:
+        """A maximal dotted chain in load context: report the longest prefix that is a rule,
+        or a method of an object we know; scan what the chain hangs off otherwise."""
+        root, attrs = _chain(node)
+        if not isinstance(root, ast.Name):
+            self.expr(root, scope)
+        if id(node) in self.consumed:
+            return None
+        base = self.resolve(root, scope)
+        if isinstance(base, Ref):
+            for k in range(len(attrs), -1, -1):
+                qual = ".".join([base.qual, *attrs[:k]])
+                rule = rule_for(qual)
+                if rule is not None:
+                    written = ".".join([base.written, *attrs[:k]])
+                    return self._add(node, rule, written, qual, base.via)
+        elif isinstance(base, Obj) and attrs:
+            rule = method_rule(base.kind, attrs[0])
+            if rule is not None:
+                spelled = root.id if isinstance(root, ast.Name) else self._segment(root, 60)
+                return self._add(node, rule, f"{spelled}.{attrs[0]}",
+                                 f"{base.qual}.{attrs[0]}", None)
+        return None
+
+    def call(self, node: ast.Call, scope: _Scope) -> None:
+        base = self.resolve(node.func, scope)
+        rule = rule_for(base.qual) if isinstance(base, Ref) else None
+        kw = {k.arg: k for k in node.keywords if k.arg}
+        if isinstance(base, Ref) and base.qual.split(".")[0] == "tensorflow":
+            self.called.add(canonical(base.qual))
+        finding = None
+        if rule is not None and rule.id == "config_proto" and base.qual.endswith(
+                "OptimizerOptions") and "global_jit_level" in kw:
+            value = kw["global_jit_level"].value
+            self.consumed.update((id(node.func), id(value)))
+            finding = self._add(node.func, RULES_BY_ID["global_jit_level"],
+                                f"{base.written}(global_jit_level={self._segment(value)})",
+                                base.qual + ".global_jit_level", base.via)
+        elif rule is not None and rule.id == "run_options" and "trace_level" in kw:
+            value = kw["trace_level"].value
+            self.consumed.add(id(value))
+            self.consumed.add(id(node.func))
+            finding = self._add(node.func, rule,
+                                f"{base.written}(trace_level={self._segment(value)})",
+                                base.qual, base.via)
+        elif self._is_traced_run(node, scope, kw):
+            finding = self._add(node.func, RULES_BY_ID["traced_run"],
+                                self._segment(node.func) + "(" + ", ".join(
+                                    f"{k}=" for k in ("options", "run_metadata") if k in kw) + ")",
+                                "tensorflow.Session.run", None)
+        elif (isinstance(base, Ref) and canonical(base.qual) == "tensorflow.function"
+              and "experimental_compile" in kw):
+            k = kw["experimental_compile"]
+            self._add(k, RULES_BY_ID["experimental_compile"],
+                      f"{base.written}(experimental_compile=...)", base.qual, base.via)
+        if isinstance(node.func, (ast.Attribute, ast.Name)):
+            found = self.reference(node.func, scope)
+            finding = finding or found
+        else:
+            self.expr(node.func, scope)
+        if finding is not None and finding.call is None:
+            finding.call = node
+            finding.arguments = self._arguments(node, finding.rule.params)
+        for a in node.args:
+            self.expr(a, scope)
+        for k in node.keywords:
+            self.expr(k.value, scope)
+
+    def _is_traced_run(self, node: ast.Call, scope: _Scope, kw: dict) -> bool:
+        """``sess.run(..., options=..., run_metadata=...)`` on a session or with our objects."""
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "run"):
+            return False
+        if "options" not in kw and "run_metadata" not in kw:
+            return False
+        recv = self.resolve(node.func.value, scope)
+        if isinstance(recv, Obj) and recv.kind == "session":
+            return True
+        for k in ("options", "run_metadata"):
+            v = self.resolve(kw[k].value, scope) if k in kw else None
+            if isinstance(v, Obj) and v.kind in ("run_options", "run_metadata"):
+                return True
+        return False
+
+    # -- bindings ---------------------------------------------------------------------------
+    def _bind_target(self, target: ast.AST, value: ast.AST | None, scope: _Scope) -> None:
+        """Bind the names in ``target`` to what ``value`` resolves to (None: unknown). A name
+        assigned a plain dotted name is an alias: later uses report ``via`` that name."""
+        if isinstance(target, ast.Name):
+            binding = self.resolve(value, scope) if value is not None else None
+            if isinstance(binding, Ref) and isinstance(value, (ast.Name, ast.Attribute)):
+                binding = dataclasses.replace(binding, via=target.id)
+            scope.names[target.id] = binding
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+            pairwise = (values is not None and len(values) == len(target.elts)
+                        and not any(isinstance(e, ast.Starred) for e in target.elts + values))
+            for i, elt in enumerate(target.elts):
+                self._bind_target(elt, values[i] if pairwise else None, scope)
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, None, scope)
+
+    def _bind_params(self, args: ast.arguments, scope: _Scope) -> None:
+        for a in args.posonlyargs + args.args + args.kwonlyargs:
+            scope.names[a.arg] = None
+        for a in (args.vararg, args.kwarg):
+            if a is not None:
+                scope.names[a.arg] = None
+
+    def _defaults(self, args: ast.arguments, scope: _Scope) -> None:
+        for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            self.expr(d, scope)
+
+    def _jit_level_store(self, target: ast.AST, value: ast.AST, scope: _Scope) -> None:
+        """``config....global_jit_level = X`` on a ConfigProto we saw, or with X an OptimizerOptions
+        level: one finding, which also covers X."""
+        if not (isinstance(target, ast.Attribute) and target.attr == "global_jit_level"):
+            return
+        root, _ = _chain(target)
+        owner = self.resolve(root, scope)
+        level = self.resolve(value, scope)
+        known_owner = isinstance(owner, Obj) and owner.kind == "config"
+        known_level = isinstance(level, Ref) and canonical(level.qual).startswith(
+            "tensorflow.OptimizerOptions.")
+        if known_owner or known_level:
+            self.consumed.add(id(value))
+            self._add(target, RULES_BY_ID["global_jit_level"],
+                      f"global_jit_level = {self._segment(value)}",
+                      "tensorflow.OptimizerOptions.global_jit_level", None)
+
+    # -- statements -------------------------------------------------------------------------
+    def block(self, body: list[ast.stmt], scope: _Scope) -> None:
+        for stmt in body:
+            self.stmt(stmt, scope)
+
+    def stmt(self, node: ast.stmt, scope: _Scope) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    scope.names[a.asname] = Ref(a.name, a.asname)
+                else:
+                    first = a.name.split(".")[0]
+                    scope.names[first] = Ref(first, first)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name == "*":
+                    if not node.level and node.module:
+                        scope.star.append(node.module)
+                    continue
+                local = a.asname or a.name
+                scope.names[local] = (Ref(f"{node.module}.{a.name}", local)
+                                      if not node.level and node.module else None)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                self.expr(d, scope)
+            self._defaults(node.args, scope)
+            scope.names[node.name] = None
+            self.pending.append((node, scope))
+        elif isinstance(node, ast.ClassDef):
+            for e in node.decorator_list + node.bases + [k.value for k in node.keywords]:
+                self.expr(e, scope)
+            self.block(node.body, _Scope(scope, "class"))
+            scope.names[node.name] = None
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                self._jit_level_store(t, node.value, scope)
+            self.expr(node.value, scope)
+            for t in node.targets:
+                self._bind_target(t, node.value, scope)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self._jit_level_store(node.target, node.value, scope)
+                self.expr(node.value, scope)
+            self._bind_target(node.target, node.value, scope)
+        elif isinstance(node, ast.AugAssign):
+            self.expr(node.value, scope)
+            self._bind_target(node.target, None, scope)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                self.expr(item.context_expr, scope)
+                if item.optional_vars is not None:
+                    self._bind_target(item.optional_vars, item.context_expr, scope)
+            self.block(node.body, scope)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self.expr(node.iter, scope)
+            self._bind_target(node.target, None, scope)
+            self.block(node.body, scope)
+            self.block(node.orelse, scope)
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                self._bind_target(t, None, scope)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            pass
+        elif isinstance(node, ast.Match):
+            self.expr(node.subject, scope)
+            for case in node.cases:
+                for sub in ast.walk(case.pattern):
+                    for name in (getattr(sub, "name", None), getattr(sub, "rest", None)):
+                        if isinstance(name, str):
+                            scope.names[name] = None
+                    if isinstance(sub, ast.MatchValue):
+                        self.expr(sub.value, scope)
+                self.expr(case.guard, scope)
+                self.block(case.body, scope)
+        else:  # If, While, Try, Expr, Return, Raise, Assert, ...: expressions, then sub-blocks
+            for field, value in ast.iter_fields(node):
+                if isinstance(value, ast.expr):
+                    self.expr(value, scope)
+                elif isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                    self.block(value, scope)
+                elif field == "handlers":
+                    for h in value:
+                        self.expr(h.type, scope)
+                        if h.name:
+                            scope.names[h.name] = None
+                        self.block(h.body, scope)
+
+    def run(self, tree: ast.Module) -> ScanResult:
+        self.block(tree.body, _Scope(None, "module"))
+        while self.pending:  # function bodies, after the code that encloses them
+            fn, parent = self.pending.popleft()
+            inner = _Scope(parent, "function")
+            self._bind_params(fn.args, inner)
+            self.block(fn.body, inner)
+        self.findings.sort(key=lambda f: (f.line, f.col))
+        apply = applicable_pitfalls({f.rule.category for f in self.findings}, self.called)
+        for f in self.findings:
+            f.pitfalls = tuple(p for p in f.rule.pitfall_ids() if p in apply)
+        return ScanResult(self.findings, self.called, self.text)
+
+
+def scan(tree: ast.Module, text: str) -> ScanResult:
+    """All legacy constructs used in ``tree`` (parsed from ``text``), in source order."""
+    return _Scanner(text).run(tree)
