@@ -3,13 +3,14 @@ either raises our one clean error (:class:`compare.loaders.LoadError`, an InputE
 a consistent :class:`compare.events.Trace`.
 
 Inputs: random JSON shaped like traces (every ``ph``, odd pids, NaN/Infinity, huge numbers,
-nested junk), and real traces of our own legacy run (timeline.py JSON and xprof's trace JSON),
-mutated (truncated, bytes flipped, inserted, deleted, duplicated) and re-wrapped in gzip
-(whole, truncated, several members, trailing junk).
+nested junk), arbitrary bytes, and real traces of our own legacy run (timeline.py JSON, xprof's
+trace JSON and the .xplane.pb), mutated (truncated, bytes flipped, inserted, deleted,
+duplicated) and re-wrapped in gzip (whole, truncated, several members, trailing junk).
 
-``FUZZ_EXAMPLES`` sets the examples per test (default 500: about 2,000 cases, seconds in CI);
-the long campaign in BUILD.md ran with ``FUZZ_EXAMPLES=5000``. Under CI (``CI`` set) the runs
-are derandomized, so CI is reproducible; locally each run explores new cases.
+``FUZZ_EXAMPLES`` sets the examples per JSON test (default 500: about 1,500 JSON cases and 20
+xplanes, well under a minute in CI); the long campaign recorded in BUILD.md ran with
+``FUZZ_EXAMPLES=3500``. Under CI (``CI`` set) the runs are derandomized, so CI is
+reproducible; locally each run explores new cases.
 """
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def load_or_clean_error(path) -> None:
     except LoadError as e:
         msg = str(e)
         assert msg and "\n" not in msg and str(path) in msg, msg
-        event(f"LoadError: {msg[len(str(path)) + 2:].split(';')[0].split('(')[0][:40]}")
+        event(f"LoadError: {msg[len(str(path)) + 2:].split(';')[0].split('(')[0][:40].strip()}")
         return
     check_trace(tr)
     event(f"loaded {'with' if tr.warnings else 'without'} warnings, "
@@ -89,8 +90,9 @@ _junk = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
 #: (the salvage path) reads NaN, Infinity and 1e999 too
 _edge = st.sampled_from([math.inf, -math.inf, math.nan, 1e308, -1e308, 2 ** 31, 2 ** 53 + 1,
                          2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64, -(2 ** 63) - 1, 10 ** 30])
-_small_int = st.one_of(st.integers(-2, 6), st.integers(-2, 6), st.integers(-2, 6), _edge)
-_time = st.one_of(st.integers(0, 10 ** 7), st.floats(-1e3, 1e9), st.integers(-5, 5), _edge)
+_small_int = st.integers(-2, 6)
+_time = st.one_of(st.integers(0, 10 ** 7), st.floats(-1e3, 1e9), st.integers(-5, 5))
+_dur = st.one_of(st.integers(0, 10 ** 5), st.floats(0, 1e5), st.integers(-5, 5))
 _names = st.sampled_from(["_SOURCE", "DecodeJpeg", "_XlaCompile", "_XlaRun", "process_name",
                           "thread_name", "process_sort_index", "SessionRun", "Iterator::Map",
                           "QueueDequeueV2", "$python", "legacy", "fusion.3", ""])
@@ -99,19 +101,22 @@ _args = st.fixed_dictionaries({}, optional={
     "input0": st.sampled_from(["a:0", "^b", "c", "", "DecodeJpeg"]), "input1": _junk,
     "long_name": st.sampled_from(["a/b:Add", ":", "x", "s/DecodeJpeg:DecodeJpeg", "a:b:c"]),
     "hlo_op": st.sampled_from(["fusion.1", ""]), "hlo_module": st.sampled_from(["m", ""]),
-    "group_id": st.one_of(_small_int, st.sampled_from(["3", "x", None])),
-    "step_num": st.one_of(_small_int, st.sampled_from(["1", "x", None, 2.5])),
+    "group_id": st.one_of(_small_int, _edge, st.sampled_from(["3", "x", None])),
+    "step_num": st.one_of(_small_int, _edge, st.sampled_from(["1", "x", None, 2.5])),
     "step_name": _names, "sort_index": _small_int,
 })
-_PHASES = ["X"] * 8 + list("BEMCstfNODiIbenRPSTFc") + ["", "XX"]
+_PHASES = ["X"] * 16 + list("BEMCstfNODiIbenRPSTFc") + ["", "XX"]
 
 
 @st.composite
 def _event(draw) -> dict:
-    """A plausible event (mostly ``ph: X`` with the fields it needs), then up to three fields
-    dropped or replaced by junk of any JSON type."""
-    e = {"ph": draw(st.sampled_from(_PHASES)), "pid": draw(_small_int),
-         "tid": draw(_small_int), "ts": draw(_time), "dur": draw(_time),
+    """A plausible event (mostly ``ph: X`` with the fields it needs; a number at the edges one
+    time in ten), then up to three fields dropped or replaced by junk of any JSON type."""
+    def num(valid):
+        return draw(_edge) if draw(st.integers(0, 9)) == 0 else draw(valid)
+
+    e = {"ph": draw(st.sampled_from(_PHASES)), "pid": num(_small_int),
+         "tid": num(_small_int), "ts": num(_time), "dur": num(_dur),
          "name": draw(_names), "args": draw(_args)}
     if e["ph"] in "stf":
         e["id"] = draw(st.one_of(_small_int, st.sampled_from(["0x1f", "x", ""])))
@@ -125,10 +130,10 @@ def _event(draw) -> dict:
 
 
 _doc = st.one_of(
-    st.fixed_dictionaries({"traceEvents": st.lists(_event(), max_size=25)},
+    st.fixed_dictionaries({"traceEvents": st.lists(_event(), min_size=1, max_size=30)},
                           optional={"displayTimeUnit": _scalars, "metadata": _junk}),
-    st.fixed_dictionaries({"traceEvents": st.lists(_event(), max_size=25)}),
-    st.lists(_event(), max_size=25),
+    st.fixed_dictionaries({"traceEvents": st.lists(_event(), min_size=1, max_size=30)}),
+    st.lists(_event(), min_size=1, max_size=30),
     _junk,
 )
 
@@ -236,3 +241,21 @@ def test_real_seeds_load_cleanly(fuzz_seeds, fuzz_file):
         tr = load(fuzz_file)
         check_trace(tr)
         assert len(tr.events) > 20 and not tr.warnings
+
+
+@settings(FUZZ, max_examples=max(EXAMPLES // 25, 20))
+@given(data=st.data())
+def test_mutated_real_xplane(legacy_run, fuzz_file, data):
+    """The real .xplane.pb with bytes flipped or cut, through the protobuf parser and xprof's
+    C++ converter (fewer examples: each conversion takes a fraction of a second)."""
+    from common.profiling import xplane_files
+
+    (xp,) = xplane_files(legacy_run[0])
+    raw = bytearray(open(xp, "rb").read())
+    for _ in range(data.draw(st.integers(1, 8))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        del raw[data.draw(st.integers(1, len(raw))):]
+    path = fuzz_file.with_name("fuzz.xplane.pb")
+    path.write_bytes(bytes(raw))
+    load_or_clean_error(path)
