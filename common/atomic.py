@@ -5,6 +5,8 @@ half-written artifact where a user (or TensorBoard) would read it."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import gzip
 import json
 import os
@@ -81,15 +83,54 @@ def prepare_out_dir(out: str | os.PathLike, allow: tuple[str, ...] = ("tf.log",)
 
 def move_into(staging: Path, out: Path) -> list[Path]:
     """Move every entry of ``staging`` into ``out`` (renames on one filesystem), then remove it.
-    Signals are held meanwhile, so the move is never half done."""
+
+    Signals are held meanwhile, so the move is never half done. Nothing in ``out`` is ever
+    replaced: if a name is taken (another run wrote into the same folder meanwhile), what is
+    left of this run stays complete in ``out/unsaved-<pid>`` and InputError says so.
+    """
     moved = []
     with signals_deferred():
         for entry in sorted(staging.iterdir()):
             dest = out / entry.name
-            os.replace(entry, dest)
+            try:
+                _rename_no_replace(entry, dest)
+            except FileExistsError:
+                keep = out / f"unsaved-{os.getpid()}"
+                os.rename(staging, keep)
+                raise InputError(f"{dest}: appeared while this run was writing (another run "
+                                 f"into {out}?); it was left alone and this run's results are "
+                                 f"in {keep}") from None
             moved.append(dest)
         shutil.rmtree(staging, ignore_errors=True)
     return moved
+
+
+def _rename_no_replace(src: Path, dest: Path) -> None:
+    """``rename`` that fails with FileExistsError instead of replacing ``dest`` (Linux
+    renameat2 RENAME_NOREPLACE; elsewhere a check, then rename)."""
+    if _renameat2 is not None:
+        if _renameat2(-100, os.fsencode(src), -100, os.fsencode(dest), 1) == 0:  # AT_FDCWD
+            return
+        err = ctypes.get_errno()
+        if err == errno.EEXIST:
+            raise FileExistsError(err, os.strerror(err), str(dest))
+        if err not in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+            raise OSError(err, os.strerror(err), str(dest))
+    if os.path.lexists(dest):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dest))
+    os.rename(src, dest)
+
+
+def _load_renameat2():
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    return fn
+
+
+_renameat2 = _load_renameat2()
 
 
 PARTIAL_DIR = "partial"

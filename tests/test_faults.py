@@ -159,7 +159,7 @@ def test_an_oserror_in_staging_names_the_final_path(tmp_path):
     assert e.value.filename == str(out / "timeline.json")
 
 
-def test_signals_are_deferred_while_artifacts_move(tmp_path):
+def test_signals_are_deferred_while_artifacts_move(tmp_path, monkeypatch):
     """A signal arriving during the move into the run folder is raised after it, so the
     folder never holds half of a run."""
     from common import atomic, errors
@@ -168,19 +168,18 @@ def test_signals_are_deferred_while_artifacts_move(tmp_path):
     staging = out / ".staging-test"
     for name in ("a.json", "b.json", "c.json"):
         atomic.write_text(staging / name, name)
-    previous = signal.signal(signal.SIGTERM, errors._on_signal)
-    real_replace = os.replace
+    real_rename = atomic._rename_no_replace
 
-    def replace_then_signal(src, dst):
-        real_replace(src, dst)
+    def rename_then_signal(src, dst):
+        real_rename(src, dst)
         os.kill(os.getpid(), signal.SIGTERM)  # arrives mid-move
 
+    monkeypatch.setattr(atomic, "_rename_no_replace", rename_then_signal)
+    previous = signal.signal(signal.SIGTERM, errors._on_signal)
     try:
-        os.replace = replace_then_signal
         with pytest.raises(errors.Interrupted):
             atomic.move_into(staging, out)
     finally:
-        os.replace = real_replace
         signal.signal(signal.SIGTERM, previous)
         errors._signals.update(interrupted=0, deferring=0, pending=0)
     assert sorted(p.name for p in out.iterdir()) == ["a.json", "b.json", "c.json"]
@@ -199,6 +198,42 @@ def test_cli_never_overwrites_a_run_folder(tmp_path, module):
     a_file = tmp_path / "run.json"
     proc = run_guarded(module, "--out", str(a_file), "--steps", "2")
     assert_one_line_error(proc, str(a_file), "not a folder")
+
+
+def test_moving_artifacts_in_never_replaces_anything(tmp_path):
+    from common import atomic
+    from common.errors import InputError
+
+    out = atomic.prepare_out_dir(tmp_path / "o")
+    atomic.write_text(out / "run.json", "first run")
+    staging = out / ".staging-test"
+    atomic.write_text(staging / "run.json", "second run")
+    atomic.write_text(staging / "timeline.json", "second run")
+    with pytest.raises(InputError, match="appeared while this run was writing") as e:
+        atomic.move_into(staging, out)
+    (kept,) = [p for p in out.iterdir() if p.name.startswith("unsaved-")]
+    assert str(kept) in str(e.value)
+    assert (out / "run.json").read_text() == "first run"
+    assert sorted(p.name for p in kept.iterdir()) == ["run.json", "timeline.json"]
+
+
+@pytest.mark.slow
+def test_two_runs_into_one_folder_never_overwrite_each_other(tmp_path):
+    """Both start on an empty folder; whichever finishes first keeps it, the other fails
+    cleanly (refused, or its results kept apart) and nothing of the first is replaced."""
+    out = tmp_path / "out"
+    procs = {seed: _start("legacy.run", out, "--steps", "2", "--seed", str(seed))
+             for seed in (1, 2)}
+    done = {seed: (p.communicate(timeout=300)[1], p.returncode) for seed, p in procs.items()}
+    winners = [seed for seed, (_, rc) in done.items() if rc == 0]
+    assert len(winners) == 1, done
+    (loser,) = set(done) - set(winners)
+    err, rc = done[loser]
+    assert rc == 2 and "Traceback" not in err, err
+    assert json.loads((out / "run.json").read_text())["seed"] == winners[0]
+    for unsaved in out.glob("unsaved-*"):
+        assert json.loads((unsaved / "run.json").read_text())["seed"] == loser
+    _no_debris(out)
 
 
 # --- SIGINT / SIGTERM during a real run ----------------------------------------------------
