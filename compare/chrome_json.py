@@ -1,22 +1,30 @@
 """Read a Chrome-trace JSON document in bounded chunks.
 
 ``json.load`` of a 150 MB trace builds ~1 GB of Python objects. Here the ``traceEvents`` array is
-cut at event boundaries into chunks of a few megabytes, each parsed with orjson and handed to
+cut at event boundaries into chunks of about a megabyte, each parsed with orjson and handed to
 the caller, who turns it into columns and drops it; so peak memory is the file plus one chunk.
 
 Damaged input is handled here, not by the caller: non-UTF-8 bytes are replaced (with a warning),
 a truncated array yields every complete event before the cut (with a warning), and text that
 is not a trace raises :class:`TraceFormatError`.
+
+Fast path: :func:`parse_typed` decodes a chunk with msgspec straight into typed structs, one
+class per phase, that keep only the fields the loader reads, check their types, and leave
+``args`` as raw JSON decoded only for the events that need it (a timeline's tensor snapshots
+are never decoded). A chunk it cannot take exactly (an entry that is not a well-formed event,
+B/E pairs, unknown phases, non-UTF-8 bytes) is parsed the plain way into dicts, so every
+warning about damaged input comes from the same place as before.
 """
 from __future__ import annotations
 
 import json
 import re
-from typing import Iterator
+from typing import Annotated, Any, Iterator, Union
 
+import msgspec
 import orjson
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 1 << 20
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -41,6 +49,92 @@ def _loads(data: bytes, warnings: list[str]):
                 warnings.append(msg)
             return value
         raise
+
+
+_NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+
+class XEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event, well-formed: integer pid/tid, a time, a duration of 0 or more."""
+
+    pid: int
+    tid: int
+    ts: float
+    dur: _NonNegative
+    name: str
+    args: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class CEvent(msgspec.Struct, gc=False, tag_field="ph", tag="C"):
+    """A counter sample with numeric values (timeline.py: bytes in use per allocator)."""
+
+    pid: int
+    ts: float
+    name: str
+    args: dict[str, Union[int, float]]
+
+
+class MEvent(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
+    pid: Any = None
+    tid: Any = None
+    name: Any = None
+    args: Any = None
+
+
+class NEvent(msgspec.Struct, gc=False, tag_field="ph", tag="N"):
+    pid: Any = None
+
+
+def _flow(ph: str):
+    return msgspec.defstruct(f"Flow_{ph}", [("pid", int), ("tid", int), ("ts", float),
+                                            ("id", int), ("name", str)],
+                             gc=False, tag_field="ph", tag=ph)
+
+
+def _ignored(ph: str):
+    return msgspec.defstruct(f"Ignored_{ord(ph)}", [], gc=False, tag_field="ph", tag=ph)
+
+
+#: Flow phases s (start), t (step), f (end): classes by phase.
+FLOWS = {ph: _flow(ph) for ph in "stf"}
+#: Phases no analysis reads (tensor snapshots and deletions, instants, async and sample
+#: events): decoded without a single field.
+IGNORED = tuple(_ignored(ph) for ph in "ODiIRPbenSTFc")
+_UNION = Union[(XEvent, CEvent, MEvent, NEvent, *FLOWS.values(), *IGNORED)]
+
+
+class TypedChunk(list):
+    """A chunk of typed events (:class:`XEvent` ...); ``text`` is its JSON, to parse the plain
+    way if needed."""
+
+    text: bytes = b""
+
+
+_TYPED = msgspec.json.Decoder(list[_UNION])
+
+
+def parse_typed(data: bytes, warnings: list[str]):
+    """A :class:`TypedChunk` when every entry is a well-formed event of a phase typed above
+    and the bytes are UTF-8; else the plain parse (dicts: the loader's checks then say what
+    was wrong); raises like orjson on text that is not JSON."""
+    if data.isascii() or _is_utf8(data):
+        try:
+            out = TypedChunk(_TYPED.decode(data))
+        except msgspec.ValidationError:
+            return _loads(data, warnings)
+        except msgspec.DecodeError:
+            return _loads(data, warnings)  # raises orjson's error on text that is not JSON
+        out.text = data
+        return out
+    return _loads(data, warnings)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _first_char(buf: bytes) -> int:
@@ -88,9 +182,10 @@ def _array_end(buf: bytes, start: int) -> int:
     """Index of the ``]`` closing the events array, found from the right; -1 if none fits."""
     # Candidates are '}' + ws + ']' (or an empty array); verify by parsing the last event.
     pos = len(buf)
-    tail = buf.rstrip()
+    while pos > start and buf[pos - 1] in b" \t\r\n\x0b\x0c":
+        pos -= 1  # like buf.rstrip(), without copying a big buffer
     for _ in range(64):
-        j = tail.rfind(b"]", start - 1, pos)
+        j = buf.rfind(b"]", start - 1, pos)
         if j < 0:
             return -1
         k = j - 1
@@ -108,8 +203,10 @@ def _array_end(buf: bytes, start: int) -> int:
 
 
 def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
-                chunk_bytes: int = CHUNK_BYTES) -> Iterator[list]:
-    """Yield lists of event objects parsed from ``buf[start:end]`` in order."""
+                chunk_bytes: int = CHUNK_BYTES, parse=None) -> Iterator[list]:
+    """Yield lists of event objects parsed from ``buf[start:end]`` in order (dicts; or what
+    ``parse(text, warnings)`` returns, e.g. :func:`parse_typed`)."""
+    parse = parse or _loads
     stop = end if end >= 0 else len(buf)
     pos = start
     while pos < stop:
@@ -124,7 +221,7 @@ def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
             for m in _BETWEEN.finditer(buf, target, stop):
                 cut = m.start() + 1
                 try:
-                    parsed = _loads(b"[" + buf[pos:cut] + b"]", warnings)
+                    parsed = parse(b"[" + buf[pos:cut] + b"]", warnings)
                 except orjson.JSONDecodeError:
                     if m.start() - target > 8 * chunk_bytes:
                         break
@@ -136,7 +233,7 @@ def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
                 continue
         # the last chunk (or no clean cut found): the whole remainder
         try:
-            parsed = _loads(b"[" + buf[pos:stop] + b"]", warnings)
+            parsed = parse(b"[" + buf[pos:stop] + b"]", warnings)
         except orjson.JSONDecodeError:
             parsed = None
         if parsed is not None:

@@ -41,18 +41,17 @@ class Strings:
         return i
 
     def ids(self, items: Iterable[str | None]) -> list[int]:
-        get, names, tbl = self._ids.get, self.names, self._ids
-        out = []
-        append = out.append
-        for s in items:
-            if not s:
-                append(0)
-                continue
-            i = get(s)
-            if i is None:
-                i = tbl[s] = len(names)
-                names.append(s)
-            append(i)
+        """The ids of ``items`` (falsy items are 0), interning new strings in order."""
+        tbl, names = self._ids, self.names
+        items = items if isinstance(items, list) else list(items)
+        out = list(map(tbl.get, items))
+        if None in out:
+            new = [s for s in dict.fromkeys([s for s, i in zip(items, out) if i is None]) if s]
+            tbl.update(zip(new, range(len(names), len(names) + len(new))))
+            names.extend(new)
+            out = list(map(tbl.get, items))
+            if None in out:  # None items
+                out = [0 if i is None else i for i in out]
         return out
 
     def lookup(self, s: str) -> int | None:
@@ -135,35 +134,44 @@ class Events:
 
 
 class EventBuilder:
-    """Accumulates events chunk by chunk (lists of Python scalars), then freezes to numpy."""
+    """Accumulates events chunk by chunk (lists or arrays per column), then freezes to numpy.
+
+    Each chunk is converted to numpy at once, so a million events never sit in Python lists
+    of Python numbers (tens of bytes each)."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, list] = {c: [] for c in EVENT_COLUMNS}
-        self.input_lengths: list[int] = []
-        self.input_ids: list[int] = []
+        self.chunks: dict[str, list[np.ndarray]] = {c: [] for c in EVENT_COLUMNS}
+        self.input_lengths: list[np.ndarray] = []
+        self.input_ids: list[np.ndarray] = []
 
-    def extend(self, **cols: list) -> None:
+    def extend(self, **cols) -> None:
         n = len(cols["ts"])
-        for c in EVENT_COLUMNS:
+        for c, dt in EVENT_COLUMNS.items():
             v = cols.get(c)
             if v is None:
                 default = -1 if c in ("group", "step") else 0
-                self.cols[c].extend([default] * n)
+                self.chunks[c].append(np.full(n, default, dtype=dt))
             else:
-                self.cols[c].extend(v)
+                self.chunks[c].append(np.asarray(v, dtype=dt))
         lengths = cols.get("input_lengths")
         if lengths is None:
-            self.input_lengths.extend([0] * n)
+            self.input_lengths.append(np.zeros(n, dtype=np.int64))
         else:
-            self.input_lengths.extend(lengths)
-            self.input_ids.extend(cols["input_ids"])
+            self.input_lengths.append(np.asarray(lengths, dtype=np.int64))
+            self.input_ids.append(np.asarray(cols["input_ids"], dtype=np.int32))
 
     def freeze(self) -> Events:
         ev = Events(0)
         for c, dt in EVENT_COLUMNS.items():
-            setattr(ev, c, np.asarray(self.cols[c], dtype=dt))
-        ev.input_ptr = np.concatenate([[0], np.cumsum(self.input_lengths, dtype=np.int64)])
-        ev.input_ids = np.asarray(self.input_ids, dtype=np.int32)
+            parts = self.chunks[c]
+            setattr(ev, c, np.concatenate(parts).astype(dt, copy=False) if parts
+                    else np.zeros(0, dtype=dt))
+            self.chunks[c] = []
+        lengths = np.concatenate(self.input_lengths) if self.input_lengths else \
+            np.zeros(0, dtype=np.int64)
+        ev.input_ptr = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+        ev.input_ids = np.concatenate(self.input_ids).astype(np.int32, copy=False) \
+            if self.input_ids else np.zeros(0, dtype=np.int32)
         return ev
 
 
@@ -253,41 +261,56 @@ class Trace:
     def lane_name(self, pid: int, tid: int) -> str:
         return self.lanes.get((pid, tid), str(tid))
 
-    def iter_lanes(self) -> Iterator[tuple[int, int, np.ndarray]]:
-        """(pid, tid, indices sorted by start time) for every lane that has events."""
+    def _lane_positions(self, index: np.ndarray) -> Iterator[np.ndarray]:
+        """For each lane among the events ``index``: positions into ``index``, by start time."""
         ev = self.events
-        if not len(ev):
+        if not len(index):
             return
-        order = np.lexsort((ev.ts, ev.tid, ev.pid))
-        keys = np.stack([ev.pid[order], ev.tid[order]], 1)
-        cuts = np.flatnonzero(np.any(keys[1:] != keys[:-1], axis=1)) + 1
-        for chunk in np.split(order, cuts):
+        pid, tid = ev.pid[index], ev.tid[index]
+        order = np.lexsort((ev.ts[index], tid, pid))
+        p, t = pid[order], tid[order]
+        cuts = np.flatnonzero((p[1:] != p[:-1]) | (t[1:] != t[:-1])) + 1
+        yield from np.split(order, cuts)
+
+    def iter_lanes(self, index: np.ndarray | None = None
+                   ) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(pid, tid, indices sorted by start time) for every lane that has events (only the
+        events ``index`` when given)."""
+        ev = self.events
+        index = np.arange(len(ev)) if index is None else np.asarray(index, dtype=np.int64)
+        for positions in self._lane_positions(index):
+            chunk = index[positions]
             yield int(ev.pid[chunk[0]]), int(ev.tid[chunk[0]]), chunk
 
-    def self_time(self) -> np.ndarray:
+    def self_time(self, index: np.ndarray | None = None) -> np.ndarray:
         """Each event's duration minus the time covered by events nested inside it on its lane.
 
         Lanes of timeline.py traces never nest (they are greedy non-overlapping rows), so this
         equals ``dur`` there; xprof host threads nest (ExecutorState::Process > op > kernel).
+        With ``index``, only those events count (as parents and as children) and the result
+        is aligned with ``index``.
         """
         ev = self.events
-        selft = ev.dur.copy()
-        for _, _, idx in self.iter_lanes():
-            ts, end = ev.ts[idx], ev.ts[idx] + ev.dur[idx]
-            if len(idx) < 2 or np.all(ts[1:] >= end[:-1]):
+        index = np.arange(len(ev)) if index is None else np.asarray(index, dtype=np.int64)
+        dur = ev.dur[index]
+        out = dur.copy()
+        for pos in self._lane_positions(index):
+            ts = ev.ts[index[pos]]
+            end = ts + dur[pos]
+            if len(pos) < 2 or np.all(ts[1:] >= end[:-1]):
                 continue
             # order by start, longer first, then walk a stack of open parents
-            sub = np.lexsort((-ev.dur[idx], ts))
+            sub = np.lexsort((-dur[pos], ts))
             stack: list[int] = []
             for j in sub:
                 t0, t1 = ts[j], end[j]
                 while stack and end[stack[-1]] <= t0:
                     stack.pop()
                 if stack and t1 <= end[stack[-1]] + 1e-9:
-                    selft[idx[stack[-1]]] -= ev.dur[idx[j]]
+                    out[pos[stack[-1]]] -= dur[pos[j]]
                 stack.append(j)
-        np.maximum(selft, 0.0, out=selft)
-        return selft
+        np.maximum(out, 0.0, out=out)
+        return out
 
     def step_of(self, ts: np.ndarray) -> np.ndarray:
         """Step number containing each timestamp, -1 outside every step."""

@@ -14,9 +14,13 @@ what was skipped.
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 import zlib
+from collections import Counter
+from itertools import compress, repeat
+from operator import is_
 from pathlib import Path
 
 import numpy as np
@@ -245,6 +249,12 @@ def _category(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
     return _CAT["other"]
 
 
+def _input_name(v: str) -> str:
+    """The producer node of a timeline input: ``a/b`` from ``a/b:1``; ``^a/b`` is a control
+    input from ``a/b``."""
+    return v.split(":", 1)[0] if ":" in v and not v.startswith("^") else v.lstrip("^")
+
+
 def process_kind(name: str) -> str:
     """What a process row is, from its name (timeline.py, TF2 GPU and xprof conventions)."""
     n = name.strip()
@@ -278,11 +288,18 @@ def _load_json_bytes(buf: bytes, source: str) -> Trace:
         raise LoadError(f"{source}: {e}; we read {FORMATS_WE_READ}") from None
     strings = Strings()
     b = _Builder(strings, warnings)
+    # Millions of short-lived objects, none in a cycle: the cyclic GC would only rescan them.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
-        for chunk in chrome_json.iter_chunks(buf, start, end, warnings):
+        for chunk in chrome_json.iter_chunks(buf, start, end, warnings,
+                                             parse=chrome_json.parse_typed):
             b.add(chunk)
     except chrome_json.TraceFormatError as e:
         raise LoadError(f"{source}: {e}") from None
+    finally:
+        if gc_was_on:
+            gc.enable()
     del buf
     trace = b.finish(source, rest)
     if not len(trace.events) and not len(trace.counters.ts):
@@ -301,8 +318,10 @@ class _Builder:
         self.proc_names: dict[int, str] = {}
         self.proc_sort: dict[int, int] = {}
         self.lanes: dict[tuple[int, int], str] = {}
-        self.counters: list[tuple] = []
+        self.counters: list[tuple] = []   # rows of the current chunk, then flushed into:
+        self.counter_chunks: list[tuple] = []
         self.flows: list[tuple] = []
+        self.flow_chunks: list[tuple] = []
         self.objects: dict[int, int] = {}
         self.open_b: dict[tuple[int, int], list[dict]] = {}
         self.skipped: dict[str, int] = {}
@@ -315,6 +334,14 @@ class _Builder:
         self.skipped[why] = self.skipped.get(why, 0) + n
 
     def add(self, events: list) -> None:
+        if isinstance(events, chrome_json.TypedChunk):
+            if self._add_typed(events):
+                return
+            events = chrome_json._loads(events.text, self.warnings)
+        self._add_dicts(events)
+        self._flush()
+
+    def _add_dicts(self, events: list) -> None:
         xs, bs = [], []
         for e in events:
             if type(e) is not dict:
@@ -345,6 +372,126 @@ class _Builder:
             xs.extend(self._close_pairs(bs))
         if xs:
             self._complete(xs)
+
+    def _flush(self) -> None:
+        """Move counter and flow rows gathered one by one into numpy chunks (small memory)."""
+        if self.counters:
+            c = self.counters
+            self.counter_chunks.append((np.array([x[0] for x in c], np.int64),
+                                        np.array([x[1] for x in c], np.int32),
+                                        np.array([x[2] for x in c], np.float64),
+                                        np.array([x[3] for x in c], np.float64)))
+            self.counters = []
+        if self.flows:
+            f = self.flows
+            self.flow_chunks.append((np.array([x[0] for x in f], np.int64),
+                                     np.array([x[1] for x in f], np.int8),
+                                     np.array([x[2] for x in f], np.int64),
+                                     np.array([x[3] for x in f], np.int64),
+                                     np.array([x[4] for x in f], np.float64),
+                                     np.array([x[5] for x in f], np.int32)))
+            self.flows = []
+
+    # --- the fast path -------------------------------------------------------------------
+
+    def _add_typed(self, chunk: list) -> bool:
+        """Take a chunk of typed events (see :mod:`compare.chrome_json`) in bulk; return False
+        (having changed nothing) for the dict path to take it instead when its complete
+        events are not all timeline.py's (xprof and other tools: the dict path reads their
+        args)."""
+        cj = chrome_json
+        types = list(map(type, chunk))
+        present = set(types)
+
+        def of(*classes) -> list:
+            if not present.intersection(classes):
+                return []
+            if len(present) == 1:
+                return chunk
+            if len(classes) == 1:  # C-level selection: map(is_) then compress
+                return list(compress(chunk, map(is_, types, repeat(classes[0]))))
+            return [e for e, t in zip(chunk, types) if t in classes]
+
+        xs = of(cj.XEvent)
+        x_cols = self._typed_complete(xs) if xs else None
+        if xs and x_cols is None:
+            return False
+        # commit from here on: nothing above changed the builder
+        for e in of(cj.MEvent):
+            self._meta({"pid": e.pid, "tid": e.tid, "name": e.name, "args": e.args})
+        for pid, n in Counter([e.pid for e in of(cj.NEvent)]).items():
+            if isinstance(pid, int):
+                self.objects[pid] = self.objects.get(pid, 0) + n
+        cs = of(cj.CEvent)
+        if cs:
+            self._typed_counters(cs)
+        fl = of(*cj.FLOWS.values())
+        if fl:
+            sid = self.s.id
+            phase = {cls: k for k, cls in enumerate(cj.FLOWS.values())}
+            self.flows.extend((e.id, phase[type(e)], e.pid, e.tid, e.ts, sid(e.name)) for e in fl)
+        self._flush()
+        if x_cols is not None:
+            self.timeline_style = True
+            self.ev.extend(**x_cols)
+        return True
+
+    def _typed_complete(self, xs: list) -> dict | None:
+        """Columns of timeline.py complete events (args ``{name, op, input0..}``), or None
+        when any event's args are not timeline.py's."""
+        args = [e.args for e in xs]
+        ops = [a.get("op") for a in args]
+        if set(map(type, ops)) != {str}:
+            return None  # not every event is timeline.py's (xprof, other tools): dict path
+        pid = np.array([e.pid for e in xs])
+        tid = np.array([e.tid for e in xs])
+        if pid.dtype.kind not in "iu" or tid.dtype.kind not in "iu":
+            return None  # beyond 64 bits
+        ts = np.array([e.ts for e in xs], dtype=np.float64)
+        dur = np.array([e.dur for e in xs], dtype=np.float64)
+        names = [e.name for e in xs]
+        tf_names = [a.get("name") for a in args]
+        tf_names = [n if type(n) is str else "" for n in tf_names]
+        pairs = [(j, v) for j, a in enumerate(args) if len(a) > 2
+                 for k, v in a.items() if k[:5] == "input" and type(v) is str]
+        if pairs:
+            owner, values = zip(*pairs)
+            lengths = np.bincount(np.asarray(owner), minlength=len(args))
+            # _input_name, inlined: the producer node of each input
+            inputs = [v.partition(":")[0] if v[:1] != "^" else v.lstrip("^") for v in values]
+        else:
+            lengths, inputs = np.zeros(len(args), dtype=np.int64), []
+        sid = self.s.ids
+        name_ids, op_ids = sid(names), sid(ops)
+        return dict(pid=pid.astype(np.int64), tid=tid.astype(np.int64), ts=ts, dur=dur,
+                    name=name_ids, op_type=op_ids, tf_name=sid(tf_names),
+                    category=self._categories(name_ids, op_ids), input_lengths=lengths,
+                    input_ids=sid(inputs))
+
+    def _typed_counters(self, cs: list) -> None:
+        names = [e.name for e in cs]
+        vals = [e.args.get(n) for e, n in zip(cs, names)]
+        if set(map(len, (e.args for e in cs))) == {1} and None not in vals:
+            # timeline.py: one value per event, keyed by the allocator that names the series
+            self._flush()  # keep the order of rows gathered before
+            self.counter_chunks.append((
+                np.array([e.pid for e in cs], np.int64), np.array(self.s.ids(names), np.int32),
+                np.array([e.ts for e in cs], np.float64), np.array(vals, np.float64)))
+            return
+        sid = self.s.id
+        for e, name in zip(cs, names):
+            for k, v in e.args.items():
+                series = name if k == name else f"{name}.{k}" if name else k
+                self.counters.append((e.pid, sid(series), e.ts, float(v)))
+
+    def _categories(self, name_ids: list[int], op_ids: list[int]) -> np.ndarray:
+        """``_category`` per distinct (name, op type) pair, spread back over the events."""
+        key = np.asarray(name_ids, np.int64) * (1 << 31) + np.asarray(op_ids, np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        names = self.s.names
+        cats = np.array([_category(names[int(k >> 31)], names[int(k & ((1 << 31) - 1))], "",
+                                   False) for k in uniq], dtype=np.int8)
+        return cats[inv]
 
     # --- event kinds ---------------------------------------------------------------------
 
@@ -459,8 +606,7 @@ class _Builder:
                     tf_name = args.get("name") if isinstance(args.get("name"), str) else ""
                     for k, v in args.items():
                         if k.startswith("input") and isinstance(v, str):
-                            in_ids.append(sid(v.split(":", 1)[0] if ":" in v and
-                                              not v.startswith("^") else v.lstrip("^")))
+                            in_ids.append(sid(_input_name(v)))
                             n_in += 1
                 else:
                     ln = args.get("long_name")
@@ -526,17 +672,13 @@ class _Builder:
                      for p in sorted(pids)}
         fmt = "timeline" if self.timeline_style else "xprof" if (
             self.xprof_style or any(p.kind == "host" for p in processes.values())) else "chrome"
-        if self.counters:
-            c = np.array(self.counters, dtype=object)
-            counters = Counters(c[:, 0].astype(np.int64), c[:, 1].astype(np.int32),
-                                c[:, 2].astype(np.float64), c[:, 3].astype(np.float64))
+        self._flush()
+        if self.counter_chunks:
+            counters = Counters(*(np.concatenate(col) for col in zip(*self.counter_chunks)))
         else:
             counters = Counters.empty()
-        if self.flows:
-            f = self.flows
-            flows = Flows(np.array([x[0] for x in f], np.int64), np.array([x[1] for x in f], np.int8),
-                          np.array([x[2] for x in f], np.int64), np.array([x[3] for x in f], np.int64),
-                          np.array([x[4] for x in f], np.float64), np.array([x[5] for x in f], np.int32))
+        if self.flow_chunks:
+            flows = Flows(*(np.concatenate(col) for col in zip(*self.flow_chunks)))
         else:
             flows = Flows.empty()
         meta = {k: v for k, v in rest.items() if k != "traceEvents" and not isinstance(v, (list, dict))}
@@ -552,12 +694,25 @@ class _Builder:
 
 def _infer_steps(trace: Trace) -> list[Step]:
     """Steps when the trace marks none: each ``_SOURCE`` node of a timeline starts a session run
-    (TF's executor runs it first); otherwise the whole trace is one step."""
+    (TF's executor runs it first); otherwise the whole trace is one step. Every device's
+    executor runs its own ``_SOURCE`` (a GPU run has one on the CPU and one on the GPU), so a
+    new run starts only at a ``_SOURCE`` of a device already seen in the current run."""
     ev = trace.events
     if not len(ev):
         return []
     src = trace.strings.lookup("_SOURCE")
-    starts = np.sort(ev.ts[ev.tf_name == src]) if src is not None else np.zeros(0)
+    starts = np.zeros(0)
+    if src is not None:
+        hit = np.flatnonzero(ev.tf_name == src)
+        hit = hit[np.lexsort((ev.pid[hit], ev.ts[hit]))]
+        firsts, seen = [], set()
+        for i in hit:
+            pid = int(ev.pid[i])
+            if not firsts or pid in seen:
+                firsts.append(float(ev.ts[i]))
+                seen = set()
+            seen.add(pid)
+        starts = np.array(firsts)
     t0, t1 = float(ev.ts.min()), float(ev.end.max())
     if len(starts) <= 1:
         return [Step(0, t0, t1 - t0, "whole trace")]

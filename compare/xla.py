@@ -3,7 +3,8 @@ versus steady cost, and whether anything recompiled.
 
 What the ops are:
 - ``_XlaLaunch`` (TF1): runs a whole compiled cluster in one op; its first call includes the
-  compile, so first-call minus steady-call time estimates the compile.
+  compile, so first-call minus steady-call time estimates the compile (and a later call that
+  takes far longer than the steady one compiled again, e.g. for a new input shape).
 - ``_XlaCompile`` (TF2 auto-clustering): compiles the cluster, or on later steps only looks the
   executable up in a cache (tens of microseconds). A real compile shows nested compiler events
   (``CpuCompiler::RunBackend``, ``HLO passes ...``) in an xprof trace; in a timeline.py trace,
@@ -41,6 +42,14 @@ class XlaUnit:
     launch_first_us: float = 0.0      # _XlaLaunch only: first call (includes compile)
     launch_steady_us: float = 0.0     # _XlaLaunch only: median of later calls
     members: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (op_type, op_name)
+    calls: int = 0                    # _XlaCompile (TF2) or _XlaLaunch (TF1) calls
+    lookup_us: float = 0.0            # median _XlaCompile call that did not compile (cache hit)
+    run_first_us: float = 0.0         # first _XlaRun / _XlaLaunch call
+    run_steady_us: float = 0.0        # median of later calls
+    first_call_us: float = 0.0        # first call in all: compile op + run, or the first launch
+    steady_call_us: float = 0.0       # a later call in all (median), 0 if called once
+    compile_steps: list[int] = dataclasses.field(default_factory=list)  # step of each compile
+    device_us: float = 0.0            # its kernels on the GPU (timeline stream rows)
 
 
 @dataclasses.dataclass
@@ -49,13 +58,25 @@ class XlaSummary:
     compile_us: float
     run_us: float
     compiles: int
-    recompiled: list[str]          # units compiled more than once
+    recompiled: list[str]          # units compiled more than once (only units the trace names:
+                                   # with no node names, all compiles share the op's name)
     launch_style: str              # "launch" (TF1 _XlaLaunch), "compile+run" (TF2), or "none"
+    #: (event index, unit, compile µs) of every call that compiled, in time order; for
+    #: _XlaLaunch the compile is the call's excess over the steady call.
+    compile_calls: list[tuple[int, str, float]] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"compile_us": self.compile_us, "run_us": self.run_us, "compiles": self.compiles,
                 "recompiled": self.recompiled, "launch_style": self.launch_style,
-                "units": {k: dataclasses.asdict(v) for k, v in self.units.items()}}
+                "units": {k: _unit_dict(v) for k, v in self.units.items()}}
+
+
+def _unit_dict(u: XlaUnit) -> dict:
+    """``dataclasses.asdict`` without its deep copies (thousands of units in a big trace)."""
+    d = {f.name: getattr(u, f.name) for f in dataclasses.fields(u)}
+    d["members"] = [tuple(m) for m in u.members]
+    d["compile_steps"] = list(u.compile_steps)
+    return d
 
 
 def unit_name(tf_name: str, fallback: str) -> str:
@@ -69,40 +90,89 @@ def summarize(trace: Trace) -> XlaSummary:
     names = trace.strings.names
     cat = ev.category
     units: dict[str, XlaUnit] = {}
+    compile_calls: list[tuple[int, str, float]] = []
+
+    keys: dict[tuple[int, int], str] = {}
+    anonymous: set[str] = set()   # units named by their op only: the trace names no node
 
     def unit(i: int) -> XlaUnit:
-        tf_name = names[ev.tf_name[i]]
-        key = unit_name(tf_name, names[ev.name[i]])
-        return units.setdefault(key, XlaUnit(key))
+        ids = (int(ev.tf_name[i]), int(ev.name[i]))
+        key = keys.get(ids)
+        if key is None:
+            key = keys[ids] = unit_name(names[ids[0]], names[ids[1]])
+            if not ids[0]:
+                anonymous.add(key)
+        u = units.get(key)
+        if u is None:
+            u = units[key] = XlaUnit(key)
+        return u
 
-    compile_idx = np.flatnonzero(cat == CATEGORIES.index("xla_compile"))
+    # GPU trace rows (stream, memcpy) repeat a cluster's name on each of its kernels: those are
+    # the kernels of one call, not calls.
+    calls = ~np.isin(ev.pid, [p.pid for p in trace.processes.values()
+                              if p.kind in ("stream", "memcpy")])
+    compile_idx = np.flatnonzero((cat == CATEGORIES.index("xla_compile")) & calls)
+    compile_idx = compile_idx[np.argsort(ev.ts[compile_idx], kind="stable")]
     nested_compile = _has_nested_compiler_work(trace, compile_idx)
+    lookups: dict[str, list[float]] = {}
+    first_compile_op: dict[str, float] = {}
     for i in compile_idx:
         u = unit(i)
+        u.calls += 1
+        first_compile_op.setdefault(u.name, float(ev.dur[i]))
         real = nested_compile[i] if nested_compile is not None else ev.dur[i] >= COMPILE_MIN_US
         if real:
             u.compiles += 1
             u.compile_us += float(ev.dur[i])
             if u.compiles == 1:
                 u.first_compile_us = float(ev.dur[i])
+            compile_calls.append((int(i), u.name, float(ev.dur[i])))
+        else:
+            lookups.setdefault(u.name, []).append(float(ev.dur[i]))
 
-    launches: dict[str, list[float]] = {}
-    run_idx = np.flatnonzero(cat == CATEGORIES.index("xla_run"))
+    launches: dict[str, list[int]] = {}
+    runs: dict[str, list[float]] = {}
+    run_idx = np.flatnonzero((cat == CATEGORIES.index("xla_run")) & calls)
+    run_idx = run_idx[np.argsort(ev.ts[run_idx], kind="stable")]
     launch_ops = {trace.strings.lookup(n) for n in ("_XlaLaunch", "XlaLaunch", "XlaLaunchV2")}
     for i in run_idx:
         u = unit(i)
         u.runs += 1
         u.run_us += float(ev.dur[i])
+        runs.setdefault(u.name, []).append(float(ev.dur[i]))
         if ev.op_type[i] in launch_ops or ev.name[i] in launch_ops:
-            launches.setdefault(u.name, []).append(float(ev.dur[i]))
-    for name, durs in launches.items():
+            launches.setdefault(u.name, []).append(int(i))
+    for i in np.flatnonzero(device_kernels(trace)):
+        unit(i).device_us += float(ev.dur[i])
+    for name, durs in runs.items():
         u = units[name]
+        u.run_first_us = durs[0]
+        u.run_steady_us = _median(durs[1:]) if len(durs) > 1 else 0.0
+    for name, durs in lookups.items():
+        units[name].lookup_us = _median(durs)
+    for name, idx in launches.items():
+        u = units[name]
+        durs = [float(ev.dur[i]) for i in idx]
+        u.calls = max(u.calls, len(durs))
         u.launch_first_us = durs[0]
-        if len(durs) > 1:
-            u.launch_steady_us = float(np.median(durs[1:]))
-            if durs[0] - u.launch_steady_us >= COMPILE_MIN_US and u.compiles == 0:
-                u.compiles = 1
-                u.first_compile_us = u.compile_us = durs[0] - u.launch_steady_us
+        if len(durs) > 1 and u.compiles == 0:
+            u.launch_steady_us = steady = _median(durs[1:])
+            # a call that takes far longer than the steady one compiled (first call, new shape)
+            for k, i in enumerate(idx):
+                extra = durs[k] - steady
+                if extra >= COMPILE_MIN_US and durs[k] >= 3 * steady:
+                    u.compiles += 1
+                    u.compile_us += extra
+                    if u.compiles == 1:
+                        u.first_compile_us = extra
+                    compile_calls.append((int(i), name, extra))
+    for u in units.values():
+        if u.name in launches:
+            u.first_call_us = u.launch_first_us
+            u.steady_call_us = u.launch_steady_us
+        else:
+            u.first_call_us = first_compile_op.get(u.name, 0.0) + u.run_first_us
+            u.steady_call_us = u.lookup_us + u.run_steady_us if u.run_steady_us else 0.0
 
     for key, members in trace.meta.get("xla_members", {}).items():
         units.setdefault(key, XlaUnit(key)).members = list(members)
@@ -113,6 +183,10 @@ def summarize(trace: Trace) -> XlaSummary:
             target = units.setdefault(key, XlaUnit(key))
         target.members = mod.all_tf_ops()
 
+    compile_calls.sort(key=lambda c: ev.ts[c[0]])
+    steps = ev.step
+    for i, name, _ in compile_calls:
+        units[name].compile_steps.append(int(steps[i]))
     style = "launch" if launches else "compile+run" if len(compile_idx) else (
         "compile+run" if len(run_idx) else "none")
     return XlaSummary(
@@ -120,15 +194,36 @@ def summarize(trace: Trace) -> XlaSummary:
         compile_us=float(sum(u.compile_us for u in units.values())),
         run_us=float(sum(u.run_us for u in units.values())),
         compiles=int(sum(u.compiles for u in units.values())),
-        recompiled=sorted(u.name for u in units.values() if u.compiles > 1),
-        launch_style=style)
+        recompiled=sorted(u.name for u in units.values()
+                          if u.compiles > 1 and u.name not in anonymous),
+        launch_style=style,
+        compile_calls=compile_calls)
+
+
+def _median(values: list[float]) -> float:
+    """``np.median`` of a short Python list, without numpy's per-call overhead."""
+    v = sorted(values)
+    n = len(v)
+    return float(v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
+
+
+def device_kernels(trace: Trace) -> np.ndarray:
+    """Mask of the GPU kernels of XLA clusters in a timeline (the GPU tracer names each kernel
+    after the ``_XlaRun`` that launched it): on ``stream:all``, else on every stream row."""
+    ev = trace.events
+    streams = [p for p in trace.processes.values() if p.kind == "stream"]
+    rows = [p.pid for p in streams if "stream:all" in p.name.lower()] or [p.pid for p in streams]
+    if not rows:
+        return np.zeros(len(ev), dtype=bool)
+    cats = [CATEGORIES.index("xla_run"), CATEGORIES.index("xla_compile")]
+    return np.isin(ev.pid, rows) & np.isin(ev.category, cats)
 
 
 def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarray | None:
     """For each compile op, whether compiler events run nested inside it (xprof traces only)."""
     ev = trace.events
     names = trace.strings.names
-    compiler_ids = [i for i, n in enumerate(names) if _COMPILER_EVENT.search(n)]
+    compiler_ids = [int(i) for i in np.unique(ev.name) if _COMPILER_EVENT.search(names[i])]
     if not compiler_ids or not len(compile_idx):
         return None
     comp = np.flatnonzero(np.isin(ev.name, compiler_ids))

@@ -81,9 +81,13 @@ def test_timelines_with_xla(legacy_run, which):
     assert any(p.endswith("CPU:0 Tensors") for p in procs), procs
     ops = _ops(events)
     assert {"ReaderReadV2", "DecodeJpeg", "RandomShuffle", "_XlaCompile", "_XlaRun"} <= ops, ops
-    # dataflow arrows and memory counters are shown
+    # memory counters are shown; dataflow arrows too whenever an edge crosses lanes
+    # (timeline.py draws arrows only between different lanes)
     phases = {e["ph"] for e in events}
-    assert {"s", "t", "C"} <= phases
+    assert "C" in phases
+    lanes = {e["tid"] for e in events if e.get("ph") == "X" and e["pid"] == 1}
+    if len(lanes) > 1:
+        assert {"s", "t"} <= phases
     # our stage scopes survive into node names
     names = {e["args"]["name"] for e in events if e.get("ph") == "X"}
     assert any(n.startswith("decode/") for n in names)

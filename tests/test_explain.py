@@ -1,0 +1,551 @@
+"""``compare.explain`` answers the seed's four questions on every format we read: TF-written
+TF1-era timelines (CPU, GPU, TF2 GPU; tests/fixtures/make_timelines.py), our own legacy run's
+timelines, its TensorBoard profile (logdir, .xplane.pb, trace JSON), and damaged files."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compare import explain as ex
+from compare import sequence, steps, verdict, xla
+from compare.loaders import load
+from tests.conftest import assert_one_line_error, run_module
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+GPU = FIXTURES / "tf1_gpu.timeline.json"
+CPU_XLA = FIXTURES / "tf1_cpu_xla.timeline.json"
+TF2_GPU = FIXTURES / "tf2_gpu_xla.timeline.json"
+HEADINGS = list(ex.QUESTIONS.values())
+
+
+def check_critical_path(trace, e) -> None:
+    """The critical path is a path of the dependency graph, consistent with time, no longer
+    than the step, and its length is the sum of its ops' durations inside the step."""
+    sq, c = e.sequence, e.choice
+    edges = {tuple(x) for x in sq.edges.tolist()}
+    path = [o.index for o in sq.critical]
+    assert path, "no critical path"
+    ev = trace.events
+    for u, v in zip(path, path[1:]):
+        assert (u, v) in edges
+        assert ev.ts[u] + ev.dur[u] <= ev.ts[v] + sequence.EPS_US
+    weights = [max(0.0, min(ev.ts[i] + ev.dur[i], c.hi) - max(ev.ts[i], c.lo)) for i in path]
+    assert sq.critical_us == pytest.approx(sum(weights))
+    assert 0 < sq.critical_us <= c.step.dur + 1e-6
+    assert all(ev.step[i] == c.step.num for i in path)
+
+
+def explained(path, step=None):
+    trace = load(path)
+    return trace, ex.explain(trace, step)
+
+
+# --------------------------------------------------------------------------------------------
+# fixtures are TensorFlow's own output
+
+@pytest.mark.slow
+def test_fixtures_are_exactly_what_tensorflow_timeline_writes(tmp_path):
+    from tests.fixtures.make_timelines import FIXTURES as MADE, make_all
+
+    made = make_all(tmp_path)
+    assert set(made) == set(MADE)
+    for name, path in made.items():
+        assert json.loads(path.read_text()) == json.loads((FIXTURES / name).read_text()), name
+
+
+def test_every_session_run_is_one_step_even_with_a_source_node_per_device():
+    tr = load(GPU)  # _SOURCE on /cpu:0 and on /gpu:0 in each of three runs
+    assert [s.num for s in tr.steps] == [0, 1, 2]
+    assert all(s.dur > 10_000 for s in tr.steps)
+    assert len(load(TF2_GPU).steps) == 4 and len(load(CPU_XLA).steps) == 4
+
+
+# --------------------------------------------------------------------------------------------
+# the GPU fixture: launch rows vs stream rows
+
+def test_gpu_rows_are_named_launch_on_the_host_and_execution_on_the_streams():
+    trace, e = explained(GPU)
+    procs = {p.name: p for p in e.legend.processes}
+    launch = procs["/job:localhost/replica:0/task:0/gpu:0 Compute"]
+    assert launch.role == "gpu_launch"
+    assert "launched" in launch.meaning and "not the GPU running them" in launch.meaning
+    every = procs["/gpu:0/stream:all Compute"]
+    assert every.role == "gpu_stream_all" and "actually ran" in every.meaning
+    s14 = procs["/gpu:0/stream:14 Compute"]
+    assert s14.role == "gpu_stream" and "GPU kernels" in s14.meaning and "not launch" in s14.meaning
+    assert "copies" in procs["/gpu:0/stream:15 Compute"].meaning
+    assert procs["/gpu:0/memcpy Compute"].role == "gpu_memcpy"
+    assert procs["/job:localhost/replica:0/task:0/cpu:0 Compute"].role == "cpu_ops"
+    assert "empty" in procs["/gpu:0/stream:all Tensors"].meaning
+    assert procs["/job:localhost/replica:0/task:0/gpu:0 Tensors"].tensors > 0
+    assert procs["Allocators"].role == "allocator"
+    assert {m.allocator for m in e.legend.memory} == {"gpu_bfc", "cpu"}
+    assert all(m.peak_bytes > 0 for m in e.legend.memory)
+    assert e.legend.tids_are == "lanes" and "not a thread" in e.legend.tids_words
+    # busy shares are unions of the rows' own boxes in the step
+    ev, c = trace.events, e.choice
+    for p in (launch, every, s14):
+        k = (ev.pid == p.pid) & (ev.step == c.step.num)
+        order = np.argsort(ev.ts[k])
+        ts, end = ev.ts[k][order], (ev.ts[k] + ev.dur[k])[order]
+        assert np.all(ts[1:] >= end[:-1])  # these rows do not overlap: union = sum
+        assert p.busy_us == pytest.approx(float(np.sum(np.minimum(end, c.hi) -
+                                                       np.maximum(ts, c.lo))))
+    # the GPU ran longer than the host took to launch
+    assert every.busy_us > 10 * launch.busy_us
+    assert s14.busy_us == pytest.approx(every.busy_us)
+
+
+def test_gpu_top_ops_count_each_kernel_once_and_say_where_it_ran():
+    _, e = explained(GPU)
+    by = {(t.op, t.where): t for t in e.legend.top_ops}
+    conv_gpu, conv_host = by[("Conv2D", "GPU")], by[("Conv2D", "host")]
+    assert conv_gpu.count == 2  # conv1 + conv2 kernels; not repeated from stream:all
+    assert conv_gpu.self_us == pytest.approx(1240 + 1710)
+    assert conv_host.self_us == pytest.approx(2 * 27)
+    assert by[("MEMCPYHtoD", "GPU")].count == 1  # on memcpy and stream:15, counted once
+
+
+def test_gpu_sequence_follows_data_through_copies_and_streams():
+    trace, e = explained(GPU)
+    check_critical_path(trace, e)
+    sq = e.sequence
+    assert sq.inputs_recorded
+    assert {"input", "launch", "copy", "send/recv"} <= set(sq.edge_counts)
+    assert {"stream order", "gpu data"} & set(sq.edge_counts)
+    crit = [(o.op, o.row) for o in sq.critical]
+    assert crit[1][0] == "QueueDequeueManyV2" or crit[0][0] == "QueueDequeueManyV2"
+    assert ("MEMCPYHtoD", "/gpu:0/stream:15 lane 0") in crit
+    convs = [row for op, row in crit if op == "Conv2D"]
+    assert convs and all("/stream:14" in r for r in convs)  # kernels, not launches
+    # dataflow order: every op comes after the ops it depends on
+    pos = {o.index: k for k, o in enumerate(sq.ops)}
+    for u, v in sq.edges.tolist():
+        assert pos[u] < pos[v]
+
+
+def test_gpu_verdict_is_input_bound_with_an_underused_gpu():
+    _, e = explained(GPU)
+    v = e.verdict
+    assert v.input_class == "highly input-bound" and v.bottleneck == "input"
+    kinds = {f.kind: f for f in v.findings}
+    assert kinds["gpu_idle"].level in ("high", "moderate")
+    assert v.facts.gpu_busy_share == pytest.approx(
+        next(p.busy_share for p in e.legend.processes if p.role == "gpu_stream_all"))
+    assert "QueueDequeueManyV2" in kinds["input"].text
+    assert "tf.data" in kinds["input"].try_next
+
+
+def test_gpu_text_answers_the_four_questions():
+    _, e = explained(GPU)
+    text = ex.to_text(e)
+    for h in HEADINGS:
+        assert h in text
+    assert "the host side of gpu:0" in text and "what gpu:0 actually ran" in text
+    assert "highly input-bound" in text and "What to try next" in text
+    assert "step 1 (session run 1)" in text and "steady step" in text
+
+
+# --------------------------------------------------------------------------------------------
+# XLA fixtures
+
+def test_tf1_xla_launch_first_call_versus_steady():
+    trace, e = explained(CPU_XLA)
+    x = e.xla
+    assert x.launch_style == "launch" and set(x.units) == {"cluster_0", "cluster_1"}
+    ev = trace.events
+    for name, u in x.units.items():
+        durs = ev.dur[trace.mask(op_type="_XlaLaunch") & (ev.tf_name == trace.strings.lookup(name))]
+        assert u.calls == u.runs == len(durs) == 4
+        assert u.launch_first_us == durs[0]
+        assert u.launch_steady_us == pytest.approx(np.median(durs[1:]))
+        assert u.compiles == 1 and u.compile_steps == [0]
+        assert u.first_compile_us == pytest.approx(durs[0] - np.median(durs[1:]))
+    assert x.compiles == 2 and not x.recompiled
+    assert e.choice.step.num != 0  # a steady step by default
+    text = ex.to_text(e)
+    assert "_XlaLaunch: TF 1.x: one op that runs a whole XLA cluster" in text
+    assert "(not in this trace)" not in text.split("_XlaLaunch")[1][:40]
+    assert "first _XlaLaunch took" in text and "Recompilation: none" in text
+
+
+def test_tf1_xla_first_step_is_compile_bound():
+    trace, e = explained(CPU_XLA, step=0)
+    assert e.choice.reason == "you asked for step 0"
+    v = e.verdict
+    assert v.bottleneck == "compile"
+    assert v.facts.compile_us / e.choice.step.dur >= verdict.COMPILE_DOMINATES
+    assert e.xla_step["compile_us"] == pytest.approx(v.facts.compile_us)
+    check_critical_path(trace, e)
+
+
+def test_tf2_xla_recompilation_and_gpu_kernels():
+    trace, e = explained(TF2_GPU)
+    x = e.xla
+    assert x.launch_style == "compile+run"
+    u = x.units["cluster_0"]
+    assert u.compiles == 2 and u.compile_steps == [0, 2] and x.recompiled == ["cluster_0"]
+    assert u.runs == 4  # host _XlaRun calls; the kernels on stream rows are not calls
+    kernels = trace.events.dur[xla.device_kernels(trace)]
+    assert u.device_us == pytest.approx(kernels.sum()) and u.device_us > 10 * u.run_us
+    assert 0 < u.lookup_us < xla.COMPILE_MIN_US
+    assert set(e.ops_present) == {"_XlaCompile", "_XlaRun", "_XlaMerge"}
+    v = e.verdict
+    assert v.input_class == "not input-bound"
+    assert v.facts.get_next_us is not None and v.facts.get_next_us <= verdict.GETNEXT_OK_US
+    assert "recompile" in {f.kind for f in v.findings}
+    text = ex.to_text(e)
+    assert "Recompilation: yes, cluster_0" in text and "_XlaRun on the host only launches" in text
+    check_critical_path(trace, e)
+    # the recompiling step is compile-bound
+    assert ex.explain(trace, 2).verdict.bottleneck == "compile"
+
+
+# --------------------------------------------------------------------------------------------
+# our own legacy run: timelines and the TensorBoard profile in every form
+
+@pytest.mark.slow
+def test_legacy_timelines_explained(legacy_run):
+    out, _ = legacy_run
+    trace, e = explained(out / "timeline.json")
+    check_critical_path(trace, e)
+    assert e.legend.tids_are == "lanes" and e.sequence.inputs_recorded
+    roles = {p.role for p in e.legend.processes}
+    assert {"allocator", "cpu_ops", "tensors"} <= roles
+    assert e.legend.memory and e.legend.memory[0].peak_bytes > 0
+    assert e.xla.launch_style == "compile+run" and e.xla.compiles == 0
+    assert any(u.members for u in e.xla.units.values())  # from xla_clusters.json
+    crit_ops = [o.op for o in e.sequence.critical]
+    assert "DecodeJpeg" in crit_ops and "RandomShuffle" in crit_ops
+    text = ex.to_text(e)
+    for h in HEADINGS:
+        assert h in text
+    assert "holds" in text and "TF ops" in text
+    first, ef = explained(out / "timeline_first.json")
+    check_critical_path(first, ef)
+    assert ef.xla.compiles >= 1 and ef.verdict.bottleneck == "compile"
+
+
+@pytest.mark.slow
+def test_legacy_profile_explained_in_every_form(legacy_run, tmp_path):
+    from common.profiling import xplane_files, xplane_to_trace_json
+
+    out, run = legacy_run
+    (xp,) = xplane_files(out)
+    gz = tmp_path / "trace.json.gz"
+    gz.write_bytes(gzip.compress(xplane_to_trace_json([xp]).encode()))
+    results = {}
+    for label, path in (("logdir", out), ("xplane", xp), ("trace json", gz)):
+        trace, e = explained(path)
+        check_critical_path(trace, e)
+        assert e.legend.tids_are == "threads" and not e.sequence.inputs_recorded
+        assert "per-thread order" in e.sequence.basis
+        assert e.choice.count == run["steps"] and e.choice.step.num != 0
+        lanes = {ln.role for p in e.legend.processes for ln in p.lanes}
+        assert {"python", "inter_op", "eigen"} <= lanes
+        host = next(p for p in e.legend.processes if p.name == "/host:CPU")
+        assert host.role == "host"
+        text = ex.to_text(e)
+        assert "Ops of step" in text and "in time order" in text
+        results[label] = (e.choice.step.num, e.xla.compiles)
+    assert len(set(results.values())) == 1, results
+    # the xplane carries HLO: cluster members come from it
+    _, e = explained(xp)
+    assert any(u.members for u in e.xla.units.values()) and e.xla.compiles >= 1
+    assert any("XLA kernel of cluster_" in t.largest for t in e.legend.top_ops)
+
+
+@pytest.mark.slow
+def test_a_chrome_trace_without_tf_args_is_explained_from_its_rows(legacy_run, tmp_path):
+    """The profile as another tool would write it: B/E pairs, no args, a process of its own
+    name. Nothing TF-specific is left but the event and thread names."""
+    from common.profiling import xplane_files, xplane_to_trace_json
+
+    out, _ = legacy_run
+    doc = json.loads(xplane_to_trace_json(xplane_files(out)))
+    events = []
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            events.append(dict(e, args={"name": "renderer"}))
+        elif e.get("ph") == "X":
+            events.append({"ph": "B", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"],
+                           "name": e["name"]})
+            events.append({"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]})
+        elif e:
+            events.append(e)
+    path = tmp_path / "other_tool.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace, e = explained(path)
+    assert trace.format == "chrome" and not trace.warnings
+    assert e.legend.processes[0].role == "other" and e.legend.tids_are == "threads"
+    assert not e.sequence.inputs_recorded
+    check_critical_path(trace, e)
+    assert e.xla.compiles >= 1 and e.xla.recompiled == []  # no node names: no claim
+    assert all(h in ex.to_text(e) for h in HEADINGS)
+
+
+# --------------------------------------------------------------------------------------------
+# verdict thresholds on constructed facts
+
+def facts(**kw) -> verdict.Facts:
+    return verdict.Facts(wall_us=kw.pop("wall_us", 10_000.0), **kw)
+
+
+@pytest.mark.parametrize("share,expected", [
+    (0.0, "not input-bound"), (0.049, "not input-bound"), (0.05, "moderately input-bound"),
+    (0.199, "moderately input-bound"), (0.20, "highly input-bound"), (0.9, "highly input-bound"),
+])
+def test_input_share_thresholds(share, expected):
+    f = facts(input_wait_us=share * 10_000, input_ops=["QueueDequeueV2"])
+    assert verdict.input_class(f) == expected
+    v = verdict.judge(f)
+    assert v.input_class == expected
+    if expected == "highly input-bound":
+        assert v.bottleneck == "input"
+
+
+@pytest.mark.parametrize("get_next,expected", [
+    (50.0, "not input-bound"), (51.0, "highly input-bound")])
+def test_get_next_of_50us_or_less_is_not_the_bottleneck(get_next, expected):
+    f = facts(wall_us=150.0, input_wait_us=get_next, get_next_us=get_next,
+              input_ops=["IteratorGetNext"])
+    assert verdict.input_class(f) == expected  # a third of a tiny step, yet <= 50 µs is fine
+
+
+@pytest.mark.parametrize("share,level", [(0.5, "high"), (0.49, "moderate"), (0.1, "moderate"),
+                                         (0.05, "info")])
+def test_compile_thresholds(share, level):
+    v = verdict.judge(facts(compile_us=share * 10_000))
+    f = next(x for x in v.findings if x.kind == "compile")
+    assert f.level == level
+    assert ("compile-bound" in v.headline) == (level == "high")
+
+
+@pytest.mark.parametrize("share,level", [(0.3, "high"), (0.29, "moderate"), (0.1, "moderate"),
+                                         (0.09, None)])
+def test_idle_thresholds(share, level):
+    v = verdict.judge(facts(idle_us=share * 10_000, gaps=[
+        {"start_us": 0.0, "dur_us": share * 10_000, "after": "a", "before": "b"}]))
+    got = next((x.level for x in v.findings if x.kind == "idle"), None)
+    assert got == level
+
+
+@pytest.mark.parametrize("busiest,others,rows,serial", [
+    (0.7, 0.19, 3, True), (0.7, 0.2, 3, False), (0.69, 0.0, 3, False), (0.9, 0.0, 1, False)])
+def test_one_thread_serialising_while_others_idle(busiest, others, rows, serial):
+    v = verdict.judge(facts(tids_are="threads", busiest_row="t", busiest_share=busiest,
+                            others_share=others, worker_rows=rows))
+    assert ("serialised" in {x.kind for x in v.findings}) == serial
+
+
+@pytest.mark.parametrize("busy,par,critical,serial", [
+    (0.8, 1.05, 0.3, True),    # busy, one op at a time, half of it off the critical path
+    (0.8, 1.05, 0.8, False),   # one dependency chain: nothing could overlap
+    (0.8, 1.5, 0.3, False),    # ops overlapped
+    (0.4, 1.0, 0.1, False),    # mostly not busy
+])
+def test_timeline_serialisation_needs_work_off_the_critical_path(busy, par, critical, serial):
+    v = verdict.judge(facts(tids_are="lanes", busiest_row="/cpu:0", busiest_share=busy,
+                            parallelism=par, critical_share=critical))
+    assert ("serialised" in {x.kind for x in v.findings}) == serial
+
+
+@pytest.mark.parametrize("gpu,flagged", [(0.49, True), (0.5, False), (None, False)])
+def test_gpu_idle_threshold(gpu, flagged):
+    v = verdict.judge(facts(gpu_busy_share=gpu))
+    assert ("gpu_idle" in {x.kind for x in v.findings}) == flagged
+
+
+def test_a_dominant_op_is_the_verdict_and_mixed_causes_are_named():
+    v = verdict.judge(facts(top_op="_XlaRun", top_op_where="host", top_op_share=0.6,
+                            top_op_category="xla_run", top_op_name="cluster_3_1/xla_run",
+                            top_op_count=1))
+    assert v.bottleneck == "compute" and "_XlaRun" in v.headline
+    v = verdict.judge(facts(top_op="DecodeJpeg", top_op_where="host", top_op_share=0.3,
+                            top_op_name="decode", top_op_count=1, idle_us=1500.0,
+                            input_wait_us=1000.0, input_ops=["ReaderReadV2"]))
+    assert v.headline.startswith("No single bottleneck") and "idle gaps 15%" in v.headline
+    assert v.bottleneck == "compute"
+
+
+# --------------------------------------------------------------------------------------------
+# the CLI, as a user runs it
+
+def test_cli_text_and_json(tmp_path):
+    p = run_module("compare.explain", str(GPU))
+    assert p.returncode == 0, p.stderr
+    for h in HEADINGS:
+        assert h in p.stdout
+    assert "Traceback" not in p.stderr
+    j = run_module("compare.explain", str(CPU_XLA), "--json", "--step", "2")
+    assert j.returncode == 0, j.stderr
+    doc = json.loads(j.stdout)
+    assert set(doc) == {"schema", "trace", "warnings", "questions", "step", "pids", "xla",
+                        "sequence", "verdict"}
+    assert doc["schema"] == ex.SCHEMA and doc["step"]["num"] == 2
+    assert doc["xla"]["units"]["cluster_1"]["compiles"] == 1
+    assert doc["verdict"]["input_class"] in ("not input-bound", "moderately input-bound",
+                                             "highly input-bound")
+    assert doc["sequence"]["critical_us"] <= doc["step"]["wall_us"]
+    assert "_XlaLaunch" in doc["xla"]["ops_explained"]
+
+
+@pytest.mark.parametrize("name,content,needle", [
+    ("empty.json", b"", "empty file"),
+    ("garbage.json", b"\x00\x01\x02 not a trace", "not JSON"),
+    ("schema.json", json.dumps({"traceEvents": [{"foo": 1}]}).encode(), "no usable trace events"),
+    ("noevents.json", json.dumps({"displayTimeUnit": "ns"}).encode(), "traceEvents"),
+    ("unclosed.json", json.dumps([{"ph": "B", "pid": 1, "tid": 0, "ts": 1, "name": "a"},
+                                  {"ph": "X", "pid": 1, "tid": 0, "ts": 2, "dur": -5,
+                                   "name": "b"}]).encode(), "never closed by an E"),
+    ("counters.json", json.dumps([{"ph": "C", "pid": 0, "ts": 1, "name": "m",
+                                   "args": {"m": 1}}]).encode(), "no op events"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, name, content, needle):
+    p = tmp_path / name
+    p.write_bytes(content)
+    assert_one_line_error(run_module("compare.explain", str(p)), str(p), needle)
+
+
+def test_cli_refuses_a_gzip_bomb_and_a_missing_step(tmp_path):
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b"[" + b" " * (32 << 20) + b"]"))
+    assert_one_line_error(run_module("compare.explain", str(bomb),
+                                     env={"COMPARE_MAX_TRACE_BYTES": str(4 << 20)}), "gzip bomb")
+    assert_one_line_error(run_module("compare.explain", str(GPU), "--step", "7"), "no step 7")
+    assert_one_line_error(run_module("compare.explain", str(tmp_path / "nope.json")),
+                          "no such file")
+    assert_one_line_error(run_module("compare.explain"), "usage")
+    assert_one_line_error(run_module("compare.explain", str(GPU), "--stepp", "1"), "stepp")
+
+
+def test_cli_damaged_input_reports_what_was_skipped(tmp_path):
+    doc = json.loads(GPU.read_text())
+    events = doc["traceEvents"]
+    events.append({"ph": "X", "pid": 1, "tid": 0, "ts": events[-1].get("ts", 0), "dur": -4,
+                   "name": "neg"})
+    events.append({"ph": "B", "pid": 1, "tid": 0, "ts": 1, "name": "never ends"})
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(doc))
+    p = run_module("compare.explain", str(damaged))
+    assert p.returncode == 0, p.stderr
+    assert "Warnings" in p.stdout and "negative dur" in p.stdout and "never closed" in p.stdout
+    text = GPU.read_bytes()
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(text[: int(len(text) * 0.6)])
+    p = run_module("compare.explain", str(cut), "--json")
+    assert p.returncode == 0, p.stderr
+    assert any("truncated" in w or "never closes" in w for w in json.loads(p.stdout)["warnings"])
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(text.replace(b'"conv1/Conv2D"', b'"conv1/Conv\xff2D"', 1))
+    p = run_module("compare.explain", str(latin), env={"LC_ALL": "C"})  # an ASCII pipe
+    assert p.returncode == 0 and "non-UTF-8" in p.stdout, p.stderr
+
+
+def test_step_choice_is_a_steady_median_step():
+    tr = load(CPU_XLA)
+    c = steps.choose(tr)
+    later = sorted(s.dur for s in tr.steps[1:])
+    assert c.step.dur == later[len(later) // 2] and c.step.num != 0
+    assert "steady" in c.reason and "median" in c.reason
+    with pytest.raises(steps.InputError, match="no step 9"):
+        steps.choose(tr, 9)
+
+
+# --------------------------------------------------------------------------------------------
+# the loader's fast path changes nothing
+
+def _same_trace(a, b) -> None:
+    from compare.events import EVENT_COLUMNS
+
+    assert a.format == b.format and a.warnings == b.warnings and a.objects == b.objects
+    assert {p: (q.name, q.kind) for p, q in a.processes.items()} == \
+        {p: (q.name, q.kind) for p, q in b.processes.items()}
+    assert a.lanes == b.lanes and a.steps == b.steps
+    for col in EVENT_COLUMNS:
+        x, y = getattr(a.events, col), getattr(b.events, col)
+        if col in ("name", "op_type", "tf_name", "hlo_module", "hlo_op", "stage"):
+            x, y = [a.s(i) for i in x], [b.s(i) for i in y]
+            assert x == y, col
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=col)
+    assert [[a.s(i) for i in a.events.inputs_of(k)] for k in range(len(a.events))] == \
+        [[b.s(i) for i in b.events.inputs_of(k)] for k in range(len(b.events))]
+    for part in ("counters", "flows"):
+        for col, x in vars(getattr(a, part)).items():
+            y = getattr(getattr(b, part), col)
+            if col == "name":
+                x, y = [a.s(i) for i in x], [b.s(i) for i in y]
+                assert x == y
+            else:
+                np.testing.assert_array_equal(x, y, err_msg=f"{part}.{col}")
+
+
+@pytest.mark.parametrize("path", [GPU, CPU_XLA, TF2_GPU])
+def test_fast_path_loads_exactly_what_the_dict_path_loads(path, monkeypatch, tmp_path):
+    from compare import chrome_json
+
+    fast = load(path)
+    damaged = tmp_path / "damaged.json"
+    doc = json.loads(path.read_text())
+    doc["traceEvents"].insert(5, {"ph": "X", "pid": "one", "tid": 0, "ts": 1, "dur": 1,
+                                  "name": "bad"})
+    damaged.write_text(json.dumps(doc))
+    fast_damaged = load(damaged)
+    monkeypatch.setattr(chrome_json, "parse_typed", chrome_json._loads)
+    _same_trace(fast, load(path))
+    _same_trace(fast_damaged, load(damaged))
+    assert any("integer pid/tid" in w for w in fast_damaged.warnings)
+
+
+def test_fast_path_on_the_benchmark_trace_in_many_chunks(tmp_path, monkeypatch):
+    """Small chunks, one of them damaged: that chunk goes the dict way, the others fast."""
+    import functools
+
+    from benchmarks.analysis import generate
+    from compare import chrome_json
+
+    path = tmp_path / "timeline.json"
+    generate(path, 20_000)
+    text = path.read_bytes()
+    middle = text.index(b'{"ph":"X"', len(text) // 2)
+    path.write_bytes(text[:middle] + b'{"ph":"X","pid":1,"tid":0,"ts":5,"dur":-1,"name":"n"},'
+                     + text[middle:])
+    monkeypatch.setattr(chrome_json, "iter_chunks",
+                        functools.partial(chrome_json.iter_chunks, chunk_bytes=1 << 16))
+    fast = load(path)
+    assert len(fast.events) > 3000 and len(fast.counters.ts) and len(fast.flows.ts)
+    assert fast.warnings == ["skipped 1 complete events with negative dur"]
+    monkeypatch.setattr(chrome_json, "parse_typed", chrome_json._loads)
+    _same_trace(fast, load(path))
+
+
+def test_benchmark_smoke(tmp_path):
+    out = tmp_path / "bench.json"
+    p = run_module("benchmarks.analysis", "--events", "3000", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    for key in ("mb_per_s", "peak_rss_over_file", "vs_json_load", "events", "file_bytes",
+                "load_s", "explain_s", "json_load_s", "loadavg"):
+        assert key in doc, key
+    assert doc["events"] >= 3000 and doc["loaded_events"] > 0 and not doc["warnings"]
+
+
+def test_busy_time_is_a_union_and_gaps_are_its_complement():
+    from compare import intervals
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        ts = rng.integers(0, 100, 12).astype(float)
+        end = ts + rng.integers(0, 30, 12)
+        lo, hi = 10.0, 90.0
+        grid = np.arange(lo, hi) + 0.5  # unit cells of [lo, hi)
+        covered = ((grid[:, None] >= ts) & (grid[:, None] < end)).any(axis=1)
+        assert intervals.union_us(ts, end, lo, hi) == covered.sum()
+        gs, ge = intervals.gaps(ts, end, lo, hi)
+        assert (ge - gs).sum() == (~covered).sum()
+        assert np.all(ge > gs) and np.all(gs[1:] >= ge[:-1])
