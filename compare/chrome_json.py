@@ -51,15 +51,24 @@ def _loads(data: bytes, warnings: list[str]):
         raise
 
 
-_NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+#: Timestamps and durations beyond this many µs (31,700 years; trace clocks count µs since
+#: 1970, ~1.8e15) are damage: the loader skips them, so every ts + dur stays finite.
+MAX_TIME_US = 1e18
+# Typed fields hold only what the loader's int64/float64 columns can: anything else (2**63 and
+# up, NaN, 1e999, absurd times) fails validation here, in C, and the chunk takes the dict path,
+# which skips those events and says so.
+_Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+_Time = Annotated[float, msgspec.Meta(ge=-MAX_TIME_US, le=MAX_TIME_US)]
+_NonNegative = Annotated[float, msgspec.Meta(ge=0, le=MAX_TIME_US)]
+_Value = Union[_Int64, Annotated[float, msgspec.Meta(ge=-1e308, le=1e308)]]
 
 
 class XEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """A complete event, well-formed: integer pid/tid, a time, a duration of 0 or more."""
 
-    pid: int
-    tid: int
-    ts: float
+    pid: _Int64
+    tid: _Int64
+    ts: _Time
     dur: _NonNegative
     name: str
     args: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -68,10 +77,10 @@ class XEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
 class CEvent(msgspec.Struct, gc=False, tag_field="ph", tag="C"):
     """A counter sample with numeric values (timeline.py: bytes in use per allocator)."""
 
-    pid: int
-    ts: float
+    pid: _Int64
+    ts: _Time
     name: str
-    args: dict[str, Union[int, float]]
+    args: dict[str, _Value]
 
 
 class MEvent(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
@@ -86,8 +95,8 @@ class NEvent(msgspec.Struct, gc=False, tag_field="ph", tag="N"):
 
 
 def _flow(ph: str):
-    return msgspec.defstruct(f"Flow_{ph}", [("pid", int), ("tid", int), ("ts", float),
-                                            ("id", int), ("name", str)],
+    return msgspec.defstruct(f"Flow_{ph}", [("pid", _Int64), ("tid", _Int64), ("ts", _Time),
+                                            ("id", _Int64), ("name", str)],
                              gc=False, tag_field="ph", tag=ph)
 
 

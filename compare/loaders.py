@@ -219,9 +219,8 @@ _TFDATA_OPS = re.compile(r"^(IteratorGetNext|MakeIterator|AnonymousIterator|Iter
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
 _I64 = 1 << 63
-#: Timestamps and durations beyond this many µs (31,700 years; clocks in traces count µs since
-#: 1970, ~1.8e15) are damage: skipped, so that every ts + dur stays finite.
-MAX_TIME_US = 1e18
+#: Timestamps and durations beyond this many µs are damage, skipped (see chrome_json).
+MAX_TIME_US = chrome_json.MAX_TIME_US
 
 
 def _category(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:

@@ -172,3 +172,26 @@ def test_gzip_bomb_is_refused_in_bounded_memory_and_time(corpus):
     proc = run_guarded("-c", code, path, timeout=120, mem_gib=2)
     assert_one_line_error(proc, path, "gzip bomb")
     assert proc.maxrss_mib < 1024, proc.maxrss_mib
+
+
+# --- compare.explain on the trace corpus -------------------------------------------------
+
+@pytest.mark.parametrize("item", sorted(TRACE_OUTCOMES))
+def test_explain_on_bad_trace(corpus, item):
+    """Unusable: one line naming the file, exit 2. Partly usable: the report of what could be
+    read, opening with what was skipped (text), and the same in ``warnings`` (--json)."""
+    kind, needle = TRACE_OUTCOMES[item]
+    path = str(corpus[item])
+    bomb = item == "tr_bomb.json.gz"
+    proc = run_guarded("compare.explain", path, timeout=300, mem_gib=2 if bomb else 8)
+    if bomb:
+        assert proc.maxrss_mib < 1024, proc.maxrss_mib
+    if kind == "error":
+        assert_one_line_error(proc, path, needle)
+        assert proc.stdout == ""
+        return
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    head = proc.stdout.split("\n\n")[:3]
+    assert any("Warnings" in part and needle in part for part in head), proc.stdout[:2000]
+    data = json.loads(run_guarded("compare.explain", path, "--json").stdout)
+    assert any(needle in w for w in data["warnings"]), data["warnings"]

@@ -139,6 +139,32 @@ _doc = st.one_of(
 
 
 @st.composite
+def _well_formed(draw) -> list:
+    """A timeline.py-shaped event list where every event is well-formed (so the loader's
+    typed fast path takes it), with one number in ten at the edges."""
+    def num(valid):
+        return draw(_edge) if draw(st.integers(0, 9)) == 0 else draw(valid)
+
+    def event(ph):
+        base = {"ph": ph, "pid": num(st.integers(0, 3)), "ts": num(st.integers(0, 10 ** 6))}
+        if ph == "X":
+            return dict(base, tid=num(st.integers(0, 3)), dur=num(st.integers(0, 1000)),
+                        name=draw(_names), args={"name": "s/op", "op": draw(_names),
+                                                 "input0": "a:0"})
+        if ph == "C":
+            return dict(base, name="cpu", args={"cpu": num(st.integers(0, 10 ** 9))})
+        if ph in "stf":
+            return dict(base, tid=num(st.integers(0, 3)), id=num(st.integers(0, 50)), name="f")
+        if ph == "N":
+            return {"ph": "N", "pid": num(st.integers(0, 3)), "id": "0x1", "ts": 1}
+        return {"ph": "M", "pid": num(st.integers(0, 3)), "name": "process_name",
+                "args": {"name": "/job:localhost/replica:0/task:0/device:CPU:0 Compute"}}
+
+    return [event(ph) for ph in draw(st.lists(st.sampled_from(list("XXXXCstfNM")),
+                                              min_size=1, max_size=40))]
+
+
+@st.composite
 def _mutated(draw, data: bytes) -> bytes:
     """``data`` with a few random edits: truncation, byte flips, insertions, deletions,
     duplicated ranges."""
@@ -215,6 +241,14 @@ def fuzz_file(tmp_path_factory):
 def test_generated_trace_json(fuzz_file, doc, indent, data):
     raw = json.dumps(doc, indent=indent, allow_nan=True, ensure_ascii=data.draw(st.booleans()))
     fuzz_file.write_bytes(data.draw(_wrapped(raw.encode("utf-8", "surrogatepass"))))
+    load_or_clean_error(fuzz_file)
+
+
+@FUZZ
+@given(events=_well_formed(), wrap=st.booleans())
+def test_well_formed_timelines_with_edge_numbers(fuzz_file, events, wrap):
+    doc = {"traceEvents": events} if wrap else events
+    fuzz_file.write_bytes(json.dumps(doc, allow_nan=True).encode())
     load_or_clean_error(fuzz_file)
 
 
