@@ -7,9 +7,9 @@ nested junk), arbitrary bytes, and real traces of our own legacy run (timeline.p
 trace JSON and the .xplane.pb), mutated (truncated, bytes flipped, inserted, deleted,
 duplicated) and re-wrapped in gzip (whole, truncated, several members, trailing junk).
 
-``FUZZ_EXAMPLES`` sets the examples per JSON test (default 500: about 1,500 JSON cases and 20
-xplanes, well under a minute in CI); the long campaign recorded in BUILD.md ran with
-``FUZZ_EXAMPLES=3500``. Under CI (``CI`` set) the runs are derandomized, so CI is
+``FUZZ_EXAMPLES`` sets the examples per JSON test (default 500: 2,000 JSON/bytes cases and 20
+xplanes, about half a minute in CI); the long campaign recorded in BUILD.md ran with
+``FUZZ_EXAMPLES=3000``. Under CI (``CI`` set) the runs are derandomized, so CI is
 reproducible; locally each run explores new cases.
 """
 from __future__ import annotations
