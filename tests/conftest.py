@@ -114,3 +114,34 @@ def run_guarded(module: str, *args: str, timeout: float = 300, mem_gib: float = 
     result.maxrss_mib = usage.ru_maxrss / 1024
     result.elapsed_s = time.monotonic() - t0
     return result
+
+
+@pytest.fixture(scope="session")
+def modern_run(tmp_path_factory):
+    """One profiled modern run (XLA on) on the default image, like ``legacy_run``:
+    (out folder, run.json dict)."""
+    from modern.runner import run_modern
+
+    out = tmp_path_factory.mktemp("modern_jit") / "run"
+    return out, run_modern(out, steps=6, jit=True, seed=1)
+
+
+@pytest.fixture(scope="session")
+def varied_jpegs(tmp_path_factory):
+    """A folder of 50 JPEGs in 10 sizes (portrait, landscape, square; short side 256..600),
+    made from grace_hopper.jpg: (folder, paths)."""
+    from benchmarks.images import make_image_set
+
+    sizes = [(300, 420), (512, 300), (257, 700), (640, 480), (400, 400),
+             (256, 256), (600, 340), (333, 500), (700, 380), (480, 640)]
+    folder = tmp_path_factory.mktemp("varied_jpegs")
+    return folder, make_image_set(folder, [sizes[i % len(sizes)] for i in range(50)], seed=3)
+
+
+@pytest.fixture(scope="session")
+def modern_run_varied(tmp_path_factory, varied_jpegs):
+    """A profiled modern run (XLA on) of 52 steps over the 50 varied JPEGs."""
+    from modern.runner import run_modern
+
+    out = tmp_path_factory.mktemp("modern_varied") / "run"
+    return out, run_modern(out, images=[str(varied_jpegs[0])], steps=52, jit=True, seed=2)

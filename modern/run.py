@@ -1,0 +1,66 @@
+"""``python -m modern.run --out DIR [--images ...] [--steps N] [--nojit] [--seed S] [--skip_bad]``.
+
+A thin CLI over :func:`modern.runner.run_modern`; see there for what it writes.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from absl import app, flags
+
+from common import atomic
+from common.errors import InputError, run_cli, say
+from common.tflog import quiet_env
+
+FLAGS = flags.FLAGS
+
+
+def _define_flags() -> None:
+    flags.DEFINE_string("out", None, "Output folder (new or empty).")
+    flags.DEFINE_list("images", [], "JPEG files or folders (default: matplotlib's grace_hopper.jpg).")
+    flags.DEFINE_integer("steps", 20, "Steps to profile (one image per step).", lower_bound=2)
+    flags.DEFINE_boolean("nojit", False, "Reference run: the same augmentation without XLA.")
+    flags.DEFINE_integer("seed", 0, "Root seed of the stateless random draws; a seed reproduces a run.")
+    flags.DEFINE_boolean("skip_bad", False, "Skip corrupt or non-JPEG files (named in run.json) "
+                                            "instead of stopping at the first one.")
+    flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) > 1:
+        raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if not FLAGS.out:
+        raise InputError("--out DIR is required")
+    from common.inputs import check_file, resolve_images
+    from common.tflog import native_stderr_to, quiet_python_logs
+    from modern.runner import run_modern
+
+    if not FLAGS.skip_bad:
+        for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
+            check_file(path)
+    out = atomic.prepare_out_dir(FLAGS.out)
+    quiet_python_logs()
+    say(f"modern: running {FLAGS.steps} steps (XLA {'off' if FLAGS.nojit else 'on'}); "
+        f"TensorFlow's log goes to {out / 'tf.log'} ...")
+    with native_stderr_to(None if FLAGS.verbose else out / "tf.log"):
+        run = run_modern(out, FLAGS.images, FLAGS.steps, jit=not FLAGS.nojit, seed=FLAGS.seed,
+                         skip_bad=FLAGS.skip_bad)
+    for s in run.get("skipped", []):
+        say(f"modern: skipped {s['reason']}")
+    say(f"modern: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
+        f"{run['steady_median_s'] * 1e3:.1f} ms/step, output {tuple(run['output_shape'])}"
+        + (f", {run['skipped_count']} file(s) skipped" if FLAGS.skip_bad else ""))
+    say(f"modern: wrote {Path(FLAGS.out) / 'trace.json.gz'}, run.json and a profile; "
+        f"view it with: tensorboard --logdir {FLAGS.out}")
+    return 0
+
+
+def main() -> None:
+    quiet_env()
+    _define_flags()
+    app.run(lambda argv: sys.exit(run_cli(_main, argv, "modern.run")))
+
+
+if __name__ == "__main__":
+    main()

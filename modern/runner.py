@@ -1,0 +1,130 @@
+"""Run the modern pipeline and write its traces (the library behind ``modern.run``).
+
+Writes into ``out`` (which must be new or empty):
+  plugins/profile/<session>/<host>.xplane.pb   TensorBoard profile of all steps, steps marked
+  trace.json.gz        the Chrome trace xprof's trace_viewer makes from that profile
+  run.json             images, per-step wall times, TF version, jit on/off, output shape, seed,
+                       and the files skipped with ``skip_bad``
+
+One step is one image: ``next()`` on the tf.data iterator and the augmentation, as one
+``tf.function`` call (:func:`modern.augment.make_step`), inside
+``tf.profiler.experimental.Trace("modern", step_num=i, _r=1)``. Step 0 includes tracing and
+the XLA compile; the dataset and its iterator are built before the profile starts, as legacy
+builds its graph and starts its queue runners first.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import platform
+import time
+
+from common import atomic
+from common.errors import InputError, tf_error_line
+
+STEP_NAME = "modern"
+
+
+def select_images(paths: list[str], skip_bad: bool) -> tuple[list[str], list[tuple[int, int]], list[dict]]:
+    """Preflight every image: (good paths, their (height, width), skipped files with reasons).
+
+    Without ``skip_bad`` the first bad file raises :class:`InputError` naming it.
+    """
+    from common.inputs import preflight
+
+    if not skip_bad:
+        return paths, preflight(paths), []
+    good, shapes, skipped = [], [], []
+    for p in paths:
+        try:
+            shapes.append(preflight([p])[0])
+            good.append(p)
+        except InputError as e:
+            skipped.append({"path": p, "reason": str(e)})
+    if not good:
+        raise InputError(f"no usable image: all {len(paths)} input files were skipped "
+                         f"(first: {skipped[0]['reason']})")
+    return good, shapes, skipped
+
+
+def _run_steps(it, step_fn, steps: int, profile_dir=None):
+    """``steps`` profiled steps of ``step_fn(it) -> (output, path)``; returns (wall seconds,
+    image paths, last output)."""
+    import tensorflow as tf
+
+    from common import profiling
+
+    walls, keys, out = [], [], None
+    ctx = profiling.tensorboard_profile(profile_dir) if profile_dir else None
+    if ctx:
+        ctx.__enter__()
+    try:
+        for i in range(steps):
+            t0 = time.perf_counter()
+            with profiling.step(STEP_NAME, i) if ctx else contextlib.nullcontext():
+                out, path = step_fn(it)
+            walls.append(time.perf_counter() - t0)
+            keys.append(path.numpy().decode("utf-8", "replace"))
+    except tf.errors.OpError as e:
+        raise InputError(f"modern pipeline failed: {tf_error_line(e)}") from None
+    finally:
+        if ctx:
+            ctx.__exit__(None, None, None)
+    return walls, keys, out
+
+
+def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
+               jit: bool = True, seed: int = 0, skip_bad: bool = False) -> dict:
+    """Run the modern pipeline and write its artifacts into ``out``; return run.json's content."""
+    import numpy as np
+    import tensorflow as tf
+
+    from common.inputs import resolve_images
+    from common.profiling import xplane_files, xplane_to_trace_json
+    from modern import augment, pipeline
+
+    if steps < 1:
+        raise InputError(f"--steps {steps}: need at least one step")
+    paths = [os.path.abspath(p) for p in resolve_images(images)]
+    paths, shapes, skipped = select_images(paths, skip_bad)
+    out = atomic.prepare_out_dir(out)
+    staging = out / f".staging-{os.getpid()}"
+    staging.mkdir()
+    try:
+        it = iter(pipeline.build(paths, seed=seed))
+        step_fn = augment.make_step(augment.make_augment(jit))
+        walls, keys, result = _run_steps(it, step_fn, steps, profile_dir=staging)
+        trace = xplane_to_trace_json(xplane_files(staging))
+        atomic.write_bytes(staging / "trace.json.gz", gzip.compress(trace.encode("utf-8"), 6))
+        steady = walls[1:] or walls
+        run = {
+            "pipeline": "modern",
+            "tf_version": tf.__version__,
+            "python": platform.python_version(),
+            "jit": jit,
+            "xla": jit,
+            "seed": seed,
+            "images": [{"path": p, "height": h, "width": w} for p, (h, w) in zip(paths, shapes)],
+            "steps": steps,
+            "step_name": STEP_NAME,
+            "step_wall_s": walls,
+            "step_images": keys,
+            "first_step_s": walls[0],
+            "steady_median_s": float(np.median(steady)),
+            "output_shape": list(result.shape),
+            "output_dtype": result.dtype.name,
+            "trace": "trace.json.gz",
+            "profile_logdir": ".",
+        }
+        if skip_bad:
+            run["skipped"] = skipped
+            run["skipped_count"] = len(skipped)
+        atomic.write_json(staging / "run.json", run)
+        atomic.move_into(staging, out)
+        return run
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

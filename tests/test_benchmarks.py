@@ -1,0 +1,52 @@
+"""The benchmark runs end to end and writes the JSON its readers expect (timings not checked)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_module
+
+pytestmark = pytest.mark.slow
+
+
+def test_benchmark_smoke_writes_json_keys(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = run_module("benchmarks.pipelines", "--images", "3", "--rounds", "1", "--batch", "2",
+                      "--warmup", "1", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    result = json.loads(out.read_text())
+    pipelines = {"legacy", "modern", "modern_nojit", "floor"}
+    assert set(result["images_per_s"]) == pipelines
+    assert all(v > 0 for v in result["images_per_s"].values())
+    assert set(result["ratios"]) == {"modern_vs_legacy", "jit_vs_nojit", "modern_vs_floor"}
+    ips = result["images_per_s"]
+    assert result["ratios"]["modern_vs_legacy"] == pytest.approx(ips["modern"] / ips["legacy"])
+    assert set(result["first_output_s"]) == {"legacy", "modern"}
+    assert all(v > 0 for v in result["first_output_s"].values())
+    assert result["image_set"]["count"] == 3 and len(result["image_set"]["sizes_hw"]) == 3
+    assert result["machine"]["cpus"] >= 1
+    for name in pipelines:  # the printed table names every pipeline
+        assert name in proc.stdout
+
+
+def test_xla_designs_all_compute_the_seed_output_shape():
+    """Every design in BUILD.md's table runs and returns the seed's (10, 221, 221, 3) output;
+    the measurement returns a positive time for each (design 1 under XLA is left out: its
+    compile alone takes ~9 s, which is the point it makes)."""
+    import tensorflow as tf
+
+    from benchmarks import xla_designs
+    from common.augment_spec import OUTPUT_SHAPE
+    from modern import augment
+
+    for key, (body, args) in xla_designs._bodies().items():
+        fn = augment.make_augment(False) if body is None else tf.function(body, autograph=False)
+        out = fn(*args)
+        assert tuple(out.shape) == OUTPUT_SHAPE, key
+        assert 0.0 <= float(tf.reduce_min(out)) and float(tf.reduce_max(out)) <= 1.0, key
+    result = xla_designs.measure(["2", "3", "4"], rounds=1, calls=1)
+    assert set(result) == {"2", "3", "4"}
+    for r in result.values():
+        assert r["xla"] > 0 and r["no_xla"] > 0 and r["first_xla_s"] > 0
