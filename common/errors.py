@@ -73,8 +73,12 @@ def tf_error_line(e: BaseException) -> str:
     msg = getattr(e, "message", None) or str(e) or type(e).__name__
     msg = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", msg)
     msg = re.sub(r"\s*\[Op:[^\]]*\]", "", msg)
+    # tf.data prefixes the op's own message with where it ran
+    msg = re.sub(r"Error in user-defined function passed to \S+ transformation with iterator: "
+                 r"\S+: ", "", msg)
     noise = ("Graph execution error", "Detected at node", "File ", "Node:", "[[{{node",
-             "defined at (most recent", "Executing op", "Traceback")
+             "defined at (most recent", "Executing op", "Traceback", "<stack traces unavailable>",
+             "Hint:")
     lines = [ln.strip() for ln in msg.strip().splitlines()
              if ln.strip() and not ln.strip().startswith(noise)]
     return lines[0] if lines else type(e).__name__

@@ -188,7 +188,7 @@ def test_signals_are_deferred_while_artifacts_move(tmp_path, monkeypatch):
 # --- run folders are never overwritten ---------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["legacy.run", "compare.run"])
+@pytest.mark.parametrize("module", ["legacy.run", "modern.run", "compare.run"])
 def test_cli_never_overwrites_a_run_folder(tmp_path, module):
     (tmp_path / "run.json").write_text("earlier run")
     proc = run_guarded(module, "--out", str(tmp_path), "--steps", "2")
@@ -272,12 +272,14 @@ def _no_debris(out: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_mid_run_keeps_the_profile_so_far_and_says_where(tmp_path, sig):
+@pytest.mark.parametrize("module,sig", [("legacy.run", signal.SIGINT),
+                                        ("legacy.run", signal.SIGTERM),
+                                        ("modern.run", signal.SIGTERM)])
+def test_signal_mid_run_keeps_the_profile_so_far_and_says_where(tmp_path, module, sig):
     from compare.loaders import load
 
     out = tmp_path / "out"
-    proc = _start("legacy.run", out, "--steps", "2000")
+    proc = _start(module, out, "--steps", "2000")
     _wait_for_line(proc, "first step done")
     time.sleep(1.0)  # a few dozen profiled steps
     proc.send_signal(sig)
@@ -286,7 +288,7 @@ def test_signal_mid_run_keeps_the_profile_so_far_and_says_where(tmp_path, sig):
     assert "Traceback" not in rest
     (line,) = [ln for ln in rest.splitlines() if "interrupted" in ln]
     partial = out / "partial"
-    assert line == (f"legacy.run: interrupted by {signal.Signals(sig).name}; "
+    assert line == (f"{module}: interrupted by {signal.Signals(sig).name}; "
                     f"partial results kept in {partial}")
     assert sorted(p.name for p in out.iterdir()) == ["partial", "tf.log"]
     _no_debris(out)
@@ -297,7 +299,7 @@ def test_signal_mid_run_keeps_the_profile_so_far_and_says_where(tmp_path, sig):
     nums = [s.num for s in tr.steps]
     assert nums and nums == list(range(len(nums))) and len(nums) < 2000
     # the interrupted folder is not reused by a new run
-    again = run_guarded("legacy.run", "--out", str(out), "--steps", "2")
+    again = run_guarded(module, "--out", str(out), "--steps", "2")
     assert_one_line_error(again, str(out), "not empty")
 
 
@@ -333,15 +335,17 @@ def tiny_tmpfs(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["tmpfs", "rlimit_fsize"])
-def test_full_disk_is_one_clear_line_and_nothing_half_written(request, tmp_path, how):
+@pytest.mark.parametrize("module,how", [("legacy.run", "tmpfs"), ("legacy.run", "rlimit_fsize"),
+                                        ("modern.run", "rlimit_fsize")])
+def test_full_disk_is_one_clear_line_and_nothing_half_written(request, tmp_path, module, how):
     if how == "tmpfs":
         out = request.getfixturevalue("tiny_tmpfs") / "out"
-        proc = run_guarded("legacy.run", "--out", str(out), "--steps", "3")
+        proc = run_guarded(module, "--out", str(out), "--steps", "3")
         problem = "No space left on device"
     else:
         out = tmp_path / "out"
-        proc = run_guarded("legacy.run", "--out", str(out), "--steps", "3", fsize=400 << 10)
+        limit = {"legacy.run": 400 << 10, "modern.run": 48 << 10}[module]  # below the profile
+        proc = run_guarded(module, "--out", str(out), "--steps", "3", fsize=limit)
         problem = "File too large"
     line = assert_one_line_error(proc, str(out), problem)
     assert ".staging" not in line  # names the artifact as the user would see it
