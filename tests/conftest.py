@@ -145,3 +145,20 @@ def modern_run_varied(tmp_path_factory, varied_jpegs):
 
     out = tmp_path_factory.mktemp("modern_varied") / "run"
     return out, run_modern(out, images=[str(varied_jpegs[0])], steps=52, jit=True, seed=2)
+
+
+@pytest.fixture(scope="session")
+def profile_logdir(tmp_path_factory, legacy_run, modern_run):
+    """A run folder laid out as ``compare.run`` writes it, for TensorBoard: DIR/legacy/ and
+    DIR/modern/ are the two pipelines' run folders (each with
+    plugins/profile/<session>/<host>.xplane.pb). Returns (DIR, {"legacy": run.json,
+    "modern": run.json}). Copies of the session runs, so TensorBoard's caches never land in the
+    shared fixtures."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("tb_logdir") / "run"
+    runs = {}
+    for name, (out, run) in (("legacy", legacy_run), ("modern", modern_run)):
+        shutil.copytree(out, root / name)
+        runs[name] = run
+    return root, runs
