@@ -15,6 +15,7 @@ from functools import lru_cache
 
 _SUFFIX = re.compile(r"\.\d+$")
 _CLUSTER = re.compile(r"^(cluster_\d+)__XlaCompiledKernel")
+_FUNCTION = re.compile(r"^a?(_inference_.+?_\d+)__")
 
 
 @dataclasses.dataclass
@@ -24,6 +25,7 @@ class HloInstruction:
     op_type: str
     op_name: str
     called: tuple[str, ...]
+    elements: int = 1   # elements of the output shape (tuples summed): a proxy of its work
 
 
 @dataclasses.dataclass
@@ -60,6 +62,24 @@ class HloModule:
                 stack.extend(i.name for i in reversed(self.computations.get(comp, [])))
         return list(seen)
 
+    def tf_op_weights(self, instruction: str) -> dict[tuple[str, str], tuple[int, int]]:
+        """For each TF op an instruction computes (fused bodies included): (number of HLO
+        instructions, their total output elements). Instructions without TF metadata are left
+        out; used to split a fusion's time among the TF ops fused into it."""
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        stack, visited = [instruction], set()
+        while stack:
+            inst = self.by_name.get(stack.pop())
+            if inst is None or inst.name in visited:
+                continue
+            visited.add(inst.name)
+            if inst.op_name:
+                n, e = out.get((inst.op_type, inst.op_name), (0, 0))
+                out[(inst.op_type, inst.op_name)] = (n + 1, e + inst.elements)
+            for comp in inst.called:
+                stack.extend(i.name for i in self.computations.get(comp, []))
+        return out
+
     def all_tf_ops(self) -> list[tuple[str, str]]:
         """Every TF op with at least one instruction in this module, in first-seen order."""
         seen: dict[tuple[str, str], None] = {}
@@ -76,6 +96,36 @@ class HloModule:
         return [i.name for i in self.computations.get(self.entry, []) if i.opcode not in skip]
 
 
+def unit_names(modules: dict[str, "HloModule"]) -> dict[str, tuple[str, str]]:
+    """module name -> (unit name, kind) for every module: ``cluster_N`` for auto-clustering
+    ("cluster"); ``__inference_<fn>_<N>`` for a ``jit_compile`` function ("function"), with
+    ``[1]``, ``[2]``... when the function was compiled as several modules (an eager call and a
+    call from another function compile separately)."""
+    out: dict[str, tuple[str, str]] = {}
+    by_fn: dict[str, list[str]] = {}
+    for name, mod in modules.items():
+        m = _FUNCTION.match(name)
+        if m:
+            by_fn.setdefault("_" + m.group(1), []).append(name)
+        else:
+            out[name] = (mod.cluster, "cluster")
+    for fn, names in by_fn.items():
+        names = sorted(names)
+        for k, name in enumerate(names, 1):
+            out[name] = (fn if len(names) == 1 else f"{fn}[{k}]", "function")
+    return out
+
+
+def _elements(shape) -> int:
+    """Elements of an HLO ShapeProto (tuples: the sum over their parts; scalars: 1)."""
+    if shape.tuple_shapes:
+        return sum(_elements(t) for t in shape.tuple_shapes)
+    n = 1
+    for d in shape.dimensions:
+        n *= max(int(d), 1)
+    return n
+
+
 def parse_hlo_proto(data: bytes) -> HloModule:
     from tensorflow.compiler.xla.service import hlo_pb2
 
@@ -86,7 +136,8 @@ def parse_hlo_proto(data: bytes) -> HloModule:
     comps = {}
     for c in mod.computations:
         comps[c.name] = [HloInstruction(i.name, i.opcode, i.metadata.op_type, i.metadata.op_name,
-                                        tuple(ids[k] for k in i.called_computation_ids if k in ids))
+                                        tuple(ids[k] for k in i.called_computation_ids if k in ids),
+                                        _elements(i.shape))
                          for i in c.instructions]
     entry = ids.get(mod.entry_computation_id, mod.entry_computation_name)
     return HloModule(mod.name, entry, comps)

@@ -88,6 +88,7 @@ def _attach_cluster_sidecar(trace: Trace, path: Path) -> None:
         clusters = doc["clusters"]
         trace.meta["xla_members"] = {mine: [tuple(op) for op in clusters.get(ref, [])]
                                      for mine, ref in aliases.items()}
+        trace.meta["xla_aliases"] = dict(aliases)  # this timeline's cluster -> the profile's
     except (OSError, ValueError, KeyError, TypeError):
         trace.warnings.append(f"{side.name} beside the timeline is unreadable; XLA cluster "
                               f"contents unknown")

@@ -1,53 +1,219 @@
-"""``python -m compare.run``: the main job.
+"""``python -m compare.run``: run both pipelines, compare them stage by stage, write the report.
 
-Interim: until the comparison lands, this runs the legacy pipeline on the default image into a
-new run folder under ``runs/`` and prints how to open it in TensorBoard.
+    python -m compare.run [--out DIR] [--images A.jpg,B/] [--steps N] [--seed S] [--verbose]
+    python -m compare.run --legacy TRACE --modern TRACE [--out DIR]
+
+The first form runs the legacy pipeline and then the modern one, each in its own process and
+profiled, into ``DIR/legacy`` and ``DIR/modern`` (so ``tensorboard --logdir DIR`` shows both
+runs), then compares them. The second compares traces that already exist, in any format we
+read, without running anything. Either way DIR (default ``runs/<timestamp>``, never an existing
+non-empty folder) receives report.md, report.json, stages.png, timelines.png and
+merged_trace.json.gz (see :mod:`compare.report`). TensorFlow's own log goes to DIR/tf.log
+unless ``--verbose``.
 """
 from __future__ import annotations
 
-import sys
+import signal
 import time
 from pathlib import Path
 
-from absl import app, flags
+from absl import flags
 
-from common.errors import InputError, run_cli, say
-from common.tflog import quiet_env
+from common.errors import InputError, cli_main, say
 
 FLAGS = flags.FLAGS
+SIDES = ("legacy", "modern")
 
 
 def _define_flags() -> None:
-    flags.DEFINE_string("out", None, "Run folder (default: runs/<timestamp>).")
-    flags.DEFINE_list("images", [], "JPEG files or folders (default: grace_hopper.jpg).")
-    flags.DEFINE_integer("steps", 20, "Steps per pipeline.", lower_bound=2)
+    flags.DEFINE_string("out", None, "Run folder, new or empty (default: runs/<timestamp>).")
+    flags.DEFINE_list("images", [], "JPEG files or folders (default: matplotlib's "
+                                    "grace_hopper.jpg).")
+    flags.DEFINE_integer("steps", 20, "Profiled steps per pipeline (one image per step).",
+                         lower_bound=2)
+    flags.DEFINE_integer("seed", 0, "Random seed of both pipelines.")
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
+    flags.DEFINE_string("legacy", None, "Compare this existing legacy trace instead of running "
+                                        "the pipelines (with --modern).")
+    flags.DEFINE_string("modern", None, "Compare this existing modern trace (with --legacy).")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.marks: dict[str, float] = {}
+        self._phase: tuple[str, float] | None = None
+
+    def phase(self, name: str, text: str) -> None:
+        self.end()
+        self._phase = (name, time.monotonic())
+        self.say(text)
+
+    def end(self) -> None:
+        if self._phase:
+            self.marks[self._phase[0]] = round(time.monotonic() - self._phase[1], 2)
+            self._phase = None
+
+    def say(self, text: str) -> None:
+        say(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
+
+
+def _default_out() -> Path:
+    base = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
+def _sigterm(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from common import atomic
-    from common.tflog import native_stderr_to, quiet_python_logs
-    from legacy.runner import run_legacy
+    if bool(FLAGS.legacy) != bool(FLAGS.modern):
+        raise InputError("--legacy and --modern go together: give both traces, or neither to "
+                         "run both pipelines")
+    from common.tflog import quiet_python_logs
 
-    out = Path(FLAGS.out or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-    out = atomic.prepare_out_dir(out)
     quiet_python_logs()
-    t0 = time.monotonic()
-    say(f"[{0:6.1f}s] running legacy ...")
-    with native_stderr_to(None if FLAGS.verbose else out / "tf.log"):
-        run = run_legacy(out / "legacy", FLAGS.images, FLAGS.steps)
-    say(f"[{time.monotonic() - t0:6.1f}s] legacy: first step {run['first_step_s'] * 1e3:.0f} ms, "
-        f"steady {run['steady_median_s'] * 1e3:.1f} ms/step")
-    say(f"open it: tensorboard --logdir {out}")
+    signal.signal(signal.SIGTERM, _sigterm)
+    if FLAGS.legacy:
+        return _compare_traces(FLAGS.legacy, FLAGS.modern)
+    return _run_and_compare()
+
+
+def _run_and_compare() -> int:
+    from common import atomic
+    from common.inputs import check_file, resolve_images
+    from common.tflog import native_stderr_to
+    from compare.run_side import run_in_child
+
+    images = resolve_images(FLAGS.images)
+    for path in images:  # cheap checks before anything is created
+        check_file(path)
+    import importlib.util
+
+    if importlib.util.find_spec("modern") is None or \
+            importlib.util.find_spec("modern.runner") is None:
+        raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
+                         "existing traces with --legacy TRACE --modern TRACE")
+    out = atomic.prepare_out_dir(FLAGS.out or _default_out())
+    log = None if FLAGS.verbose else out / "tf.log"
+    clock = _Clock()
+    say(f"compare.run: run folder {out}" + (f"; TensorFlow's log goes to {log}" if log else ""))
+    runs: dict[str, dict] = {}
+    try:
+        clock.phase("legacy", f"running legacy ({FLAGS.steps} steps, queue runners, XLA "
+                              f"auto-clustering as in the seed) ...")
+        runs["legacy"] = run_in_child("legacy", out / "legacy", FLAGS.images, FLAGS.steps,
+                                      FLAGS.seed, log)
+        clock.say(_run_line("legacy", runs["legacy"]))
+        clock.phase("modern", f"running modern ({FLAGS.steps} steps, tf.data + jit_compile) "
+                              f"...")
+        runs["modern"] = run_in_child("modern", out / "modern", FLAGS.images, FLAGS.steps,
+                                      FLAGS.seed, log)
+        clock.say(_run_line("modern", runs["modern"]))
+        with native_stderr_to(log):
+            sources = {k: (out / k, "TensorBoard profile (xplane through xprof), steps marked, "
+                                    "HLO included") for k in SIDES}
+            report = _analyse_and_write(out, sources, clock, tensorboard_logdir=str(out),
+                                        runs=runs)
+    except KeyboardInterrupt:
+        done = [f"{out / k}/ (complete run)" for k in runs]
+        say(f"compare.run: interrupted; partial results: {', '.join(done) or 'none'}; "
+            f"no report was written")
+        raise
+    _print_summary(report, out, clock, tensorboard=True)
     return 0
 
 
+def _run_line(side: str, run: dict) -> str:
+    return (f"{side}: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
+            f"{run['steady_median_s'] * 1e3:.1f} ms/step")
+
+
+def _compare_traces(legacy: str, modern: str) -> int:
+    from common import atomic
+    from common.tflog import native_stderr_to
+
+    clock = _Clock()
+    for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
+        if not Path(p).exists():
+            from compare.loaders import LoadError
+
+            raise LoadError(f"{p}: no such file or folder")
+    out = atomic.prepare_out_dir(FLAGS.out or _default_out())
+    log = None if FLAGS.verbose else out / "tf.log"
+    try:
+        with native_stderr_to(log):
+            report = _analyse_and_write(out, {"legacy": (Path(legacy), "given with --legacy"),
+                                              "modern": (Path(modern), "given with --modern")},
+                                        clock)
+    except InputError:
+        _remove_if_only_log(out)
+        raise
+    except KeyboardInterrupt:
+        say(f"compare.run: interrupted; no report was written to {out}")
+        raise
+    _print_summary(report, out, clock, tensorboard=False)
+    return 0
+
+
+def _remove_if_only_log(out: Path) -> None:
+    """A bad trace leaves nothing behind but an empty folder we made (and our log)."""
+    import shutil
+
+    if out.is_dir() and all(c.name == "tf.log" for c in out.iterdir()):
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _Clock,
+                       tensorboard_logdir: str | None = None, runs: dict | None = None) -> dict:
+    from compare import comparison, report as report_mod
+    from compare.loaders import load
+
+    clock.phase("convert", "converting profiles (xprof) and loading traces ...")
+    traces = {k: load(path) for k, (path, _) in sources.items()}
+    clock.phase("map", "mapping events to stages ...")
+    sides = {k: comparison.analyse(k, traces[k], note) for k, (_, note) in sources.items()}
+    for k, (path, _) in sources.items():
+        if path.is_dir() and traces[k].format == "xprof":
+            for name, step in (("timeline.json", "steady"), ("timeline_first.json", "first")):
+                if (path / name).is_file():
+                    sides[k].cross_checks.append(
+                        comparison.cross_check(sides[k], load(path / name), name, step))
+    clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
+    report = report_mod.build(sides["legacy"], sides["modern"], tensorboard_logdir)
+    if runs:
+        report["runs"] = runs
+    clock.end()
+    report["elapsed_s"] = dict(clock.marks)
+    report_mod.validate(report)
+    report_mod.write(out, report, sides["legacy"], sides["modern"])
+    return report
+
+
+def _print_summary(report: dict, out: Path, clock: _Clock, tensorboard: bool) -> None:
+    from compare.comparison import stage_table
+
+    print(stage_table(report))
+    print()
+    for k in ("legacy", "modern", "comparison"):
+        print(f"- {report['verdict'][k]}")
+    print()
+    print(f"report: {out / 'report.md'} (and report.json, stages.png, timelines.png, "
+          f"merged_trace.json.gz)")
+    if tensorboard:
+        print(f"open the profiles: tensorboard --logdir {out}")
+    clock.say(f"done in {time.monotonic() - clock.t0:.1f} s")
+
+
 def main() -> None:
-    quiet_env()
-    _define_flags()
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "compare.run")))
+    cli_main("compare.run", _define_flags, _main)
 
 
 if __name__ == "__main__":

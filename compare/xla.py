@@ -12,6 +12,9 @@ What the ops are:
 - ``_XlaRun``: executes the compiled cluster; XLA:CPU adds one event per kernel inside it
   (named by HLO instruction, args ``hlo_module`` / ``hlo_op``).
 - ``_XlaMerge``: joins the compiled path with the fallback path; negligible time.
+- A ``tf.function(jit_compile=True)`` call (TF2): one op named ``__inference_<fn>_<N>`` whose
+  module is ``a_inference_<fn>_<N>__...``; its kernels run inside it, and a call that compiles
+  has the compiler's events nested inside it (first call minus a steady call is the compile).
 """
 from __future__ import annotations
 
@@ -183,12 +186,13 @@ def summarize(trace: Trace) -> XlaSummary:
             target = units.setdefault(key, XlaUnit(key))
         target.members = mod.all_tf_ops()
 
+    functions = _function_units(trace, units, compile_calls)
     compile_calls.sort(key=lambda c: ev.ts[c[0]])
     steps = ev.step
     for i, name, _ in compile_calls:
         units[name].compile_steps.append(int(steps[i]))
     style = "launch" if launches else "compile+run" if len(compile_idx) else (
-        "compile+run" if len(run_idx) else "none")
+        "compile+run" if len(run_idx) else "function" if functions else "none")
     return XlaSummary(
         units=units,
         compile_us=float(sum(u.compile_us for u in units.values())),
@@ -233,3 +237,80 @@ def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarr
                       (ev.ts[comp] >= ev.ts[i]) & (ev.ts[comp] < ev.ts[i] + ev.dur[i])]
         out[i] = len(inside) > 0
     return out
+
+
+#: Events around compiled kernels that belong to XLA's runtime or to a worker thread, not to
+#: the op that launched the compiled code.
+_NOT_A_LAUNCH = re.compile(r"^(CpuExecutable::|ThunkExecutor::|ThreadpoolListener::|Populate |"
+                           r"end: |BlockUntilReady)")
+
+
+def _function_units(trace: Trace, units: dict[str, XlaUnit],
+                    compile_calls: list[tuple[int, str, float]]) -> bool:
+    """Add one unit per compiled ``jit_compile`` function module (see
+    :func:`compare.hlo.unit_names`); returns whether any ran.
+
+    A launch of a function is the innermost event around its kernels that is not XLA's own
+    runtime: the ``__inference_<fn>_<N>`` op of an eager call, or the executor's
+    ``ExecutorState::ProcessAsync::Start`` when another function calls it. A launch with the
+    compiler's events nested inside compiled; its compile time is its excess over a launch
+    that did not compile.
+    """
+    from compare.hlo import unit_names
+
+    modules = {name: (unit, trace.hlo[name]) for name, (unit, kind) in
+               unit_names(trace.hlo).items() if kind == "function"}
+    if not modules:
+        return False
+    ev = trace.events
+    names = trace.strings.names
+    kernel_cat = CATEGORIES.index("xla_kernel")
+    launches: dict[str, set[int]] = {}
+    for pid, tid, idx in trace.iter_lanes():
+        kern = idx[(ev.category[idx] == kernel_cat)]
+        kern = kern[[names[ev.hlo_module[k]] in modules for k in kern]]
+        if not len(kern):
+            continue
+        cand = idx[ev.category[idx] != kernel_cat]
+        runtime = np.array([bool(_NOT_A_LAUNCH.match(names[ev.name[c]])) for c in cand], bool)
+        c_ts, c_end = ev.ts[cand], ev.ts[cand] + ev.dur[cand]
+        for k in kern:
+            inside = (c_ts <= ev.ts[k]) & (c_end >= ev.ts[k] + ev.dur[k])
+            # the launching op; else (its event lost when the profile stopped) XLA's own
+            # execution event, which still counts the run
+            pick = np.flatnonzero(inside & ~runtime)
+            if not len(pick):
+                pick = np.flatnonzero(inside & np.array([names[ev.name[c]].startswith(
+                    "CpuExecutable::") for c in cand], bool))
+            if len(pick):
+                j = cand[pick[np.argmax(c_ts[pick])]]
+                fn = modules[names[ev.hlo_module[k]]][0]
+                launches.setdefault(fn, set()).add(int(j))
+    all_launches = np.array(sorted(i for s in launches.values() for i in s), dtype=np.int64)
+    nested = _has_nested_compiler_work(trace, all_launches)
+    for name, (fn, mod) in modules.items():
+        units.pop(mod.cluster, None)  # added above under the module's own name
+        u = units.setdefault(fn, XlaUnit(fn))
+        u.members = mod.all_tf_ops()
+        idx = np.array(sorted(launches.get(fn, ())), dtype=np.int64)
+        if not len(idx):
+            continue
+        idx = idx[np.argsort(ev.ts[idx])]
+        durs = ev.dur[idx]
+        compiled = nested[idx] if nested is not None else np.zeros(len(idx), bool)
+        steady = float(np.median(durs[~compiled])) if (~compiled).any() else 0.0
+        u.runs = u.calls = len(idx)
+        u.launch_first_us = u.first_call_us = float(durs[0])
+        u.launch_steady_us = u.steady_call_us = steady
+        u.compiles, u.compile_us = 0, 0.0
+        for i, d in zip(idx[compiled], durs[compiled]):
+            c = max(float(d) - steady, 0.0)
+            u.compiles += 1
+            u.compile_us += c
+            if u.compiles == 1:
+                u.first_compile_us = c
+            compile_calls.append((int(i), fn, c))
+        u.run_us = float(durs.sum()) - u.compile_us
+        u.run_first_us = float(durs[0]) - (u.first_compile_us if compiled[0] else 0.0)
+        u.run_steady_us = steady
+    return bool(launches)

@@ -6,7 +6,8 @@ process-wide counter: ``timeline.json`` shares its session (and so its numbers) 
 profile, while ``timeline_first.json`` comes from a second session whose clusters are numbered
 after the first session's. Auto-clustering is deterministic for one graph, so the k-th cluster
 of one session is the k-th of the other; we check that by comparing each cluster's neighbours in
-the two partition graphs (cluster numbers masked) and only alias clusters that agree.
+the two partition graphs (cluster numbers masked, neighbouring clusters named by rank) and only
+alias clusters that agree.
 """
 from __future__ import annotations
 
@@ -17,26 +18,48 @@ _NUM = re.compile(r"cluster_\d+(_\d+)?")
 
 
 def _clusters(partition_graphs) -> dict[str, tuple]:
-    """cluster function name -> signature (inputs and consumers, cluster numbers masked)."""
+    """cluster function name -> signature: the cluster's inputs from outside any cluster and its
+    consumers outside it; a neighbour that is another cluster's launch plumbing is named only by
+    that cluster's rank (``cluster#k``), never by the plumbing node.
+
+    The rank, not the node, because the plumbing around a cluster is not deterministic: TF
+    routes some int32 inputs of a cluster's fallback call through a ``cluster_N_1/int32_id_n``
+    IdentityN in one session and straight into ``stateful_partitioned_call`` in another (seen on
+    TF 2.21 in about one run in eight, for the resize cluster's int32 outputs), so naming the
+    consumer node made the resize cluster fail to alias.
+    """
     nodes = [n for pg in partition_graphs for n in pg.node]
     prefix_of = {}
     for n in nodes:
         if n.op == "_XlaCompile" and "function" in n.attr:
             prefix_of[n.name.split("/")[0]] = n.attr["function"].func.name
+    rank = {f: f"cluster#{k}" for k, f in enumerate(sorted(set(prefix_of.values()), key=_key))}
     sig: dict[str, set] = {f: set() for f in prefix_of.values()}
     for n in nodes:
         own = prefix_of.get(n.name.split("/")[0])
         for inp in n.input:
             src = prefix_of.get(inp.lstrip("^").split("/")[0])
-            if own and not src and n.op in ("_XlaCompile", "StatefulPartitionedCall"):
+            if own and not src and n.op == "_XlaCompile":  # _XlaCompile takes every argument
                 sig[own].add(("in", _NUM.sub("cluster", inp)))
             if src and src != own:
-                sig[src].add(("out", _NUM.sub("cluster", n.name)))
+                sig[src].add(("out", rank[own] if own else _NUM.sub("cluster", n.name)))
     return {f: tuple(sorted(s)) for f, s in sig.items()}
 
 
 def _key(name: str) -> int:
     return int(name.split("_")[1])
+
+
+def alias(reference_graphs, graphs) -> tuple[dict[str, str], int]:
+    """Which reference cluster each cluster of ``graphs`` is (partition graphs of two sessions
+    of one graph): the k-th cluster of one is the k-th of the other when their signatures agree.
+    Returns ({cluster: reference cluster}, number of clusters left unmatched)."""
+    reference, mine = _clusters(reference_graphs), _clusters(graphs)
+    ref_sorted, mine_sorted = sorted(reference, key=_key), sorted(mine, key=_key)
+    if len(mine_sorted) != len(ref_sorted):
+        return {}, len(mine_sorted)
+    aliases = {a: b for a, b in zip(mine_sorted, ref_sorted) if mine[a] == reference[b]}
+    return aliases, len(mine_sorted) - len(aliases)
 
 
 def describe(run_dir: Path, metas: dict) -> dict:
@@ -50,22 +73,12 @@ def describe(run_dir: Path, metas: dict) -> dict:
     for m in modules.values():
         if m.cluster.startswith("cluster_"):
             members[m.cluster] = [list(op) for op in m.all_tf_ops()]
-    sigs = {name: _clusters(meta.partition_graphs) for name, meta in metas.items()}
-    reference = sigs.get("timeline.json", {})
-    ref_sorted = sorted(reference, key=_key)
+    reference = metas.get("timeline.json")
     timelines = {}
-    for name, s in sigs.items():
-        mine = sorted(s, key=_key)
-        aliases, mismatched = {}, 0
-        if len(mine) == len(ref_sorted):
-            for a, b in zip(mine, ref_sorted):
-                if s[a] == reference[b]:
-                    aliases[a] = b
-                else:
-                    mismatched += 1
-        else:
-            mismatched = len(mine)
-        timelines[name] = {"aliases": aliases, "unmatched": mismatched}
+    for name, meta in metas.items():
+        aliases, unmatched = alias(reference.partition_graphs if reference else [],
+                                   meta.partition_graphs)
+        timelines[name] = {"aliases": aliases, "unmatched": unmatched}
     return {"about": "TF ops inside each XLA cluster (from the profile's HLO metadata); "
                      "timelines[file].aliases maps that file's cluster names to these",
             "clusters": members, "timelines": timelines}

@@ -162,3 +162,58 @@ def profile_logdir(tmp_path_factory, legacy_run, modern_run):
         shutil.copytree(out, root / name)
         runs[name] = run
     return root, runs
+
+
+@pytest.fixture(scope="session")
+def compare_traces_run(tmp_path_factory, legacy_run, legacy_run_noxla):
+    """``compare.run --legacy --modern`` on two existing runs, as a user would call it: the
+    legacy XLA run as "legacy" and the legacy no-XLA run as "modern". (out folder, process)."""
+    out = tmp_path_factory.mktemp("compare_traces") / "run"
+    proc = run_module("compare.run", "--legacy", str(legacy_run[0]), "--modern",
+                      str(legacy_run_noxla[0]), "--out", str(out))
+    return out, proc
+
+
+@pytest.fixture(scope="session")
+def compare_run(tmp_path_factory):
+    """One real ``python -m compare.run`` of both pipelines on the default image, few steps:
+    (out folder, process)."""
+    out = tmp_path_factory.mktemp("compare_run") / "run"
+    proc = run_module("compare.run", "--out", str(out), "--steps", "5", timeout=1200)
+    return out, proc
+
+
+@pytest.fixture(scope="session")
+def jit_profile(tmp_path_factory):
+    """A TensorBoard profile of a tf.data pipeline feeding a jit_compile function that is
+    called eagerly and from a plain tf.function, four steps (step 0 compiles both)."""
+    import tensorflow as tf
+
+    from common import profiling
+
+    @tf.function(jit_compile=True)
+    def jitter(x):
+        with tf.name_scope("brightness"):
+            y = x + 0.1
+        with tf.name_scope("flip"):
+            z = tf.reverse(y, [1])
+        with tf.name_scope("assemble"):
+            return tf.stack([y, z])
+
+    @tf.function
+    def outer(x):
+        with tf.name_scope("clip"):
+            return jitter(tf.minimum(x, 1.0))
+
+    with tf.name_scope("read"):
+        ds = tf.data.Dataset.range(20).map(
+            lambda i: tf.fill([64, 64, 3], tf.cast(i, tf.float32)), num_parallel_calls=2)
+    it = iter(ds.prefetch(2))
+    out = tmp_path_factory.mktemp("jit")
+    with profiling.tensorboard_profile(out):
+        for i in range(4):
+            with profiling.step("jit", i):
+                x = next(it)
+                jitter(x).numpy()
+                outer(x).numpy()
+    return out

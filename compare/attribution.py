@@ -1,0 +1,310 @@
+"""Where each step's time went, by stage: wall-clock and CPU time, and the step's split.
+
+Work runs on many threads at once (the TF1 executor's inter-op threads and Eigen workers; the
+modern pipeline's tf.data threads beside the step's own thread), so "time per stage" needs a
+definition. We report two, from the same per-thread timeline:
+
+- **wall** (the default in tables): every instant of the step is shared equally among the
+  threads *working* at that instant (each at its innermost event's stage); an instant where no
+  thread works goes to what the blocked threads wait in (``input_wait``, or ``runtime`` for a
+  session waiting on its executor), and to ``idle`` when nothing is traced at all. Per step the
+  wall times add up to the step's duration exactly, so stages, overheads, idle and unmapped time
+  are shares of one whole.
+- **cpu**: busy thread time per stage, summed over threads (waiting is not counted). It exceeds
+  the step time when threads work in parallel; the gap between the two shows the parallelism.
+
+A thread is *working* when its innermost event is not a wait (``SessionRun`` waiting for the
+executor, ``IteratorGetNext`` or an async tf.data iterator waiting for elements,
+``BlockUntilReady``; see :mod:`compare.mapping`), and not a long stretch of TF's runtime with
+no op inside (:data:`BLOCKED_MIN_US`; waiting, descheduled or untraced, reported as
+``blocked_us``). An Eigen worker's region with no event inside runs shards of the ops running
+elsewhere at that moment and is credited to them (an estimate).
+
+The **step split** classifies each instant once, in this order: ``input_wait`` while the step's
+own thread (the one carrying the step marker) waits for input; ``compile`` while any thread
+compiles; ``compute`` while any thread runs pipeline work or compiled XLA code; ``runtime``
+while only executor / dispatch / Python work runs; ``idle`` otherwise. It adds up to the step.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+import numpy as np
+
+from compare.events import CATEGORIES, Trace
+from compare.mapping import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED, StageMap
+
+SPLIT_KEYS = ("input_wait", "compute", "compile", "runtime", "idle")
+#: A stretch of TF's own runtime on a TF thread (executor, thread-pool region, done callback,
+#: XLA's thunk executor between kernels) with no op inside, at least this long (µs), is not runtime work: executor bookkeeping costs
+#: microseconds per op. Such a thread is waiting for work on another thread, descheduled, or
+#: doing something the trace does not show; we count it as waiting (see BUILD.md: on our runs
+#: these stretches end a median 8-13 µs from the end of work on another thread, against
+#: 125-160 µs for a random instant of the same steps).
+BLOCKED_MIN_US = 100.0
+_NL = len(LABELS)
+_EXCLUDED_KINDS = ("allocator", "tensors")
+
+@dataclasses.dataclass
+class StepTimes:
+    """One step's attribution. Arrays are indexed by :data:`compare.mapping.LABELS`."""
+
+    num: int
+    ts: float
+    dur: float
+    wall: np.ndarray
+    cpu: np.ndarray
+    wall_estimated: np.ndarray     # the part of ``wall`` that rests on an estimate
+    split: dict[str, float]
+    by_event_wall: dict[int, float]   # event -> its wall share in this step (incl. credited)
+    by_event_cpu: dict[int, float]
+    credited_us: float = 0.0          # worker-region wall time credited to concurrent ops
+    blocked_us: float = 0.0           # TF-thread runtime with no op inside, counted as waiting
+
+
+@dataclasses.dataclass
+class Attribution:
+    """Every step's times; ``segments``: (event, t0, t1) arrays, the innermost event of each
+    lane over time (what the plots and the merged trace draw)."""
+
+    trace: Trace
+    smap: StageMap
+    steps: list[StepTimes]
+    critical_lane: dict[int, tuple[int, int]]   # step -> lane of its step marker
+    segments: tuple[np.ndarray, np.ndarray, np.ndarray]
+    blocked: np.ndarray           # per segment: runtime with nothing inside, counted as a wait
+
+    def segment_waits(self) -> np.ndarray:
+        """Per segment: the thread is waiting (a wait event, or executor time found blocked)."""
+        return self.smap.wait[self.segments[0]] | self.blocked
+
+    def median_blocked_us(self) -> float:
+        """TF-thread runtime with no op inside counted as waiting, per steady step (median)."""
+        return float(np.median([s.blocked_us for s in self.steady])) if self.steady else 0.0
+
+    def segment_labels(self) -> np.ndarray:
+        """Label of each segment for display: the event's label; a worker region that ran
+        shards of other ops takes the label of an op running at its midpoint elsewhere."""
+        e, t0, t1 = self.segments
+        labels = self.smap.label[e].astype(np.int64)
+        orph = np.flatnonzero(self.smap.orphan[e])
+        if not len(orph):
+            return labels
+        ops = np.flatnonzero(np.isin(labels, list(PIPELINE | {LABEL["xla_run"], UNMAPPED}))
+                             & ~self.smap.wait[e] & ~self.smap.orphan[e])
+        order = ops[np.argsort(t0[ops])]
+        starts, ends = t0[order], t1[order]
+        for k in orph:
+            mid = 0.5 * (t0[k] + t1[k])
+            j = np.searchsorted(starts, mid, side="right")
+            hit = np.flatnonzero(ends[:j] > mid)
+            labels[k] = labels[order[hit[-1]]] if len(hit) else LABEL["runtime"]
+        return labels
+
+    @property
+    def first(self) -> StepTimes | None:
+        """The first step (start-up, compiles) when there are at least two."""
+        return self.steps[0] if len(self.steps) >= 2 else None
+
+    @property
+    def steady(self) -> list[StepTimes]:
+        """Every step but the first; a single-step trace's one step."""
+        return self.steps[1:] if len(self.steps) >= 2 else list(self.steps)
+
+    def median(self, what: str = "wall") -> np.ndarray:
+        """Median over steady steps, per label."""
+        rows = [getattr(s, what) for s in self.steady]
+        return np.median(np.stack(rows), axis=0) if rows else np.zeros(_NL)
+
+    def representative(self) -> StepTimes | None:
+        """The steady step whose duration is closest to the median (what plots show)."""
+        med = self.median_step_us()
+        return min(self.steady, key=lambda s: abs(s.dur - med)) if self.steady else None
+
+    def median_step_us(self) -> float:
+        return float(np.median([s.dur for s in self.steady])) if self.steady else 0.0
+
+    def median_split(self) -> dict[str, float]:
+        return {k: float(np.median([s.split[k] for s in self.steady])) if self.steady else 0.0
+                for k in SPLIT_KEYS}
+
+
+def segments(trace: Trace):
+    """Innermost-event segments of every lane that holds work (not allocator or tensor rows):
+    arrays (event, t0, t1)."""
+    ev = trace.events
+    procs = trace.processes
+    streams = [p for p in procs.values() if p.kind == "stream"]
+    skip = {p.pid for p in procs.values() if p.kind in _EXCLUDED_KINDS}
+    if len(streams) > 1:  # GPU timelines: stream:all repeats every per-stream event
+        skip |= {p.pid for p in streams if "stream:all" in p.name.lower()}
+    evs, t0s, t1s = [], [], []
+    for pid, _, idx in trace.iter_lanes():
+        if pid in skip:
+            continue
+        order = idx[np.lexsort((-ev.dur[idx], ev.ts[idx]))]
+        ts, end = ev.ts, ev.ts + ev.dur
+        stack: list[tuple[int, float]] = []   # (event, effective end)
+        cur = 0.0
+        for i in order:
+            t0 = float(ts[i])
+            while stack and stack[-1][1] <= t0:
+                top, e = stack.pop()
+                if e > cur:
+                    evs.append(top), t0s.append(cur), t1s.append(e)
+                cur = max(cur, e)
+            if stack and t0 > cur:
+                evs.append(stack[-1][0]), t0s.append(cur), t1s.append(t0)
+            e = float(end[i])
+            if stack:
+                e = min(e, stack[-1][1])
+            stack.append((int(i), e))
+            cur = t0
+        while stack:
+            top, e = stack.pop()
+            if e > cur:
+                evs.append(top), t0s.append(cur), t1s.append(e)
+            cur = max(cur, e)
+    return (np.asarray(evs, np.int64), np.asarray(t0s, np.float64), np.asarray(t1s, np.float64))
+
+
+def attribute(trace: Trace, smap: StageMap) -> Attribution:
+    """Per-step wall and CPU time by label, and the step split (see the module docstring)."""
+    ev = trace.events
+    seg_ev, seg_t0, seg_t1 = segments(trace)
+    seg_lane_pid, seg_lane_tid = ev.pid[seg_ev], ev.tid[seg_ev]
+    step_cat = CATEGORIES.index("step")
+    markers: dict[int, tuple[int, int]] = {}
+    for i in np.flatnonzero(ev.category == step_cat):
+        markers.setdefault(int(ev.step[i]), (int(ev.pid[i]), int(ev.tid[i])))
+    blocked = _blocked(smap, seg_ev, seg_t0, seg_t1, seg_lane_pid, seg_lane_tid,
+                       set(markers.values()))
+    out = []
+    for st in trace.steps:
+        a, b = st.ts, st.ts + st.dur
+        m = (seg_t1 > a) & (seg_t0 < b)
+        idx = np.flatnonzero(m)
+        out.append(_one_step(st, smap, seg_ev[idx], np.clip(seg_t0[idx], a, b),
+                             np.clip(seg_t1[idx], a, b), seg_lane_pid[idx], seg_lane_tid[idx],
+                             markers.get(st.num), blocked[idx]))
+    return Attribution(trace, smap, out, markers, (seg_ev, seg_t0, seg_t1), blocked)
+
+
+def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray:
+    """Per segment: a stretch of TF's own runtime with nothing inside, on a TF thread (not the
+    step's own Python thread), at least :data:`BLOCKED_MIN_US` long."""
+    runtime = np.isin(smap.label[e], [LABEL["runtime"], LABEL["xla_run"]]) & \
+        (smap.basis[e] == BASIS["runtime"]) & ~smap.wait[e] & ~smap.orphan[e] & \
+        (t1 - t0 >= BLOCKED_MIN_US)
+    if step_lanes and runtime.any():
+        on_step = np.zeros(len(e), bool)
+        for p, t in step_lanes:
+            on_step |= (pid == p) & (tid == t)
+        runtime &= ~on_step
+    return runtime
+
+
+def _one_step(st, smap: StageMap, e, t0, t1, pid, tid, crit, blocked) -> StepTimes:
+    label = smap.label[e].astype(np.int64)
+    wait = smap.wait[e] | blocked
+    orphan = smap.orphan[e]
+    is_op = np.isin(label, list(PIPELINE | {LABEL["xla_run"], LABEL["xla_compile"], UNMAPPED})) \
+        & ~wait & ~orphan
+    work = ~wait
+    bounds = np.unique(np.concatenate([[st.ts, st.ts + st.dur], t0, t1]))
+    dt = np.diff(bounds)
+    k0 = np.searchsorted(bounds, t0)
+    k1 = np.searchsorted(bounds, t1)
+    nk = len(dt)
+
+    def count(mask) -> np.ndarray:
+        d = np.zeros(nk + 1)
+        np.add.at(d, k0[mask], 1)
+        np.add.at(d, k1[mask], -1)
+        return np.cumsum(d)[:nk]
+
+    def over(per_k: np.ndarray, mask) -> np.ndarray:
+        """Sum of ``per_k`` over each masked segment's intervals."""
+        pre = np.concatenate([[0.0], np.cumsum(per_k)])
+        return pre[k1[mask]] - pre[k0[mask]]
+
+    n_work, n_wait, n_op, n_orph = count(work), count(wait), count(is_op), count(orphan)
+    safe = lambda x: np.where(x > 0, x, 1.0)  # noqa: E731
+    g = np.where(n_work > 0, dt / safe(n_work), 0.0)              # wall per working thread
+    h = np.where((n_work == 0) & (n_wait > 0), dt / safe(n_wait), 0.0)
+    seg_wall = np.zeros(len(e))
+    seg_cpu = t1 - t0
+    seg_wall[work] = over(g, work)
+    seg_wall[wait] = over(h, wait)
+    seg_cpu = np.where(wait, 0.0, seg_cpu)
+    # orphan worker time: credited to the ops running at that instant, else runtime
+    cpu_orph = n_orph * dt
+    wall_orph = n_orph * g
+    has_op = n_op > 0
+    extra_cpu = np.zeros(len(e))
+    extra_wall = np.zeros(len(e))
+    extra_cpu[is_op] = over(np.where(has_op, cpu_orph / safe(n_op), 0.0), is_op)
+    extra_wall[is_op] = over(np.where(has_op, wall_orph / safe(n_op), 0.0), is_op)
+    orphan_cpu_left = float(np.sum(np.where(has_op, 0.0, cpu_orph)))
+    orphan_wall_left = float(np.sum(np.where(has_op, 0.0, wall_orph)))
+
+    wall = np.zeros(_NL)
+    cpu = np.zeros(_NL)
+    est = np.zeros(_NL)
+    by_w: dict[int, float] = defaultdict(float)
+    by_c: dict[int, float] = defaultdict(float)
+    own_w = np.where(orphan, 0.0, seg_wall)
+    own_c = np.where(orphan, 0.0, seg_cpu)
+    est_bases = {BASIS[b] for b in ESTIMATES}
+    ev_idx, inv = np.unique(e, return_inverse=True)
+    sw = np.bincount(inv, own_w + extra_wall, minlength=len(ev_idx))
+    sc = np.bincount(inv, own_c + extra_cpu, minlength=len(ev_idx))
+    xw = np.bincount(inv, extra_wall, minlength=len(ev_idx))
+    for j, i in enumerate(ev_idx):
+        i = int(i)
+        if sw[j] == 0 and sc[j] == 0:
+            continue
+        by_w[i] += sw[j]
+        by_c[i] += sc[j]
+        estimated = smap.basis[i] in est_bases
+        for lab, frac in smap.fractions(i):
+            wall[lab] += sw[j] * frac
+            cpu[lab] += sc[j] * frac
+            est[lab] += (sw[j] if estimated else xw[j]) * frac
+    wall[LABEL["runtime"]] += orphan_wall_left
+    cpu[LABEL["runtime"]] += orphan_cpu_left
+    idle = float(np.sum(np.where((n_work == 0) & (n_wait == 0), dt, 0.0)))
+    wall[LABEL["idle"]] += idle
+    return StepTimes(st.num, st.ts, st.dur, wall, cpu, est,
+                     _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op),
+                     dict(by_w), dict(by_c), float(extra_wall.sum()),
+                     float(np.sum((t1 - t0)[blocked])))
+
+
+def _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op) -> dict:
+    lab_in = LABEL["input_wait"]
+    compile_ = (label == LABEL["xla_compile"]) & ~wait
+    compute = is_op & ~compile_
+    runtime = ~wait & ~is_op & ~compile_ & ~orphan & (label != lab_in)
+    if crit is not None:
+        crit_in = (pid == crit[0]) & (tid == crit[1]) & (label == lab_in)
+        c_in = count(crit_in) > 0
+    else:
+        c_in = np.zeros(len(dt), bool)
+    c_comp = count(compile_) > 0
+    c_cpu = (count(compute) > 0) | ((count(orphan) > 0) & (n_op > 0))
+    c_rt = (count(runtime) > 0) | (count(orphan) > 0) | (count(~wait & (label == lab_in)) > 0)
+    w_in = count(wait & (label == lab_in)) > 0
+    w_cpu = count(wait & (label == LABEL["xla_run"])) > 0
+    w_rt = count(wait) > 0
+    out = dict.fromkeys(SPLIT_KEYS, 0.0)
+    taken = np.zeros(len(dt), bool)
+    for key, mask in (("input_wait", c_in), ("compile", c_comp), ("compute", c_cpu),
+                      ("runtime", c_rt), ("input_wait", w_in), ("compute", w_cpu),
+                      ("runtime", w_rt)):
+        sel = mask & ~taken
+        out[key] += float(dt[sel].sum())
+        taken |= sel
+    out["idle"] = float(dt[~taken].sum())
+    return out
