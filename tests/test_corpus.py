@@ -225,3 +225,28 @@ def test_explain_on_bad_trace(corpus, item):
     assert any("Warnings" in part and needle in part for part in head), proc.stdout[:2000]
     data = json.loads(run_guarded("compare.explain", path, "--json").stdout)
     assert any(needle in w for w in data["warnings"]), data["warnings"]
+
+
+# --- compare.run on the trace corpus -------------------------------------------------------
+
+@pytest.mark.parametrize("item", sorted(TRACE_OUTCOMES))
+def test_compare_run_on_bad_trace(corpus, legacy_run, tmp_path, item):
+    """A good legacy trace against each corpus item as the modern one. Unusable: one line
+    naming the file, exit 2, no report. Partly usable: the comparison of what could be read,
+    what was skipped said on the terminal and kept in report.json."""
+    kind, needle = TRACE_OUTCOMES[item]
+    path, out = str(corpus[item]), tmp_path / "out"
+    bomb = item == "tr_bomb.json.gz"
+    proc = run_guarded("compare.run", "--legacy", str(legacy_run[0] / "timeline.json"),
+                       "--modern", path, "--out", str(out), timeout=300, mem_gib=8)
+    if bomb:
+        assert proc.maxrss_mib < 2048, proc.maxrss_mib
+    if kind == "error":
+        assert_one_line_error(proc, path, needle)
+        assert not (out / "report.json").exists()
+        return
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    said = [ln for ln in (proc.stdout + proc.stderr).splitlines() if needle in ln]
+    assert said and all("modern" in ln for ln in said), proc.stdout + proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert any(needle in w for w in report["sources"]["modern"]["warnings"]), report["sources"]

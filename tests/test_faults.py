@@ -54,6 +54,14 @@ def _direct_writes(path: Path) -> list[str]:
                     if isinstance(call, ast.Call) and any(
                             isinstance(a, ast.Name) and a.id in targets for a in call.args):
                         into_atomic.add(id(call))
+    in_memory = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Call)
+                 and _dotted(node.value.func) in ("io.BytesIO", "BytesIO", "io.StringIO", "StringIO")
+                 for t in node.targets if isinstance(t, ast.Name)}  # buffers, written later
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id in in_memory
+                                              for a in node.args):
+            into_atomic.add(id(node))
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or id(node) in into_atomic:
@@ -95,6 +103,7 @@ def test_the_audit_catches_direct_writes(tmp_path, monkeypatch):
         "fig.savefig(p)\n"                              # 7
         "open(p).read()\n"                              # reading is fine
         "open(log, 'ab')\n"                             # so is appending to a log
+        "buf = io.BytesIO()\nfig.savefig(buf)\n"        # and drawing into memory
         "atomic.write_text(p, 'x')\n"                   # fine
         "with atomic.atomic_open(p, 'wb') as f:\n"
         "    fig.savefig(f)\n"                          # fine
@@ -303,6 +312,34 @@ def test_signal_mid_run_keeps_the_profile_so_far_and_says_where(tmp_path, module
     # the interrupted folder is not reused by a new run
     again = run_guarded(module, "--out", str(out), "--steps", "2")
     assert_one_line_error(again, str(out), "not empty")
+
+
+@pytest.mark.slow
+def test_signal_to_compare_run_stops_its_child_and_keeps_the_partial_side(tmp_path):
+    """compare.run runs each pipeline in a child: SIGTERM to compare.run stops the child the
+    way Ctrl-C would, the child keeps its partial profile, and compare.run says where."""
+    out = tmp_path / "out"
+    proc = _start("compare.run", out, "--steps", "2000")
+    _wait_for_line(proc, "running legacy")
+    log, deadline = out / "tf.log", time.monotonic() + 300
+    while "legacy: first step done" not in (log.read_text(errors="replace")
+                                            if log.exists() else ""):
+        assert time.monotonic() < deadline and proc.poll() is None, "legacy never started"
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    rest = _finish(proc)
+    assert proc.returncode == 128 + signal.SIGTERM, rest
+    assert "Traceback" not in rest
+    partial = out / "legacy" / "partial"
+    assert (f"compare.run: interrupted by SIGTERM; partial results kept in {partial} "
+            f"(interrupted run)") in rest
+    assert json.loads((partial / "partial.json").read_text())["complete"] is False
+    assert not list(out.glob("report*")) and not (out / "modern").exists()
+    _no_debris(out)
+    children = subprocess.run(["pgrep", "-f", f"compare.run_side legacy {out / 'legacy'}"],
+                              capture_output=True, text=True).stdout.split()
+    assert not children, "the legacy child outlived compare.run"
 
 
 @pytest.mark.slow
