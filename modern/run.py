@@ -4,14 +4,12 @@ A thin CLI over :func:`modern.runner.run_modern`; see there for what it writes.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from absl import app, flags
+from absl import flags
 
 from common import atomic
-from common.errors import InputError, run_cli, say
-from common.tflog import quiet_env
+from common.errors import InputError, cli_main, say
 
 FLAGS = flags.FLAGS
 
@@ -45,7 +43,7 @@ def _main(argv: list[str]) -> int:
         f"TensorFlow's log goes to {out / 'tf.log'} ...")
     with native_stderr_to(None if FLAGS.verbose else out / "tf.log"):
         run = run_modern(out, FLAGS.images, FLAGS.steps, jit=not FLAGS.nojit, seed=FLAGS.seed,
-                         skip_bad=FLAGS.skip_bad)
+                         skip_bad=FLAGS.skip_bad, progress=lambda line: say(f"modern: {line}"))
     for s in run.get("skipped", []):
         say(f"modern: skipped {s['reason']}")
     say(f"modern: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
@@ -57,9 +55,7 @@ def _main(argv: list[str]) -> int:
 
 
 def main() -> None:
-    quiet_env()
-    _define_flags()
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "modern.run")))
+    cli_main("modern.run", _define_flags, _main)
 
 
 if __name__ == "__main__":

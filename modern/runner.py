@@ -48,9 +48,9 @@ def select_images(paths: list[str], skip_bad: bool) -> tuple[list[str], list[tup
     return good, shapes, skipped
 
 
-def _run_steps(it, step_fn, steps: int, profile_dir=None):
+def _run_steps(it, step_fn, steps: int, profile_dir=None, progress=None):
     """``steps`` profiled steps of ``step_fn(it) -> (output, path)``; returns (wall seconds,
-    image paths, last output)."""
+    image paths, last output). ``progress(line)`` hears when the first step is done."""
     import tensorflow as tf
 
     from common import profiling
@@ -66,6 +66,9 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None):
                 out, path = step_fn(it)
             walls.append(time.perf_counter() - t0)
             keys.append(path.numpy().decode("utf-8", "replace"))
+            if i == 0 and progress and steps > 1:
+                progress(f"first step done in {walls[0] * 1e3:.0f} ms; running {steps - 1} "
+                         f"more ...")
     except tf.errors.OpError as e:
         raise InputError(f"modern pipeline failed: {tf_error_line(e)}") from None
     finally:
@@ -75,8 +78,12 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None):
 
 
 def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
-               jit: bool = True, seed: int = 0, skip_bad: bool = False) -> dict:
-    """Run the modern pipeline and write its artifacts into ``out``; return run.json's content."""
+               jit: bool = True, seed: int = 0, skip_bad: bool = False, progress=None) -> dict:
+    """Run the modern pipeline and write its artifacts into ``out``; return run.json's content.
+
+    Artifacts are staged (:func:`common.atomic.staged`): nothing appears in ``out`` until the
+    run is done; an interrupted run keeps the profile of the steps that ran in ``out/partial``.
+    ``progress(line)``, if given, hears how the run goes."""
     import numpy as np
     import tensorflow as tf
 
@@ -89,12 +96,11 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
     paths = [os.path.abspath(p) for p in resolve_images(images)]
     paths, shapes, skipped = select_images(paths, skip_bad)
     out = atomic.prepare_out_dir(out)
-    staging = out / f".staging-{os.getpid()}"
-    staging.mkdir()
-    try:
+    with atomic.staged(out) as staging:
         it = iter(pipeline.build(paths, seed=seed))
         step_fn = augment.make_step(augment.make_augment(jit))
-        walls, keys, result = _run_steps(it, step_fn, steps, profile_dir=staging)
+        walls, keys, result = _run_steps(it, step_fn, steps, profile_dir=staging,
+                                         progress=progress)
         trace = xplane_to_trace_json(xplane_files(staging))
         atomic.write_bytes(staging / "trace.json.gz", gzip.compress(trace.encode("utf-8"), 6))
         steady = walls[1:] or walls
@@ -121,10 +127,4 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
             run["skipped"] = skipped
             run["skipped_count"] = len(skipped)
         atomic.write_json(staging / "run.json", run)
-        atomic.move_into(staging, out)
-        return run
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    return run
