@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
@@ -43,7 +45,7 @@ def generate(path: Path, n_events: int, seed: int = 0) -> int:
             f"{GPU} Tensors": 4, "/device:GPU:0/stream:all Compute": 5,
             "/device:GPU:0/stream:7 Compute": 6}
     count = 0
-    with open(path, "w") as f:
+    with atomic.atomic_open(path, "w") as f:  # a kept trace is never half written
         f.write('{"traceEvents":[\n')
         first = True
 
@@ -228,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
           f"<= 3x file ({'met' if r['peak_rss_over_file'] <= 3 else 'NOT met'}); load average "
           f"{' '.join(f'{x:.2f}' for x in r['loadavg'])}")
     if a.json_out:
-        Path(a.json_out).write_text(json.dumps(r, indent=1) + "\n")
+        atomic.write_text(a.json_out, json.dumps(r, indent=1) + "\n")
     return 0
 
 

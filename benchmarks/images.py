@@ -26,6 +26,7 @@ def make_image_set(folder: str | os.PathLike, sizes: list[tuple[int, int]], seed
     (at least half of each side) resized to that size. Returns the paths, in order."""
     import tensorflow as tf
 
+    from common import atomic
     from common.inputs import default_image
 
     folder = Path(folder)
@@ -41,6 +42,6 @@ def make_image_set(folder: str | os.PathLike, sizes: list[tuple[int, int]], seed
         window = src[top:top + ch, left:left + cw]
         img = tf.cast(tf.clip_by_value(tf.round(tf.image.resize(window, (h, w))), 0, 255), tf.uint8)
         path = folder / f"img_{i:03d}_{h}x{w}.jpg"
-        path.write_bytes(tf.io.encode_jpeg(img, quality=quality).numpy())
+        atomic.write_bytes(path, tf.io.encode_jpeg(img, quality=quality).numpy())
         paths.append(str(path))
     return paths

@@ -1,10 +1,17 @@
 """One clean error type for bad input, and the wrapper every CLI uses to turn it into one
-line on stderr and exit code 2 (never a traceback)."""
+line on stderr and exit code 2 (never a traceback).
+
+The wrapper also owns interruptions: SIGINT and SIGTERM both raise :class:`Interrupted` in the
+main thread (Python's default SIGTERM kills without running any cleanup), so staging folders
+are tidied and partial results kept; the CLI then says where they are and exits 128 + signal.
+"""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from typing import Callable
+from typing import Callable, Iterator
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -17,6 +24,47 @@ class InputError(Exception):
         super().__init__(" ".join(str(message).split()))
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived. ``kept`` lists where partial results were saved on the way out
+    (filled in by :func:`common.atomic.staged` and by CLIs)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.kept: list[str] = []
+
+
+_signals = {"interrupted": 0, "deferring": 0, "pending": 0}
+
+
+def _on_signal(signum: int, frame) -> None:
+    if _signals["interrupted"]:  # a second signal while cleaning up: leave at once
+        _say(f"interrupted again by {signal.Signals(signum).name}; quitting without cleanup")
+        os._exit(128 + signum)
+    if _signals["deferring"]:
+        _signals["pending"] = signum
+        return
+    _signals["interrupted"] = signum
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM (as installed by :func:`run_cli`) until the block is done, so a few
+    renames that belong together are never half done; a signal that came meanwhile is raised
+    at the end. (Blocking the signal mask would not do: TF's threads can receive it too.)"""
+    _signals["deferring"] += 1
+    try:
+        yield
+    finally:
+        _signals["deferring"] -= 1
+        signum = _signals["pending"]
+        if signum and not _signals["deferring"]:
+            _signals["pending"] = 0
+            _signals["interrupted"] = signum
+            raise Interrupted(signum)
+
+
 def tf_error_line(e: BaseException) -> str:
     """The first line of a TensorFlow error's message, without TF's ``{{function_node ...}}``
     prefix and ``[Op:...]`` suffix."""
@@ -25,8 +73,12 @@ def tf_error_line(e: BaseException) -> str:
     msg = getattr(e, "message", None) or str(e) or type(e).__name__
     msg = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", msg)
     msg = re.sub(r"\s*\[Op:[^\]]*\]", "", msg)
+    # tf.data prefixes the op's own message with where it ran
+    msg = re.sub(r"Error in user-defined function passed to \S+ transformation with iterator: "
+                 r"\S+: ", "", msg)
     noise = ("Graph execution error", "Detected at node", "File ", "Node:", "[[{{node",
-             "defined at (most recent", "Executing op", "Traceback")
+             "defined at (most recent", "Executing op", "Traceback", "<stack traces unavailable>",
+             "Hint:")
     lines = [ln.strip() for ln in msg.strip().splitlines()
              if ln.strip() and not ln.strip().startswith(noise)]
     return lines[0] if lines else type(e).__name__
@@ -49,20 +101,33 @@ def say(line: str) -> None:
 
 
 def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str) -> int:
-    """Run ``main(argv)``; map InputError to one line + exit 2 and Ctrl-C to exit 130."""
+    """Run ``main(argv)``; map InputError (and OSError, MemoryError) to one line + exit 2, and
+    SIGINT / SIGTERM to one line saying where partial results are + exit 128 + signal."""
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         rc = main(argv)
         return int(rc or 0)
     except InputError as e:
         _say(f"{prog}: error: {e}")
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        _say(f"{prog}: interrupted")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:
+        signum = getattr(e, "signum", signal.SIGINT)
+        kept = getattr(e, "kept", [])
+        where = (f"partial results kept in {', '.join(kept)}" if kept
+                 else "no results were complete, nothing was kept")
+        _say(f"{prog}: interrupted by {signal.Signals(signum).name}; {where}")
+        return 128 + signum
     except OSError as e:  # disk full, permission denied on the output folder, ...
-        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
-        _say(f"{prog}: error: {e.strerror or e}{where}")
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        _say(f"{prog}: error: {where}{e.strerror or e}")
         return EXIT_BAD_INPUT
+    except MemoryError:
+        _say(f"{prog}: error: out of memory (the input is too large for this machine)")
+        return EXIT_BAD_INPUT
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        _signals.update(interrupted=0, deferring=0, pending=0)
 
 
 def cli_main(prog: str, define_flags: Callable[[], None], main: Callable[[list[str]], int | None],

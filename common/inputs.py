@@ -6,6 +6,7 @@ error raised inside a queue-runner thread or a tf.data worker.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from common.errors import InputError, tf_error_line
@@ -15,8 +16,14 @@ JPEG_SUFFIXES = (".jpg", ".jpeg", ".jpe", ".jfif")
 #: The aspect-preserving resize makes the short side 256; a 1x4000 image would become
 #: 256x1,024,000 (3 GB as float). Refuse images whose long side would exceed this after resize.
 MAX_RESIZED_LONG_SIDE = 16 * SHORT_SIDE
-#: Refuse decoded images above this many pixels (64 MP decodes to 0.8 GB as float32).
+#: Refuse decoded images above this many pixels (64 MP decodes to 0.8 GB as float32; an
+#: 8000x8000 legacy run measured 1.0 GB peak RSS and 0.5 s/step, see BUILD.md).
 MAX_PIXELS = 100_000_000
+#: Refuse image files above this size before reading them (a 100 MP JPEG at quality 100 is
+#: ~40 MB; anything far beyond is not a photo we should load into memory).
+MAX_FILE_BYTES = 256 << 20
+#: JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic; not DHT/JPG/DAC).
+_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 
 
 def default_image() -> str:
@@ -44,17 +51,74 @@ def resolve_images(items: list[str] | None) -> list[str]:
     return out
 
 
+def jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """(height, width) from a JPEG's start-of-frame header, read without decoding; None if the
+    markers before the frame header are damaged or missing."""
+    i, n = 2, len(data)
+    while i + 4 <= n:
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker in (0x01, *range(0xD0, 0xD8)):  # markers without a length
+            i += 2
+            continue
+        length = int.from_bytes(data[i + 2:i + 4], "big")
+        if length < 2:
+            return None
+        if marker in _SOF:
+            if i + 9 > n:
+                return None
+            return (int.from_bytes(data[i + 5:i + 7], "big"),
+                    int.from_bytes(data[i + 7:i + 9], "big"))
+        if marker in (0xD9, 0xDA):  # end of image / start of scan before any frame header
+            return None
+        i += 2 + length
+    return None
+
+
+def check_size(path: str, h: int, w: int) -> None:
+    """Refuse images that are empty, too many pixels, or too thin for the aspect-preserving
+    resize (its long side would explode; see :data:`MAX_RESIZED_LONG_SIDE`)."""
+    if h <= 0 or w <= 0:
+        raise InputError(f"{path}: JPEG reports size {w}x{h} (width x height)")
+    if h * w > MAX_PIXELS:
+        raise InputError(f"{path}: {w}x{h} is {h * w / 1e6:.0f} MP, above the "
+                         f"{MAX_PIXELS / 1e6:.0f} MP limit")
+    long_after = SHORT_SIDE * max(h, w) / min(h, w)
+    if long_after > MAX_RESIZED_LONG_SIDE:
+        raise InputError(f"{path}: {w}x{h} has aspect ratio {max(h, w) / min(h, w):.0f}:1 and "
+                         f"would resize to a {long_after:.0f}-pixel side (limit "
+                         f"{MAX_RESIZED_LONG_SIDE}); crop it to at most "
+                         f"{MAX_RESIZED_LONG_SIDE // SHORT_SIDE}:1 first")
+
+
 def check_file(path: str) -> bytes:
-    """Return the file's bytes, or raise InputError naming it (missing, unreadable, empty, not JPEG)."""
+    """Return the file's bytes, or raise InputError naming it (missing, unreadable, empty, too
+    big, not JPEG, or a frame header whose size :func:`check_size` refuses). Needs no TensorFlow,
+    so CLIs run it before anything is created."""
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"{path}: no such file")
-    if p.is_dir():
-        raise InputError(f"{path}: is a folder, not an image file")
-    if not os.access(p, os.R_OK):
-        raise InputError(f"{path}: permission denied")
     try:
-        data = p.read_bytes()
+        mode = p.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as e:  # e.g. a folder on the way without search permission
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path}: is a folder, not an image file")
+    if not stat.S_ISREG(mode):  # a FIFO would block the open, a device would never end
+        raise InputError(f"{path}: not a regular file")
+    try:
+        with open(p, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise InputError(f"{path}: {size >> 20} MiB is above the {MAX_FILE_BYTES >> 20} "
+                                 f"MiB limit for one image file")
+            data = f.read(MAX_FILE_BYTES + 1)
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
     except OSError as e:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
     if not data:
@@ -62,6 +126,10 @@ def check_file(path: str) -> bytes:
     if data[:3] != b"\xff\xd8\xff":
         kind = "a PNG" if data[:8] == b"\x89PNG\r\n\x1a\n" else "not a JPEG"
         raise InputError(f"{path}: {kind} file (no JPEG start-of-image marker)")
+    hw = jpeg_size(data)
+    if hw is None:
+        raise InputError(f"{path}: corrupt JPEG header (no frame header before the image data)")
+    check_size(path, *hw)
     return data
 
 
@@ -79,18 +147,7 @@ def preflight(paths: list[str]) -> list[tuple[int, int]]:
             h, w, _ = (int(v) for v in tf.image.extract_jpeg_shape(data).numpy())
         except tf.errors.OpError:
             raise InputError(f"{path}: corrupt JPEG header") from None
-        if h <= 0 or w <= 0:
-            raise InputError(f"{path}: JPEG reports size {h}x{w}")
-        if h * w > MAX_PIXELS:
-            raise InputError(f"{path}: {w}x{h} is {h * w / 1e6:.0f} MP, above the "
-                             f"{MAX_PIXELS / 1e6:.0f} MP limit")
-        long_after = SHORT_SIDE * max(h, w) / min(h, w)
-        if long_after > MAX_RESIZED_LONG_SIDE:
-            raise InputError(f"{path}: aspect ratio {max(h, w)}:{min(h, w)} would resize to a "
-                             f"{long_after:.0f}-pixel side (limit {MAX_RESIZED_LONG_SIDE}); "
-                             f"crop it to at most {MAX_RESIZED_LONG_SIDE // SHORT_SIDE}:1 first")
-        if min(h, w) < 1:
-            raise InputError(f"{path}: image has an empty side")
+        check_size(path, h, w)
         try:
             tf.io.decode_jpeg(data, channels=3)
         except tf.errors.OpError as e:

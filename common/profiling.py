@@ -20,7 +20,24 @@ def tensorboard_profile(logdir: str | os.PathLike) -> Iterator[None]:
     try:
         yield
     finally:
-        tf.profiler.experimental.stop()
+        try:
+            tf.profiler.experimental.stop()
+        except tf.errors.OpError as e:
+            raise _write_error(e, logdir) from None
+
+
+def _write_error(e, logdir) -> OSError:
+    """The profiler's failure to write its .xplane.pb (disk full, file too large) as the
+    OSError it is: TF reports it as an OpError whose message is ``<path>; <strerror>``."""
+    import errno
+
+    from common.errors import tf_error_line
+
+    msg = tf_error_line(e)
+    path, _, why = msg.rpartition("; ")
+    codes = {os.strerror(c): c for c in (errno.ENOSPC, errno.EFBIG, errno.EACCES, errno.EROFS,
+                                         errno.EDQUOT)}
+    return OSError(codes.get(why, errno.EIO), why or msg, path or str(logdir))
 
 
 def step(name: str, num: int):

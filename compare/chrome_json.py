@@ -28,6 +28,7 @@ CHUNK_BYTES = 1 << 20
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_NEXT_EVENT = re.compile(r"\}\s*,\s*(?=\{)")
 
 
 class TraceFormatError(ValueError):
@@ -50,15 +51,24 @@ def _loads(data: bytes, warnings: list[str]):
         raise
 
 
-_NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+#: Timestamps and durations beyond this many µs (31,700 years; trace clocks count µs since
+#: 1970, ~1.8e15) are damage: the loader skips them, so every ts + dur stays finite.
+MAX_TIME_US = 1e18
+# Typed fields hold only what the loader's int64/float64 columns can: anything else (2**63 and
+# up, NaN, 1e999, absurd times) fails validation here, in C, and the chunk takes the dict path,
+# which skips those events and says so.
+_Int64 = Annotated[int, msgspec.Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+_Time = Annotated[float, msgspec.Meta(ge=-MAX_TIME_US, le=MAX_TIME_US)]
+_NonNegative = Annotated[float, msgspec.Meta(ge=0, le=MAX_TIME_US)]
+_Value = Union[_Int64, Annotated[float, msgspec.Meta(ge=-1e308, le=1e308)]]
 
 
 class XEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """A complete event, well-formed: integer pid/tid, a time, a duration of 0 or more."""
 
-    pid: int
-    tid: int
-    ts: float
+    pid: _Int64
+    tid: _Int64
+    ts: _Time
     dur: _NonNegative
     name: str
     args: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -67,10 +77,10 @@ class XEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
 class CEvent(msgspec.Struct, gc=False, tag_field="ph", tag="C"):
     """A counter sample with numeric values (timeline.py: bytes in use per allocator)."""
 
-    pid: int
-    ts: float
+    pid: _Int64
+    ts: _Time
     name: str
-    args: dict[str, Union[int, float]]
+    args: dict[str, _Value]
 
 
 class MEvent(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
@@ -85,8 +95,8 @@ class NEvent(msgspec.Struct, gc=False, tag_field="ph", tag="N"):
 
 
 def _flow(ph: str):
-    return msgspec.defstruct(f"Flow_{ph}", [("pid", int), ("tid", int), ("ts", float),
-                                            ("id", int), ("name", str)],
+    return msgspec.defstruct(f"Flow_{ph}", [("pid", _Int64), ("tid", _Int64), ("ts", _Time),
+                                            ("id", _Int64), ("name", str)],
                              gc=False, tag_field="ph", tag=ph)
 
 
@@ -243,10 +253,12 @@ def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
 
 
 def _salvage(buf: bytes, pos: int, stop: int, warnings: list[str]) -> Iterator[list]:
-    """Parse event by event until the text stops being JSON (truncated or damaged files)."""
+    """Parse event by event (truncated or damaged files): a damaged stretch is skipped up to
+    the next ``}, {`` event boundary; a damaged end is dropped."""
     text = buf[pos:stop].decode("utf-8", "replace")
     dec = json.JSONDecoder()
     i, n, got, batch = 0, len(text), 0, []
+    damaged = damaged_chars = 0
     while i < n:
         while i < n and text[i] in " \t\r\n,":
             i += 1
@@ -255,14 +267,21 @@ def _salvage(buf: bytes, pos: int, stop: int, warnings: list[str]) -> Iterator[l
         try:
             obj, i = dec.raw_decode(text, i)
         except json.JSONDecodeError:
-            left = n - i
-            warnings.append(f"skipped the last {left} bytes of the event list: not complete "
-                            f"JSON (truncated mid-event?)")
-            break
+            m = _NEXT_EVENT.search(text, i + 1)
+            if m is None:
+                warnings.append(f"skipped the last {n - i} bytes of the event list: not "
+                                f"complete JSON (truncated mid-event?)")
+                break
+            damaged, damaged_chars = damaged + 1, damaged_chars + m.end() - i
+            i = m.end()
+            continue
         batch.append(obj)
         got += 1
         if len(batch) >= 10000:
             yield batch
             batch = []
+    if damaged:
+        warnings.append(f"skipped {damaged} damaged stretch(es) of the event list "
+                        f"({damaged_chars} characters) and read on after each")
     if batch:
         yield batch

@@ -34,6 +34,12 @@ FORMATS_WE_READ = ("timeline.py JSON, Chrome trace JSON (.json / .json.gz, e.g. 
                    "trace_viewer output), .xplane.pb, or a TensorBoard logdir")
 #: Refuse to decompress more than this (a gzip bomb must not exhaust memory).
 MAX_DECOMPRESSED_BYTES = int(os.environ.get("COMPARE_MAX_TRACE_BYTES", 4 << 30))
+#: Past this much output, refuse gzip data that expands more than MAX_GZIP_RATIO times: real
+#: traces compress 11x (xprof JSON) to 29x (indented timeline.py JSON); deflate's limit is
+#: ~1030x, which is what bombs use. So a 10 MB -> 10 GB bomb stops after 256 MiB, not 4 GiB.
+GZIP_RATIO_CHECK_AFTER = 256 << 20
+MAX_GZIP_RATIO = 200
+_GUNZIP_PIECE = 16 << 20
 
 
 class LoadError(InputError):
@@ -89,43 +95,68 @@ def _attach_cluster_sidecar(trace: Trace, path: Path) -> None:
 
 
 def _gunzip(p: Path) -> bytes:
-    out, total = [], 0
+    """Decompress a gzip file (all members, as ``gzip -d`` does), refusing a gzip bomb early:
+    past :data:`GZIP_RATIO_CHECK_AFTER` bytes of output, an output/input ratio above
+    :data:`MAX_GZIP_RATIO`, and always more than :data:`MAX_DECOMPRESSED_BYTES`."""
+    out: list[bytes] = []
+    total = consumed = 0
+
+    def take(piece: bytes) -> None:
+        nonlocal total
+        total += len(piece)
+        if total > MAX_DECOMPRESSED_BYTES:
+            raise LoadError(f"{p}: decompresses to more than {MAX_DECOMPRESSED_BYTES >> 20} MiB "
+                            f"(a gzip bomb?); refusing to read it")
+        if total > GZIP_RATIO_CHECK_AFTER and total > MAX_GZIP_RATIO * consumed:
+            raise LoadError(f"{p}: decompresses more than {MAX_GZIP_RATIO}x ({consumed >> 10} KiB "
+                            f"gave over {total >> 20} MiB; a gzip bomb?); refusing to read it")
+        out.append(piece)
+
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    truncated = False
+    note = ""
     with open(p, "rb") as f:
+        data = b""
         while True:
-            block = f.read(1 << 20)
-            if not block:
-                break
+            if not data:
+                data = f.read(1 << 20)
+                consumed += len(data)
+                if not data:
+                    break
             try:
-                piece = d.decompress(block, MAX_DECOMPRESSED_BYTES + 1 - total)
-                while True:
-                    total += len(piece)
-                    if total > MAX_DECOMPRESSED_BYTES:
-                        raise LoadError(f"{p}: decompresses to more than "
-                                        f"{MAX_DECOMPRESSED_BYTES >> 20} MiB (a gzip bomb?); "
-                                        f"refusing to read it")
-                    out.append(piece)
-                    if not d.unconsumed_tail:
-                        break
-                    piece = d.decompress(d.unconsumed_tail, MAX_DECOMPRESSED_BYTES + 1 - total)
+                take(d.decompress(data, _GUNZIP_PIECE))
+                while d.unconsumed_tail:
+                    take(d.decompress(d.unconsumed_tail, _GUNZIP_PIECE))
             except zlib.error as e:
                 if not out:
                     raise LoadError(f"{p}: corrupt gzip data ({e})") from None
-                truncated = True
+                note = "the gzip data is damaged part way; read what came before the damage"
                 break
-            if d.eof:
-                break
-    if not d.eof:
-        truncated = True
-    data = b"".join(out)
-    if truncated:
-        data = _Truncated(data)
-    return data
+            data = b""
+            if d.eof:  # end of a member: another member may follow (concatenated gzip files)
+                data = d.unused_data or f.read(1 << 20)
+                consumed += 0 if d.unused_data else len(data)
+                if not data.strip(b"\0"):
+                    data = b""
+                    if not f.read(1):
+                        break
+                    note = "bytes after the gzip data were ignored"
+                    break
+                if data[:2] != b"\x1f\x8b":
+                    note = "bytes after the gzip data were ignored"
+                    break
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if not note and not d.eof:
+        note = "the gzip stream ends early (truncated file); read what was there"
+    buf = b"".join(out)
+    if note:
+        buf = _Truncated(buf)
+        buf.note = note
+    return buf
 
 
 class _Truncated(bytes):
-    """Bytes from a gzip stream that ended early (the loader adds a warning)."""
+    """Bytes from a gzip stream that ended early or was damaged (``note`` says how; the loader
+    adds it as a warning)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,6 +218,10 @@ _QUEUE_OPS = re.compile(r"^(QueueDequeue|QueueEnqueue|ReaderRead|FIFOQueue|Rando
 _TFDATA_OPS = re.compile(r"^(IteratorGetNext|MakeIterator|AnonymousIterator|IteratorV2|"
                          r"Iterator::|OptionalGetValue|MultiDeviceIterator)")
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
+#: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
+_I64 = 1 << 63
+#: Timestamps and durations beyond this many µs are damage, skipped (see chrome_json).
+MAX_TIME_US = chrome_json.MAX_TIME_US
 
 
 def _category(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
@@ -246,7 +281,7 @@ def process_kind(name: str) -> str:
 def _load_json_bytes(buf: bytes, source: str) -> Trace:
     warnings: list[str] = []
     if isinstance(buf, _Truncated):
-        warnings.append("the gzip stream ends early (truncated file); read what was there")
+        warnings.append(buf.note)
     try:
         rest, start, end = chrome_json.split_document(buf, warnings)
     except chrome_json.TraceFormatError as e:
@@ -462,14 +497,15 @@ class _Builder:
 
     def _meta(self, e: dict) -> None:
         pid, name, args = e.get("pid"), e.get("name"), e.get("args") or {}
-        if not isinstance(pid, int) or not isinstance(args, dict):
+        if not isinstance(pid, int) or not -_I64 <= pid < _I64 or not isinstance(args, dict):
             self.skip("metadata events without pid")
             return
         if name == "process_name":
             self.proc_names[pid] = str(args.get("name", pid))
         elif name == "process_sort_index" and isinstance(args.get("sort_index"), int):
             self.proc_sort[pid] = args["sort_index"]
-        elif name == "thread_name" and isinstance(e.get("tid"), int):
+        elif name == "thread_name" and isinstance(e.get("tid"), int) and \
+                -_I64 <= e["tid"] < _I64:
             self.lanes[(pid, e["tid"])] = str(args.get("name", e["tid"]))
 
     def _counter(self, e: dict) -> None:
@@ -477,16 +513,21 @@ class _Builder:
         if not isinstance(pid, int) or not isinstance(ts, (int, float)) or not isinstance(args, dict):
             self.skip("counter events without pid/ts/args")
             return
+        if not (-_I64 <= pid < _I64 and -MAX_TIME_US <= ts <= MAX_TIME_US):
+            self.skip("counter events with pid or ts out of range")
+            return
         base = str(e.get("name", ""))
         for k, v in args.items():
-            if isinstance(v, (int, float)):
+            if isinstance(v, (int, float)) and -1e308 <= v <= 1e308:
                 series = base if k == base else f"{base}.{k}" if base else k
                 self.counters.append((pid, self.s.id(series), float(ts), float(v)))
 
     def _flow(self, e: dict) -> None:
         pid, tid, ts = e.get("pid"), e.get("tid"), e.get("ts")
         fid = e.get("id")
-        if not (isinstance(pid, int) and isinstance(tid, int) and isinstance(ts, (int, float))):
+        if not (isinstance(pid, int) and isinstance(tid, int) and isinstance(ts, (int, float))
+                and -_I64 <= pid < _I64 and -_I64 <= tid < _I64
+                and -MAX_TIME_US <= ts <= MAX_TIME_US):
             self.skip("flow events without pid/tid/ts")
             return
         if isinstance(fid, str):
@@ -497,6 +538,8 @@ class _Builder:
         if not isinstance(fid, int):
             self.skip("flow events without id")
             return
+        if not -_I64 <= fid < _I64:
+            fid = hash(fid)
         self.flows.append((fid, "stf".index(e["ph"]), pid, tid, float(ts),
                            self.s.id(str(e.get("name", "")))))
 
@@ -530,10 +573,14 @@ class _Builder:
             pid, tid, ts, dur = e.get("pid"), e.get("tid"), e.get("ts"), e.get("dur")
             if not isinstance(pid, int) or not isinstance(tid, int):
                 self.skip("complete events without integer pid/tid")
-            elif not isinstance(ts, (int, float)) or ts != ts:
+            elif not (-_I64 <= pid < _I64 and -_I64 <= tid < _I64):
+                self.skip("complete events with pid/tid beyond 64 bits")
+            elif not isinstance(ts, (int, float)):
                 self.skip("complete events without ts")
-            elif not isinstance(dur, (int, float)) or dur != dur:
+            elif not isinstance(dur, (int, float)):
                 self.skip("complete events without dur")
+            elif not (-MAX_TIME_US <= ts <= MAX_TIME_US and dur <= MAX_TIME_US):
+                self.skip("complete events with ts/dur not finite or beyond 1e18 us")
             elif dur < 0:
                 self.skip("complete events with negative dur")
             else:
@@ -577,14 +624,18 @@ class _Builder:
                     if g is not None:
                         try:
                             group = int(g)
-                        except (TypeError, ValueError):
+                        except (TypeError, ValueError, OverflowError):
+                            group = -1
+                        if not -_I64 <= group < _I64:
                             group = -1
                     sn = args.get("step_num")
                     if sn is not None and "step_name" in args:
                         try:
                             num = int(sn)
-                        except (TypeError, ValueError):
+                        except (TypeError, ValueError, OverflowError):
                             num = None
+                        if num is not None and not -(1 << 31) <= num < 1 << 31:
+                            num = None  # the step column is int32
                         if num is not None:
                             step_marker = True
                             if num not in self.steps:

@@ -13,7 +13,6 @@ unless ``--verbose``.
 """
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 
@@ -67,10 +66,6 @@ def _default_out() -> Path:
     return out
 
 
-def _sigterm(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def _main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
@@ -79,8 +74,7 @@ def _main(argv: list[str]) -> int:
                          "run both pipelines")
     from common.tflog import quiet_python_logs
 
-    quiet_python_logs()
-    signal.signal(signal.SIGTERM, _sigterm)
+    quiet_python_logs()  # SIGINT and SIGTERM: common.errors.run_cli raises Interrupted for both
     if FLAGS.legacy:
         return _compare_traces(FLAGS.legacy, FLAGS.modern)
     return _run_and_compare()
@@ -122,10 +116,11 @@ def _run_and_compare() -> int:
                                     "HLO included") for k in SIDES}
             report = _analyse_and_write(out, sources, clock, tensorboard_logdir=str(out),
                                         runs=runs)
-    except KeyboardInterrupt:
-        done = [f"{out / k}/ (complete run)" for k in runs]
-        say(f"compare.run: interrupted; partial results: {', '.join(done) or 'none'}; "
-            f"no report was written")
+    except KeyboardInterrupt as e:  # run_cli says where: complete runs, a side's partial
+        kept = [f"{out / k} (complete run)" for k in runs]
+        kept += [f"{out / k / 'partial'} (interrupted run)" for k in SIDES
+                 if k not in runs and (out / k / "partial").is_dir()]
+        e.kept = [*kept, *getattr(e, "kept", [])]
         raise
     _print_summary(report, out, clock, tensorboard=True)
     return 0
@@ -157,7 +152,7 @@ def _compare_traces(legacy: str, modern: str) -> int:
         _remove_if_only_log(out)
         raise
     except KeyboardInterrupt:
-        say(f"compare.run: interrupted; no report was written to {out}")
+        _remove_if_only_log(out)
         raise
     _print_summary(report, out, clock, tensorboard=False)
     return 0
@@ -202,6 +197,9 @@ def _print_summary(report: dict, out: Path, clock: _Clock, tensorboard: bool) ->
 
     print(stage_table(report))
     print()
+    for k in SIDES:  # partly usable traces: what was skipped
+        for w in report["sources"][k]["warnings"]:
+            say(f"compare.run: {k} trace {report['sources'][k]['path']}: {w}")
     for k in ("legacy", "modern", "comparison"):
         print(f"- {report['verdict'][k]}")
     print()

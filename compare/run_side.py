@@ -21,16 +21,22 @@ SIDES = ("legacy", "modern")
 
 
 def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int) -> dict:
-    """Run ``side`` in this process (what the child does); returns its run.json."""
+    """Run ``side`` in this process (what the child does); returns its run.json. Progress
+    lines go to stderr, which the parent keeps in its log."""
+    from common.errors import say
+
+    def progress(line: str) -> None:
+        say(f"{side}: {line}")
+
     if side == "legacy":
         from legacy.runner import run_legacy
 
-        return run_legacy(out, images, steps, xla=True, seed=seed)
+        return run_legacy(out, images, steps, xla=True, seed=seed, progress=progress)
     try:
         from modern.runner import run_modern
     except ImportError as e:
         raise InputError(f"the modern pipeline is not available here ({e})") from None
-    return run_modern(out, images, steps, jit=True, seed=seed)
+    return run_modern(out, images, steps, jit=True, seed=seed, progress=progress)
 
 
 def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, seed: int,
@@ -71,7 +77,7 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
     finally:
         if log:
             log.close()
-    if rc == EXIT_INTERRUPTED or rc == -signal.SIGINT:
+    if rc in (EXIT_INTERRUPTED, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM):
         raise KeyboardInterrupt
     if rc != 0:
         msg = errors[-1].split("error:", 1)[1].strip() if errors else \

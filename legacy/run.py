@@ -39,7 +39,8 @@ def _main(argv: list[str]) -> int:
     say(f"legacy: running {FLAGS.steps} steps (XLA {'off' if FLAGS.noxla else 'on'}); "
         f"TensorFlow's log goes to {out / 'tf.log'} ...")
     with native_stderr_to(None if FLAGS.verbose else out / "tf.log"):
-        run = run_legacy(out, FLAGS.images, FLAGS.steps, xla=not FLAGS.noxla, seed=FLAGS.seed)
+        run = run_legacy(out, FLAGS.images, FLAGS.steps, xla=not FLAGS.noxla, seed=FLAGS.seed,
+                         progress=lambda line: say(f"legacy: {line}"))
     say(f"legacy: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
         f"{run['steady_median_s'] * 1e3:.1f} ms/step, output {tuple(run['output_shape'])}")
     say(f"legacy: wrote {Path(FLAGS.out) / 'timeline.json'}, timeline_first.json, run.json and "

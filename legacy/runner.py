@@ -6,6 +6,9 @@ Writes into ``out`` (which must be new or empty):
   plugins/profile/<session>/<host>.xplane.pb   TensorBoard profile of all steps, steps marked
   run.json             images, per-step wall times, TF version, XLA on/off, output shape
 
+Artifacts are staged (:func:`common.atomic.staged`): nothing appears in ``out`` until the run
+is done; an interrupted run keeps the profile of the steps that ran in ``out/partial``.
+
 FULL_TRACE and the TensorBoard profiler cannot run at once ("Another profiling session
 active"), so the profiled steps run in one session and the two traced steps in a second,
 fresh session (which compiles again, so its first step shows the compile too).
@@ -30,11 +33,12 @@ def _op_error(e) -> InputError:
     return InputError(f"legacy pipeline failed at {node or 'a graph op'}: {msg}")
 
 
-def _run_session(g, config, plan: list[str], profile_dir=None):
+def _run_session(g, config, plan: list[str], profile_dir=None, progress=None):
     """Run one session with queue runners, one image per step, following ``plan``:
     "profile" steps run under the TensorBoard profiler with a step marker, "trace" steps run
     with FULL_TRACE (and the partition graphs), "plain" steps run bare. The profiler is stopped
-    before the first traced step, since the two cannot run at once.
+    before the first traced step, since the two cannot run at once. ``progress(line)`` hears
+    when the first step is done.
 
     Returns (wall seconds per step, file read per step, last output, {step: RunMetadata}).
     """
@@ -68,6 +72,9 @@ def _run_session(g, config, plan: list[str], profile_dir=None):
                     out, key = sess.run([g.output, g.key], **kwargs)
                 walls.append(time.perf_counter() - t0)
                 keys.append(key.decode("utf-8", "replace"))
+                if i == 0 and progress and len(plan) > 1:
+                    progress(f"first step done in {walls[0] * 1e3:.0f} ms; running "
+                             f"{len(plan) - 1} more ...")
         except tf.errors.OpError as e:
             raise _op_error(e) from None
         finally:
@@ -87,8 +94,9 @@ def _run_steps(g, config, n: int):
 
 
 def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
-               xla: bool = True, seed: int | None = 0) -> dict:
-    """Run the legacy pipeline and write its artifacts into ``out``; return run.json's content."""
+               xla: bool = True, seed: int | None = 0, progress=None) -> dict:
+    """Run the legacy pipeline and write its artifacts into ``out``; return run.json's content.
+    ``progress(line)``, if given, hears how the run goes."""
     import numpy as np
     import tensorflow as tf
     from tensorflow.python.client import timeline
@@ -99,15 +107,14 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
     paths = [os.path.abspath(p) for p in resolve_images(images)]
     shapes = preflight(paths)
     out = atomic.prepare_out_dir(out)
-    staging = out / f".staging-{os.getpid()}"
-    staging.mkdir()
-    try:
+    with atomic.staged(out) as staging:
         g = pipeline.build(paths, xla=xla, seed=seed)
         config = pipeline.session_config(xla)
         # Session 1: the profiled steps (step 0 compiles), then one FULL_TRACE steady step, so
         # timeline.json and the profile share cluster names.
         plan = ["profile"] * steps + ["plain"] * (STEADY_WARMUP - 1) + ["trace"]
-        walls, all_keys, result, metas = _run_session(g, config, plan, profile_dir=staging)
+        walls, all_keys, result, metas = _run_session(g, config, plan, profile_dir=staging,
+                                                      progress=progress)
         steady_meta = metas[len(plan) - 1]
         walls, keys = walls[:steps], all_keys[:steps]
         # Session 2, fresh: its first step compiles again, as the seed's first step did.
@@ -143,10 +150,4 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
             "profile_logdir": ".",
         }
         atomic.write_json(staging / "run.json", run)
-        atomic.move_into(staging, out)
-        return run
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    return run

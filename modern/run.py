@@ -51,7 +51,8 @@ def _main(argv: list[str]) -> int:
         f"TensorFlow's log goes to {out / 'tf.log'} ...")
     with native_stderr_to(None if FLAGS.verbose else out / "tf.log"):
         run = run_modern(out, FLAGS.images, FLAGS.steps, jit=not FLAGS.nojit, seed=FLAGS.seed,
-                         skip_bad=FLAGS.skip_bad, data_service=FLAGS.data_service)
+                         skip_bad=FLAGS.skip_bad, data_service=FLAGS.data_service,
+                         progress=lambda line: say(f"modern: {line}"))
     if run["data_service"]:
         svc = run["data_service"]
         say(f"modern: input pipeline ran on {svc['worker_count']} tf.data service worker(s) "

@@ -15,10 +15,10 @@ builds its graph and starts its queue runners first.
 
 The run reads image indices 0..steps-1 of the stream (:func:`modern.pipeline.build`). With
 ``data_service`` exactly those are processed on tf.data service workers (``distributed_epoch``)
-and arrive in the order the workers finish them; each index still gets the same image, draws and
-output as in a local run with the same seed, so ``step_indices`` and ``step_images`` hold the
-same pairs, reordered. The profile is this process's: the service reads and the augmentation;
-the workers' tf.data work happens in their processes.
+and arrive in the order the workers finish them; each index still gets the same image, draws
+and output as in a local run with the same seed, so ``step_indices`` and ``step_images`` hold
+the same pairs, reordered. The profile is this process's: the service reads and the
+augmentation; the workers' tf.data work happens in their processes.
 """
 from __future__ import annotations
 
@@ -56,9 +56,10 @@ def select_images(paths: list[str], skip_bad: bool) -> tuple[list[str], list[tup
     return good, shapes, skipped
 
 
-def _run_steps(it, step_fn, steps: int, profile_dir=None):
+def _run_steps(it, step_fn, steps: int, profile_dir=None, progress=None):
     """``steps`` profiled steps of ``step_fn(it) -> (output, path, index)``; returns (wall
-    seconds, image paths, stream indices, last output)."""
+    seconds, image paths, stream indices, last output). ``progress(line)`` hears when the first
+    step is done."""
     import tensorflow as tf
 
     from common import profiling
@@ -75,6 +76,9 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None):
             walls.append(time.perf_counter() - t0)
             keys.append(path.numpy().decode("utf-8", "replace"))
             indices.append(int(index))
+            if i == 0 and progress and steps > 1:
+                progress(f"first step done in {walls[0] * 1e3:.0f} ms; running {steps - 1} "
+                         f"more ...")
     except tf.errors.OpError as e:
         raise InputError(f"modern pipeline failed: {tf_error_line(e)}") from None
     finally:
@@ -84,13 +88,15 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None):
 
 
 def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
-               jit: bool = True, seed: int = 0, skip_bad: bool = False,
+               jit: bool = True, seed: int = 0, skip_bad: bool = False, progress=None,
                data_service: str | None = None) -> dict:
     """Run the modern pipeline and write its artifacts into ``out``; return run.json's content.
 
-    ``data_service``: a tf.data service dispatcher (``grpc://host:port``) whose workers run the
-    input pipeline; it must answer and have workers (:func:`modern.data_service.check_service`).
-    """
+    Artifacts are staged (:func:`common.atomic.staged`): nothing appears in ``out`` until the
+    run is done; an interrupted run keeps the profile of the steps that ran in ``out/partial``.
+    ``progress(line)``, if given, hears how the run goes. ``data_service``: a tf.data service
+    dispatcher (``grpc://host:port``) whose workers run the input pipeline; it must answer and
+    have workers (:func:`modern.data_service.check_service`)."""
     import numpy as np
     import tensorflow as tf
 
@@ -104,9 +110,7 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
     paths, shapes, skipped = select_images(paths, skip_bad)
     service_info = service.check_service(data_service) if data_service else None
     out = atomic.prepare_out_dir(out)
-    staging = out / f".staging-{os.getpid()}"
-    staging.mkdir()
-    try:
+    with atomic.staged(out) as staging:
         # Locally the stream is endless, as a training input is: tf.data keeps reading ahead
         # during every step, which the profile should show. On the service the job is exactly
         # indices 0..steps-1, the images a local run reads, and it ends on the workers with
@@ -114,7 +118,8 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
         it = iter(pipeline.build(paths, seed=seed, count=steps if service_info else None,
                                  data_service=service_info and service_info["address"]))
         step_fn = augment.make_step(augment.make_augment(jit))
-        walls, keys, indices, result = _run_steps(it, step_fn, steps, profile_dir=staging)
+        walls, keys, indices, result = _run_steps(it, step_fn, steps, profile_dir=staging,
+                                                  progress=progress)
         trace = xplane_to_trace_json(xplane_files(staging))
         atomic.write_bytes(staging / "trace.json.gz", gzip.compress(trace.encode("utf-8"), 6))
         steady = walls[1:] or walls
@@ -143,10 +148,4 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
             run["skipped"] = skipped
             run["skipped_count"] = len(skipped)
         atomic.write_json(staging / "run.json", run)
-        atomic.move_into(staging, out)
-        return run
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    return run

@@ -49,6 +49,73 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> s
     return errors[0]
 
 
+# --- bad-input corpus and guarded subprocesses (issue 7) ------------------------------------
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory, legacy_run):
+    """The bad-input corpus (tests/corpus/make_corpus.py) made from the session's legacy run:
+    item name -> path."""
+    from tests.corpus import make_corpus
+
+    return make_corpus.make(tmp_path_factory.mktemp("corpus"), legacy_run[0])
+
+
+def run_guarded(module: str, *args: str, timeout: float = 300, mem_gib: float = 8,
+                env: dict | None = None, modes_bind_root: bool = False,
+                fsize: int | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m module args`` like :func:`run_module` (``module="-c"``: ``python -c
+    args``), but bounded: address space limited
+    to ``mem_gib`` (RLIMIT_AS; TF alone maps ~1.5 GiB), killed after ``timeout`` seconds (the
+    test then fails), file size limited to ``fsize`` bytes if given (RLIMIT_FSIZE; Python
+    ignores SIGXFSZ, so writes fail with EFBIG). ``modes_bind_root``: drop CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH from the child's capability bounding set, so that file modes stop
+    even root (tests run as root in CI, and root reads a mode-000 file).
+    The result carries ``maxrss_mib`` (the child's peak RSS) and ``elapsed_s``."""
+    import ctypes
+    import resource
+    import tempfile
+    import time
+
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def limits() -> None:
+        lim = int(mem_gib * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+        if fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        if modes_bind_root and os.geteuid() == 0:
+            for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH; PR_CAPBSET_DROP = 24
+                if libc.prctl(24, cap, 0, 0, 0) != 0:
+                    raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        cmd = [sys.executable, "-c" if module == "-c" else "-m", *([] if module == "-c" else [module]),
+               *args]
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err,
+                                cwd=ROOT, env=full_env, preexec_fn=limits)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > timeout:
+                proc.kill()
+                proc.wait()
+                out.seek(0), err.seek(0)
+                pytest.fail(f"{module} {' '.join(args)} still running after {timeout} s: "
+                            f"{err.read().decode(errors='replace')[-2000:]}")
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        result = subprocess.CompletedProcess(proc.args, proc.returncode,
+                                             out.read().decode(errors="replace"),
+                                             err.read().decode(errors="replace"))
+    result.maxrss_mib = usage.ru_maxrss / 1024
+    result.elapsed_s = time.monotonic() - t0
+    return result
+
+
 @pytest.fixture(scope="session")
 def modern_run(tmp_path_factory):
     """One profiled modern run (XLA on) on the default image, like ``legacy_run``:

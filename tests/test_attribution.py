@@ -49,10 +49,14 @@ def test_a_session_waiting_for_its_executor_is_not_counted_as_work(legacy_run):
     session = tr.mask(name="SessionRun")
     assert session.any() and smap.wait[session].all()
     att = attribute(tr, smap)
+    waits = set(np.flatnonzero(session).tolist())
     for st in att.steady:
-        # the Python thread sits in SessionRun all step long, yet runtime is a minority
-        assert st.wall[LABEL["runtime"]] < 0.5 * st.dur
-        assert st.split["compute"] > st.split["runtime"]
+        # the Python thread sits in SessionRun all step long, yet that is no work: SessionRun
+        # earns no CPU time, and wall time only for instants when no other thread was working
+        # (how many such instants there are depends on the machine's load, so no share is fixed)
+        assert sum(st.by_event_cpu.get(i, 0.0) for i in waits) == 0.0
+        assert sum(st.by_event_wall.get(i, 0.0) for i in waits) < st.dur
+        assert st.split["compute"] > 0
     # steps are marked on the thread that calls session.run: the step's own (critical) thread
     lanes = {att.critical_lane[s.num] for s in att.steps}
     runs = {(int(tr.events.pid[i]), int(tr.events.tid[i])) for i in np.flatnonzero(session)}
