@@ -1,12 +1,15 @@
 """``python -m compare.run``: run both pipelines, compare them stage by stage, write the report.
 
     python -m compare.run [--out DIR] [--images A.jpg,B/] [--steps N] [--seed S] [--verbose]
+                          [--data_service grpc://HOST:PORT]
     python -m compare.run --legacy TRACE --modern TRACE [--out DIR]
 
 The first form runs the legacy pipeline and then the modern one, each in its own process and
 profiled, into ``DIR/legacy`` and ``DIR/modern`` (so ``tensorboard --logdir DIR`` shows both
-runs), then compares them. The second compares traces that already exist, in any format we
-read, without running anything. Either way DIR (default ``runs/<timestamp>``, never an existing
+runs), then compares them; with ``--data_service`` modern's input pipeline runs on that tf.data
+service's workers (see ``python -m modern.service``), so its read, decode and resize happen in
+their processes, not in modern's trace. The second compares traces that already exist, in any
+format we read, without running anything. Either way DIR (default ``runs/<timestamp>``, never an existing
 non-empty folder) receives report.md, report.json, stages.png, timelines.png and
 merged_trace.json.gz (see :mod:`compare.report`). TensorFlow's own log goes to DIR/tf.log
 unless ``--verbose``.
@@ -32,6 +35,9 @@ def _define_flags() -> None:
                          lower_bound=2)
     flags.DEFINE_integer("seed", 0, "Random seed of both pipelines.")
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
+    flags.DEFINE_string("data_service", None, "Run modern's input pipeline on the workers of "
+                        "this tf.data service dispatcher (grpc://HOST:PORT); legacy is "
+                        "unchanged.")
     flags.DEFINE_string("legacy", None, "Compare this existing legacy trace instead of running "
                                         "the pipelines (with --modern).")
     flags.DEFINE_string("modern", None, "Compare this existing modern trace (with --legacy).")
@@ -76,6 +82,9 @@ def _main(argv: list[str]) -> int:
 
     quiet_python_logs()  # SIGINT and SIGTERM: common.errors.run_cli raises Interrupted for both
     if FLAGS.legacy:
+        if FLAGS.data_service:
+            raise InputError("--data_service is for running the pipelines, not for comparing "
+                             "existing traces (--legacy/--modern)")
         return _compare_traces(FLAGS.legacy, FLAGS.modern)
     return _run_and_compare()
 
@@ -95,6 +104,10 @@ def _run_and_compare() -> int:
             importlib.util.find_spec("modern.runner") is None:
         raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
                          "existing traces with --legacy TRACE --modern TRACE")
+    if FLAGS.data_service:  # before legacy runs for minutes: it answers and has workers
+        from modern.data_service import check_service
+
+        check_service(FLAGS.data_service)
     out = atomic.prepare_out_dir(FLAGS.out or _default_out())
     log = None if FLAGS.verbose else out / "tf.log"
     clock = _Clock()
@@ -106,14 +119,21 @@ def _run_and_compare() -> int:
         runs["legacy"] = run_in_child("legacy", out / "legacy", FLAGS.images, FLAGS.steps,
                                       FLAGS.seed, log)
         clock.say(_run_line("legacy", runs["legacy"]))
-        clock.phase("modern", f"running modern ({FLAGS.steps} steps, tf.data + jit_compile) "
-                              f"...")
+        where = f" on the tf.data service at {FLAGS.data_service}" if FLAGS.data_service else ""
+        clock.phase("modern", f"running modern ({FLAGS.steps} steps, tf.data{where} + "
+                              f"jit_compile) ...")
         runs["modern"] = run_in_child("modern", out / "modern", FLAGS.images, FLAGS.steps,
-                                      FLAGS.seed, log)
+                                      FLAGS.seed, log, data_service=FLAGS.data_service)
         clock.say(_run_line("modern", runs["modern"]))
         with native_stderr_to(log):
             sources = {k: (out / k, "TensorBoard profile (xplane through xprof), steps marked, "
                                     "HLO included") for k in SIDES}
+            if runs["modern"].get("data_service"):
+                svc = runs["modern"]["data_service"]
+                sources["modern"] = (out / "modern", sources["modern"][1] + (
+                    f"; input pipeline on the tf.data service at {svc['address']} "
+                    f"({svc['worker_count']} worker(s), {svc['processing_mode']}): its read, "
+                    f"decode and resize ran in the workers' processes, not in this trace"))
             report = _analyse_and_write(out, sources, clock, tensorboard_logdir=str(out),
                                         runs=runs)
     except KeyboardInterrupt as e:  # run_cli says where: complete runs, a side's partial

@@ -20,9 +20,11 @@ from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError
 SIDES = ("legacy", "modern")
 
 
-def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int) -> dict:
+def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int,
+                 data_service: str | None = None) -> dict:
     """Run ``side`` in this process (what the child does); returns its run.json. Progress
-    lines go to stderr, which the parent keeps in its log."""
+    lines go to stderr, which the parent keeps in its log. ``data_service`` (modern only):
+    the tf.data service dispatcher whose workers run modern's input pipeline."""
     from common.errors import say
 
     def progress(line: str) -> None:
@@ -36,11 +38,12 @@ def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed
         from modern.runner import run_modern
     except ImportError as e:
         raise InputError(f"the modern pipeline is not available here ({e})") from None
-    return run_modern(out, images, steps, jit=True, seed=seed, progress=progress)
+    return run_modern(out, images, steps, jit=True, seed=seed, progress=progress,
+                      data_service=data_service)
 
 
 def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, seed: int,
-                 log_path: Path | None) -> dict:
+                 log_path: Path | None, data_service: str | None = None) -> dict:
     """Run ``side`` in a child Python; stream its stderr to ``log_path`` (or our stderr when
     None). Returns its run.json. Ctrl-C / SIGTERM stop the child cleanly (it removes its partial
     output) and are re-raised here as KeyboardInterrupt."""
@@ -48,6 +51,8 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
            "--seed", str(seed)]
     if images:
         cmd += ["--images", json.dumps(list(images))]
+    if data_service:
+        cmd += ["--data_service", data_service]
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -113,9 +118,11 @@ def _child(argv: list[str]) -> int:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--images", default="")
+    p.add_argument("--data_service", default=None)
     a = p.parse_args(argv)
     quiet_python_logs()
-    run_pipeline(a.side, a.out, json.loads(a.images) if a.images else None, a.steps, a.seed)
+    run_pipeline(a.side, a.out, json.loads(a.images) if a.images else None, a.steps, a.seed,
+                 a.data_service)
     return 0
 
 

@@ -2,18 +2,19 @@
 ``python -m modern.service worker --dispatcher HOST:P [--port Q] [--host NAME]``.
 
 Start a tf.data service dispatcher or worker for the modern pipeline and run until stopped:
-SIGINT (Ctrl-C) or SIGTERM stops the server and exits 0; TF's stop lets clients still reading
+SIGINT (Ctrl-C) or SIGTERM stops the server and exits 0 (one that arrives while the server is
+still starting is an interruption: exit 128 + signal). TF's stop lets clients still reading
 finish their requests, so a server they keep busy past ``--stop_grace`` seconds is ended with
-exit code 1 instead. The first line on stdout is
-the address to connect to (the dispatcher's ``grpc://host:port`` for ``--data_service``, or the
-worker's ``host:port`` as the dispatcher hands it to clients); what to do next goes to stderr.
+exit code 1 instead. The first line on stdout is the address to connect to (the dispatcher's
+``grpc://host:port`` for ``--data_service``, or the worker's ``host:port`` as the dispatcher
+hands it to clients); what to do next goes to stderr.
 A thin CLI over :mod:`modern.data_service`; bad flags, addresses or ports are one line, exit 2.
 """
 from __future__ import annotations
 
 import os
 import signal
-import threading
+import time
 
 from absl import flags
 
@@ -44,27 +45,18 @@ def _define_flags() -> None:
                          "like) too; its errors are always shown.")
 
 
-def wait_for_stop_signal() -> str:
-    """Block until SIGINT or SIGTERM arrives; return its name.
+def serve_until_signalled() -> str:
+    """Block until SIGINT or SIGTERM (raised as :class:`common.errors.Interrupted` by the
+    handlers :func:`common.errors.run_cli` installs); return the signal's name.
 
     The wait wakes up every 0.2 s: a signal that lands on one of TensorFlow's threads does not
     interrupt the main thread, whose Python handler then runs at its next wake-up.
     """
-    stop = threading.Event()
-    got: list[int] = []
-
-    def handler(signum, _frame):
-        got.append(signum)
-        stop.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while not stop.wait(0.2):
-            pass
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-    return signal.Signals(got[0]).name
+        while True:
+            time.sleep(0.2)
+    except KeyboardInterrupt as e:
+        return signal.Signals(getattr(e, "signum", signal.SIGINT)).name
 
 
 def _startup_log():
@@ -111,7 +103,7 @@ def _main(argv: list[str]) -> int:
         print(where.hostport, flush=True)
         say(f"{PROG}: worker listening on port {where.port}, registered with the dispatcher at "
             f"{dispatcher.hostport} as {where.hostport}. Ctrl-C or SIGTERM stops it.")
-    name = wait_for_stop_signal()
+    name = serve_until_signalled()
     say(f"{PROG}: {role} stopping ({name}); waiting up to {FLAGS.stop_grace:g} s for clients "
         f"still reading")
     stop_within(server, FLAGS.stop_grace)
@@ -130,7 +122,7 @@ def stop_within(server, seconds: float) -> None:
     """
     import faulthandler
 
-    with open(os.devnull, "w") as sink:
+    with open(os.devnull, "a") as sink:  # the dump is not for users: they were told above
         faulthandler.dump_traceback_later(seconds, exit=True, file=sink)
         try:
             server.stop()

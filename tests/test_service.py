@@ -264,3 +264,36 @@ def test_service_cli_bad_port_or_address_is_one_line_exit_2(args, needle):
         args = [a.format(**values) for a in args]
         proc = run_module("modern.service", *args, timeout=120)
     assert_one_line_error(proc, needle.format(**values))
+
+
+def test_compare_run_with_the_modern_input_on_the_service(service, tmp_path):
+    """``compare.run --data_service``: legacy as always, modern's input on the workers; the
+    report says where modern's input ran, and modern's trace holds none of it."""
+    address, _ = service
+    out = tmp_path / "cmp"
+    proc = run_module("compare.run", "--out", str(out), "--steps", "4",
+                      "--data_service", address.target, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"tf.data on the tf.data service at {address.target}" in proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    svc = report["runs"]["modern"]["data_service"]
+    assert svc["address"] == address.target and svc["worker_count"] == 2
+    assert report["runs"]["legacy"].get("data_service") is None
+    assert sorted(report["runs"]["modern"]["step_indices"]) == [0, 1, 2, 3]
+    assert address.target in report["sources"]["modern"]["note"]
+    assert "tf.data service" in (out / "report.md").read_text()
+    stages = {row["stage"]: row for row in report["stages"]}
+    for stage in ("read", "decode", "resize"):  # on the workers, not in modern's trace
+        assert stages[stage]["modern_us"] == 0 and stages[stage]["legacy_us"] > 0, stage
+    assert stages["saturation"]["modern_us"] > 0  # the augmentation stayed in the client
+
+
+def test_compare_run_data_service_errors_are_one_line_before_anything_runs(tmp_path):
+    out = tmp_path / "cmp"
+    free = f"grpc://127.0.0.1:{_free_port()}"
+    proc = run_module("compare.run", "--out", str(out), "--data_service", free, timeout=120)
+    assert_one_line_error(proc, free, "no tf.data service dispatcher")
+    assert not out.exists(), "legacy ran although the service was unreachable"
+    proc = run_module("compare.run", "--out", str(out), "--legacy", "a.json", "--modern",
+                      "b.json", "--data_service", free, timeout=120)
+    assert_one_line_error(proc, "--data_service")
