@@ -89,15 +89,17 @@ class Modern:
         from modern import augment, pipeline
 
         self.ds = pipeline.build(paths, seed=seed)
-        self.it = iter(self.ds)
-        self.step_fn = augment.make_step(augment.make_augment(jit))
+        self.augment_fn = augment.make_augment(jit)
+        self.restart()
 
     def step(self):
-        return self.step_fn(self.it)
+        return self.step_fn()
 
     def restart(self) -> None:
-        self.it = None  # stop the old iterator's threads before starting new ones
-        self.it = iter(self.ds)
+        from modern import augment
+
+        self.step_fn = None  # stop the old iterator's threads before starting new ones
+        self.step_fn = augment.make_step(self.augment_fn, iter(self.ds))
 
     def close(self) -> None:
         pass

@@ -6,7 +6,7 @@ files -> ``read_file`` -> ``decode_jpeg(channels=3)`` -> aspect-preserving resiz
 parallel ``Dataset.map`` (``num_parallel_calls=AUTOTUNE``, deterministic order).
 
 Everything whose shape depends on the image (decode, resize, crop offsets) stays here; what
-leaves tf.data always has the same shapes -- crops (5, 221, 221, 3) float32 plus the random
+leaves tf.data always has the same shapes -- five (221, 221, 3) float32 crops plus the random
 draws -- so the compiled augmentation (:mod:`modern.augment`) is compiled once for every image
 size. Random numbers are stateless: each image's seed is ``stateless_fold_in(root, index)``
 where ``root`` comes from ``--seed`` and ``index`` counts images read, so a run is reproducible.
@@ -53,20 +53,22 @@ def load(path: tf.Tensor) -> tf.Tensor:
         contents = tf.io.read_file(path)
     return decode_and_resize(contents)
 
-def cut_crops(image: tf.Tensor, offsets: tf.Tensor) -> tf.Tensor:
-    """The five 221x221 windows at ``offsets`` (int32 [5, 2], row/col), stacked: [5, 221, 221, 3].
+def cut_crops(image: tf.Tensor, offsets: tf.Tensor) -> tuple[tf.Tensor, ...]:
+    """The five 221x221 windows at ``offsets`` (int32 [5, 2], row/col): a tuple of five
+    [221, 221, 3] tensors, crop 0 first.
 
-    Cut from the image viewed as [H, W*3] and joined along rows: 2-D slices and a row concat
-    are plain block copies, 40% less CPU here than five 3-D slices and a stack.
+    Each is a 2-D slice of the image viewed as [H, W*3] (a block copy of 221 rows). They stay
+    five tensors: joined into one [5, 221, 221, 3] tensor they cost a second copy of all 2.9 MB
+    per image, while the compiled augmentation reads five inputs as cheaply as one.
     """
     ch, cw, cc = CROP_SIZE
     flat = tf.reshape(image, tf.stack([tf.shape(image)[0], tf.shape(image)[1] * cc]))
     crops = []
     for i in range(NUM_CROPS):
         with tf.name_scope(scope("crop", i)):
-            crops.append(tf.slice(flat, tf.stack([offsets[i, 0], offsets[i, 1] * cc]), [ch, cw * cc]))
-    with tf.name_scope(scope("crop")):
-        return tf.reshape(tf.concat(crops, axis=0), (NUM_CROPS, ch, cw, cc))
+            window = tf.slice(flat, tf.stack([offsets[i, 0], offsets[i, 1] * cc]), [ch, cw * cc])
+            crops.append(tf.reshape(window, CROP_SIZE))
+    return tuple(crops)
 
 
 def root_seed(seed: int) -> tf.Tensor:
