@@ -1,8 +1,8 @@
 """The modern input pipeline: tf.data from file names to fixed-shape crops and explicit draws.
 
 files -> ``read_file`` -> ``decode_jpeg(channels=3)`` -> aspect-preserving resize to short side
-256 (the seed's float32 size math and ``ResizeBilinear`` with ``align_corners=False``,
-``half_pixel_centers=False``, exactly as legacy) -> the five 221x221 crops -> prefetch, all in one
+256 (the seed's float32 size math, legacy's uint8 -> float values (:func:`to_float`) and
+``ResizeBilinear`` with ``align_corners=False``, ``half_pixel_centers=False``, exactly as legacy) -> the five 221x221 crops -> prefetch, all in one
 parallel ``Dataset.map`` (``num_parallel_calls=AUTOTUNE``, deterministic order).
 
 Everything whose shape depends on the image (decode, resize, crop offsets) stays here; what
@@ -35,6 +35,17 @@ def resized_size(height: tf.Tensor, width: tf.Tensor) -> tf.Tensor:
     tall = tf.stack([tf.multiply(fixed, aspectratio), fixed], axis=0)
     return tf.cast(tf.where(tf.less_equal(h, w), wide, tall), tf.int32)
 
+def to_float(image: tf.Tensor) -> tf.Tensor:
+    """uint8 image -> float32 in [0, 1], the same floats as ``convert_image_dtype`` in one pass.
+
+    ``convert_image_dtype`` is a Cast and then a Mul by float32(1/255): two passes over the
+    full image writing 3.7 MB each (grace_hopper.jpg). ``Dequantize`` in MIN_COMBINED mode over
+    [0, 1] computes ``float(u) * (1.0f / 255)`` in one; the result is identical for all 256
+    values (``tests/test_modern_equivalence.py`` checks every one), so for every image.
+    """
+    return tf.quantization.dequantize(tf.bitcast(image, tf.quint8), 0.0, 1.0,
+                                      mode="MIN_COMBINED")
+
 def decode_and_resize(contents: tf.Tensor) -> tf.Tensor:
     """JPEG bytes -> float32 image in [0, 1], short side 256, as legacy computes it."""
     with tf.name_scope(scope("decode")):
@@ -42,10 +53,9 @@ def decode_and_resize(contents: tf.Tensor) -> tf.Tensor:
     with tf.name_scope(scope("resize")):
         shape = tf.shape(image)
         newsize = resized_size(shape[0], shape[1])
-        image = tf.image.convert_image_dtype(image, dtype=tf.float32)
         # tf.compat.v1's resize_images is ResizeBilinear(align_corners=False,
         # half_pixel_centers=False); tf.image.resize (v2) uses half-pixel centres: other pixels.
-        return tf.compat.v1.image.resize_images(image, newsize)
+        return tf.compat.v1.image.resize_images(to_float(image), newsize)
 
 def load(path: tf.Tensor) -> tf.Tensor:
     """read + decode + resize of one file (the floor the benchmark compares against)."""
