@@ -20,12 +20,21 @@ tf.data keeps producing into its buffers while its consumer is idle, and AUTOTUN
 buffers when the consumer is fast: a pipeline timed right after waiting would hand out images
 made earlier. So each round starts a tf.data pipeline on a fresh iterator (its dataset and the
 compiled function are kept; only the buffers are new), takes ``--warmup`` images untimed, then
-times the batch. The legacy session keeps running: its queue holds file names only, all its
-work happens inside ``sess.run``.
+times the batch, and stops the iterator right after it, so that no pipeline's background
+threads run while another is timed. The legacy session keeps running: its queue holds file
+names only, all its work happens inside ``sess.run``. Legacy first runs
+``--legacy_warmup_epochs`` passes over the image set untimed: its auto-clustered XLA compiles
+every cluster again for each image size the second time it sees that size (~0.8 s per size
+here), which would otherwise land in the early rounds.
+
+Each batch is also timed in process CPU time (``time.process_time``: all threads of this
+process), reported as ``cpu_ms_per_image`` and, paired per round, ``ratios_cpu``: on a machine
+shared with other jobs it leaves out the time a thread waits for a core, so it moves less with
+their load than wall time does (cache and memory contention still move it).
 
 ``ratios`` divide the medians; ``ratios_paired`` is the median over rounds of each round's own
 ratio (the two numbers of a pair were taken seconds apart, so a burst of load from elsewhere
-hits both).
+hits both); ``ratios_cpu`` is the same for CPU time per image.
 
 ``first_output_s`` is the time from the start of building a pipeline (graph or dataset, and the
 compiled function) to its first augmented output, compilation included; each is measured on a
@@ -60,6 +69,8 @@ def _define_flags() -> None:
     flags.DEFINE_integer("batch", 32, "Images timed per pipeline per round.", lower_bound=1)
     flags.DEFINE_integer("warmup", 8, "Untimed images per pipeline at the start of each round.",
                          lower_bound=0)
+    flags.DEFINE_integer("legacy_warmup_epochs", 2, "Untimed passes of legacy over the image set "
+                         "before the rounds (its XLA compiles per image size).", lower_bound=0)
     flags.DEFINE_string("json", None, "Also write the results as JSON to this file.")
     flags.DEFINE_integer("seed", 0, "Seed for the image set and the pipelines.")
     flags.DEFINE_boolean("data_service", False, "Instead: the modern pipeline locally vs on "
@@ -89,6 +100,9 @@ class Legacy:
     def restart(self) -> None:
         pass  # its queue holds file names only; the augmentation runs inside sess.run
 
+    def stop(self) -> None:
+        pass
+
     def close(self) -> None:
         self.coord.request_stop()
         self.coord.join(self.threads, stop_grace_period_secs=10)
@@ -104,15 +118,20 @@ class Modern:
         from modern import augment, pipeline
 
         self.ds = pipeline.build(paths, seed=seed, count=count, data_service=data_service)
-        self.it = iter(self.ds)
-        self.step_fn = augment.make_step(augment.make_augment(jit))
+        self.augment_fn = augment.make_augment(jit)
+        self.restart()
 
     def step(self):
-        return self.step_fn(self.it)
+        return self.step_fn()
 
     def restart(self) -> None:
-        self.it = None  # stop the old iterator's threads before starting new ones
-        self.it = iter(self.ds)
+        from modern import augment
+
+        self.stop()  # the old iterator's threads end before new ones start
+        self.step_fn = augment.make_step(self.augment_fn, iter(self.ds))
+
+    def stop(self) -> None:
+        self.step_fn = None  # its iterator is captured by the step: released with it
 
     def close(self) -> None:
         self.it = None  # a service client stops reading before its servers are stopped
@@ -131,8 +150,11 @@ class Floor:
         return next(self.it)
 
     def restart(self) -> None:
-        self.it = None
+        self.stop()
         self.it = iter(self.ds)
+
+    def stop(self) -> None:
+        self.it = None
 
     def close(self) -> None:
         pass
@@ -165,17 +187,18 @@ def first_output_s(name: str, paths: list[str], seed: int, services: dict | None
 
 def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 0,
             names: tuple[str, ...] = PIPELINES,
-            progress: Callable[[str], None] | None = None,
+            progress: Callable[[str], None] | None = None, legacy_warmup_epochs: int = 2,
             services: dict | None = None) -> dict:
-    """Interleaved images/s of each pipeline in ``names``; returns the JSON-ready results.
+    """Interleaved images/s (and CPU ms per image) of each pipeline in ``names``; returns the
+    JSON-ready results.
 
-    ``services`` maps extra pipeline names to running
-    :class:`modern.data_service.LocalCluster` s: the modern pipeline with its input on that
-    service. CPU time per image is taken over each whole round beside the wall time: this
-    process's (all its threads) and, for a service pipeline, its server processes'. With ``services`` every modern pipeline
-    (the local one too, like for like) reads exactly ``warmup + batch`` images per round: a
-    finite job ends on the workers with the round, where abandoned endless jobs left tasks
-    behind that kept a worker's stop waiting for up to 29 s (measured)."""
+    CPU per image is this process's (all its threads), over the timed batch. ``services`` maps
+    extra pipeline names to running :class:`modern.data_service.LocalCluster` s: the modern
+    pipeline with its input on that service. With ``services`` every modern pipeline (the local
+    one too, like for like) reads exactly ``warmup + batch`` images per round, and CPU is taken
+    over each whole round (one finite job, start-up included), this process's and the server
+    processes': a finite job ends on the workers with the round, where abandoned endless jobs
+    left tasks behind that kept a worker's stop waiting for up to 29 s (measured)."""
     first = {}
     for name in ("legacy", "modern", *(services or {})):
         if name in names:
@@ -183,25 +206,36 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
     per_round_count = warmup + batch if services else None
     pipes = {name: _make(name, paths, seed, services, per_round_count) for name in names}
     try:
+        if "legacy" in pipes:
+            for p in pipes.values():
+                p.stop()
+            for _ in range(legacy_warmup_epochs * len(paths)):
+                pipes["legacy"].step()
         per_round: dict[str, list[float]] = {name: [] for name in names}
-        cpu: dict[str, dict[str, list[float]]] = {name: {"client": [], "servers": []}
-                                                  for name in names}
+        per_round_cpu: dict[str, list[float]] = {name: [] for name in names}
+        per_round_servers: dict[str, list[float]] = {name: [] for name in services or {}}
+        loads = []
         for r in range(rounds):
             for name, p in pipes.items():
                 pids = services[name].pids if services and name in services else ()
-                c0, s0 = time.process_time(), _cpu_s(pids)
+                r0, s0 = time.process_time(), _cpu_s(pids)
                 p.restart()
                 for _ in range(warmup):
                     p.step()
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 for _ in range(batch):
                     p.step()
-                per_round[name].append(batch / (time.perf_counter() - t0))
-                # CPU over the whole round: with services a round is one finite job, so this is
-                # all the work its warmup + batch images took, wherever it ran
-                cpu[name]["client"].append(1e3 * (time.process_time() - c0) / (warmup + batch))
-                if pids and s0 is not None:
-                    cpu[name]["servers"].append(1e3 * (_cpu_s(pids) - s0) / (warmup + batch))
+                wall = time.perf_counter() - t0
+                p.stop()
+                per_round[name].append(batch / wall)
+                if services:
+                    # the whole round: one finite job, all the work its images took, wherever
+                    per_round_cpu[name].append(1e3 * (time.process_time() - r0) / (warmup + batch))
+                    if pids and s0 is not None:
+                        per_round_servers[name].append(1e3 * (_cpu_s(pids) - s0) / (warmup + batch))
+                else:
+                    per_round_cpu[name].append(1e3 * (time.process_time() - c0) / batch)
+            loads.append(_loadavg1())
             if progress:
                 progress(f"round {r + 1}/{rounds}: " + ", ".join(
                     f"{n} {v[-1]:.0f}" for n, v in per_round.items()) + " images/s")
@@ -213,6 +247,7 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
         # collected keeps its workers' stop waiting on its requests (measured: up to 134 s).
         gc.collect()
     ips = {name: statistics.median(v) for name, v in per_round.items()}
+    cpu = {name: statistics.median(v) for name, v in per_round_cpu.items()}
 
     def ratio(a: str, b: str) -> float | None:
         return ips[a] / ips[b] if a in ips and b in ips else None
@@ -223,16 +258,27 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
             return None
         return statistics.median(x / y for x, y in zip(per_round[a], per_round[b]))
 
+    def paired_cpu(a: str, b: str) -> float | None:
+        # images per CPU second, a over b, paired per round
+        if a not in per_round_cpu or b not in per_round_cpu:
+            return None
+        return statistics.median(y / x for x, y in zip(per_round_cpu[a], per_round_cpu[b]))
+
     pairs = {"modern_vs_legacy": ("modern", "legacy"), "jit_vs_nojit": ("modern", "modern_nojit"),
              "modern_vs_floor": ("modern", "floor")}
     result = {
         "images_per_s": ips,
-        "cpu_ms_per_image": {name: {k: statistics.median(v) if v else None for k, v in c.items()}
-                             for name, c in cpu.items()},
         "ratios": {k: ratio(a, b) for k, (a, b) in pairs.items()},
         "ratios_paired": {k: paired(a, b) for k, (a, b) in pairs.items()},
+        "cpu_ms_per_image": cpu,
+        "ratios_cpu": {k: paired_cpu(a, b) for k, (a, b) in pairs.items()},
         "first_output_s": first,
         "per_round_images_per_s": per_round,
+        "per_round_cpu_ms_per_image": per_round_cpu,
+        "server_cpu_ms_per_image": {name: statistics.median(v) if v else None
+                                    for name, v in per_round_servers.items()},
+        "per_round_loadavg_1min": loads,
+        "legacy_warmup_epochs": legacy_warmup_epochs if "legacy" in names else 0,
         "rounds": rounds, "batch": batch, "warmup": warmup,
     }
     if set(SERVICE_PIPELINES) <= set(ips):
@@ -243,9 +289,10 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
             "local": ips["modern"], "workers_1": ips["service_1"], "workers_2": ips["service_2"],
             "ratios": {k: ratio(a, b) for k, (a, b) in service_pairs.items()},
             "ratios_paired": {k: paired(a, b) for k, (a, b) in service_pairs.items()},
-            "cpu_ms_per_image": {key: result["cpu_ms_per_image"][name] for key, name in
-                                 (("local", "modern"), ("workers_1", "service_1"),
-                                  ("workers_2", "service_2"))},
+            "cpu_ms_per_image": {key: {"client": cpu[name],
+                                       "servers": result["server_cpu_ms_per_image"].get(name)}
+                                 for key, name in (("local", "modern"), ("workers_1", "service_1"),
+                                                   ("workers_2", "service_2"))},
             "processing_mode": "distributed_epoch",
             "servers": "one python -m modern.service process per dispatcher and worker, "
                        "127.0.0.1, elements over gRPC",
@@ -267,6 +314,13 @@ def _cpu_s(pids) -> float | None:
     return total
 
 
+def _loadavg1() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover
+        return None
+
+
 def machine() -> dict:
     """Where the numbers were taken: cores, load, versions."""
     import tensorflow as tf
@@ -283,20 +337,23 @@ def table(result: dict) -> str:
     """The printed summary: medians per pipeline, then the ratios against their targets."""
     ips = result["images_per_s"]
     cpu = result.get("cpu_ms_per_image", {})
-    lines = [f"{'pipeline':14} {'images/s':>9} {'ms/image':>9}   CPU ms/image: this process"
-             + (", servers" if "data_service" in result else "")]
+    servers = result.get("server_cpu_ms_per_image", {})
+    lines = [f"{'pipeline':14} {'images/s':>9} {'ms/image':>9} {'CPU ms/image':>13}"
+             + (f" {'servers':>8}" if servers else "")]
     for name, v in ips.items():
-        c = cpu.get(name, {})
-        lines.append(f"{name:14} {v:9.1f} {1e3 / v:9.2f}   {c.get('client', 0):6.2f}"
-                     + (f" {c['servers']:6.2f}" if c.get("servers") is not None else ""))
+        c, s = cpu.get(name), servers.get(name)
+        lines.append(f"{name:14} {v:9.1f} {1e3 / v:9.2f} {'' if c is None else f'{c:13.2f}'}"
+                     + ("" if s is None else f" {s:8.2f}"))
     targets = {"modern_vs_legacy": 10.0, "jit_vs_nojit": 1.0, "modern_vs_floor": 0.6}
     lines.append("")
     if any(v is not None for v in result["ratios"].values()):
-        lines.append(f"{'ratio':17} {'medians':>8} {'paired':>8}")
+        lines.append(f"{'ratio':17} {'medians':>8} {'paired':>8} {'CPU':>8}")
     for k, v in result["ratios"].items():
         if v is not None:
             p = result.get("ratios_paired", {}).get(k)
-            lines.append(f"{k:17} {v:7.2f}x {p if p is None else f'{p:7.2f}x':>8}  (target >= {targets[k]})")
+            c = result.get("ratios_cpu", {}).get(k)
+            lines.append(f"{k:17} {v:7.2f}x {p if p is None else f'{p:7.2f}x':>8} "
+                         f"{c if c is None else f'{c:7.2f}x':>8}  (target >= {targets[k]})")
     svc = result.get("data_service")
     if svc:
         lines.append(f"tf.data service, {svc['processing_mode']}: local {svc['local']:.1f}, "
@@ -306,10 +363,14 @@ def table(result: dict) -> str:
     for k, v in result["first_output_s"].items():
         lines.append(f"first output {k:9} {v:6.2f} s")
     lines.append("")
-    lines.append("images/s per round" + ("" if svc else " (legacy's early rounds include its XLA "
-                 "compiling each image size the second time it sees it)"))
+    lines.append("images/s per round" + ("" if svc else
+                 f" (legacy warmed up over {result.get('legacy_warmup_epochs', 0)} epochs first: "
+                 "its XLA compiles each image size the second time it sees it)"))
     for name, v in result.get("per_round_images_per_s", {}).items():
         lines.append(f"{name:14} " + " ".join(f"{x:6.0f}" for x in v))
+    loads = result.get("per_round_loadavg_1min")
+    if loads:
+        lines.append(f"{'load avg 1 min':14} " + " ".join(f"{x:6.1f}" for x in loads))
     return "\n".join(lines)
 
 
@@ -339,7 +400,8 @@ def _main(argv: list[str]) -> int:
             say(f"benchmarks: {FLAGS.rounds} interleaved rounds x {FLAGS.batch} images per "
                 f"pipeline ...")
             result = measure(paths, FLAGS.rounds, FLAGS.batch, FLAGS.warmup, FLAGS.seed,
-                             names=names, progress=say, services=services)
+                             names=names, progress=say, services=services,
+                             legacy_warmup_epochs=FLAGS.legacy_warmup_epochs)
     result["image_set"] = {"count": len(sizes), "from": "grace_hopper.jpg",
                            "sizes_hw": [list(s) for s in sizes],
                            "short_side": [min(min(s) for s in sizes), max(min(s) for s in sizes)]}

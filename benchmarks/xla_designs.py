@@ -98,7 +98,7 @@ def _bodies():
     return {
         "1": (design1, (image, tf.constant([1, 2], tf.int64))),
         "2": (design2, (image, tf.constant(d.crop_offsets)) + draws),
-        "3": (design3, (crops,) + draws),
+        "3": (design3, (tf.stack(crops),) + draws),
         "4": (None, (crops,) + draws),
     }
 

@@ -16,7 +16,6 @@ import textwrap
 from absl import flags
 
 from common.errors import InputError, cli_main
-from common.stages import stage_of_scope
 from compare import verdict
 
 FLAGS = flags.FLAGS
@@ -69,7 +68,6 @@ def explain(trace, step: int | None = None) -> Explanation:
     import numpy as np
 
     from compare import legend, sequence, steps, verdict, xla
-    from compare.events import CATEGORIES
 
     if not len(trace.events):
         raise InputError(f"{trace.source}: the trace holds counters but no op events to explain")
@@ -82,7 +80,11 @@ def explain(trace, step: int | None = None) -> Explanation:
     in_step = ev.step == choice.step.num
     calls = ~np.isin(ev.pid, [p.pid for p in trace.processes.values()
                               if p.kind in ("stream", "memcpy")])
-    run_us = float(ev.dur[in_step & calls & (ev.category == CATEGORIES.index("xla_run"))].sum())
+    runs = np.zeros(len(ev), dtype=bool)
+    runs[summary.run_events] = True
+    compiled_in_step = sum(c for i, _, c in summary.compile_calls
+                           if runs[i] and ev.step[i] == choice.step.num)
+    run_us = max(float(ev.dur[in_step & calls & runs].sum()) - compiled_in_step, 0.0)
     step_compile = verdict.step_compile_us(trace, summary, choice)
     device_us = float(ev.dur[in_step & xla.device_kernels(trace)].sum())
     present = [op for op in XLA_OPS if trace.strings.lookup(op) is not None and
@@ -164,13 +166,20 @@ def _members(members: list) -> str:
     scopes: dict[str, None] = {}
     types: dict[str, int] = {}
     members = [(t, n) for t, n in members if t and not n.startswith("XLA_")]
+    from compare.mapping import stage_of_op
+
+    unplaced = 0
     for op_type, op_name in members:
         types[op_type] = types.get(op_type, 0) + 1
-        stage = stage_of_scope(op_name) or op_name.split("/")[0]
-        scopes.setdefault(stage, None)
+        stage = stage_of_op(op_type, op_name)
+        if stage:
+            scopes.setdefault(stage, None)
+        else:
+            unplaced += 1
     top = sorted(types.items(), key=lambda kv: -kv[1])[:6]
-    return (f"holds {len(members)} TF ops, from {', '.join(list(scopes)[:8])}"
-            f"{' ...' if len(scopes) > 8 else ''}; mostly "
+    stages = ", ".join(scopes) if scopes else "no stage we know"
+    extra = f" (and {unplaced} op(s) no stage rule places)" if unplaced else ""
+    return (f"holds {len(members)} TF ops, from {stages}{extra}; mostly "
             + ", ".join(f"{t} x{n}" for t, n in top))
 
 
@@ -255,8 +264,11 @@ def to_text(e: Explanation) -> str:
         out("This trace shows no XLA ops: nothing was compiled by XLA (or XLA ran inside "
             "ops this trace does not name).")
     else:
-        style = ("TF 1.x style: one _XlaLaunch per cluster" if x.launch_style == "launch" else
-                 "_XlaCompile + _XlaRun per cluster")
+        style = {"launch": "TF 1.x style: one _XlaLaunch per cluster",
+                 "function": "tf.function(jit_compile=True): one call per function, which "
+                             "compiles on its first call for each input shape and then runs "
+                             "the compiled program; its XLA kernels show inside the call"
+                 }.get(x.launch_style, "_XlaCompile + _XlaRun per cluster")
         ran = sum(1 for u in x.units.values() if u.runs)
         idle = len(x.units) - ran
         out(f"This trace: {ran} cluster(s) or function(s) ran"

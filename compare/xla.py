@@ -69,6 +69,9 @@ class XlaSummary:
     #: (event index, unit, compile µs) of every call that compiled, in time order; for
     #: _XlaLaunch the compile is the call's excess over the steady call.
     compile_calls: list[tuple[int, str, float]] = dataclasses.field(default_factory=list)
+    #: indices of the events that ran compiled code: _XlaRun / _XlaLaunch calls and the
+    #: launches of jit_compile functions (their compile, if any, is in ``compile_calls``)
+    run_events: list[int] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"compile_us": self.compile_us, "run_us": self.run_us, "compiles": self.compiles,
@@ -188,7 +191,8 @@ def summarize(trace: Trace) -> XlaSummary:
             target = units.setdefault(key, XlaUnit(key))
         target.members = mod.all_tf_ops()
 
-    functions = _function_units(trace, units, compile_calls)
+    function_launches = _function_units(trace, units, compile_calls)
+    functions = bool(function_launches)
     compile_calls.sort(key=lambda c: ev.ts[c[0]])
     steps = ev.step
     for i, name, _ in compile_calls:
@@ -203,7 +207,8 @@ def summarize(trace: Trace) -> XlaSummary:
         recompiled=sorted(u.name for u in units.values()
                           if u.compiles > 1 and u.name not in anonymous),
         launch_style=style,
-        compile_calls=compile_calls)
+        compile_calls=compile_calls,
+        run_events=sorted(int(i) for i in run_idx) + sorted(function_launches))
 
 
 def _median(values: list[float]) -> float:
@@ -248,9 +253,9 @@ _NOT_A_LAUNCH = re.compile(r"^(CpuExecutable::|ThunkExecutor::|ThreadpoolListene
 
 
 def _function_units(trace: Trace, units: dict[str, XlaUnit],
-                    compile_calls: list[tuple[int, str, float]]) -> bool:
+                    compile_calls: list[tuple[int, str, float]]) -> list[int]:
     """Add one unit per compiled ``jit_compile`` function module (see
-    :func:`compare.hlo.unit_names`); returns whether any ran.
+    :func:`compare.hlo.unit_names`); returns the indices of the launch events that ran one.
 
     A launch of a function is the innermost event around its kernels that is not XLA's own
     runtime: the ``__inference_<fn>_<N>`` op of an eager call, or the executor's
@@ -263,7 +268,7 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
     modules = {name: (unit, trace.hlo[name]) for name, (unit, kind) in
                unit_names(trace.hlo).items() if kind == "function"}
     if not modules:
-        return False
+        return []
     ev = trace.events
     names = trace.strings.names
     kernel_cat = CATEGORIES.index("xla_kernel")
@@ -315,4 +320,4 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
         u.run_us = float(durs.sum()) - u.compile_us
         u.run_first_us = float(durs[0]) - (u.first_compile_us if compiled[0] else 0.0)
         u.run_steady_us = steady
-    return bool(launches)
+    return [int(i) for i in all_launches]

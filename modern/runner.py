@@ -9,9 +9,9 @@ Writes into ``out`` (which must be new or empty):
 
 One step is one image: ``next()`` on the tf.data iterator and the augmentation, as one
 ``tf.function`` call (:func:`modern.augment.make_step`), inside
-``tf.profiler.experimental.Trace("modern", step_num=i, _r=1)``. Step 0 includes tracing and
-the XLA compile; the dataset and its iterator are built before the profile starts, as legacy
-builds its graph and starts its queue runners first.
+``tf.profiler.experimental.Trace("modern", step_num=i, _r=1)``. Step 0 includes the XLA
+compile; the dataset, its iterator and the traced step function are built before the profile
+starts, as legacy builds its graph and starts its queue runners first.
 
 The run reads image indices 0..steps-1 of the stream (:func:`modern.pipeline.build`). With
 ``data_service`` exactly those are processed on tf.data service workers (``distributed_epoch``)
@@ -56,8 +56,8 @@ def select_images(paths: list[str], skip_bad: bool) -> tuple[list[str], list[tup
     return good, shapes, skipped
 
 
-def _run_steps(it, step_fn, steps: int, profile_dir=None, progress=None):
-    """``steps`` profiled steps of ``step_fn(it) -> (output, path, index)``; returns (wall
+def _run_steps(step_fn, steps: int, profile_dir=None, progress=None):
+    """``steps`` profiled steps of ``step_fn() -> (output, path, index)``; returns (wall
     seconds, image paths, stream indices, last output). ``progress(line)`` hears when the first
     step is done."""
     import tensorflow as tf
@@ -72,7 +72,7 @@ def _run_steps(it, step_fn, steps: int, profile_dir=None, progress=None):
         for i in range(steps):
             t0 = time.perf_counter()
             with profiling.step(STEP_NAME, i) if ctx else contextlib.nullcontext():
-                out, path, index = step_fn(it)
+                out, path, index = step_fn()
             walls.append(time.perf_counter() - t0)
             keys.append(path.numpy().decode("utf-8", "replace"))
             indices.append(int(index))
@@ -117,8 +117,8 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
         # the run (an abandoned endless job keeps tasks there).
         it = iter(pipeline.build(paths, seed=seed, count=steps if service_info else None,
                                  data_service=service_info and service_info["address"]))
-        step_fn = augment.make_step(augment.make_augment(jit))
-        walls, keys, indices, result = _run_steps(it, step_fn, steps, profile_dir=staging,
+        step_fn = augment.make_step(augment.make_augment(jit), it)
+        walls, keys, indices, result = _run_steps(step_fn, steps, profile_dir=staging,
                                                   progress=progress)
         trace = xplane_to_trace_json(xplane_files(staging))
         atomic.write_bytes(staging / "trace.json.gz", gzip.compress(trace.encode("utf-8"), 6))

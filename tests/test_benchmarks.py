@@ -23,6 +23,10 @@ def test_benchmark_smoke_writes_json_keys(tmp_path):
     assert set(result["ratios"]) == {"modern_vs_legacy", "jit_vs_nojit", "modern_vs_floor"}
     ips = result["images_per_s"]
     assert result["ratios"]["modern_vs_legacy"] == pytest.approx(ips["modern"] / ips["legacy"])
+    assert set(result["cpu_ms_per_image"]) == pipelines
+    assert all(v > 0 for v in result["cpu_ms_per_image"].values())
+    assert set(result["ratios_cpu"]) == set(result["ratios"])
+    assert all(len(v) == 1 for v in result["per_round_cpu_ms_per_image"].values())
     assert set(result["first_output_s"]) == {"legacy", "modern"}
     assert all(v > 0 for v in result["first_output_s"].values())
     assert result["image_set"]["count"] == 3 and len(result["image_set"]["sizes_hw"]) == 3

@@ -549,3 +549,22 @@ def test_busy_time_is_a_union_and_gaps_are_its_complement():
         gs, ge = intervals.gaps(ts, end, lo, hi)
         assert (ge - gs).sum() == (~covered).sum()
         assert np.all(ge > gs) and np.all(gs[1:] >= ge[:-1])
+
+
+@pytest.mark.slow
+def test_modern_profile_explains_jit_functions(modern_run):
+    """A tf.function(jit_compile=True) has no _XlaRun op: its calls are found around its
+    kernels, so a steady step shows compiled code running, and the members name our stages."""
+    from common.stages import ALL_STAGES
+
+    out, _ = modern_run
+    trace, e = explained(out)
+    assert e.xla.launch_style == "function" and e.xla.compiles >= 1
+    assert e.xla_step["run_us"] > 0 and e.xla_step["compile_us"] == 0
+    assert e.xla.run_events
+    text = ex.to_text(e)
+    assert "jit_compile=True" in text and "No XLA in this trace" not in text
+    for line in text.splitlines():
+        if line.strip().startswith("holds "):
+            named = line.split(" from ", 1)[1].split(";")[0].split(" (and")[0]
+            assert set(named.split(", ")) <= set(ALL_STAGES), line

@@ -57,6 +57,21 @@ def test_modern_resize_equals_legacy_resize(images):
         np.testing.assert_array_equal(modern, legacy, err_msg=path)
 
 
+def test_to_float_equals_convert_image_dtype_for_every_uint8_value():
+    """The one-pass uint8 -> float conversion gives legacy's floats bit for bit: elementwise,
+    so checking all 256 values checks every image."""
+    import tensorflow as tf
+
+    from modern.pipeline import to_float
+
+    values = tf.reshape(tf.range(256, dtype=tf.int32), (16, 16, 1))
+    image = tf.cast(tf.tile(values, (1, 1, 3)), tf.uint8)
+    expected = tf.image.convert_image_dtype(image, tf.float32).numpy()
+    got = to_float(image).numpy()
+    assert got.dtype == np.float32
+    assert got.tobytes() == expected.tobytes()
+
+
 @pytest.fixture(scope="module")
 def legacy_graph():
     """The legacy graph (XLA off) with a Session; images and draws are fed into it."""
