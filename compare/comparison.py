@@ -251,9 +251,14 @@ def side_verdict(report: dict, side: str) -> str:
     parts.append(f"{input_bound(inp)} (waits for input {inp:.0%} of the step)")
     if x["compiles"]:
         first_split = st.get("first_split_us") or {}
-        share = (first_split.get("compile", 0.0) / st["first_us"]) if st["first_us"] else 0.0
-        parts.append(f"XLA compiled {x['compiles']} time(s) for {_ms(x['compile_us'])}"
-                     + (f" ({share:.0%} of the first step)" if share else "")
+        first_compile = first_split.get("compile", 0.0)
+        share = first_compile / st["first_us"] if st["first_us"] else 0.0
+        # compile_us sums every compile event; compiles on several threads overlap, so it can
+        # exceed the first step's wall time, which the share measures (union of intervals)
+        parts.append(f"XLA compiled {x['compiles']} time(s), {_ms(x['compile_us'])} of compile "
+                     f"work summed over threads"
+                     + (f" ({_ms(first_compile)} of the first step's wall time, {share:.0%})"
+                        if share else "")
                      + (f"; recompiled: {', '.join(x['recompiled'])}" if x["recompiled"] else
                         ", no recompilation"))
     elif x["launch_style"] == "none":

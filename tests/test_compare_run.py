@@ -6,6 +6,7 @@ import copy
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -94,7 +95,14 @@ def test_report_numbers_hang_together(compare_traces_run):
     # legacy with XLA compiled (first step) and the no-XLA run did not
     assert r["xla"]["legacy"]["compiles"] > 0 and r["xla"]["modern"]["compiles"] == 0
     assert any(u["stages"].get("resize") for u in r["xla"]["legacy"]["units"].values())
-    assert r["steps"]["legacy"]["first_split_us"]["compile"] > 0
+    first = r["steps"]["legacy"]
+    assert 0 < first["first_split_us"]["compile"] <= first["first_us"]
+    # the verdict gives the summed compile work and, apart, its wall share of the first step
+    # (compiles overlap on threads: the sum may exceed the step, the share never does)
+    verdict = r["verdict"]["legacy"]
+    assert "of compile work summed over threads" in verdict
+    share = int(re.search(r"first step's wall time, (\d+)%\)", verdict).group(1))
+    assert share == round(100 * first["first_split_us"]["compile"] / first["first_us"])
     # the ops behind a stage are named on each side: a fusion on the XLA side, the TF op on
     # the other
     sat = next(row for row in r["stages"] if row["stage"] == "saturation")
