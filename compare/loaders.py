@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import time
 import zlib
 from collections import Counter
 from itertools import compress, repeat
@@ -27,8 +28,8 @@ import numpy as np
 
 from common.errors import InputError
 from compare import chrome_json
-from compare.events import (CATEGORIES, Counters, EventBuilder, Flows, Process, Step, Strings,
-                            Trace)
+from compare.events import (CATEGORIES, EVENT_COLUMNS, Counters, EventBuilder, Flows, Process,
+                            Step, Strings, Trace)
 
 FORMATS_WE_READ = ("timeline.py JSON, Chrome trace JSON (.json / .json.gz, e.g. xprof's "
                    "trace_viewer output), .xplane.pb, or a TensorBoard logdir")
@@ -40,6 +41,18 @@ MAX_DECOMPRESSED_BYTES = int(os.environ.get("COMPARE_MAX_TRACE_BYTES", 4 << 30))
 GZIP_RATIO_CHECK_AFTER = 256 << 20
 MAX_GZIP_RATIO = 200
 _GUNZIP_PIECE = 16 << 20
+#: From this size of event list up, a timeline.py trace is parsed on two cores (the second half
+#: in a forked child, :func:`_add_in_halves`); below it a fork costs more than it saves.
+#: ``COMPARE_TWO_CORES=0`` turns it off.
+TWO_CORES_MIN_BYTES = 32 << 20
+#: How long the first half waits for the child at least (then 4x its own time); past that
+#: the child is killed and this process parses the second half too.
+TWO_CORES_MIN_WAIT_S = 30.0
+
+
+#: Event columns that hold string ids.
+_STRING_COLUMNS = {c for c in EVENT_COLUMNS if c in ("name", "op_type", "tf_name", "hlo_module",
+                                                    "hlo_op")}
 
 
 class LoadError(InputError):
@@ -292,9 +305,14 @@ def _load_json_bytes(buf: bytes, source: str) -> Trace:
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        for chunk in chrome_json.iter_chunks(buf, start, end, warnings,
-                                             parse=chrome_json.parse_typed):
-            b.add(chunk)
+        halves = _add_in_halves(buf, start, end) if _two_cores(buf, start, end) else None
+        if halves is not None:
+            b = halves
+            b.warnings = warnings  # split_document's (the halves warned of nothing)
+        else:
+            for chunk in chrome_json.iter_chunks(buf, start, end, warnings,
+                                                 parse=chrome_json.parse_typed):
+                b.add(chunk)
     except chrome_json.TraceFormatError as e:
         raise LoadError(f"{source}: {e}") from None
     finally:
@@ -306,6 +324,75 @@ def _load_json_bytes(buf: bytes, source: str) -> Trace:
         detail = f" ({'; '.join(trace.warnings)})" if trace.warnings else ""
         raise LoadError(f"{source}: no usable trace events{detail}; we read {FORMATS_WE_READ}")
     return trace
+
+
+def _two_cores(buf: bytes, start: int, end: int) -> bool:
+    return (end - start >= TWO_CORES_MIN_BYTES and not isinstance(buf, _Truncated)
+            and os.environ.get("COMPARE_TWO_CORES", "1") != "0" and (os.cpu_count() or 1) > 1)
+
+
+def _add_typed_only(b: "_Builder", chunk) -> bool:
+    """Add ``chunk`` to ``b`` if it takes the typed fast path whole; else change nothing."""
+    return isinstance(chunk, chrome_json.TypedChunk) and b._add_typed(chunk)
+
+
+def _typed_half(buf: bytes, start: int, end: int) -> "_Builder | None":
+    """A builder holding ``buf[start:end]``'s events if every chunk of it is plain
+    timeline.py (the typed path) and nothing was skipped or warned about; else None."""
+    b = _Builder(Strings(), [])
+    for chunk in chrome_json.iter_chunks(buf, start, end, b.warnings,
+                                         parse=chrome_json.parse_typed):
+        if not _add_typed_only(b, chunk):
+            return None
+    return b if b.is_plain() else None
+
+
+def _export(b: "_Builder | None") -> dict | None:
+    return b.export() if b is not None else None
+
+
+def _add_in_halves(buf: bytes, start: int, end: int) -> "_Builder | None":
+    """Parse a big event list on two cores: the first half here, the second in a forked child
+    (:mod:`compare.forked`, which shares the buffer without a copy), then merge the child's
+    columns in (:meth:`_Builder.absorb`). Only for traces whose every chunk takes the typed
+    fast path with nothing skipped: that path keeps no state across chunks (no open ``B``/``E``
+    pairs, no steps), so two halves merged equal one pass (a test compares every column).
+
+    Returns None when that does not hold, or the child fails or overruns: the caller then
+    loads the whole list on one core, so the result never depends on this path. ~1.6x faster
+    on a 150 MB timeline here; the child adds its own peak memory (~0.3x the file)."""
+    cut = None
+    for m in chrome_json._BETWEEN.finditer(buf, (start + end) // 2, end):
+        cut = m.start() + 1  # just after an event's '}'; both halves must then parse whole,
+        break                # which a cut inside a string or a nested value cannot
+    if cut is None:
+        return None
+    # a first look decides before forking: xprof's and other tools' traces take the dict path
+    first = next(chrome_json.iter_chunks(buf, start, cut, [], chunk_bytes=1 << 16,
+                                         parse=chrome_json.parse_typed), None)
+    if not _add_typed_only(_Builder(Strings(), []), first):
+        return None
+    from compare import forked
+
+    child = forked.start(lambda: _export(_typed_half(buf, cut, end)))
+    if child is None:
+        return None
+    try:
+        t0 = time.monotonic()
+        mine = _typed_half(buf, start, cut)
+        if mine is None:
+            return None
+        # the child did as much work at the same time: allow it a generous overrun
+        theirs = child.result(timeout_s=max(TWO_CORES_MIN_WAIT_S, 4 * (time.monotonic() - t0)))
+        if theirs is None:
+            return None
+        try:
+            mine.absorb(theirs)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None  # not a payload _export made: one core then (mine is dropped)
+        return mine
+    finally:
+        child.close()
 
 
 class _Builder:
@@ -329,6 +416,41 @@ class _Builder:
         self.group_step: dict[int, int] = {}
         self.timeline_style = False
         self.xprof_style = False
+
+    def is_plain(self) -> bool:
+        """Nothing here depends on events outside this builder's own: no open B/E pairs, no
+        steps or groups, nothing skipped or warned about (see :func:`_add_in_halves`)."""
+        return not (self.open_b or self.steps or self.group_step or self.skipped
+                    or self.warnings or self.counters or self.flows or self.xprof_style)
+
+    def export(self) -> dict:
+        """This builder's columns and tables, to be :meth:`absorb` ed by another process."""
+        self._flush()
+        return {"names": self.s.names, "chunks": self.ev.chunks,
+                "input_lengths": self.ev.input_lengths, "input_ids": self.ev.input_ids,
+                "proc_names": self.proc_names, "proc_sort": self.proc_sort, "lanes": self.lanes,
+                "counter_chunks": self.counter_chunks, "flow_chunks": self.flow_chunks,
+                "objects": self.objects, "timeline_style": self.timeline_style}
+
+    def absorb(self, other: dict) -> None:
+        """Append the events of an :meth:`export` ed builder that read the events after ours,
+        as if this builder had read them itself (its string ids mapped onto ours)."""
+        remap = np.asarray(self.s.ids(other["names"]), dtype=np.int32)
+        for col, parts in other["chunks"].items():
+            if col in _STRING_COLUMNS:
+                parts = [remap[p] for p in parts]
+            self.ev.chunks[col].extend(parts)
+        self.ev.input_lengths.extend(other["input_lengths"])
+        self.ev.input_ids.extend(remap[p] for p in other["input_ids"])
+        self.counter_chunks.extend((pid, remap[name], ts, value)
+                                   for pid, name, ts, value in other["counter_chunks"])
+        self.flow_chunks.extend((*f[:5], remap[f[5]]) for f in other["flow_chunks"])
+        self.proc_names.update(other["proc_names"])
+        self.proc_sort.update(other["proc_sort"])
+        self.lanes.update(other["lanes"])
+        for pid, n in other["objects"].items():
+            self.objects[pid] = self.objects.get(pid, 0) + n
+        self.timeline_style = self.timeline_style or other["timeline_style"]
 
     def skip(self, why: str, n: int = 1) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + n

@@ -533,6 +533,7 @@ def test_benchmark_smoke(tmp_path):
                 "load_s", "explain_s", "json_load_s", "loadavg"):
         assert key in doc, key
     assert doc["events"] >= 3000 and doc["loaded_events"] > 0 and not doc["warnings"]
+    assert 0 < doc["peak_rss_over_file"] <= doc["peak_rss_summed_over_file"]
 
 
 def test_busy_time_is_a_union_and_gaps_are_its_complement():
