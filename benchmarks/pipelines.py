@@ -321,6 +321,10 @@ def _loadavg1() -> float | None:
         return None
 
 
+def _loads(v) -> str:
+    return " ".join(f"{x:.2f}" for x in v) if v else "n/a"
+
+
 def machine() -> dict:
     """Where the numbers were taken: cores, load, versions."""
     import tensorflow as tf
@@ -408,7 +412,8 @@ def _main(argv: list[str]) -> int:
     result["machine"] = machine()
     result["machine"]["loadavg_before"] = load_before
     print(table(result))
-    print(f"load average (1/5/15 min) before {load_before}, after {result['machine']['loadavg_1_5_15']}")
+    print(f"load average (1/5/15 min) before {_loads(load_before)}, after "
+          f"{_loads(result['machine']['loadavg_1_5_15'])}")
     if FLAGS.json:
         atomic.write_json(FLAGS.json, result)
         say(f"benchmarks: wrote {FLAGS.json}")
