@@ -42,13 +42,16 @@ def answers(side: Side) -> dict[str, str]:
     return out
 
 
-def build(legacy: Side, modern: Side, tensorboard_logdir: str | None = None) -> dict:
-    """report.json's content: the comparison, the four answers per side, files and commands."""
+def build(legacy: Side, modern: Side, tensorboard_logdir: str | None = None,
+          screenshot: str | None = None) -> dict:
+    """report.json's content: the comparison, the four answers per side, files and commands;
+    ``screenshot``: the file name of TensorBoard's profile tab saved beside it, if any."""
     report = compare(legacy, modern)
     report["answers"] = {"legacy": answers(legacy), "modern": answers(modern)}
     report["files"] = dict(FILES)
     report["tensorboard"] = (f"tensorboard --logdir {tensorboard_logdir}"
                              if tensorboard_logdir else None)
+    report["screenshot"] = screenshot
     return report
 
 
@@ -104,6 +107,9 @@ def render_md(r: dict) -> str:
     if r.get("tensorboard"):
         lines.append(f"- Open the profiles: `{r['tensorboard']}` (runs `legacy` and `modern`, "
                      "Profile tab).")
+    if r.get("screenshot"):
+        lines += ["", f"![TensorBoard's profile tab over this run folder, both sessions listed]"
+                      f"({r['screenshot']})"]
     lines += ["", "## Verdict", ""]
     lines += [f"- {r['verdict']['comparison']}", f"- {r['verdict']['legacy']}",
               f"- {r['verdict']['modern']}", ""]

@@ -1,7 +1,7 @@
 """``python -m compare.run``: run both pipelines, compare them stage by stage, write the report.
 
     python -m compare.run [--out DIR] [--images A.jpg,B/] [--steps N] [--seed S] [--verbose]
-                          [--data_service grpc://HOST:PORT]
+                          [--data_service grpc://HOST:PORT] [--screenshot]
     python -m compare.run --legacy TRACE --modern TRACE [--out DIR]
 
 The first form runs the legacy pipeline and then the modern one, each in its own process and
@@ -11,8 +11,9 @@ service's workers (see ``python -m modern.service``), so its read, decode and re
 their processes, not in modern's trace. The second compares traces that already exist, in any
 format we read, without running anything. Either way DIR (default ``runs/<timestamp>``, never an existing
 non-empty folder) receives report.md, report.json, stages.png, timelines.png and
-merged_trace.json.gz (see :mod:`compare.report`). TensorFlow's own log goes to DIR/tf.log
-unless ``--verbose``.
+merged_trace.json.gz (see :mod:`compare.report`), and with ``--screenshot`` profile_tab.png
+(TensorBoard's profile tab over DIR in headless Chromium, shown in report.md). TensorFlow's own
+log goes to DIR/tf.log unless ``--verbose``.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from common.errors import InputError, cli_main, say
 
 FLAGS = flags.FLAGS
 SIDES = ("legacy", "modern")
+#: What --screenshot saves into the run folder.
+SCREENSHOT = "profile_tab.png"
 
 
 def _define_flags() -> None:
@@ -38,6 +41,9 @@ def _define_flags() -> None:
     flags.DEFINE_string("data_service", None, "Run modern's input pipeline on the workers of "
                         "this tf.data service dispatcher (grpc://HOST:PORT); legacy is "
                         "unchanged.")
+    flags.DEFINE_boolean("screenshot", False, "Also open the run folder in TensorBoard and "
+                         "headless Chromium (Debian's chromium) and save the profile tab, both "
+                         "sessions listed, as profile_tab.png (shown in report.md).")
     flags.DEFINE_string("legacy", None, "Compare this existing legacy trace instead of running "
                                         "the pipelines (with --modern).")
     flags.DEFINE_string("modern", None, "Compare this existing modern trace (with --legacy).")
@@ -125,6 +131,7 @@ def _run_and_compare() -> int:
         runs["modern"] = run_in_child("modern", out / "modern", FLAGS.images, FLAGS.steps,
                                       FLAGS.seed, log, data_service=FLAGS.data_service)
         clock.say(_run_line("modern", runs["modern"]))
+        screenshot = _screenshot(out, clock) if FLAGS.screenshot else None
         with native_stderr_to(log):
             sources = {k: (out / k, "TensorBoard profile (xplane through xprof), steps marked, "
                                     "HLO included") for k in SIDES}
@@ -135,7 +142,7 @@ def _run_and_compare() -> int:
                     f"({svc['worker_count']} worker(s), {svc['processing_mode']}): its read, "
                     f"decode and resize ran in the workers' processes, not in this trace"))
             report = _analyse_and_write(out, sources, clock, tensorboard_logdir=str(out),
-                                        runs=runs)
+                                        runs=runs, screenshot=screenshot)
     except KeyboardInterrupt as e:  # run_cli says where: complete runs, a side's partial
         kept = [f"{out / k} (complete run)" for k in runs]
         kept += [f"{out / k / 'partial'} (interrupted run)" for k in SIDES
@@ -144,6 +151,29 @@ def _run_and_compare() -> int:
         raise
     _print_summary(report, out, clock, tensorboard=True)
     return 0
+
+
+def _screenshot(out: Path, clock: _Clock) -> str | None:
+    """``--screenshot``: TensorBoard's profile tab over the run folder, saved as
+    ``out/profile_tab.png``; its name, or None (with one line saying why) when it cannot be
+    taken — the comparison goes on without it."""
+    import tempfile
+
+    from common import atomic
+    from compare.tensorboard import screenshot_profile
+
+    clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
+                              "chromium) ...")
+    try:
+        with tempfile.TemporaryDirectory(prefix="compare-screenshot-") as tmp:
+            png = Path(tmp) / SCREENSHOT
+            names = screenshot_profile(out, png, work_dir=tmp)
+            atomic.write_bytes(out / SCREENSHOT, png.read_bytes())
+    except InputError as e:
+        say(f"compare.run: no screenshot: {e}")
+        return None
+    clock.say(f"{out / SCREENSHOT}: the profile tab lists {', '.join(names)}")
+    return SCREENSHOT
 
 
 def _run_line(side: str, run: dict) -> str:
@@ -187,7 +217,8 @@ def _remove_if_only_log(out: Path) -> None:
 
 
 def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _Clock,
-                       tensorboard_logdir: str | None = None, runs: dict | None = None) -> dict:
+                       tensorboard_logdir: str | None = None, runs: dict | None = None,
+                       screenshot: str | None = None) -> dict:
     from compare import comparison, report as report_mod
     from compare.loaders import load
 
@@ -202,7 +233,7 @@ def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _
                     sides[k].cross_checks.append(
                         comparison.cross_check(sides[k], load(path / name), name, step))
     clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
-    report = report_mod.build(sides["legacy"], sides["modern"], tensorboard_logdir)
+    report = report_mod.build(sides["legacy"], sides["modern"], tensorboard_logdir, screenshot)
     if runs:
         report["runs"] = runs
     clock.end()
@@ -224,7 +255,7 @@ def _print_summary(report: dict, out: Path, clock: _Clock, tensorboard: bool) ->
         print(f"- {report['verdict'][k]}")
     print()
     print(f"report: {out / 'report.md'} (and report.json, stages.png, timelines.png, "
-          f"merged_trace.json.gz)")
+          f"merged_trace.json.gz{', ' + report['screenshot'] if report.get('screenshot') else ''})")
     if tensorboard:
         print(f"open the profiles: tensorboard --logdir {out}")
     clock.say(f"done in {time.monotonic() - clock.t0:.1f} s")

@@ -176,10 +176,11 @@ def compare_traces_run(tmp_path_factory, legacy_run, legacy_run_noxla):
 
 @pytest.fixture(scope="session")
 def compare_run(tmp_path_factory):
-    """One real ``python -m compare.run`` of both pipelines on the default image, few steps:
-    (out folder, process)."""
+    """One real ``python -m compare.run --screenshot`` of both pipelines on the default image,
+    few steps: (out folder, process)."""
     out = tmp_path_factory.mktemp("compare_run") / "run"
-    proc = run_module("compare.run", "--out", str(out), "--steps", "5", timeout=1200)
+    proc = run_module("compare.run", "--out", str(out), "--steps", "5", "--screenshot",
+                      timeout=1200)
     return out, proc
 
 

@@ -260,3 +260,40 @@ def test_full_run_meets_the_acceptance_criteria(compare_run):
         assert r["runs"][side]["pipeline"] == side
     assert r["xla"]["modern"]["compiles"] >= 1 and r["xla"]["legacy"]["compiles"] >= 1
     assert not r["xla"]["modern"]["recompiled"]
+
+
+def test_screenshot_of_the_profile_tab_lands_in_the_run_folder(compare_run):
+    """``--screenshot``: real TensorBoard + headless chromium over the run folder; the PNG sits
+    beside report.md, which shows it, and the page listed both sessions."""
+    out, proc = compare_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "no screenshot" not in proc.stderr, proc.stderr[-2000:]
+    png = out / "profile_tab.png"
+    head = png.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    assert width >= 800 and height >= 600
+    assert _report(out)["screenshot"] == "profile_tab.png"
+    assert "](profile_tab.png)" in (out / "report.md").read_text()
+    listed = next(line for line in proc.stderr.splitlines() if "the profile tab lists" in line)
+    assert "legacy/" in listed and "modern/" in listed
+    assert "profile_tab.png" in proc.stdout
+
+
+def test_screenshot_without_a_browser_is_one_line_and_the_run_goes_on(compare_run, tmp_path,
+                                                                     monkeypatch):
+    import shutil
+
+    from compare import run as run_mod
+
+    out, _ = compare_run
+    folder = tmp_path / "run"
+    shutil.copytree(out / "modern", folder / "modern")
+    monkeypatch.setenv("CHROMIUM", str(tmp_path / "no-chromium"))
+    said = []
+    monkeypatch.setattr(run_mod, "say", said.append)
+    assert run_mod._screenshot(folder, run_mod._Clock()) is None
+    assert not (folder / "profile_tab.png").exists()
+    line = said[-1]
+    assert line.startswith("compare.run: no screenshot: ") and "no-chromium" in line
+    assert "\n" not in line
