@@ -96,6 +96,8 @@ EVENT_COLUMNS: dict[str, type] = {
     "stage": np.int32,      # filled by the mapper: id of a stage / overhead name, 0 = unmapped
     "step": np.int32,       # step number, -1 if outside every step
 }
+#: The columns of :data:`EVENT_COLUMNS` that hold ids into ``Trace.strings``.
+STRING_COLUMNS = ("name", "op_type", "tf_name", "hlo_module", "hlo_op", "stage")
 
 
 class Events:

@@ -45,39 +45,34 @@ class HloModule:
         m = _CLUSTER.match(self.name)
         return m.group(1) if m else _SUFFIX.sub("", self.name)
 
-    def tf_ops(self, instruction: str) -> list[tuple[str, str]]:
-        """(op_type, op_name) of the TF ops an instruction computes, fused bodies included,
-        in first-seen order without repeats."""
-        seen: dict[tuple[str, str], None] = {}
-        stack = [instruction]
-        visited: set[str] = set()
-        while stack:
-            inst = self.by_name.get(stack.pop())
-            if inst is None or inst.name in visited:
-                continue
-            visited.add(inst.name)
-            if inst.op_name:
-                seen.setdefault((inst.op_type, inst.op_name), None)
-            for comp in inst.called:
-                stack.extend(i.name for i in reversed(self.computations.get(comp, [])))
-        return list(seen)
-
-    def tf_op_weights(self, instruction: str) -> dict[tuple[str, str], tuple[int, int]]:
-        """For each TF op an instruction computes (fused bodies included): (number of HLO
-        instructions, their total output elements). Instructions without TF metadata are left
-        out; used to split a fusion's time among the TF ops fused into it."""
-        out: dict[tuple[str, str], tuple[int, int]] = {}
+    def _walk(self, instruction: str):
+        """The instruction and every instruction of the computations it calls (fused bodies,
+        recursively), each once, depth first in program order."""
         stack, visited = [instruction], set()
         while stack:
             inst = self.by_name.get(stack.pop())
             if inst is None or inst.name in visited:
                 continue
             visited.add(inst.name)
+            yield inst
+            for comp in inst.called:
+                stack.extend(i.name for i in reversed(self.computations.get(comp, [])))
+
+    def tf_ops(self, instruction: str) -> list[tuple[str, str]]:
+        """(op_type, op_name) of the TF ops an instruction computes, fused bodies included,
+        in first-seen order without repeats."""
+        return list(dict.fromkeys((i.op_type, i.op_name) for i in self._walk(instruction)
+                                  if i.op_name))
+
+    def tf_op_weights(self, instruction: str) -> dict[tuple[str, str], tuple[int, int]]:
+        """For each TF op an instruction computes (fused bodies included): (number of HLO
+        instructions, their total output elements). Instructions without TF metadata are left
+        out; used to split a fusion's time among the TF ops fused into it."""
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        for inst in self._walk(instruction):
             if inst.op_name:
                 n, e = out.get((inst.op_type, inst.op_name), (0, 0))
                 out[(inst.op_type, inst.op_name)] = (n + 1, e + inst.elements)
-            for comp in inst.called:
-                stack.extend(i.name for i in self.computations.get(comp, []))
         return out
 
     def all_tf_ops(self) -> list[tuple[str, str]]:

@@ -28,7 +28,7 @@ import numpy as np
 
 from common.errors import InputError
 from compare import chrome_json
-from compare.events import (CATEGORIES, EVENT_COLUMNS, Counters, EventBuilder, Flows, Process,
+from compare.events import (CATEGORIES, STRING_COLUMNS, Counters, EventBuilder, Flows, Process,
                             Step, Strings, Trace)
 
 FORMATS_WE_READ = ("timeline.py JSON, Chrome trace JSON (.json / .json.gz, e.g. xprof's "
@@ -48,11 +48,6 @@ TWO_CORES_MIN_BYTES = 32 << 20
 #: How long the first half waits for the child at least (then 4x its own time); past that
 #: the child is killed and this process parses the second half too.
 TWO_CORES_MIN_WAIT_S = 30.0
-
-
-#: Event columns that hold string ids.
-_STRING_COLUMNS = {c for c in EVENT_COLUMNS if c in ("name", "op_type", "tf_name", "hlo_module",
-                                                    "hlo_op")}
 
 
 class LoadError(InputError):
@@ -437,7 +432,7 @@ class _Builder:
         as if this builder had read them itself (its string ids mapped onto ours)."""
         remap = np.asarray(self.s.ids(other["names"]), dtype=np.int32)
         for col, parts in other["chunks"].items():
-            if col in _STRING_COLUMNS:
+            if col in STRING_COLUMNS:
                 parts = [remap[p] for p in parts]
             self.ev.chunks[col].extend(parts)
         self.ev.input_lengths.extend(other["input_lengths"])

@@ -16,11 +16,11 @@ fresh session (which compiles again, so its first step shows the compile too).
 from __future__ import annotations
 
 import os
-import platform
 import time
 
 from common import atomic
 from common.errors import InputError, tf_error_line
+from common.run_record import run_record
 
 STEP_NAME = "legacy"
 STEADY_WARMUP = 3
@@ -97,8 +97,6 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
                xla: bool = True, seed: int | None = 0, progress=None) -> dict:
     """Run the legacy pipeline and write its artifacts into ``out``; return run.json's content.
     ``progress(line)``, if given, hears how the run goes."""
-    import numpy as np
-    import tensorflow as tf
     from tensorflow.python.client import timeline
 
     from common.inputs import preflight, resolve_images
@@ -127,27 +125,15 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
         if xla:
             atomic.write_json(staging / "xla_clusters.json", xla_clusters.describe(
                 staging, {"timeline.json": steady_meta, "timeline_first.json": first_meta}))
-        steady = walls[1:]
-        run = {
-            "pipeline": "legacy",
-            "tf_version": tf.__version__,
-            "python": platform.python_version(),
+        run = run_record("legacy", seed=seed, paths=paths, shapes=shapes, step_name=STEP_NAME,
+                         walls=walls, keys=keys, output=result)
+        run.update({
             "xla": xla,
-            "seed": seed,
-            "images": [{"path": p, "height": h, "width": w} for p, (h, w) in zip(paths, shapes)],
-            "steps": steps,
-            "step_name": STEP_NAME,
-            "step_wall_s": walls,
-            "step_images": keys,
-            "first_step_s": walls[0],
-            "steady_median_s": float(np.median(steady)),
-            "output_shape": list(result.shape),
-            "output_dtype": str(result.dtype),
             "timelines": {"first": {"file": "timeline_first.json", "image": first_keys[0],
                                     "session": 2},
                           "steady": {"file": "timeline.json", "step": len(plan) - 1,
                                      "image": all_keys[-1], "session": 1}},
             "profile_logdir": ".",
-        }
+        })
         atomic.write_json(staging / "run.json", run)
     return run

@@ -25,11 +25,11 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
-import platform
 import time
 
 from common import atomic
 from common.errors import InputError, tf_error_line
+from common.run_record import run_record
 
 STEP_NAME = "modern"
 
@@ -97,9 +97,6 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
     ``progress(line)``, if given, hears how the run goes. ``data_service``: a tf.data service
     dispatcher (``grpc://host:port``) whose workers run the input pipeline; it must answer and
     have workers (:func:`modern.data_service.check_service`)."""
-    import numpy as np
-    import tensorflow as tf
-
     from common.inputs import resolve_images
     from common.profiling import xplane_files, xplane_to_trace_json
     from modern import augment, data_service as service, pipeline
@@ -122,28 +119,16 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
                                                   progress=progress)
         trace = xplane_to_trace_json(xplane_files(staging))
         atomic.write_bytes(staging / "trace.json.gz", gzip.compress(trace.encode("utf-8"), 6))
-        steady = walls[1:] or walls
-        run = {
-            "pipeline": "modern",
-            "tf_version": tf.__version__,
-            "python": platform.python_version(),
+        run = run_record("modern", seed=seed, paths=paths, shapes=shapes, step_name=STEP_NAME,
+                         walls=walls, keys=keys, output=result)
+        run.update({
             "jit": jit,
             "xla": jit,
-            "seed": seed,
-            "images": [{"path": p, "height": h, "width": w} for p, (h, w) in zip(paths, shapes)],
-            "steps": steps,
-            "step_name": STEP_NAME,
-            "step_wall_s": walls,
-            "step_images": keys,
             "step_indices": indices,
-            "first_step_s": walls[0],
-            "steady_median_s": float(np.median(steady)),
-            "output_shape": list(result.shape),
-            "output_dtype": result.dtype.name,
             "trace": "trace.json.gz",
             "profile_logdir": ".",
             "data_service": service_info,
-        }
+        })
         if skip_bad:
             run["skipped"] = skipped
             run["skipped_count"] = len(skipped)

@@ -460,7 +460,7 @@ def test_step_choice_is_a_steady_median_step():
 # the loader's fast path changes nothing
 
 def _same_trace(a, b) -> None:
-    from compare.events import EVENT_COLUMNS
+    from compare.events import EVENT_COLUMNS, STRING_COLUMNS
 
     assert a.format == b.format and a.warnings == b.warnings and a.objects == b.objects
     assert {p: (q.name, q.kind) for p, q in a.processes.items()} == \
@@ -468,7 +468,7 @@ def _same_trace(a, b) -> None:
     assert a.lanes == b.lanes and a.steps == b.steps
     for col in EVENT_COLUMNS:
         x, y = getattr(a.events, col), getattr(b.events, col)
-        if col in ("name", "op_type", "tf_name", "hlo_module", "hlo_op", "stage"):
+        if col in STRING_COLUMNS:
             x, y = [a.s(i) for i in x], [b.s(i) for i in y]
             assert x == y, col
         else:

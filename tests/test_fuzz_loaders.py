@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from compare.events import CATEGORIES, EVENT_COLUMNS
+from compare.events import CATEGORIES, EVENT_COLUMNS, STRING_COLUMNS
 from compare.loaders import LoadError, load
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "500"))
@@ -46,7 +46,7 @@ def check_trace(tr) -> None:
     assert len(ev.input_ptr) == n + 1 and ev.input_ptr[0] == 0
     assert (np.diff(ev.input_ptr) >= 0).all() and ev.input_ptr[-1] == len(ev.input_ids)
     nstr = len(tr.strings)
-    for col in ("name", "op_type", "tf_name", "hlo_module", "hlo_op", "stage"):
+    for col in STRING_COLUMNS:
         a = getattr(ev, col)
         assert ((a >= 0) & (a < nstr)).all(), col
     assert ((ev.input_ids >= 0) & (ev.input_ids < nstr)).all()

@@ -113,26 +113,10 @@ def test_compiles_once_over_50_images_of_10_sizes(modern_run_varied, varied_jpeg
 def _hlo_op_names(xplane: str) -> dict[str, list[str]]:
     """HLO module name -> ``metadata.op_name`` of every instruction (fused ones included),
     from the HLO protos the profile keeps in its ``/host:metadata`` plane."""
-    from tensorflow.compiler.xla.service import hlo_pb2
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    from compare.hlo import modules_from_xplanes
 
-    space = xplane_pb2.XSpace()
-    with open(xplane, "rb") as f:
-        space.ParseFromString(f.read())
-    modules = {}
-    for plane in space.planes:
-        if plane.name != "/host:metadata":
-            continue
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-        for meta in plane.event_metadata.values():
-            for stat in meta.stats:
-                if stat_names.get(stat.metadata_id) == "Hlo Proto":
-                    proto = hlo_pb2.HloProto()
-                    proto.ParseFromString(stat.bytes_value)
-                    modules[proto.hlo_module.name] = [
-                        ins.metadata.op_name for comp in proto.hlo_module.computations
-                        for ins in comp.instructions]
-    return modules
+    return {name: [i.op_name for insts in m.computations.values() for i in insts]
+            for name, m in modules_from_xplanes([xplane], xplane).items()}
 
 
 def test_stage_scopes_survive_into_hlo_metadata(modern_run):
