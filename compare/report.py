@@ -55,13 +55,6 @@ def build(legacy: Side, modern: Side, tensorboard_logdir: str | None = None,
     return report
 
 
-def validate(report: dict) -> None:
-    """Raise jsonschema.ValidationError if ``report`` does not match the schema."""
-    import jsonschema
-
-    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-
-
 def write(out: str | os.PathLike, report: dict, legacy: Side, modern: Side) -> list[Path]:
     """Write every artifact into ``out`` (all or nothing); returns the paths written."""
     out = Path(out)

@@ -238,7 +238,6 @@ def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _
         report["runs"] = runs
     clock.end()
     report["elapsed_s"] = dict(clock.marks)
-    report_mod.validate(report)
     report_mod.write(out, report, sides["legacy"], sides["modern"])
     return report
 

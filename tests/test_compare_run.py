@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, assert_one_line_error, run_module
+from tests.schema import validate
 
 pytestmark = pytest.mark.slow
 REPORT_FILES = ("report.md", "report.json", "stages.png", "timelines.png",
@@ -59,8 +60,6 @@ def test_existing_traces_give_every_report_file(compare_traces_run):
 
 def test_report_json_follows_its_schema_and_the_schema_bites(compare_traces_run):
     import jsonschema
-
-    from compare.report import validate
 
     out, _ = compare_traces_run
     r = _report(out)
