@@ -128,7 +128,7 @@ def _child_explain(path: str) -> None:
     clock, cpu = time.perf_counter, time.process_time
     t0 = clock()
     from compare.explain import explain, to_json, to_text
-    from compare.loaders import load
+    from compare.load.loaders import load
 
     def children_cpu() -> float:  # the loader's forked helper, once reaped
         r = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -16,7 +16,7 @@ import textwrap
 from absl import flags
 
 from common.errors import InputError, cli_main
-from compare import verdict
+from compare.analysis import verdict
 
 FLAGS = flags.FLAGS
 
@@ -67,7 +67,7 @@ def explain(trace, step: int | None = None) -> Explanation:
     a steady step."""
     import numpy as np
 
-    from compare import legend, sequence, steps, verdict, xla
+    from compare.analysis import legend, sequence, steps, verdict, xla
 
     if not len(trace.events):
         raise InputError(f"{trace.source}: the trace holds counters but no op events to explain")
@@ -166,7 +166,7 @@ def _members(members: list) -> str:
     scopes: dict[str, None] = {}
     types: dict[str, int] = {}
     members = [(t, n) for t, n in members if t and not n.startswith("XLA_")]
-    from compare.mapping import stage_of_op
+    from compare.analysis.mapping import stage_of_op
 
     unplaced = 0
     for op_type, op_name in members:
@@ -429,7 +429,7 @@ def _main(argv: list[str]) -> int:
     import os
 
     from common.tflog import native_stderr_to, quiet_python_logs
-    from compare.loaders import load
+    from compare.load.loaders import load
 
     quiet_python_logs()
     with native_stderr_to(None if FLAGS.verbose else os.devnull):

@@ -99,7 +99,7 @@ def _run_and_compare() -> int:
     from common import atomic
     from common.inputs import check_file, resolve_images
     from common.tflog import native_stderr_to
-    from compare.run_side import run_in_child
+    from compare.pipelines import run_in_child
 
     images = resolve_images(FLAGS.images)
     for path in images:  # cheap checks before anything is created
@@ -160,7 +160,7 @@ def _screenshot(out: Path, clock: _Clock) -> str | None:
     import tempfile
 
     from common import atomic
-    from compare.tensorboard import screenshot_profile
+    from compare.viewers.tensorboard import screenshot_profile
 
     clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
                               "chromium) ...")
@@ -188,7 +188,7 @@ def _compare_traces(legacy: str, modern: str) -> int:
     clock = _Clock()
     for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
-            from compare.loaders import LoadError
+            from compare.load.loaders import LoadError
 
             raise LoadError(f"{p}: no such file or folder")
     out = atomic.prepare_out_dir(FLAGS.out or _default_out())
@@ -219,8 +219,9 @@ def _remove_if_only_log(out: Path) -> None:
 def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _Clock,
                        tensorboard_logdir: str | None = None, runs: dict | None = None,
                        screenshot: str | None = None) -> dict:
-    from compare import comparison, report as report_mod
-    from compare.loaders import load
+    from compare.analysis import comparison
+    from compare.output import report as report_mod
+    from compare.load.loaders import load
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
     traces = {k: load(path) for k, (path, _) in sources.items()}
@@ -243,7 +244,7 @@ def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _
 
 
 def _print_summary(report: dict, out: Path, clock: _Clock, tensorboard: bool) -> None:
-    from compare.comparison import stage_table
+    from compare.analysis.comparison import stage_table
 
     print(stage_table(report))
     print()

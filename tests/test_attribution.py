@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compare.attribution import SPLIT_KEYS, attribute
-from compare.loaders import load
-from compare.mapping import LABEL, LABELS, PIPELINE, map_stages
+from compare.analysis.attribution import SPLIT_KEYS, attribute
+from compare.load.loaders import load
+from compare.analysis.mapping import LABEL, LABELS, PIPELINE, map_stages
 
 pytestmark = pytest.mark.slow
 

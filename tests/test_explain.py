@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from compare import explain as ex
-from compare import sequence, steps, verdict, xla
-from compare.loaders import load
+from compare.analysis import sequence, steps, verdict, xla
+from compare.load.loaders import load
 from tests.conftest import assert_one_line_error, run_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -460,7 +460,7 @@ def test_step_choice_is_a_steady_median_step():
 # the loader's fast path changes nothing
 
 def _same_trace(a, b) -> None:
-    from compare.events import EVENT_COLUMNS, STRING_COLUMNS
+    from compare.model.events import EVENT_COLUMNS, STRING_COLUMNS
 
     assert a.format == b.format and a.warnings == b.warnings and a.objects == b.objects
     assert {p: (q.name, q.kind) for p, q in a.processes.items()} == \
@@ -487,7 +487,7 @@ def _same_trace(a, b) -> None:
 
 @pytest.mark.parametrize("path", [GPU, CPU_XLA, TF2_GPU])
 def test_fast_path_loads_exactly_what_the_dict_path_loads(path, monkeypatch, tmp_path):
-    from compare import chrome_json
+    from compare.load import chrome_json
 
     fast = load(path)
     damaged = tmp_path / "damaged.json"
@@ -507,7 +507,7 @@ def test_fast_path_on_the_benchmark_trace_in_many_chunks(tmp_path, monkeypatch):
     import functools
 
     from benchmarks.analysis import generate
-    from compare import chrome_json
+    from compare.load import chrome_json
 
     path = tmp_path / "timeline.json"
     generate(path, 20_000)
@@ -537,7 +537,7 @@ def test_benchmark_smoke(tmp_path):
 
 
 def test_busy_time_is_a_union_and_gaps_are_its_complement():
-    from compare import intervals
+    from compare.model import intervals
 
     rng = np.random.default_rng(0)
     for _ in range(50):

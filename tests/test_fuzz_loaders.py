@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from compare.events import CATEGORIES, EVENT_COLUMNS, STRING_COLUMNS
-from compare.loaders import LoadError, load
+from compare.model.events import CATEGORIES, EVENT_COLUMNS, STRING_COLUMNS
+from compare.load.loaders import LoadError, load
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "500"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

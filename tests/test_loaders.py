@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from compare.events import CATEGORIES
-from compare.loaders import LoadError, load
+from compare.model.events import CATEGORIES
+from compare.load.loaders import LoadError, load
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def test_xplane_and_logdir_and_trace_json_agree(legacy_run, tmp_path):
 
 
 def test_first_timeline_shows_compiles_and_steady_one_does_not(legacy_run):
-    from compare import xla
+    from compare.analysis import xla
 
     out, _ = legacy_run
     first = xla.summarize(load(out / "timeline_first.json"))
@@ -128,7 +128,7 @@ def test_non_utf8_bytes_are_replaced_with_a_warning(tmp_path):
 
 
 def test_gzip_bomb_is_refused_without_reading_it_all(tmp_path, monkeypatch):
-    import compare.loaders as loaders
+    import compare.load.loaders as loaders
 
     monkeypatch.setattr(loaders, "MAX_DECOMPRESSED_BYTES", 1 << 20)
     p = tmp_path / "bomb.json.gz"

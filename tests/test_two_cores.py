@@ -13,8 +13,8 @@ import time
 import pytest
 
 from benchmarks.analysis import generate
-from compare import forked, loaders
-from compare.loaders import load
+from compare.load import forked, loaders
+from compare.load.loaders import load
 from tests.test_explain import GPU, _same_trace
 
 

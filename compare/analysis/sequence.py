@@ -30,9 +30,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from compare import rows
-from compare.events import CATEGORIES, Trace
-from compare.steps import StepChoice
+from compare.analysis import rows
+from compare.model.events import CATEGORIES, Trace
+from compare.analysis.steps import StepChoice
 
 _SUFFIX = re.compile(r"/_\d+$")
 _EDGE = re.compile(r"^edge_\d+_(.+)$")

@@ -41,8 +41,9 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES, stage_of_scope
-from compare import hlo, xla
-from compare.events import CATEGORIES, Trace
+from common import hlo
+from compare.analysis import xla
+from compare.model.events import CATEGORIES, Trace
 
 #: Label index 0 is "unmapped", then every stage and overhead category.
 LABELS: tuple[str, ...] = ("unmapped",) + ALL_STAGES

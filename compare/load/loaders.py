@@ -6,7 +6,7 @@ Formats, detected from content, never from the file name:
 - Chrome trace JSON, plain or gzip (as xprof's trace_viewer writes it, or any other tool);
 - TensorBoard profiles: an ``.xplane.pb`` file, a profile session folder, or a logdir — read
   through xprof's own converter (``raw_to_tool_data.xspace_to_tool_data(..., "trace_viewer")``),
-  plus the HLO modules in the xplane's ``/host:metadata`` plane (see :mod:`compare.hlo`).
+  plus the HLO modules in the xplane's ``/host:metadata`` plane (see :mod:`common.hlo`).
 
 Every failure is a :class:`LoadError` (an :class:`common.errors.InputError`): one line naming
 the input and the formats we read. Partly usable input loads with ``Trace.warnings`` saying
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from common.errors import InputError
-from compare import chrome_json
-from compare.events import (CATEGORIES, STRING_COLUMNS, Counters, EventBuilder, Flows, Process,
+from compare.load import chrome_json
+from compare.model.events import (CATEGORIES, STRING_COLUMNS, Counters, EventBuilder, Flows, Process,
                             Step, Strings, Trace)
 
 FORMATS_WE_READ = ("timeline.py JSON, Chrome trace JSON (.json / .json.gz, e.g. xprof's "
@@ -189,9 +189,12 @@ def _load_dir(p: Path) -> Trace:
 
 
 def _load_xplanes(paths: list[str], source: str) -> Trace:
-    from compare import hlo
+    from common import hlo
 
-    modules = hlo.modules_from_xplanes(paths, source)  # also validates the files are XSpaces
+    try:  # also validates the files are XSpaces
+        modules = hlo.modules_from_xplanes(paths, source)
+    except InputError as e:
+        raise LoadError(f"{e}; we read {FORMATS_WE_READ}" if "not JSON" in str(e) else str(e)) from None
     try:
         from xprof.convert import raw_to_tool_data
 
@@ -367,7 +370,7 @@ def _add_in_halves(buf: bytes, start: int, end: int) -> "_Builder | None":
                                          parse=chrome_json.parse_typed), None)
     if not _add_typed_only(_Builder(Strings(), []), first):
         return None
-    from compare import forked
+    from compare.load import forked
 
     child = forked.start(lambda: _export(_typed_half(buf, cut, end)))
     if child is None:

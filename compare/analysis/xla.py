@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from compare.events import CATEGORIES, Trace
+from compare.model.events import CATEGORIES, Trace
 
 #: A timeline ``_XlaCompile`` longer than this is a compile, not a cache lookup. Lookups take
 #: 10-100 us, the smallest real compile we measured (a constant-only cluster on XLA:CPU) 4.4 ms;
@@ -263,7 +263,7 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
     compiler's events nested inside compiled; its compile time is its excess over a launch
     that did not compile.
     """
-    from compare.hlo import unit_names
+    from common.hlo import unit_names
 
     modules = {name: (unit, trace.hlo[name]) for name, (unit, kind) in
                unit_names(trace.hlo).items() if kind == "function"}

@@ -11,9 +11,10 @@ import re
 
 import numpy as np
 
-from compare import intervals, rows
-from compare.events import CATEGORIES, Trace
-from compare.steps import StepChoice
+from compare.model import intervals
+from compare.analysis import rows
+from compare.model.events import CATEGORIES, Trace
+from compare.analysis.steps import StepChoice
 
 
 @dataclasses.dataclass

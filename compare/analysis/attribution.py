@@ -32,8 +32,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from compare.events import CATEGORIES, Trace
-from compare.mapping import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED, StageMap
+from compare.model.events import CATEGORIES, Trace
+from compare.analysis.mapping import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED, StageMap
 
 SPLIT_KEYS = ("input_wait", "compute", "compile", "runtime", "idle")
 #: A stretch of TF's own runtime on a TF thread (executor, thread-pool region, done callback,

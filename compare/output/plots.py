@@ -8,9 +8,9 @@ import os
 import numpy as np
 
 from common import atomic
-from compare.attribution import Attribution
-from compare.colors import rgb01
-from compare.mapping import LABEL, LABELS
+from compare.analysis.attribution import Attribution
+from compare.output.colors import rgb01
+from compare.analysis.mapping import LABEL, LABELS
 
 _ORDER = [s for s in LABELS if s != "unmapped"] + ["unmapped"]
 

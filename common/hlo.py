@@ -13,6 +13,8 @@ import dataclasses
 import re
 from functools import lru_cache
 
+from common.errors import InputError
+
 _SUFFIX = re.compile(r"\.\d+$")
 _CLUSTER = re.compile(r"^(cluster_\d+)__XlaCompiledKernel")
 _FUNCTION = re.compile(r"^a?(_inference_.+?_\d+)__")
@@ -141,7 +143,8 @@ def parse_hlo_proto(data: bytes) -> HloModule:
 def modules_from_xplanes(paths: list[str], source: str) -> dict[str, HloModule]:
     """HLO modules from the ``/host:metadata`` plane of each xplane file.
 
-    Raises :class:`compare.loaders.LoadError` when a file is not an XSpace protobuf.
+    Raises :class:`common.errors.InputError` when a file cannot be read or is not an XSpace
+    protobuf.
     """
     return dict(_modules_cached(tuple(paths), source))
 
@@ -150,7 +153,6 @@ def modules_from_xplanes(paths: list[str], source: str) -> dict[str, HloModule]:
 def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
     from google.protobuf.message import DecodeError
 
-    from compare.loaders import FORMATS_WE_READ, LoadError
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     out: dict[str, HloModule] = {}
@@ -159,16 +161,14 @@ def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as e:
-            raise LoadError(f"{path}: cannot read ({e.strerror})") from None
+            raise InputError(f"{path}: cannot read ({e.strerror})") from None
         space = xplane_pb2.XSpace()
         try:
             space.ParseFromString(data)
         except (DecodeError, ValueError, RuntimeError):
-            raise LoadError(f"{path}: not JSON and not a valid .xplane.pb; we read "
-                            f"{FORMATS_WE_READ}") from None
+            raise InputError(f"{path}: not JSON and not a valid .xplane.pb") from None
         if not space.planes:
-            raise LoadError(f"{path}: not JSON and not an .xplane.pb with planes; we read "
-                            f"{FORMATS_WE_READ}")
+            raise InputError(f"{path}: not JSON and not an .xplane.pb with planes")
         for plane in space.planes:
             if plane.name != "/host:metadata":
                 continue

@@ -1,7 +1,7 @@
 """Run one pipeline (legacy or modern) in a process of its own, for ``compare.run``.
 
 Each side gets a fresh TensorFlow: no profiler state, XLA cluster numbering or thread pools
-carried over from the other side. The child is ``python -m compare.run_side SIDE OUT ...``; its
+carried over from the other side. The child is ``python -m compare.pipelines SIDE OUT ...``; its
 whole stderr (TensorFlow's log included) goes to the parent's log, and a bad input ends it with
 our one-line error and exit code 2, which the parent repeats.
 """
@@ -47,7 +47,7 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
     """Run ``side`` in a child Python; stream its stderr to ``log_path`` (or our stderr when
     None). Returns its run.json. Ctrl-C / SIGTERM stop the child cleanly (it removes its partial
     output) and are re-raised here as KeyboardInterrupt."""
-    cmd = [sys.executable, "-m", "compare.run_side", side, str(out), "--steps", str(steps),
+    cmd = [sys.executable, "-m", "compare.pipelines", side, str(out), "--steps", str(steps),
            "--seed", str(seed)]
     if images:
         cmd += ["--images", json.dumps(list(images))]
@@ -112,7 +112,7 @@ def _child(argv: list[str]) -> int:
 
     from common.tflog import quiet_python_logs
 
-    p = argparse.ArgumentParser(prog="compare.run_side")
+    p = argparse.ArgumentParser(prog="compare.pipelines")
     p.add_argument("side", choices=SIDES)
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=20)
@@ -129,4 +129,4 @@ def _child(argv: list[str]) -> int:
 if __name__ == "__main__":
     from common.errors import run_cli
 
-    sys.exit(run_cli(_child, sys.argv[1:], f"compare.run_side {' '.join(sys.argv[1:2])}"))
+    sys.exit(run_cli(_child, sys.argv[1:], f"compare.pipelines {' '.join(sys.argv[1:2])}"))

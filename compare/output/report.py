@@ -1,5 +1,5 @@
 """The comparison's artifacts in a run folder: ``report.md``, ``report.json`` (validated by
-``compare/report.schema.json``), ``stages.png``, ``timelines.png``, ``merged_trace.json.gz``.
+``compare/output/report.schema.json``), ``stages.png``, ``timelines.png``, ``merged_trace.json.gz``.
 
 They are written into a staging folder and moved into place together at the end, so an
 interrupted run leaves either the whole report or none of it.
@@ -13,9 +13,10 @@ import shutil
 from pathlib import Path
 
 from common import atomic
-from compare import explain, merged_trace, plots
-from compare.colors import STAGE_COLORS
-from compare.comparison import SIDES, Side, compare, stage_order
+from compare import explain
+from compare.output import merged_trace, plots
+from compare.output.colors import STAGE_COLORS
+from compare.analysis.comparison import SIDES, Side, compare, stage_order
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
@@ -227,7 +228,7 @@ def render_md(r: dict) -> str:
         for k in SIDES:
             lines += [f"**{k}**", "", "```text", r["answers"][k][key], "```", ""]
     lines += ["## Files", "",
-              "- `report.json`: every number above (schema: `compare/report.schema.json`).",
+              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
               "- `stages.png`, `timelines.png`: the stage bars and one steady step of each run.",
               "- `merged_trace.json.gz`: both runs in one Chrome trace. TensorBoard's profile "
               "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "

@@ -311,7 +311,7 @@ def show_sessions(page, base_url: str, timeout: float = 90.0) -> list[str]:
     """Load TensorBoard's profile tab in ``page`` (a :class:`compare.browser.Page`), wait until
     it has rendered a session's overview, open the Sessions list with a mouse click as a user
     would, and return the session names listed (the list stays open for a screenshot)."""
-    from compare.browser import BrowserError
+    from compare.viewers.browser import BrowserError
 
     page.navigate(f"{base_url}/#profile")
     state = page.wait_for(f"(s => s && s.selected && s.rendered && s)({_SESSIONS_JS})",
@@ -339,7 +339,7 @@ def screenshot_profile(logdir: str | os.PathLike, png_path: str | os.PathLike,
     Note that TensorBoard's profile plugin writes its caches (``.cached_tools.json``,
     ``cache_version.txt``, ``*.hlo_proto.pb``, ``*.SSTABLE``) into the session folders it
     serves, as it does for any user."""
-    from compare.browser import BrowserError, Chromium
+    from compare.viewers.browser import BrowserError, Chromium
 
     expected = profile_runs(logdir)
     if not expected:

@@ -16,10 +16,10 @@ from collections import defaultdict
 import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES
-from compare import xla
-from compare.attribution import Attribution, attribute
-from compare.events import Trace
-from compare.mapping import (BASES, BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, StageMap,
+from compare.analysis import xla
+from compare.analysis.attribution import Attribution, attribute
+from compare.model.events import Trace
+from compare.analysis.mapping import (BASES, BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, StageMap,
                              map_stages)
 
 SCHEMA_VERSION = 1
@@ -151,7 +151,7 @@ def _steps(side: Side) -> dict:
 
 
 def compare(legacy: Side, modern: Side) -> dict:
-    """The report (``report.json``'s content, validated by ``compare/report.schema.json``)."""
+    """The report (``report.json``'s content, validated by ``compare/output/report.schema.json``)."""
     sides = {"legacy": legacy, "modern": modern}
     med = {k: s.attribution.median("wall") for k, s in sides.items()}
     mean = {k: (np.mean(np.stack([st.wall for st in s.attribution.steady]), axis=0)

@@ -20,9 +20,9 @@ import numpy as np
 import orjson
 
 from common import atomic
-from compare.attribution import Attribution
-from compare.colors import cname
-from compare.mapping import BASES, ESTIMATES, LABELS
+from compare.analysis.attribution import Attribution
+from compare.output.colors import cname
+from compare.analysis.mapping import BASES, ESTIMATES, LABELS
 
 _SKIP_KINDS = ("allocator", "tensors")
 CHUNK = 20000

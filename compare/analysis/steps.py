@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from common.errors import InputError
-from compare.events import Step, Trace
+from compare.model.events import Step, Trace
 
 
 @dataclasses.dataclass

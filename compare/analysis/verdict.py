@@ -29,10 +29,11 @@ import re
 
 import numpy as np
 
-from compare import intervals, rows
-from compare.events import Trace
-from compare.steps import StepChoice
-from compare.xla import XlaSummary, unit_name
+from compare.model import intervals
+from compare.analysis import rows
+from compare.model.events import Trace
+from compare.analysis.steps import StepChoice
+from compare.analysis.xla import XlaSummary, unit_name
 
 GETNEXT_OK_US = 50.0
 INPUT_MODERATE, INPUT_HIGH = 0.05, 0.20

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from compare.events import CATEGORIES, Trace
+from compare.model.events import CATEGORIES, Trace
 
 _GPU_DEVICE = re.compile(r"(/gpu:\d+|/device:GPU:\d+|/device:XLA_GPU:\d+)", re.I)
 _STREAM = re.compile(r"/stream:(\w+)", re.I)
