@@ -16,8 +16,10 @@ from functools import lru_cache
 from common.errors import InputError
 
 _SUFFIX = re.compile(r"\.\d+$")
-_CLUSTER = re.compile(r"^(cluster_\d+)__XlaCompiledKernel")
-_FUNCTION = re.compile(r"^a?(_inference_.+?_\d+)__")
+#: An XLA module of TF auto-clustering: ``cluster_3__XlaCompiledKernel_true__...``.
+CLUSTER_MODULE = re.compile(r"^(cluster_\d+)__XlaCompiledKernel")
+#: An XLA module of a ``jit_compile`` function: ``a_inference_augment_123__.42``.
+FUNCTION_MODULE = re.compile(r"^a?(_inference_.+?_\d+)__")
 
 
 @dataclasses.dataclass
@@ -44,7 +46,7 @@ class HloModule:
     @property
     def cluster(self) -> str:
         """``cluster_N`` for a TF auto-clustering module, else the module name without ``.N``."""
-        m = _CLUSTER.match(self.name)
+        m = CLUSTER_MODULE.match(self.name)
         return m.group(1) if m else _SUFFIX.sub("", self.name)
 
     def _walk(self, instruction: str):
@@ -101,7 +103,7 @@ def unit_names(modules: dict[str, "HloModule"]) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     by_fn: dict[str, list[str]] = {}
     for name, mod in modules.items():
-        m = _FUNCTION.match(name)
+        m = FUNCTION_MODULE.match(name)
         if m:
             by_fn.setdefault("_" + m.group(1), []).append(name)
         else:
@@ -152,7 +154,6 @@ def modules_from_xplanes(paths: list[str], source: str) -> dict[str, HloModule]:
 @lru_cache(maxsize=16)
 def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
     from google.protobuf.message import DecodeError
-
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     out: dict[str, HloModule] = {}

@@ -1,9 +1,9 @@
 """``python -m compare.explain TRACE [--json] [--step N]``: answer the seed's four questions
 about any trace the loaders read, in plain words with numbers (or as JSON with stable keys).
 
-The four answers come from :mod:`compare.legend` (what the pids and rows are, how busy, top
-ops, memory), :mod:`compare.xla` (compile and run cost, ``_XlaLaunch`` and friends),
-:mod:`compare.sequence` (dataflow order, critical path) and :mod:`compare.verdict` (the
+The four answers come from :mod:`compare.analysis.legend` (what the pids and rows are, how busy, top
+ops, memory), :mod:`compare.analysis.xla` (compile and run cost, ``_XlaLaunch`` and friends),
+:mod:`compare.analysis.sequence` (dataflow order, critical path) and :mod:`compare.analysis.verdict` (the
 bottleneck and what to try next). :func:`explain` assembles them; :func:`to_text` and
 :func:`to_json` render them.
 """
@@ -53,17 +53,17 @@ class Explanation:
     trace_source: str
     trace_format: str
     warnings: list[str]
-    choice: object          # compare.steps.StepChoice
-    legend: object          # compare.legend.Legend
-    xla: object             # compare.xla.XlaSummary
+    choice: object          # compare.analysis.steps.StepChoice
+    legend: object          # compare.analysis.legend.Legend
+    xla: object             # compare.analysis.xla.XlaSummary
     xla_step: dict          # XLA numbers of the chosen step
-    sequence: object        # compare.sequence.Sequence
-    verdict: object         # compare.verdict.Verdict
+    sequence: object        # compare.analysis.sequence.Sequence
+    verdict: object         # compare.analysis.verdict.Verdict
     ops_present: list[str]  # XLA op types present in the trace
 
 
 def explain(trace, step: int | None = None) -> Explanation:
-    """All four answers for ``trace`` (a :class:`compare.events.Trace`), for step ``step`` or
+    """All four answers for ``trace`` (a :class:`compare.model.events.Trace`), for step ``step`` or
     a steady step."""
     import numpy as np
 
@@ -429,7 +429,7 @@ def _main(argv: list[str]) -> int:
     import os
 
     from common.tflog import native_stderr_to, quiet_python_logs
-    from compare.load.loaders import load
+    from compare.load import load
 
     quiet_python_logs()
     with native_stderr_to(None if FLAGS.verbose else os.devnull):

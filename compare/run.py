@@ -11,7 +11,7 @@ service's workers (see ``python -m modern.service``), so its read, decode and re
 their processes, not in modern's trace. The second compares traces that already exist, in any
 format we read, without running anything. Either way DIR (default ``runs/<timestamp>``, never an existing
 non-empty folder) receives report.md, report.json, stages.png, timelines.png and
-merged_trace.json.gz (see :mod:`compare.report`), and with ``--screenshot`` profile_tab.png
+merged_trace.json.gz (see :mod:`compare.output.report`), and with ``--screenshot`` profile_tab.png
 (TensorBoard's profile tab over DIR in headless Chromium, shown in report.md). TensorFlow's own
 log goes to DIR/tf.log unless ``--verbose``.
 """
@@ -188,7 +188,7 @@ def _compare_traces(legacy: str, modern: str) -> int:
     clock = _Clock()
     for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
-            from compare.load.loaders import LoadError
+            from compare.load import LoadError
 
             raise LoadError(f"{p}: no such file or folder")
     out = atomic.prepare_out_dir(FLAGS.out or _default_out())
@@ -220,8 +220,8 @@ def _analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: _
                        tensorboard_logdir: str | None = None, runs: dict | None = None,
                        screenshot: str | None = None) -> dict:
     from compare.analysis import comparison
+    from compare.load import load
     from compare.output import report as report_mod
-    from compare.load.loaders import load
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
     traces = {k: load(path) for k, (path, _) in sources.items()}

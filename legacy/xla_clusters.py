@@ -65,8 +65,8 @@ def alias(reference_graphs, graphs) -> tuple[dict[str, str], int]:
 def describe(run_dir: Path, metas: dict) -> dict:
     """The sidecar ``xla_clusters.json``: members of each cluster (from the profile's HLO) and,
     per timeline file, which profile cluster each of its clusters is."""
-    from common.profiling import xplane_files
     from common.hlo import modules_from_xplanes
+    from common.profiling import xplane_files
 
     modules = modules_from_xplanes(xplane_files(run_dir), str(run_dir))
     members = {}

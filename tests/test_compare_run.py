@@ -130,9 +130,9 @@ def test_report_md_answers_the_four_questions(compare_traces_run):
 
 
 def test_merged_trace_parses_reloads_and_colours_stages_alike(compare_traces_run):
+    from compare.load import load
     from compare.output.colors import STAGE_COLORS
-    from compare.load.loaders import load
-    from compare.analysis.mapping import LABELS
+    from compare.vocabulary.labels import LABELS
 
     out, _ = compare_traces_run
     doc = json.loads(gzip.decompress((out / "merged_trace.json.gz").read_bytes()))

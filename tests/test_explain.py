@@ -12,7 +12,7 @@ import pytest
 
 from compare import explain as ex
 from compare.analysis import sequence, steps, verdict, xla
-from compare.load.loaders import load
+from compare.load import load
 from tests.conftest import assert_one_line_error, run_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -49,7 +49,8 @@ def explained(path, step=None):
 
 @pytest.mark.slow
 def test_fixtures_are_exactly_what_tensorflow_timeline_writes(tmp_path):
-    from tests.fixtures.make_timelines import FIXTURES as MADE, make_all
+    from tests.fixtures.make_timelines import FIXTURES as MADE
+    from tests.fixtures.make_timelines import make_all
 
     made = make_all(tmp_path)
     assert set(made) == set(MADE)

@@ -287,7 +287,7 @@ def _no_debris(out: Path) -> None:
                                         ("legacy.run", signal.SIGTERM),
                                         ("modern.run", signal.SIGTERM)])
 def test_signal_mid_run_keeps_the_profile_so_far_and_says_where(tmp_path, module, sig):
-    from compare.load.loaders import load
+    from compare.load import load
 
     out = tmp_path / "out"
     proc = _start(module, out, "--steps", "2000")

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from compare.analysis.attribution import attribute
-from compare.load.loaders import load
-from compare.analysis.mapping import BASIS, LABEL, LABELS, PIPELINE, map_stages
+from compare.analysis.mapping import map_stages
+from compare.load import load
+from compare.vocabulary.labels import BASIS, LABEL, LABELS, PIPELINE
 
 pytestmark = pytest.mark.slow
 

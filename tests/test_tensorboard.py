@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from common.stages import stage_of_scope
-from compare.viewers.tensorboard import (MERGED_TRACE_HOWTO, TensorBoard, TensorBoardError, command,
-                                 open_instructions, profile_runs)
+from compare.viewers.tensorboard import (
+    MERGED_TRACE_HOWTO,
+    TensorBoard,
+    TensorBoardError,
+    command,
+    open_instructions,
+    profile_runs,
+)
 
 # The TensorBoard runs of the profile_logdir fixture (tests/conftest.py).
 PIPELINES = ("legacy", "modern")

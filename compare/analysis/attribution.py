@@ -15,7 +15,7 @@ definition. We report two, from the same per-thread timeline:
 
 A thread is *working* when its innermost event is not a wait (``SessionRun`` waiting for the
 executor, ``IteratorGetNext`` or an async tf.data iterator waiting for elements,
-``BlockUntilReady``; see :mod:`compare.mapping`), and not a long stretch of TF's runtime with
+``BlockUntilReady``; see :mod:`compare.analysis.mapping`), and not a long stretch of TF's runtime with
 no op inside (:data:`BLOCKED_MIN_US`; waiting, descheduled or untraced, reported as
 ``blocked_us``). An Eigen worker's region with no event inside runs shards of the ops running
 elsewhere at that moment and is credited to them (an estimate).
@@ -32,23 +32,18 @@ from collections import defaultdict
 
 import numpy as np
 
-from compare.model.events import CATEGORIES, Trace
-from compare.analysis.mapping import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED, StageMap
+from compare.analysis.mapping import StageMap
+from compare.model.events import CAT, Trace
+from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
+from compare.vocabulary.rows import NOT_WORK_KINDS, is_stream_all
+from compare.vocabulary.thresholds import BLOCKED_MIN_US
 
 SPLIT_KEYS = ("input_wait", "compute", "compile", "runtime", "idle")
-#: A stretch of TF's own runtime on a TF thread (executor, thread-pool region, done callback,
-#: XLA's thunk executor between kernels) with no op inside, at least this long (µs), is not runtime work: executor bookkeeping costs
-#: microseconds per op. Such a thread is waiting for work on another thread, descheduled, or
-#: doing something the trace does not show; we count it as waiting (see BUILD.md: on our runs
-#: these stretches end a median 8-13 µs from the end of work on another thread, against
-#: 125-160 µs for a random instant of the same steps).
-BLOCKED_MIN_US = 100.0
 _NL = len(LABELS)
-_EXCLUDED_KINDS = ("allocator", "tensors")
 
 @dataclasses.dataclass
 class StepTimes:
-    """One step's attribution. Arrays are indexed by :data:`compare.mapping.LABELS`."""
+    """One step's attribution. Arrays are indexed by :data:`compare.analysis.mapping.LABELS`."""
 
     num: int
     ts: float
@@ -136,9 +131,9 @@ def segments(trace: Trace):
     ev = trace.events
     procs = trace.processes
     streams = [p for p in procs.values() if p.kind == "stream"]
-    skip = {p.pid for p in procs.values() if p.kind in _EXCLUDED_KINDS}
+    skip = {p.pid for p in procs.values() if p.kind in NOT_WORK_KINDS}
     if len(streams) > 1:  # GPU timelines: stream:all repeats every per-stream event
-        skip |= {p.pid for p in streams if "stream:all" in p.name.lower()}
+        skip |= {p.pid for p in streams if is_stream_all(p.name)}
     evs, t0s, t1s = [], [], []
     for pid, _, idx in trace.iter_lanes():
         if pid in skip:
@@ -174,7 +169,7 @@ def attribute(trace: Trace, smap: StageMap) -> Attribution:
     ev = trace.events
     seg_ev, seg_t0, seg_t1 = segments(trace)
     seg_lane_pid, seg_lane_tid = ev.pid[seg_ev], ev.tid[seg_ev]
-    step_cat = CATEGORIES.index("step")
+    step_cat = CAT["step"]
     markers: dict[int, tuple[int, int]] = {}
     for i in np.flatnonzero(ev.category == step_cat):
         markers.setdefault(int(ev.step[i]), (int(ev.pid[i]), int(ev.tid[i])))

@@ -1,8 +1,8 @@
 """Legacy against modern, stage by stage: the facts ``report.json`` holds.
 
 Each side is one trace (the source of truth: for our runs the TensorBoard profile, which marks
-steps and carries the HLO), mapped by :mod:`compare.mapping` and attributed per step by
-:mod:`compare.attribution`. Per stage we report the median over steady steps (every step but
+steps and carries the HLO), mapped by :mod:`compare.analysis.mapping` and attributed per step by
+:mod:`compare.analysis.attribution`. Per stage we report the median over steady steps (every step but
 the first) of wall time and CPU time, the first step apart (start-up and XLA compiles), the ops
 behind each number on each side, and how much of it rests on an estimate. A side may add cross
 checks from other traces of the same run (legacy's ``timeline.json``).
@@ -18,9 +18,9 @@ import numpy as np
 from common.stages import ALL_STAGES, PIPELINE_STAGES
 from compare.analysis import xla
 from compare.analysis.attribution import Attribution, attribute
+from compare.analysis.mapping import StageMap, map_stages
 from compare.model.events import Trace
-from compare.analysis.mapping import (BASES, BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, StageMap,
-                             map_stages)
+from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS, PIPELINE
 
 SCHEMA_VERSION = 1
 SIDES = ("legacy", "modern")

@@ -11,10 +11,11 @@ import re
 
 import numpy as np
 
-from compare.model import intervals
 from compare.analysis import rows
-from compare.model.events import CATEGORIES, Trace
 from compare.analysis.steps import StepChoice
+from compare.model import intervals
+from compare.model.events import CAT, CATEGORIES, Trace
+from compare.vocabulary.rows import MEMCPY_PREFIX
 
 
 @dataclasses.dataclass
@@ -109,7 +110,7 @@ def tids_words(trace: Trace) -> tuple[str, str]:
 
 def _copies_only(trace: Trace, idx: np.ndarray) -> bool:
     names = trace.strings.names
-    return len(idx) > 0 and all(names[n].startswith("MEMCPY") for n in
+    return len(idx) > 0 and all(names[n].startswith(MEMCPY_PREFIX) for n in
                                 np.unique(trace.events.name[idx]))
 
 
@@ -242,7 +243,7 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, wall: float,
         return [], 0.0
     ev = trace.events
     selft = trace.self_time(sel)
-    runtime = ev.category[sel] == CATEGORIES.index("runtime")
+    runtime = ev.category[sel] == CAT["runtime"]
     runtime_us = float(selft[runtime].sum())
     sel, selft = sel[~runtime], selft[~runtime]
     if not len(sel):

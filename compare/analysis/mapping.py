@@ -7,7 +7,7 @@ number came from and which numbers are estimates):
    ``_XlaLaunch`` / a ``jit_compile`` function call -> ``xla_run`` (their own time: what kernel
    events inside do not cover); ``IteratorGetNext`` / ``QueueDequeue*`` -> ``input_wait``.
 2. XLA kernels (xprof, category ``xla_kernel``, args ``hlo_module``/``hlo_op``): through the HLO
-   module (:mod:`compare.hlo`) to the TF ops fused into the kernel, then rules 3-5 on each. A
+   module (:mod:`common.hlo`) to the TF ops fused into the kernel, then rules 3-5 on each. A
    kernel holding ops of several stages is split among them in proportion to the output elements
    of its HLO instructions per stage (an estimate, labelled ``hlo_split``).
 3. Our name scopes (:func:`common.stages.stage_of_scope`), also under cluster/function prefixes.
@@ -27,7 +27,7 @@ number came from and which numbers are estimates):
    ``xla-cpu-codegen`` threads -> xla_compile.
 9. Executor, eager and Python dispatch events -> ``runtime``; events nested in an op inherit the
    op's stage. An Eigen worker's ``ThreadpoolListener::Region`` with nothing inside runs shards of
-   whatever op is running on another thread: :mod:`compare.attribution` gives its time to the
+   whatever op is running on another thread: :mod:`compare.analysis.attribution` gives its time to the
    ops running concurrently (estimate, ``concurrent_op``).
 
 Anything else stays ``unmapped`` and is shown as such.
@@ -40,121 +40,28 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from common.stages import ALL_STAGES, PIPELINE_STAGES, stage_of_scope
 from common import hlo
-from compare.analysis import xla
-from compare.model.events import CATEGORIES, Trace
-
-#: Label index 0 is "unmapped", then every stage and overhead category.
-LABELS: tuple[str, ...] = ("unmapped",) + ALL_STAGES
-LABEL = {name: i for i, name in enumerate(LABELS)}
-UNMAPPED = 0
-PIPELINE = frozenset(LABEL[s] for s in PIPELINE_STAGES)
-
-#: How an event's label was found; the ones in ESTIMATES are estimates, not measurements.
-BASES: tuple[str, ...] = ("unmapped", "scope", "api_scope", "op_type", "dataflow", "hlo",
-                          "hlo_split", "cluster_members", "cluster_profile", "inherited",
-                          "concurrent_op", "runtime", "tf_data", "lane")
-BASIS = {name: i for i, name in enumerate(BASES)}
-ESTIMATES: dict[str, str] = {
-    "hlo_split": "a fused XLA kernel's time split among the stages fused into it, in proportion "
-                 "to the output elements of its HLO instructions per stage",
-    "cluster_members": "a timeline's _XlaRun given to the one stage all the cluster's TF ops "
-                       "belong to (the timeline does not show what ran inside)",
-    "cluster_profile": "a timeline's _XlaRun split among stages in the proportions the profile "
-                       "of the same run measured for that cluster's kernels",
-    "concurrent_op": "an Eigen worker's time given to the ops running on other threads at that "
-                     "moment (intra-op shards carry no op name)",
-}
-
-_OP_TYPES: dict[str, tuple[str, ...]] = {
-    "read": ("ReadFile", "ReaderReadV2", "ReaderRead", "ReaderReadUpToV2", "ReaderReadUpTo",
-             "WholeFileReader", "WholeFileReaderV2", "TFRecordReaderV2", "TextLineReaderV2",
-             "FixedLengthRecordReaderV2", "MatchingFiles"),
-    "decode": ("DecodeJpeg", "DecodeAndCropJpeg", "DecodeImage", "DecodePng", "DecodeBmp",
-               "DecodeGif", "DecodeWebP", "ExtractJpegShape"),
-    "resize": ("ResizeBilinear", "ResizeBicubic", "ResizeArea", "ResizeNearestNeighbor",
-               "ScaleAndTranslate"),
-    "crop": ("Slice", "StridedSlice", "RandomCrop", "StatelessRandomUniformInt",
-             "StatelessRandomUniformIntV2", "RandomUniformInt", "CropAndResize"),
-    "flip": ("ReverseV2", "Reverse"),
-    "saturation": ("AdjustSaturation", "RGBToHSV", "HSVToRGB"),
-    "contrast": ("AdjustContrastv2", "AdjustContrast"),
-    "clip": ("ClipByValue",),
-    "assemble": ("Pack", "ConcatV2", "Concat"),
-    "shuffle": ("RandomShuffle", "StatelessShuffle"),
-    "input_wait": ("IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
-                   "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueDequeue",
-                   "QueueDequeueMany", "QueueDequeueUpTo", "MultiDeviceIteratorGetNextFromShard"),
-    "xla_compile": ("_XlaCompile",),
-    "xla_run": ("_XlaRun", "_XlaLaunch", "XlaLaunch", "XlaLaunchV2"),
-    # graph plumbing and control flow: executor work that computes nothing of the pipeline
-    "runtime": ("_XlaMerge", "Switch", "Merge", "Identity", "IdentityN", "NoOp", "Const",
-                "_Retval", "_Arg", "_Send", "_Recv", "_HostSend", "_HostRecv", "Enter", "Exit",
-                "NextIteration", "LoopCond", "ControlTrigger", "PartitionedCall",
-                "StatefulPartitionedCall", "MakeIterator", "AnonymousIteratorV3",
-                "AnonymousIteratorV2", "DeleteIterator", "OptionalGetValue", "OptionalHasValue"),
-}
-OP_TYPE_STAGE = {t: s for s, types in _OP_TYPES.items() for t in types}
-_WAIT_OP_TYPES = frozenset(_OP_TYPES["input_wait"])
-#: TensorFlow's own name scopes (tf.image, tf.compat.v1.train...), as a user's graph has them.
-API_SCOPES: dict[str, str] = {
-    "read_file": "read", "input_producer": "read", "string_input_producer": "read",
-    "ReaderReadV2": "read",
-    "decode_jpeg": "decode", "decode_image": "decode", "decode_png": "decode",
-    "resize": "resize", "resize_images": "resize", "resize_bilinear": "resize",
-    "resize_image": "resize", "resize_image_with_pad": "resize",
-    "random_crop": "crop", "crop_to_bounding_box": "crop", "central_crop": "crop",
-    "stateless_random_crop": "crop",
-    "flip_left_right": "flip", "random_flip_left_right": "flip", "flip_up_down": "flip",
-    "random_flip_up_down": "flip", "stateless_random_flip_left_right": "flip",
-    "adjust_brightness": "brightness", "random_brightness": "brightness",
-    "stateless_random_brightness": "brightness",
-    "adjust_saturation": "saturation", "random_saturation": "saturation",
-    "stateless_random_saturation": "saturation",
-    "adjust_contrast": "contrast", "random_contrast": "contrast",
-    "stateless_random_contrast": "contrast",
-    # convert_image_dtype: the seed (and both our pipelines) do it inside the resize step
-    "convert_image": "resize",
-    "clip_by_value": "clip",
-    "random_shuffle": "shuffle",
-}
-_SUFFIX = re.compile(r"_\d+$")
-#: Grappler renames ops it rewrites ("ArithmeticOptimizer/AddOpsRewrite_adjust_brightness"):
-#: the original scope survives after these prefixes.
-_REWRITE = re.compile(r"^(?:AddOpsRewrite_(?:Leaf_\d+_)?|[A-Za-z]+Optimizer_)")
-_JITTER = frozenset(LABEL[s] for s in ("brightness", "saturation", "contrast", "clip"))
-#: Executor, eager-dispatch and XLA-runtime TraceMe names (prefixes).
-_RUNTIME_PREFIXES = (
-    "ExecutorState::", "ThreadpoolListener::", "SessionRun", "ExecutorDoneCallback",
-    "ParallelFor", "EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun",
-    "TFE_", "KernelAndDeviceFunc::", "EagerCopyToDevice", "ValidateInputTypeAndPlacement",
-    "InstantiatedCapturedFunction::", "CpuExecutable::", "ThunkExecutor::", "Populate ",
-    "end: ", "BlockUntilReady", "XlaCompileOnDemandOp", "PjRt", "ProcessFunctionLibraryRuntime",
-    "FunctionLibraryRuntime", "MemoryAllocation", "Allocate",
-    "ParallelInterleaveDatasetOp", "ParallelMapDatasetOp", "PrefetchDatasetOp",
-    "tf_data", "BFCAllocator", "EagerContext", "CallFrame", "ExecuteAsync",
+from common.stages import PIPELINE_STAGES, stage_of_scope
+from compare.model.events import CAT, Trace
+from compare.vocabulary import ops as tfops
+from compare.vocabulary.labels import (
+    API_SCOPES,
+    BASES,
+    BASIS,
+    CLIP_OPS,
+    COMPILER_THREAD_MARKS,
+    FIXED_OP_TYPES,
+    GATHER_OPS,
+    GRAPPLER_REWRITE,
+    JITTER,
+    LABEL,
+    LABELS,
+    OP_TYPE_LABEL,
+    PIPELINE,
+    READER_THREAD_PREFIX,
+    SCOPE_SUFFIX,
+    UNMAPPED,
 )
-_COMPILE_NAME = re.compile(
-    r"(Compiler::|^HLO passes|^XlaCompilationCache::|^DeviceCompiler::|^Compile$|"
-    r"^JitCompiler::|^FusionCompiler::|^Lower\w*Pass$|^XlaCompile|^MlirBridge|^ConvertMlir|"
-    r"^CompileGraph|^BuildXlaOps|^EncapsulateSubgraphs|^MarkForCompilation|^XlaJitCompiled|"
-    r"^IrEmitter|^LLVM|^OptimizeHloModule|^RunHloPasses|^RunBackend|^ObjectLoader|^ThunkEmitter)")
-#: Waits: the thread is blocked on other threads, not working (FunctionRun and an eager
-#: function call's KernelAndDeviceFunc::Run: a caller waiting for the function's ops, which
-#: run on other threads or nest inside it).
-_WAIT_NAMES = ("SessionRun", "BlockUntilReady", "FunctionRun", "KernelAndDeviceFunc::Run")
-#: XLA's runtime around compiled kernels: time inside compiled code that cannot be split.
-_XLA_RUNTIME = ("CpuExecutable::", "ThunkExecutor::", "Populate ", "end: ", "BlockUntilReady")
-_TFDATA_WAIT_KINDS = frozenset((
-    "Prefetch", "ParallelMap", "ParallelInterleave", "ParallelBatch", "MapAndBatch",
-    "DataService", "ParallelFilter", "LegacyParallelInterleave", "ParallelMapV2"))
-_TFDATA_STAGE = {"Shuffle": "shuffle", "ShuffleAndRepeat": "shuffle", "Batch": "assemble",
-                 "PaddedBatch": "assemble", "TensorSlices": "read", "TFRecord": "read",
-                 "TextLine": "read", "FixedLengthRecord": "read", "ListFiles": "read",
-                 "MatchingFiles": "read"}
-_FUNCTION_MODULE = re.compile(r"^a?(_inference_.+?_\d+)__")
-_CAT = {c: i for i, c in enumerate(CATEGORIES)}
 
 
 @dataclasses.dataclass
@@ -202,17 +109,17 @@ class StageMap:
             i = int(self.parent[i])
         if self.basis[i] == BASIS["lane"]:
             base = tr.lane_name(int(ev.pid[i]), int(ev.tid[i])).split("/")[0]
-            if base.startswith("tf_reader_thread_"):  # named for the reader op it serves
-                return base[len("tf_reader_thread_"):] + " (reader thread)"
+            if base.startswith(READER_THREAD_PREFIX):  # named for the reader op it serves
+                return base[len(READER_THREAD_PREFIX):] + " (reader thread)"
             return base + " thread"
-        if ev.category[i] == _CAT["xla_kernel"]:
+        if ev.category[i] == CAT["xla_kernel"]:
             return f"{self.unit.get(i, '?')}/{_strip_n(tr.s(ev.hlo_op[i]))}"
         op_type = tr.s(ev.op_type[i])
         if i in self.unit and op_type:
             return f"{op_type} {self.unit[i]}"
         if i in self.unit and self.label[i] in (LABEL["xla_run"], LABEL["xla_compile"]):
             return f"{tr.s(ev.name[i])} ({self.unit[i]})"
-        if ev.category[i] == _CAT["step"]:
+        if ev.category[i] == CAT["step"]:
             return "Python (step)"
         return op_type or tr.s(ev.name[i])
 
@@ -238,16 +145,15 @@ def _strip_n(name: str) -> str:
 def stage_of_op(op_type: str, op_name: str) -> str | None:
     """The stage or overhead category of one TF op from its name and type (rules 3-5, without
     dataflow), or None."""
-    if op_type in ("_XlaCompile", "_XlaRun", "_XlaLaunch", "XlaLaunch", "XlaLaunchV2") or \
-            op_type in _WAIT_OP_TYPES:
-        return OP_TYPE_STAGE[op_type]
+    if op_type in FIXED_OP_TYPES:
+        return OP_TYPE_LABEL[op_type]
     s = stage_of_scope(op_name) if op_name else None
     if s:
         return s
     s = _api_scope(op_name)
     if s:
         return s
-    return OP_TYPE_STAGE.get(op_type)
+    return OP_TYPE_LABEL.get(op_type)
 
 
 def _api_scope(op_name: str) -> str | None:
@@ -256,8 +162,8 @@ def _api_scope(op_name: str) -> str | None:
     if not op_name:
         return None
     for part in op_name.split("/"):
-        for cand in (part, _REWRITE.sub("", part)):
-            s = API_SCOPES.get(cand) or API_SCOPES.get(_SUFFIX.sub("", cand))
+        for cand in (part, GRAPPLER_REWRITE.sub("", part)):
+            s = API_SCOPES.get(cand) or API_SCOPES.get(SCOPE_SUFFIX.sub("", cand))
             if s:
                 return s
     return None
@@ -265,16 +171,15 @@ def _api_scope(op_name: str) -> str | None:
 
 def _op_rule(op_type: str, op_name: str) -> tuple[str | None, str]:
     """(stage, basis) of a TF op by rules 1, 3-5."""
-    if op_type in ("_XlaCompile", "_XlaRun", "_XlaLaunch", "XlaLaunch", "XlaLaunchV2") or \
-            op_type in _WAIT_OP_TYPES:
-        return OP_TYPE_STAGE[op_type], "op_type"
+    if op_type in FIXED_OP_TYPES:
+        return OP_TYPE_LABEL[op_type], "op_type"
     s = stage_of_scope(op_name) if op_name else None
     if s:
         return s, "scope"
     s = _api_scope(op_name)
     if s:
         return s, "api_scope"
-    s = OP_TYPE_STAGE.get(op_type)
+    s = OP_TYPE_LABEL.get(op_type)
     return (s, "op_type") if s else (None, "unmapped")
 
 
@@ -284,7 +189,7 @@ def units_of(trace: Trace) -> dict[str, UnitContents]:
     out: dict[str, UnitContents] = {}
 
     def add(name: str, kind: str, ops) -> None:
-        ops = [tuple(o) for o in ops if o[1] not in ("XLA_Args", "XLA_Retvals")]
+        ops = [tuple(o) for o in ops if o[1] not in tfops.XLA_ARG_OPS]
         stages = Counter(stage_of_op(t, n) or "unmapped" for t, n in ops)
         out[name] = UnitContents(name, kind, ops, dict(stages.most_common()))
 
@@ -316,11 +221,11 @@ class _Mapper:
         self.ops: dict[int, list[tuple[str, str]]] = {}
         self.unit: dict[int, str] = {}
         self.step_lanes = {(int(self.ev.pid[i]), int(self.ev.tid[i]))
-                           for i in np.flatnonzero(self.ev.category == _CAT["step"])}
-        self.codegen_lanes = {k for k, v in trace.lanes.items() if "xla-cpu-codegen" in v
-                              or "xla_compile" in v.lower()}
+                           for i in np.flatnonzero(self.ev.category == CAT["step"])}
+        self.codegen_lanes = {k for k, v in trace.lanes.items()
+                              if any(m in v.lower() for m in COMPILER_THREAD_MARKS)}
         # a TF1 reader op runs its reading on a thread of its own, named for it
-        self.reader_lanes = {k for k, v in trace.lanes.items() if v.startswith("tf_reader_thread")}
+        self.reader_lanes = {k for k, v in trace.lanes.items() if v.startswith(READER_THREAD_PREFIX)}
 
     # --- per event, without context ----------------------------------------------------
 
@@ -333,7 +238,7 @@ class _Mapper:
         kernel_cache: dict[tuple[int, int], tuple] = {}
         for i in range(len(ev)):
             cat = int(ev.category[i])
-            if cat == _CAT["xla_kernel"]:
+            if cat == CAT["xla_kernel"]:
                 key = (int(ev.hlo_module[i]), int(ev.hlo_op[i]))
                 res = kernel_cache.get(key)
                 if res is None:
@@ -363,7 +268,7 @@ class _Mapper:
         lanes_step = self.step_lanes
         if lanes_step:
             # unknown events on the step (Python) thread are Python-side work: runtime
-            unk = (self.label == UNMAPPED) & (ev.category == _CAT["other"])
+            unk = (self.label == UNMAPPED) & (ev.category == CAT["other"])
             for i in np.flatnonzero(unk):
                 if (int(ev.pid[i]), int(ev.tid[i])) in lanes_step:
                     self.label[i], self.basis[i] = LABEL["runtime"], BASIS["runtime"]
@@ -377,46 +282,47 @@ class _Mapper:
     def _event(self, cat: int, name: str, op_type: str, tf_name: str) -> tuple:
         """(label, basis, wait, generic, unit, split, ops) of a non-kernel event."""
         L, B = LABEL, BASIS
-        if cat == _CAT["step"]:
+        if cat == CAT["step"]:
             return L["runtime"], B["runtime"], False, True, None, None, None
-        if cat == _CAT["xla_compile"] or _COMPILE_NAME.search(name):
-            unit = xla.unit_name(tf_name, name) if cat == _CAT["xla_compile"] else None
+        if cat == CAT["xla_compile"] or tfops.COMPILER_EVENT.search(name):
+            unit = tfops.cluster_of(tf_name, name) if cat == CAT["xla_compile"] else None
             return L["xla_compile"], B["op_type"], False, False, unit, None, None
-        if cat == _CAT["xla_run"]:
-            unit = xla.unit_name(tf_name, name)
+        if cat == CAT["xla_run"]:
+            unit = tfops.cluster_of(tf_name, name)
             if self.tr.format == "timeline":
                 return self._cluster_run(unit)
             return L["xla_run"], B["op_type"], False, False, unit, None, None
-        if op_type in _WAIT_OP_TYPES or name.endswith(("IteratorGetNext", "IteratorGetNextSync")) \
-                or name.startswith("IteratorGetNextOp::"):
+        if tfops.is_input_wait(op_type, name):
             return L["input_wait"], B["op_type"], True, False, None, None, None
-        if name.startswith("MakeIterator::"):  # tf.data building an iterator (each epoch)
+        if name.startswith(tfops.MAKE_ITERATOR_PREFIX):  # tf.data building an iterator (each epoch)
             return L["runtime"], B["tf_data"], False, False, None, None, None
-        if name.startswith("Iterator::"):
+        if name.startswith(tfops.TFDATA_ITERATOR_PREFIX):
             kind = re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1])
-            if kind in _TFDATA_WAIT_KINDS or name.rsplit("::", 1)[-1] in _TFDATA_WAIT_KINDS:
+            if kind in tfops.TFDATA_ASYNC_KINDS or \
+                    name.rsplit("::", 1)[-1] in tfops.TFDATA_ASYNC_KINDS:
                 return L["input_wait"], B["tf_data"], True, False, None, None, None
-            if kind in _TFDATA_STAGE:
-                return L[_TFDATA_STAGE[kind]], B["tf_data"], False, False, None, None, None
+            if kind in tfops.TFDATA_KIND_STAGE:
+                return L[tfops.TFDATA_KIND_STAGE[kind]], B["tf_data"], False, False, None, None, None
             # generic: the stage of the work nested inside, else runtime (see _tfdata_fill)
             return L["runtime"], B["tf_data"], False, True, None, None, None
-        if op_type and (op_type in self.function_ops or op_type.startswith("__inference_")):
+        if op_type and (op_type in self.function_ops or op_type.startswith(tfops.FUNCTION_OP_PREFIX)):
             if op_type in self.function_ops:  # the unit is known from the kernels inside
                 return L["xla_run"], B["op_type"], False, False, None, None, None
             return L["runtime"], B["runtime"], False, False, None, None, None
-        if op_type or cat == _CAT["op"] or cat == _CAT["queue"] or cat == _CAT["tf_data"]:
+        if op_type or cat == CAT["op"] or cat == CAT["queue"] or cat == CAT["tf_data"]:
             stage, basis = _op_rule(op_type or name, tf_name)
             if stage:
                 gen = basis == "op_type" and stage == "runtime"
                 return L[stage], B[basis], False, gen, None, None, None
-            if cat in (_CAT["op"], _CAT["queue"]):
+            if cat in (CAT["op"], CAT["queue"]):
                 return UNMAPPED, B["unmapped"], False, True, None, None, None
-        if name.startswith(_XLA_RUNTIME):
-            return (L["xla_run"], B["runtime"], name.startswith(_WAIT_NAMES), False, None, None,
+        if name.startswith(tfops.XLA_RUNTIME_PREFIXES):
+            return (L["xla_run"], B["runtime"], name.startswith(tfops.WAIT_EVENT_PREFIXES), False,
+                    None, None,
                     None)
-        if name.startswith(_WAIT_NAMES):
+        if name.startswith(tfops.WAIT_EVENT_PREFIXES):
             return L["runtime"], B["runtime"], True, True, None, None, None
-        if cat in (_CAT["runtime"], _CAT["python"]) or name.startswith(_RUNTIME_PREFIXES):
+        if cat in (CAT["runtime"], CAT["python"]) or name.startswith(tfops.RUNTIME_PREFIXES):
             return L["runtime"], B["runtime"], False, True, None, None, None
         return UNMAPPED, B["unmapped"], False, True, None, None, None
 
@@ -445,10 +351,10 @@ class _Mapper:
             return L["xla_run"], B["op_type"], None, None, _unit_guess(module)
         unit = self.module_unit[module]
         weights = mod.tf_op_weights(hlo_op)
-        ops = [o for o in weights if o[1] not in ("XLA_Args", "XLA_Retvals")]
+        ops = [o for o in weights if o[1] not in tfops.XLA_ARG_OPS]
         per: dict[int, float] = defaultdict(float)
         for (t, n), (_, elems) in weights.items():
-            if n in ("XLA_Args", "XLA_Retvals"):
+            if n in tfops.XLA_ARG_OPS:
                 continue
             s = stage_of_op(t, n)
             per[L[s] if s and s in PIPELINE_STAGES else L["xla_run"]] += elems
@@ -472,7 +378,7 @@ class _Mapper:
         generic events inherit the stage of the op they run inside."""
         ev = self.ev
         has_child = np.zeros(len(ev), bool)   # a child that is not just an "end: <kernel>" mark
-        end_marks = {i for i, n in enumerate(self.names) if n.startswith("end: ")}
+        end_marks = {i for i, n in enumerate(self.names) if n.startswith(tfops.XLA_KERNEL_END_MARK)}
         walk: list[int] = []   # parents before their children
         for _, _, idx in self.tr.iter_lanes():
             ts, end = ev.ts[idx], ev.ts[idx] + ev.dur[idx]
@@ -496,16 +402,16 @@ class _Mapper:
         comp, run = LABEL["xla_compile"], LABEL["xla_run"]
         rt, b_rt = LABEL["runtime"], BASIS["runtime"]
         xla_rt = (self.label == run) & (self.basis == b_rt)
-        own_compile = (self.label == comp) & (ev.category != _CAT["xla_compile"]) & \
+        own_compile = (self.label == comp) & (ev.category != CAT["xla_compile"]) & \
             (self.basis == BASIS["op_type"])   # the compiler's own events, not _XlaCompile
         direct_xla, direct_comp = np.zeros(len(ev), bool), np.zeros(len(ev), bool)
         for i in reversed(walk):
             p = int(self.parent[i])
-            direct_xla[p] |= bool(xla_rt[i]) or ev.category[i] == _CAT["xla_kernel"]
+            direct_xla[p] |= bool(xla_rt[i]) or ev.category[i] == CAT["xla_kernel"]
             direct_comp[p] |= bool(own_compile[i])
             if i in self.unit and p not in self.unit and self.label[p] in (rt, run):
                 self.unit[p] = self.unit[i]
-        region = self.tr.strings.lookup("ThreadpoolListener::Region")
+        region = self.tr.strings.lookup(tfops.WORKER_REGION)
         launch = generic & (self.label == rt) & (self.basis == b_rt) & ~self.wait & \
             (ev.name != (region if region is not None else -1))
         self.label[launch & direct_xla] = run
@@ -557,8 +463,8 @@ class _Mapper:
         for i in np.flatnonzero(ev.tf_name > 0):
             label_of_node.setdefault(int(ev.tf_name[i]), int(self.label[i]))
         lookup = self.tr.strings.lookup
-        clip_types = {lookup(t) for t in ("Minimum", "Maximum")} - {None}
-        gather_types = {lookup(t) for t in ("GatherV2", "Gather", "ResourceGather")} - {None}
+        clip_types = {lookup(t) for t in CLIP_OPS} - {None}
+        gather_types = {lookup(t) for t in GATHER_OPS} - {None}
         consumers: dict[int, list[int]] = defaultdict(list)   # node -> consumer events
         producers: dict[int, list[int]] = defaultdict(list)   # node -> its events
         ptr, ids = ev.input_ptr, ev.input_ids
@@ -579,7 +485,7 @@ class _Mapper:
                     continue
                 node = int(ev.tf_name[i])
                 src = {label_of_node.get(int(x), UNMAPPED) for x in ev.inputs_of(i)}
-                if ev.op_type[i] in clip_types and src & _JITTER:
+                if ev.op_type[i] in clip_types and src & JITTER:
                     new = LABEL["clip"]
                 elif ev.op_type[i] in gather_types and LABEL["shuffle"] in src:
                     new = LABEL["shuffle"]
@@ -600,7 +506,7 @@ class _Mapper:
 
 
 def _unit_guess(module: str) -> str:
-    m = _FUNCTION_MODULE.match(module)
+    m = tfops.FUNCTION_MODULE.match(module)
     return "_" + m.group(1) if m else re.sub(r"__XlaCompiledKernel.*$", "", module)
 
 
@@ -612,7 +518,7 @@ def _cluster_profile(ref: StageMap) -> dict[str, dict[int, float]]:
     """Per cluster of a profile: the fraction of its kernel time per label."""
     ev = ref.trace.events
     acc: dict[str, Counter] = defaultdict(Counter)
-    for i in np.flatnonzero(ev.category == _CAT["xla_kernel"]):
+    for i in np.flatnonzero(ev.category == CAT["xla_kernel"]):
         unit = ref.unit.get(int(i))
         if not unit:
             continue

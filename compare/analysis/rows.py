@@ -7,92 +7,25 @@ xprof trace sits inside ``session.run`` for the whole step, and so on.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from compare.model.events import CATEGORIES, Trace
-
-_GPU_DEVICE = re.compile(r"(/gpu:\d+|/device:GPU:\d+|/device:XLA_GPU:\d+)", re.I)
-_STREAM = re.compile(r"/stream:(\w+)", re.I)
-#: xprof lines on a device plane derived from the kernels (they repeat the kernels' time).
-DERIVED_LINES = ("Steps", "XLA Modules", "XLA Ops", "XLA TraceMe", "TensorFlow Ops",
-                 "TensorFlow Name Scope", "Framework Ops", "Framework Name Scope", "Source code",
-                 "Launch Stats", "Host Threads")
-
-
-def device_of(process_name: str) -> str:
-    """``/job:.../gpu:0`` from ``/job:.../gpu:0 Compute``; the stream/memcpy suffix is kept."""
-    n = process_name.strip()
-    for suffix in (" Compute", " Tensors"):
-        if n.endswith(suffix):
-            return n[: -len(suffix)]
-    return n
-
-
-def gpu_of(process_name: str) -> str | None:
-    """``gpu:0`` (lower case, short) for a process that belongs to a GPU, else None."""
-    m = _GPU_DEVICE.search(process_name)
-    if not m:
-        return None
-    return "gpu:" + re.search(r"\d+", m.group(1)).group(0)
+from compare.model.events import CAT, Trace
+from compare.vocabulary.rows import device_of, gpu_of, thread_base, thread_role  # noqa: F401 (re-exported)
+from compare.vocabulary.rows import process_role as _role_of
 
 
 def process_role(trace: Trace, pid: int) -> str:
-    """One of: allocator, tensors, cpu_ops, gpu_launch, gpu_stream_all, gpu_stream,
-    gpu_memcpy, host, gpu_device, device, merged, other."""
+    """The role of process ``pid`` (see :func:`compare.vocabulary.rows.process_role`)."""
     p = trace.processes[pid]
-    if p.kind == "allocator":
-        return "allocator"
-    if p.kind == "tensors":
-        return "tensors"
-    if p.kind == "stream":
-        m = _STREAM.search(p.name)
-        return "gpu_stream_all" if m and m.group(1).lower() == "all" else "gpu_stream"
-    if p.kind == "memcpy":
-        return "gpu_memcpy"
-    if p.kind == "compute":
-        return "gpu_launch" if gpu_of(p.name) else "cpu_ops"
-    if p.kind == "host":
-        return "host"
-    if p.kind == "device":
-        return "gpu_device" if gpu_of(p.name) else "device"
-    return p.kind if p.kind == "merged" else "other"
-
-
-def thread_base(name: str) -> str:
-    """``tf_Compute`` from xprof's ``tf_Compute/8393476760441368995``."""
-    return name.split("/", 1)[0] if name else name
+    return _role_of(p.kind, p.name)
 
 
 def lane_role(trace: Trace, pid: int, tid: int) -> str:
-    """For timeline rows: ``lane``. For threads: python, tf_data, inter_op, eigen,
-    xla_codegen, reader, runtime, other. For device lines: stream, derived, other."""
+    """For timeline rows: ``lane``; for threads and device lines, the role their name gives
+    (:func:`compare.vocabulary.rows.thread_role`)."""
     if trace.format == "timeline":
         return "lane"
-    name = trace.lanes.get((pid, tid), "")
-    base = thread_base(name)
-    role = process_role(trace, pid)
-    if role in ("gpu_device", "device"):
-        if name.startswith("Stream") or "stream" in name.lower():
-            return "stream"
-        return "derived" if name in DERIVED_LINES else "other"
-    if base == "python" or base.startswith(("python", "MainThread")):
-        return "python"
-    if base.startswith("tf_data"):
-        return "tf_data"
-    if base in ("tf_Compute", "tf_inter_op", "tf_inter_op_parallelism") or \
-            base.startswith("tf_Compute"):
-        return "inter_op"
-    if "Eigen" in base or base.startswith("tf_intra_op"):
-        return "eigen"
-    if "codegen" in base or "xla-cpu-compile" in base:
-        return "xla_codegen"
-    if "reader" in base.lower():
-        return "reader"
-    if base.startswith("tf_"):
-        return "runtime"
-    return "other"
+    return thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
 
 
 def process_roles(trace: Trace) -> dict[int, str]:
@@ -103,7 +36,7 @@ def busy_mask(trace: Trace) -> np.ndarray:
     """Events that count as a row being busy: not step markers, not Python waiting inside
     session.run, not xprof's derived device lines."""
     ev = trace.events
-    m = ~np.isin(ev.category, [CATEGORIES.index("step"), CATEGORIES.index("python")])
+    m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
     if trace.format != "timeline":
         for p, t in trace.lanes:
             if lane_role(trace, p, t) in ("python", "derived"):

@@ -31,13 +31,11 @@ from collections import defaultdict
 import numpy as np
 
 from compare.analysis import rows
-from compare.model.events import CATEGORIES, Trace
 from compare.analysis.steps import StepChoice
+from compare.model.events import CAT, Trace
+from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFFIX
+from compare.vocabulary.rows import MEMCPY_PREFIX
 
-_SUFFIX = re.compile(r"/_\d+$")
-_EDGE = re.compile(r"^edge_\d+_(.+)$")
-_SEND = {"_Send", "_HostSend"}
-_RECV = {"_Recv", "_HostRecv"}
 EPS_US = 1e-3
 
 
@@ -89,7 +87,7 @@ def _nodes(trace: Trace, choice: StepChoice, work: np.ndarray) -> np.ndarray:
     idx = np.flatnonzero(work & (ev.step == choice.step.num))
     if trace.format == "timeline" or not len(idx):
         return idx
-    tf_data = CATEGORIES.index("tf_data")
+    tf_data = CAT["tf_data"]
     keep = []
     for _, _, lane in trace.iter_lanes(idx):
         op_level = lane[(ev.op_type[lane] != 0) | (ev.category[lane] == tf_data)]
@@ -123,13 +121,13 @@ def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int,
     role = {int(i): roles[int(ev.pid[i])] for i in nodes}
     host = [int(i) for i in nodes if role[int(i)] in ("cpu_ops", "gpu_launch", "other")]
     gpu_kernels = [int(i) for i in nodes if role[int(i)] in ("gpu_stream", "gpu_stream_all")]
-    copies = [int(i) for i in nodes if names[ev.name[i]].startswith("MEMCPY")]
+    copies = [int(i) for i in nodes if names[ev.name[i]].startswith(MEMCPY_PREFIX)]
     by_name: dict[str, list[int]] = defaultdict(list)
     for i in sorted(host, key=lambda i: ev.ts[i]):
         by_name[names[ev.tf_name[i]]].append(i)
 
     def producer(name: str, before: float, exclude: int) -> int | None:
-        for candidate in (name, _SUFFIX.sub("", name)):
+        for candidate in (name, SEND_RECV_SUFFIX.sub("", name)):
             best = None
             for u in by_name.get(candidate, ()):
                 if ev.ts[u] <= before and u != exclude:
@@ -141,7 +139,7 @@ def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int,
     kernels_of: dict[int, list[int]] = defaultdict(list)
     launch_of = {}
     for k in sorted(gpu_kernels, key=lambda i: ev.ts[i]):
-        if names[ev.name[k]].startswith("MEMCPY"):
+        if names[ev.name[k]].startswith(MEMCPY_PREFIX):
             continue
         u = producer(names[ev.tf_name[k]], ev.ts[k], -1)
         if u is not None:
@@ -158,16 +156,16 @@ def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int,
             if kernels_of.get(u) and kernels_of.get(v):
                 g.add(kernels_of[u][-1], kernels_of[v][0], "gpu data")
         op = names[ev.op_type[v]]
-        if op in _RECV:
-            base = _SUFFIX.sub("", names[ev.tf_name[v]])
-            sends = [u for u in host if names[ev.op_type[u]] in _SEND and ev.ts[u] <= ev.ts[v]
-                     and _SUFFIX.sub("", names[ev.tf_name[u]]) == base]
+        if op in RECV_OPS:
+            base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]])
+            sends = [u for u in host if names[ev.op_type[u]] in SEND_OPS and ev.ts[u] <= ev.ts[v]
+                     and SEND_RECV_SUFFIX.sub("", names[ev.tf_name[u]]) == base]
             if sends:
                 g.add(max(sends, key=lambda u: ev.ts[u]), v, "send/recv")
     for c in copies:
         if role[c] == "gpu_memcpy" and any(r == "gpu_stream" for r in role.values()):
             continue  # the same copy is on its stream row
-        m = _EDGE.match(names[ev.tf_name[c]])
+        m = COPY_EDGE.match(names[ev.tf_name[c]])
         if not m:
             continue
         tensor = m.group(1)
@@ -175,10 +173,10 @@ def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int,
         if u is not None:
             g.add(kernels_of[u][-1] if kernels_of.get(u) else u, c, "copy")
         for v in host:
-            if names[ev.op_type[v]] in _RECV:
-                if _SUFFIX.sub("", names[ev.tf_name[v]]) == tensor and ev.ts[v] >= ev.ts[c]:
+            if names[ev.op_type[v]] in RECV_OPS:
+                if SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]]) == tensor and ev.ts[v] >= ev.ts[c]:
                     g.add(c, v, "copy")  # the receiving op gets the copied tensor
-            elif kernels_of.get(v) and any(_SUFFIX.sub("", names[s]) == tensor
+            elif kernels_of.get(v) and any(SEND_RECV_SUFFIX.sub("", names[s]) == tensor
                                            for s in ev.inputs_of(v)):
                 g.add(c, kernels_of[v][0], "copy")  # the kernels that read it wait for it
     by_stream: dict[int, list[int]] = defaultdict(list)

@@ -25,29 +25,35 @@ facts from a trace. They are split so the thresholds can be checked on construct
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
-from compare.model import intervals
 from compare.analysis import rows
-from compare.model.events import Trace
 from compare.analysis.steps import StepChoice
-from compare.analysis.xla import XlaSummary, unit_name
-
-GETNEXT_OK_US = 50.0
-INPUT_MODERATE, INPUT_HIGH = 0.05, 0.20
-COMPILE_DOMINATES, COMPILE_NOTABLE = 0.50, 0.10
-IDLE_NOTABLE, IDLE_BOUND = 0.10, 0.30
-SERIAL_BUSY, SERIAL_OTHERS = 0.70, 0.20
-TIMELINE_SERIAL_BUSY, TIMELINE_SERIAL_PARALLELISM = 0.50, 1.10
-OFF_PATH = 0.20
-GPU_IDLE = 0.50
-COMPUTE_NOTABLE, COMPUTE_DOMINATES = 0.20, 0.50
-TINY_CLUSTER_US = 100.0
-TINY_CLUSTERS_NOTABLE = 10
-
-_INPUT_WAIT = re.compile(r"^(IteratorGetNext|QueueDequeue|ReaderRead)")
+from compare.analysis.xla import XlaSummary
+from compare.fmt import duration as ms
+from compare.model import intervals
+from compare.model.events import Trace
+from compare.vocabulary import ops as tfops
+from compare.vocabulary.rows import MEMCPY_PREFIX
+from compare.vocabulary.thresholds import (
+    COMPILE_DOMINATES,
+    COMPILE_NOTABLE,
+    COMPUTE_DOMINATES,
+    COMPUTE_NOTABLE,
+    GETNEXT_OK_US,
+    GPU_IDLE,
+    IDLE_BOUND,
+    IDLE_NOTABLE,
+    OFF_PATH,
+    SERIAL_BUSY,
+    SERIAL_OTHERS,
+    TIMELINE_SERIAL_BUSY,
+    TIMELINE_SERIAL_PARALLELISM,
+    TINY_CLUSTER_US,
+    TINY_CLUSTERS_NOTABLE,
+)
+from compare.vocabulary.thresholds import input_class as input_words
 
 
 @dataclasses.dataclass
@@ -107,21 +113,7 @@ def input_class(facts: Facts) -> str:
     if facts.get_next_us is not None and facts.get_next_us <= GETNEXT_OK_US and \
             facts.input_wait_us <= GETNEXT_OK_US:
         return "not input-bound"
-    share = facts.input_wait_us / facts.wall_us if facts.wall_us else 0.0
-    if share >= INPUT_HIGH:
-        return "highly input-bound"
-    if share >= INPUT_MODERATE:
-        return "moderately input-bound"
-    return "not input-bound"
-
-
-def ms(us: float) -> str:
-    """A duration for people, in ASCII: us below 0.1 ms, ms below 10 s, else s."""
-    if us < 100:
-        return f"{us:.0f} us"
-    if us < 10e6:
-        return f"{us / 1e3:.1f} ms"
-    return f"{us / 1e6:.1f} s"
+    return input_words(facts.input_wait_us / facts.wall_us if facts.wall_us else 0.0)
 
 
 def judge(f: Facts) -> Verdict:
@@ -299,7 +291,7 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend, sequence) 
     f = Facts(wall_us=float(wall), tids_are=legend.tids_are)
 
     label = np.where(ev.op_type[step_idx] != 0, ev.op_type[step_idx], ev.name[step_idx])
-    wait_ids = {i for i in np.unique(label) if _INPUT_WAIT.match(names[i])}
+    wait_ids = {i for i in np.unique(label) if tfops.is_input_op(names[i], names[i])}
     waits = step_idx[np.isin(label, list(wait_ids))] if wait_ids else step_idx[:0]
     f.input_wait_us = intervals.union_us(ev.ts[waits], ev.ts[waits] + ev.dur[waits], lo, hi)
     f.input_ops = sorted({names[i] for i in wait_ids})
@@ -359,7 +351,7 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend, sequence) 
         pids = [p.pid for p in gpu_rows if p.role == "gpu_stream_all"] or \
                [p.pid for p in gpu_rows]
         k = np.flatnonzero((ev.step == num) & np.isin(ev.pid, pids) & rows.busy_mask(trace))
-        k = k[[not names[ev.name[i]].startswith("MEMCPY") for i in k]] if len(k) else k
+        k = k[[not names[ev.name[i]].startswith(MEMCPY_PREFIX) for i in k]] if len(k) else k
         f.gpu_busy_share = intervals.union_us(ev.ts[k], ev.ts[k] + ev.dur[k], lo, hi) / wall
 
     tiny = {u.name for u in xla.units.values() if u.runs and
@@ -370,13 +362,14 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend, sequence) 
         for i in step_idx:
             op = names[ev.op_type[i]]
             tf_name = names[ev.tf_name[i]]
-            if (op == "_XlaCompile" and int(i) not in compiled) or op == "_XlaMerge" or (
-                    op in ("_XlaRun", "_XlaLaunch") and unit_name(tf_name, tf_name) in tiny):
+            if (op in tfops.XLA_COMPILE_OPS and int(i) not in compiled) or \
+                    op in tfops.XLA_MERGE_OPS or (op in tfops.XLA_RUN_OPS and
+                                                  tfops.cluster_of(tf_name, tf_name) in tiny):
                 f.xla_overhead_us += float(ev.dur[i])
 
     # compiles and input waits have findings of their own
     tops = [t for t in legend.top_ops if t.category != "xla_compile" and
-            not _INPUT_WAIT.match(t.op)]
+            not tfops.is_input_op(t.op, t.op)]
     if tops:
         t = tops[0]
         f.top_op, f.top_op_where, f.top_op_count, f.top_op_share, f.top_op_category = (

@@ -19,19 +19,14 @@ What the ops are:
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
-from compare.model.events import CATEGORIES, Trace
-
-#: A timeline ``_XlaCompile`` longer than this is a compile, not a cache lookup. Lookups take
-#: 10-100 us, the smallest real compile we measured (a constant-only cluster on XLA:CPU) 4.4 ms;
-#: under CPU contention a lookup stretched past 1 ms once, so the line sits at 3 ms.
-COMPILE_MIN_US = 3000.0
-_COMPILER_EVENT = re.compile(r"(Compiler::|^HLO passes|^XlaCompilationCache::Compile|"
-                             r"^DeviceCompiler::Compile|^Compile$)")
-_CLUSTER_OF = re.compile(r"(cluster_\d+)(?:_\d+)?/")
+from common.hlo import unit_names
+from compare.model.events import CAT, Trace
+from compare.vocabulary import ops as tfops
+from compare.vocabulary.rows import is_stream_all
+from compare.vocabulary.thresholds import COMPILE_LAUNCH_FACTOR, COMPILE_MIN_US
 
 
 @dataclasses.dataclass
@@ -87,12 +82,6 @@ def _unit_dict(u: XlaUnit) -> dict:
     return d
 
 
-def unit_name(tf_name: str, fallback: str) -> str:
-    """``cluster_3`` from ``cluster_3_1/xla_run``; otherwise the node name itself."""
-    m = _CLUSTER_OF.match(tf_name or "")
-    return m.group(1) if m else (tf_name or fallback)
-
-
 def summarize(trace: Trace) -> XlaSummary:
     ev = trace.events
     names = trace.strings.names
@@ -107,7 +96,7 @@ def summarize(trace: Trace) -> XlaSummary:
         ids = (int(ev.tf_name[i]), int(ev.name[i]))
         key = keys.get(ids)
         if key is None:
-            key = keys[ids] = unit_name(names[ids[0]], names[ids[1]])
+            key = keys[ids] = tfops.cluster_of(names[ids[0]], names[ids[1]])
             if not ids[0]:
                 anonymous.add(key)
         u = units.get(key)
@@ -119,7 +108,7 @@ def summarize(trace: Trace) -> XlaSummary:
     # the kernels of one call, not calls.
     calls = ~np.isin(ev.pid, [p.pid for p in trace.processes.values()
                               if p.kind in ("stream", "memcpy")])
-    compile_idx = np.flatnonzero((cat == CATEGORIES.index("xla_compile")) & calls)
+    compile_idx = np.flatnonzero((cat == CAT["xla_compile"]) & calls)
     compile_idx = compile_idx[np.argsort(ev.ts[compile_idx], kind="stable")]
     nested_compile = _has_nested_compiler_work(trace, compile_idx)
     lookups: dict[str, list[float]] = {}
@@ -140,9 +129,9 @@ def summarize(trace: Trace) -> XlaSummary:
 
     launches: dict[str, list[int]] = {}
     runs: dict[str, list[float]] = {}
-    run_idx = np.flatnonzero((cat == CATEGORIES.index("xla_run")) & calls)
+    run_idx = np.flatnonzero((cat == CAT["xla_run"]) & calls)
     run_idx = run_idx[np.argsort(ev.ts[run_idx], kind="stable")]
-    launch_ops = {trace.strings.lookup(n) for n in ("_XlaLaunch", "XlaLaunch", "XlaLaunchV2")}
+    launch_ops = {trace.strings.lookup(n) for n in tfops.XLA_LAUNCH_OPS}
     for i in run_idx:
         u = unit(i)
         u.runs += 1
@@ -168,7 +157,7 @@ def summarize(trace: Trace) -> XlaSummary:
             # a call that takes far longer than the steady one compiled (first call, new shape)
             for k, i in enumerate(idx):
                 extra = durs[k] - steady
-                if extra >= COMPILE_MIN_US and durs[k] >= 3 * steady:
+                if extra >= COMPILE_MIN_US and durs[k] >= COMPILE_LAUNCH_FACTOR * steady:
                     u.compiles += 1
                     u.compile_us += extra
                     if u.compiles == 1:
@@ -223,10 +212,10 @@ def device_kernels(trace: Trace) -> np.ndarray:
     after the ``_XlaRun`` that launched it): on ``stream:all``, else on every stream row."""
     ev = trace.events
     streams = [p for p in trace.processes.values() if p.kind == "stream"]
-    rows = [p.pid for p in streams if "stream:all" in p.name.lower()] or [p.pid for p in streams]
+    rows = [p.pid for p in streams if is_stream_all(p.name)] or [p.pid for p in streams]
     if not rows:
         return np.zeros(len(ev), dtype=bool)
-    cats = [CATEGORIES.index("xla_run"), CATEGORIES.index("xla_compile")]
+    cats = [CAT["xla_run"], CAT["xla_compile"]]
     return np.isin(ev.pid, rows) & np.isin(ev.category, cats)
 
 
@@ -234,7 +223,7 @@ def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarr
     """For each compile op, whether compiler events run nested inside it (xprof traces only)."""
     ev = trace.events
     names = trace.strings.names
-    compiler_ids = [int(i) for i in np.unique(ev.name) if _COMPILER_EVENT.search(names[i])]
+    compiler_ids = [int(i) for i in np.unique(ev.name) if tfops.COMPILER_EVENT.search(names[i])]
     if not compiler_ids or not len(compile_idx):
         return None
     comp = np.flatnonzero(np.isin(ev.name, compiler_ids))
@@ -246,16 +235,10 @@ def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarr
     return out
 
 
-#: Events around compiled kernels that belong to XLA's runtime or to a worker thread, not to
-#: the op that launched the compiled code.
-_NOT_A_LAUNCH = re.compile(r"^(CpuExecutable::|ThunkExecutor::|ThreadpoolListener::|Populate |"
-                           r"end: |BlockUntilReady)")
-
-
 def _function_units(trace: Trace, units: dict[str, XlaUnit],
                     compile_calls: list[tuple[int, str, float]]) -> list[int]:
     """Add one unit per compiled ``jit_compile`` function module (see
-    :func:`compare.hlo.unit_names`); returns the indices of the launch events that ran one.
+    :func:`common.hlo.unit_names`); returns the indices of the launch events that ran one.
 
     A launch of a function is the innermost event around its kernels that is not XLA's own
     runtime: the ``__inference_<fn>_<N>`` op of an eager call, or the executor's
@@ -263,15 +246,13 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
     compiler's events nested inside compiled; its compile time is its excess over a launch
     that did not compile.
     """
-    from common.hlo import unit_names
-
     modules = {name: (unit, trace.hlo[name]) for name, (unit, kind) in
                unit_names(trace.hlo).items() if kind == "function"}
     if not modules:
         return []
     ev = trace.events
     names = trace.strings.names
-    kernel_cat = CATEGORIES.index("xla_kernel")
+    kernel_cat = CAT["xla_kernel"]
     launches: dict[str, set[int]] = {}
     for pid, tid, idx in trace.iter_lanes():
         kern = idx[(ev.category[idx] == kernel_cat)]
@@ -279,7 +260,7 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
         if not len(kern):
             continue
         cand = idx[ev.category[idx] != kernel_cat]
-        runtime = np.array([bool(_NOT_A_LAUNCH.match(names[ev.name[c]])) for c in cand], bool)
+        runtime = np.array([bool(names[ev.name[c]].startswith(tfops.NOT_A_LAUNCH_PREFIXES)) for c in cand], bool)
         c_ts, c_end = ev.ts[cand], ev.ts[cand] + ev.dur[cand]
         for k in kern:
             inside = (c_ts <= ev.ts[k]) & (c_end >= ev.ts[k] + ev.dur[k])
@@ -288,7 +269,7 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
             pick = np.flatnonzero(inside & ~runtime)
             if not len(pick):
                 pick = np.flatnonzero(inside & np.array([names[ev.name[c]].startswith(
-                    "CpuExecutable::") for c in cand], bool))
+                    tfops.XLA_EXECUTE_PREFIX) for c in cand], bool))
             if len(pick):
                 j = cand[pick[np.argmax(c_ts[pick])]]
                 fn = modules[names[ev.hlo_module[k]]][0]

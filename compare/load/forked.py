@@ -1,7 +1,7 @@
 """Run one function in a forked child while this process goes on, and collect its result.
 
 Used by the trace loader to parse the second half of a big trace on the second core (see
-:func:`compare.loaders._add_in_halves`). The child is a ``fork`` of this process, so it reads
+:func:`compare.load.json_trace._add_in_halves`). The child is a ``fork`` of this process, so it reads
 the parent's data (a 150 MB buffer) without copying it; it sends back its result pickled over
 a pipe and leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's files).
 

@@ -21,8 +21,14 @@ import ast
 import collections
 import dataclasses
 
-from compare.migration.rules import (RULES_BY_ID, Rule, applicable_pitfalls, canonical,
-                                      method_rule, rule_for)
+from compare.migration.rules import (
+    RULES_BY_ID,
+    Rule,
+    applicable_pitfalls,
+    canonical,
+    method_rule,
+    rule_for,
+)
 
 
 @dataclasses.dataclass(frozen=True)

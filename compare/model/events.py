@@ -20,6 +20,7 @@ PROCESS_KINDS = ("host", "device", "compute", "allocator", "tensors", "stream", 
 #: Event categories, assigned by the loader from names alone (the mapper refines stages).
 CATEGORIES = ("op", "xla_compile", "xla_run", "xla_kernel", "tf_data", "queue", "runtime",
               "python", "step", "other")
+CAT = {c: i for i, c in enumerate(CATEGORIES)}
 
 
 class Strings:
@@ -216,7 +217,7 @@ class Trace:
     ``format``: "timeline" (tensorflow.python.client.timeline output), "xprof" (TensorBoard
     profile: an .xplane.pb, a logdir, or the trace_viewer JSON xprof writes) or "chrome" (any
     other Chrome trace). ``steps`` are the trace's steps in time order. ``hlo`` maps an XLA
-    module name to its :class:`compare.hlo.HloModule` when the source carries HLO (xplane).
+    module name to its :class:`common.hlo.HloModule` when the source carries HLO (xplane).
     ``warnings`` say what was skipped and why.
     """
 

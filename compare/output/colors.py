@@ -8,7 +8,7 @@ named by stage.
 """
 from __future__ import annotations
 
-from compare.analysis.mapping import LABELS
+from compare.vocabulary.labels import LABELS
 
 #: label -> (catapult reserved colour name, RGB)
 STAGE_COLORS: dict[str, tuple[str, tuple[int, int, int]]] = {

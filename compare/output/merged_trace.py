@@ -3,7 +3,7 @@
 Each run becomes its own processes (``merged:legacy /host:CPU``, ``merged:modern ...``), with
 every original lane and, under it, a stage row: the lane's innermost work over time (blank
 where the thread waits), one event per stretch of one stage, *named by the stage*. chrome://tracing and TensorBoard's trace viewer
-colour events by ``cname`` (set from :mod:`compare.colors` on every event); Perfetto colours by
+colour events by ``cname`` (set from :mod:`compare.output.colors` on every event); Perfetto colours by
 name, so the stage rows look alike across runs there too. Both runs are shifted so their first
 steps start together; a ``steps`` row per run marks every step. Every event (metadata
 too) carries ``pid``, ``tid`` and ``ts``; complete events carry, as ``args``, their stage, how
@@ -22,9 +22,9 @@ import orjson
 from common import atomic
 from compare.analysis.attribution import Attribution
 from compare.output.colors import cname
-from compare.analysis.mapping import BASES, ESTIMATES, LABELS
+from compare.vocabulary.labels import BASES, ESTIMATES, LABELS
+from compare.vocabulary.rows import NOT_WORK_KINDS
 
-_SKIP_KINDS = ("allocator", "tensors")
 CHUNK = 20000
 
 
@@ -36,7 +36,7 @@ def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
     names = tr.strings.names
     meta: list[dict] = []
     out: list[dict] = []
-    keep_pids = [p for p in sorted(tr.processes) if tr.processes[p].kind not in _SKIP_KINDS]
+    keep_pids = [p for p in sorted(tr.processes) if tr.processes[p].kind not in NOT_WORK_KINDS]
     new_pid = {p: pid_base + k for k, p in enumerate(keep_pids)}
     for k, p in enumerate(keep_pids):
         meta.append({"ph": "M", "name": "process_name", "pid": new_pid[p], "tid": 0, "ts": 0,

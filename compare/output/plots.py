@@ -1,5 +1,5 @@
 """``stages.png`` (where a steady step's time goes, both runs) and ``timelines.png`` (one steady
-step of each run, lane by lane), in the stage colours of :mod:`compare.colors`."""
+step of each run, lane by lane), in the stage colours of :mod:`compare.output.colors`."""
 from __future__ import annotations
 
 import io
@@ -10,7 +10,7 @@ import numpy as np
 from common import atomic
 from compare.analysis.attribution import Attribution
 from compare.output.colors import rgb01
-from compare.analysis.mapping import LABEL, LABELS
+from compare.vocabulary.labels import LABEL, LABELS
 
 _ORDER = [s for s in LABELS if s != "unmapped"] + ["unmapped"]
 

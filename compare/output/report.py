@@ -6,7 +6,6 @@ interrupted run leaves either the whole report or none of it.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -14,9 +13,9 @@ from pathlib import Path
 
 from common import atomic
 from compare import explain
+from compare.analysis.comparison import SIDES, Side, compare, stage_order
 from compare.output import merged_trace, plots
 from compare.output.colors import STAGE_COLORS
-from compare.analysis.comparison import SIDES, Side, compare, stage_order
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",

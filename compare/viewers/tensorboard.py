@@ -308,7 +308,7 @@ _OPTIONS_JS = """(() => {
 
 
 def show_sessions(page, base_url: str, timeout: float = 90.0) -> list[str]:
-    """Load TensorBoard's profile tab in ``page`` (a :class:`compare.browser.Page`), wait until
+    """Load TensorBoard's profile tab in ``page`` (a :class:`compare.viewers.browser.Page`), wait until
     it has rendered a session's overview, open the Sessions list with a mouse click as a user
     would, and return the session names listed (the list stays open for a screenshot)."""
     from compare.viewers.browser import BrowserError
@@ -333,7 +333,7 @@ def screenshot_profile(logdir: str | os.PathLike, png_path: str | os.PathLike,
     Sessions list, check that every session of :func:`profile_runs` is listed, and save a PNG
     of the page to ``png_path``. Returns the session names the page listed.
 
-    It takes ~10-30 s and needs Debian's ``chromium`` (:class:`compare.browser.BrowserError`,
+    It takes ~10-30 s and needs Debian's ``chromium`` (:class:`compare.viewers.browser.BrowserError`,
     an InputError, says so in one line if it is missing). TensorBoard's and Chromium's logs and Chromium's profile go to ``work_dir``
     (default: a temporary folder, removed afterwards). Both processes are always stopped.
     Note that TensorBoard's profile plugin writes its caches (``.cached_tools.json``,

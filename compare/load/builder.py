@@ -1,263 +1,32 @@
-"""Load any trace we read into the one event model (:class:`compare.events.Trace`).
-
-Formats, detected from content, never from the file name:
-
-- timeline.py JSON (TF1 and TF2 ``tensorflow.python.client.timeline``; CPU and GPU rows);
-- Chrome trace JSON, plain or gzip (as xprof's trace_viewer writes it, or any other tool);
-- TensorBoard profiles: an ``.xplane.pb`` file, a profile session folder, or a logdir — read
-  through xprof's own converter (``raw_to_tool_data.xspace_to_tool_data(..., "trace_viewer")``),
-  plus the HLO modules in the xplane's ``/host:metadata`` plane (see :mod:`common.hlo`).
-
-Every failure is a :class:`LoadError` (an :class:`common.errors.InputError`): one line naming
-the input and the formats we read. Partly usable input loads with ``Trace.warnings`` saying
-what was skipped.
-"""
+"""Turns chunks of trace events into the columns of one :class:`compare.model.events.Trace`,
+knowing each tool's dialect (timeline.py args, xprof's long names, groups and step markers);
+infers steps when the trace marks none."""
 from __future__ import annotations
 
-import gc
-import os
-import re
-import time
-import zlib
 from collections import Counter
 from itertools import compress, repeat
 from operator import is_
-from pathlib import Path
 
 import numpy as np
 
-from common.errors import InputError
 from compare.load import chrome_json
-from compare.model.events import (CATEGORIES, STRING_COLUMNS, Counters, EventBuilder, Flows, Process,
-                            Step, Strings, Trace)
+from compare.model.events import (
+    STRING_COLUMNS,
+    Counters,
+    EventBuilder,
+    Flows,
+    Process,
+    Step,
+    Strings,
+    Trace,
+)
+from compare.vocabulary.ops import SOURCE_NODE, category_of
+from compare.vocabulary.rows import process_kind
 
-FORMATS_WE_READ = ("timeline.py JSON, Chrome trace JSON (.json / .json.gz, e.g. xprof's "
-                   "trace_viewer output), .xplane.pb, or a TensorBoard logdir")
-#: Refuse to decompress more than this (a gzip bomb must not exhaust memory).
-MAX_DECOMPRESSED_BYTES = int(os.environ.get("COMPARE_MAX_TRACE_BYTES", 4 << 30))
-#: Past this much output, refuse gzip data that expands more than MAX_GZIP_RATIO times: real
-#: traces compress 11x (xprof JSON) to 29x (indented timeline.py JSON); deflate's limit is
-#: ~1030x, which is what bombs use. So a 10 MB -> 10 GB bomb stops after 256 MiB, not 4 GiB.
-GZIP_RATIO_CHECK_AFTER = 256 << 20
-MAX_GZIP_RATIO = 200
-_GUNZIP_PIECE = 16 << 20
-#: From this size of event list up, a timeline.py trace is parsed on two cores (the second half
-#: in a forked child, :func:`_add_in_halves`); below it a fork costs more than it saves.
-#: ``COMPARE_TWO_CORES=0`` turns it off.
-TWO_CORES_MIN_BYTES = 32 << 20
-#: How long the first half waits for the child at least (then 4x its own time); past that
-#: the child is killed and this process parses the second half too.
-TWO_CORES_MIN_WAIT_S = 30.0
-
-
-class LoadError(InputError):
-    """A trace that cannot be read; the message names the file and what we read."""
-
-
-# --------------------------------------------------------------------------------------------
-# entry point
-
-def load(path: str | os.PathLike) -> Trace:
-    """Load a trace file or folder of any supported format."""
-    p = Path(path)
-    if not p.exists():
-        raise LoadError(f"{path}: no such file or folder")
-    if p.is_dir():
-        return _load_dir(p)
-    try:
-        with open(p, "rb") as f:
-            head = f.read(4)
-    except OSError as e:
-        raise LoadError(f"{path}: cannot read ({e.strerror})") from None
-    if not head:
-        raise LoadError(f"{path}: empty file; we read {FORMATS_WE_READ}")
-    if head[:2] == b"\x1f\x8b":
-        return _load_json_bytes(_gunzip(p), str(p))
-    first = head.lstrip()[:1]
-    if first in (b"{", b"[") or head.strip() == b"":
-        trace = _load_json_bytes(p.read_bytes(), str(p))
-        if trace.format == "timeline":
-            _attach_cluster_sidecar(trace, p)
-        return trace
-    return _load_xplanes([str(p)], str(p))
-
-
-def _attach_cluster_sidecar(trace: Trace, path: Path) -> None:
-    """Our legacy runs write ``xla_clusters.json`` beside their timelines: the TF ops inside
-    each XLA cluster, keyed for each timeline file (see :mod:`legacy.xla_clusters`)."""
-    side = path.parent / "xla_clusters.json"
-    if not side.is_file():
-        return
-    try:
-        import json
-
-        doc = json.loads(side.read_text())
-        aliases = doc["timelines"][path.name]["aliases"]
-        clusters = doc["clusters"]
-        trace.meta["xla_members"] = {mine: [tuple(op) for op in clusters.get(ref, [])]
-                                     for mine, ref in aliases.items()}
-        trace.meta["xla_aliases"] = dict(aliases)  # this timeline's cluster -> the profile's
-    except (OSError, ValueError, KeyError, TypeError):
-        trace.warnings.append(f"{side.name} beside the timeline is unreadable; XLA cluster "
-                              f"contents unknown")
-
-
-def _gunzip(p: Path) -> bytes:
-    """Decompress a gzip file (all members, as ``gzip -d`` does), refusing a gzip bomb early:
-    past :data:`GZIP_RATIO_CHECK_AFTER` bytes of output, an output/input ratio above
-    :data:`MAX_GZIP_RATIO`, and always more than :data:`MAX_DECOMPRESSED_BYTES`."""
-    out: list[bytes] = []
-    total = consumed = 0
-
-    def take(piece: bytes) -> None:
-        nonlocal total
-        total += len(piece)
-        if total > MAX_DECOMPRESSED_BYTES:
-            raise LoadError(f"{p}: decompresses to more than {MAX_DECOMPRESSED_BYTES >> 20} MiB "
-                            f"(a gzip bomb?); refusing to read it")
-        if total > GZIP_RATIO_CHECK_AFTER and total > MAX_GZIP_RATIO * consumed:
-            raise LoadError(f"{p}: decompresses more than {MAX_GZIP_RATIO}x ({consumed >> 10} KiB "
-                            f"gave over {total >> 20} MiB; a gzip bomb?); refusing to read it")
-        out.append(piece)
-
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    note = ""
-    with open(p, "rb") as f:
-        data = b""
-        while True:
-            if not data:
-                data = f.read(1 << 20)
-                consumed += len(data)
-                if not data:
-                    break
-            try:
-                take(d.decompress(data, _GUNZIP_PIECE))
-                while d.unconsumed_tail:
-                    take(d.decompress(d.unconsumed_tail, _GUNZIP_PIECE))
-            except zlib.error as e:
-                if not out:
-                    raise LoadError(f"{p}: corrupt gzip data ({e})") from None
-                note = "the gzip data is damaged part way; read what came before the damage"
-                break
-            data = b""
-            if d.eof:  # end of a member: another member may follow (concatenated gzip files)
-                data = d.unused_data or f.read(1 << 20)
-                consumed += 0 if d.unused_data else len(data)
-                if not data.strip(b"\0"):
-                    data = b""
-                    if not f.read(1):
-                        break
-                    note = "bytes after the gzip data were ignored"
-                    break
-                if data[:2] != b"\x1f\x8b":
-                    note = "bytes after the gzip data were ignored"
-                    break
-                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if not note and not d.eof:
-        note = "the gzip stream ends early (truncated file); read what was there"
-    buf = b"".join(out)
-    if note:
-        buf = _Truncated(buf)
-        buf.note = note
-    return buf
-
-
-class _Truncated(bytes):
-    """Bytes from a gzip stream that ended early or was damaged (``note`` says how; the loader
-    adds it as a warning)."""
-
-
-# --------------------------------------------------------------------------------------------
-# folders and xplanes
-
-def _load_dir(p: Path) -> Trace:
-    xplanes = sorted(p.glob("*.xplane.pb"))
-    if not xplanes:
-        sessions = sorted({x.parent for x in p.glob("**/plugins/profile/*/*.xplane.pb")})
-        if not sessions:
-            timelines = [t for t in ("timeline.json", "trace.json.gz") if (p / t).is_file()]
-            if timelines:
-                return load(p / timelines[0])
-            raise LoadError(f"{p}: folder holds no .xplane.pb profile (and no timeline.json); "
-                            f"we read {FORMATS_WE_READ}")
-        runs = sorted({str(s.parent.parent.parent) for s in sessions})
-        if len(runs) > 1:
-            names = ", ".join(os.path.relpath(r, p) for r in runs)
-            raise LoadError(f"{p}: holds several runs ({names}); pass one of them")
-        xplanes = sorted(sessions[-1].glob("*.xplane.pb"))
-    return _load_xplanes([str(x) for x in xplanes], str(p))
-
-
-def _load_xplanes(paths: list[str], source: str) -> Trace:
-    from common import hlo
-
-    try:  # also validates the files are XSpaces
-        modules = hlo.modules_from_xplanes(paths, source)
-    except InputError as e:
-        raise LoadError(f"{e}; we read {FORMATS_WE_READ}" if "not JSON" in str(e) else str(e)) from None
-    try:
-        from xprof.convert import raw_to_tool_data
-
-        data, _ = raw_to_tool_data.xspace_to_tool_data(paths, "trace_viewer", {})
-    except Exception as e:  # xprof raises assorted types; any of them means unusable input
-        raise LoadError(f"{source}: xprof could not convert it ({str(e).splitlines()[0][:200]})"
-                        ) from None
-    if not data:
-        raise LoadError(f"{source}: xprof produced no trace events")
-    trace = _load_json_bytes(data.encode("utf-8") if isinstance(data, str) else data, source)
-    trace.format = "xprof"
-    trace.hlo = modules
-    trace.meta["xplane_files"] = paths
-    return trace
-
-
-# --------------------------------------------------------------------------------------------
-# JSON
-
-_XLA_RUNTIME = {
-    "CpuExecutable::ExecuteAsyncOnStream", "ThunkExecutor::Execute", "BlockUntilReady",
-    "CpuExecutable::Execute", "XlaCompileOnDemandOp::Compute",
-}
-_RUNTIME = {
-    "ExecutorState::Process", "SessionRun", "ThreadpoolListener::Region", "ExecutorDoneCallback",
-    "ParallelFor", "ExecutorState::ProcessAsync::Start", "ExecutorState::ProcessAsync::Done",
-    "EagerExecute", "EagerLocalExecute", "FunctionRun", "EagerKernelExecute",
-    "ExecutorState::Process::Process",
-}
-_QUEUE_OPS = re.compile(r"^(QueueDequeue|QueueEnqueue|ReaderRead|FIFOQueue|RandomShuffleQueue|"
-                        r"PaddingFIFOQueue|QueueClose|QueueSize)")
-_TFDATA_OPS = re.compile(r"^(IteratorGetNext|MakeIterator|AnonymousIterator|IteratorV2|"
-                         r"Iterator::|OptionalGetValue|MultiDeviceIterator)")
-_CAT = {c: i for i, c in enumerate(CATEGORIES)}
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
 _I64 = 1 << 63
 #: Timestamps and durations beyond this many µs are damage, skipped (see chrome_json).
 MAX_TIME_US = chrome_json.MAX_TIME_US
-
-
-def _category(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
-    if step_marker:
-        return _CAT["step"]
-    t = op_type or name
-    if t == "_XlaCompile":
-        return _CAT["xla_compile"]
-    if t in ("_XlaRun", "_XlaLaunch", "XlaLaunch", "XlaLaunchV2"):
-        return _CAT["xla_run"]
-    if hlo_op:
-        return _CAT["xla_kernel"]
-    if _TFDATA_OPS.match(t) or name.startswith("Iterator::"):
-        return _CAT["tf_data"]
-    if _QUEUE_OPS.match(t):
-        return _CAT["queue"]
-    if t == "_XlaMerge" or name in _XLA_RUNTIME or name.startswith(("Populate ", "end: ")):
-        return _CAT["runtime"]
-    if name in _RUNTIME or name.startswith(("ExecutorState::", "ThreadpoolListener::")):
-        return _CAT["runtime"]
-    if name.startswith("$"):
-        return _CAT["python"]
-    if op_type:
-        return _CAT["op"]
-    return _CAT["other"]
 
 
 def _input_name(v: str) -> str:
@@ -266,134 +35,7 @@ def _input_name(v: str) -> str:
     return v.split(":", 1)[0] if ":" in v and not v.startswith("^") else v.lstrip("^")
 
 
-def process_kind(name: str) -> str:
-    """What a process row is, from its name (timeline.py, TF2 GPU and xprof conventions)."""
-    n = name.strip()
-    low = n.lower()
-    if n == "Allocators":
-        return "allocator"
-    if n.endswith(" Tensors"):
-        return "tensors"
-    if "/memcpy" in low:
-        return "memcpy"
-    if "/stream:" in low:
-        return "stream"
-    if n.startswith("/host:"):
-        return "host"
-    if n.startswith("/device:"):
-        return "device"
-    if n.endswith(" Compute"):
-        return "compute"
-    if n.startswith("merged:"):
-        return "merged"
-    return "other"
-
-
-def _load_json_bytes(buf: bytes, source: str) -> Trace:
-    warnings: list[str] = []
-    if isinstance(buf, _Truncated):
-        warnings.append(buf.note)
-    try:
-        rest, start, end = chrome_json.split_document(buf, warnings)
-    except chrome_json.TraceFormatError as e:
-        raise LoadError(f"{source}: {e}; we read {FORMATS_WE_READ}") from None
-    strings = Strings()
-    b = _Builder(strings, warnings)
-    # Millions of short-lived objects, none in a cycle: the cyclic GC would only rescan them.
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        halves = _add_in_halves(buf, start, end) if _two_cores(buf, start, end) else None
-        if halves is not None:
-            b = halves
-            b.warnings = warnings  # split_document's (the halves warned of nothing)
-        else:
-            for chunk in chrome_json.iter_chunks(buf, start, end, warnings,
-                                                 parse=chrome_json.parse_typed):
-                b.add(chunk)
-    except chrome_json.TraceFormatError as e:
-        raise LoadError(f"{source}: {e}") from None
-    finally:
-        if gc_was_on:
-            gc.enable()
-    del buf
-    trace = b.finish(source, rest)
-    if not len(trace.events) and not len(trace.counters.ts):
-        detail = f" ({'; '.join(trace.warnings)})" if trace.warnings else ""
-        raise LoadError(f"{source}: no usable trace events{detail}; we read {FORMATS_WE_READ}")
-    return trace
-
-
-def _two_cores(buf: bytes, start: int, end: int) -> bool:
-    return (end - start >= TWO_CORES_MIN_BYTES and not isinstance(buf, _Truncated)
-            and os.environ.get("COMPARE_TWO_CORES", "1") != "0" and (os.cpu_count() or 1) > 1)
-
-
-def _add_typed_only(b: "_Builder", chunk) -> bool:
-    """Add ``chunk`` to ``b`` if it takes the typed fast path whole; else change nothing."""
-    return isinstance(chunk, chrome_json.TypedChunk) and b._add_typed(chunk)
-
-
-def _typed_half(buf: bytes, start: int, end: int) -> "_Builder | None":
-    """A builder holding ``buf[start:end]``'s events if every chunk of it is plain
-    timeline.py (the typed path) and nothing was skipped or warned about; else None."""
-    b = _Builder(Strings(), [])
-    for chunk in chrome_json.iter_chunks(buf, start, end, b.warnings,
-                                         parse=chrome_json.parse_typed):
-        if not _add_typed_only(b, chunk):
-            return None
-    return b if b.is_plain() else None
-
-
-def _export(b: "_Builder | None") -> dict | None:
-    return b.export() if b is not None else None
-
-
-def _add_in_halves(buf: bytes, start: int, end: int) -> "_Builder | None":
-    """Parse a big event list on two cores: the first half here, the second in a forked child
-    (:mod:`compare.forked`, which shares the buffer without a copy), then merge the child's
-    columns in (:meth:`_Builder.absorb`). Only for traces whose every chunk takes the typed
-    fast path with nothing skipped: that path keeps no state across chunks (no open ``B``/``E``
-    pairs, no steps), so two halves merged equal one pass (a test compares every column).
-
-    Returns None when that does not hold, or the child fails or overruns: the caller then
-    loads the whole list on one core, so the result never depends on this path. ~1.6x faster
-    on a 150 MB timeline here; the child adds its own peak memory (~0.3x the file)."""
-    cut = None
-    for m in chrome_json._BETWEEN.finditer(buf, (start + end) // 2, end):
-        cut = m.start() + 1  # just after an event's '}'; both halves must then parse whole,
-        break                # which a cut inside a string or a nested value cannot
-    if cut is None:
-        return None
-    # a first look decides before forking: xprof's and other tools' traces take the dict path
-    first = next(chrome_json.iter_chunks(buf, start, cut, [], chunk_bytes=1 << 16,
-                                         parse=chrome_json.parse_typed), None)
-    if not _add_typed_only(_Builder(Strings(), []), first):
-        return None
-    from compare.load import forked
-
-    child = forked.start(lambda: _export(_typed_half(buf, cut, end)))
-    if child is None:
-        return None
-    try:
-        t0 = time.monotonic()
-        mine = _typed_half(buf, start, cut)
-        if mine is None:
-            return None
-        # the child did as much work at the same time: allow it a generous overrun
-        theirs = child.result(timeout_s=max(TWO_CORES_MIN_WAIT_S, 4 * (time.monotonic() - t0)))
-        if theirs is None:
-            return None
-        try:
-            mine.absorb(theirs)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
-            return None  # not a payload _export made: one core then (mine is dropped)
-        return mine
-    finally:
-        child.close()
-
-
-class _Builder:
+class Builder:
     """Turns chunks of raw event dicts into columns; knows the dialect quirks."""
 
     def __init__(self, strings: Strings, warnings: list[str]) -> None:
@@ -515,7 +157,7 @@ class _Builder:
     # --- the fast path -------------------------------------------------------------------
 
     def _add_typed(self, chunk: list) -> bool:
-        """Take a chunk of typed events (see :mod:`compare.chrome_json`) in bulk; return False
+        """Take a chunk of typed events (see :mod:`compare.load.chrome_json`) in bulk; return False
         (having changed nothing) for the dict path to take it instead when its complete
         events are not all timeline.py's (xprof and other tools: the dict path reads their
         args)."""
@@ -539,9 +181,9 @@ class _Builder:
         # commit from here on: nothing above changed the builder
         for e in of(cj.MEvent):
             self._meta({"pid": e.pid, "tid": e.tid, "name": e.name, "args": e.args})
-        for pid, n in Counter([e.pid for e in of(cj.NEvent)]).items():
-            if isinstance(pid, int):
-                self.objects[pid] = self.objects.get(pid, 0) + n
+        # an object event's pid may be any JSON value (a list is unhashable): ints only
+        for pid, n in Counter([e.pid for e in of(cj.NEvent) if type(e.pid) is int]).items():
+            self.objects[pid] = self.objects.get(pid, 0) + n
         cs = of(cj.CEvent)
         if cs:
             self._typed_counters(cs)
@@ -609,7 +251,7 @@ class _Builder:
         key = np.asarray(name_ids, np.int64) * (1 << 31) + np.asarray(op_ids, np.int64)
         uniq, inv = np.unique(key, return_inverse=True)
         names = self.s.names
-        cats = np.array([_category(names[int(k >> 31)], names[int(k & ((1 << 31) - 1))], "",
+        cats = np.array([category_of(names[int(k >> 31)], names[int(k & ((1 << 31) - 1))], "",
                                    False) for k in uniq], dtype=np.int8)
         return cats[inv]
 
@@ -768,7 +410,7 @@ class _Builder:
             groups.append(group)
             hmods.append(hlo_mod)
             hops.append(hlo_op)
-            cats.append(_category(name, op_type, hlo_op, step_marker))
+            cats.append(category_of(name, op_type, hlo_op, step_marker))
             in_lengths.append(n_in)
         self.ev.extend(
             pid=[e["pid"] for e in good], tid=[e["tid"] for e in good],
@@ -820,7 +462,7 @@ def _infer_steps(trace: Trace) -> list[Step]:
     ev = trace.events
     if not len(ev):
         return []
-    src = trace.strings.lookup("_SOURCE")
+    src = trace.strings.lookup(SOURCE_NODE)
     starts = np.zeros(0)
     if src is not None:
         hit = np.flatnonzero(ev.tf_name == src)
