@@ -8,7 +8,7 @@ start each session run, on a CPU device and a GPU with its stream rows. Then, ea
 subprocess (so the peak RSS is that of the work alone: ``getrusage`` in the child, plus
 the peak of the loader's forked second-core helper; ``os.wait4`` for ``json.load``):
 
-- ``load + explain``: ``compare.load.load`` then ``compare.explain.explain`` and both
+- ``load + explain``: ``compare.load.load`` then ``compare.analysis.explanation.explain`` and both
   renderings; the child reports its own load and explain times;
 - ``json.load``: the standard library parsing the same file, nothing else.
 
@@ -127,8 +127,10 @@ def generate(path: Path, n_events: int, seed: int = 0) -> int:
 def _child_explain(path: str) -> None:
     clock, cpu = time.perf_counter, time.process_time
     t0 = clock()
-    from compare.explain import explain, to_json, to_text
+    from compare.analysis.explanation import explain
     from compare.load import load
+    from compare.output.explain_json import to_json
+    from compare.output.explain_text import to_text
 
     def children_cpu() -> float:  # the loader's forked helper, once reaped
         r = resource.getrusage(resource.RUSAGE_CHILDREN)

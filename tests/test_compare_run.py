@@ -113,7 +113,7 @@ def test_report_numbers_hang_together(compare_traces_run):
 def test_report_md_answers_the_four_questions(compare_traces_run):
     out, _ = compare_traces_run
     md = (out / "report.md").read_text()
-    from compare.explain import QUESTIONS
+    from compare.output.explain_text import QUESTIONS
 
     for heading in ("## Verdict", "## Stages per steady step", "## The step, split", "## XLA",
                     "## How the numbers are made", "merged_trace.json.gz", "ui.perfetto.dev",

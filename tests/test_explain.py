@@ -10,16 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compare import explain as ex
 from compare.analysis import sequence, steps, verdict, xla
+from compare.analysis.explanation import explain
 from compare.load import load
+from compare.output import explain_json, explain_text
 from tests.conftest import assert_one_line_error, run_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GPU = FIXTURES / "tf1_gpu.timeline.json"
 CPU_XLA = FIXTURES / "tf1_cpu_xla.timeline.json"
 TF2_GPU = FIXTURES / "tf2_gpu_xla.timeline.json"
-HEADINGS = list(ex.QUESTIONS.values())
+HEADINGS = list(explain_text.QUESTIONS.values())
 
 
 def check_critical_path(trace, e) -> None:
@@ -41,7 +42,7 @@ def check_critical_path(trace, e) -> None:
 
 def explained(path, step=None):
     trace = load(path)
-    return trace, ex.explain(trace, step)
+    return trace, explain(trace, step)
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ def test_gpu_verdict_is_input_bound_with_an_underused_gpu():
 
 def test_gpu_text_answers_the_four_questions():
     _, e = explained(GPU)
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     for h in HEADINGS:
         assert h in text
     assert "the host side of gpu:0" in text and "what gpu:0 actually ran" in text
@@ -168,7 +169,7 @@ def test_tf1_xla_launch_first_call_versus_steady():
         assert u.first_compile_us == pytest.approx(durs[0] - np.median(durs[1:]))
     assert x.compiles == 2 and not x.recompiled
     assert e.choice.step.num != 0  # a steady step by default
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     assert "_XlaLaunch: TF 1.x: one op that runs a whole XLA cluster" in text
     assert "(not in this trace)" not in text.split("_XlaLaunch")[1][:40]
     assert "first _XlaLaunch took" in text and "Recompilation: none" in text
@@ -180,7 +181,7 @@ def test_tf1_xla_first_step_is_compile_bound():
     v = e.verdict
     assert v.bottleneck == "compile"
     assert v.facts.compile_us / e.choice.step.dur >= verdict.COMPILE_DOMINATES
-    assert e.xla_step["compile_us"] == pytest.approx(v.facts.compile_us)
+    assert e.xla_step.compile_us == pytest.approx(v.facts.compile_us)
     check_critical_path(trace, e)
 
 
@@ -199,11 +200,11 @@ def test_tf2_xla_recompilation_and_gpu_kernels():
     assert v.input_class == "not input-bound"
     assert v.facts.get_next_us is not None and v.facts.get_next_us <= verdict.GETNEXT_OK_US
     assert "recompile" in {f.kind for f in v.findings}
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     assert "Recompilation: yes, cluster_0" in text and "_XlaRun on the host only launches" in text
     check_critical_path(trace, e)
     # the recompiling step is compile-bound
-    assert ex.explain(trace, 2).verdict.bottleneck == "compile"
+    assert explain(trace, 2).verdict.bottleneck == "compile"
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ def test_legacy_timelines_explained(legacy_run):
     assert any(u.members for u in e.xla.units.values())  # from xla_clusters.json
     crit_ops = [o.op for o in e.sequence.critical]
     assert "DecodeJpeg" in crit_ops and "RandomShuffle" in crit_ops
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     for h in HEADINGS:
         assert h in text
     assert "holds" in text and "TF ops" in text
@@ -250,7 +251,7 @@ def test_legacy_profile_explained_in_every_form(legacy_run, tmp_path):
         assert {"python", "inter_op", "eigen"} <= lanes
         host = next(p for p in e.legend.processes if p.name == "/host:CPU")
         assert host.role == "host"
-        text = ex.to_text(e)
+        text = explain_text.to_text(e)
         assert "Ops of step" in text and "in time order" in text
         results[label] = (e.choice.step.num, e.xla.compiles)
     assert len(set(results.values())) == 1, results
@@ -286,7 +287,7 @@ def test_a_chrome_trace_without_tf_args_is_explained_from_its_rows(legacy_run, t
     assert not e.sequence.inputs_recorded
     check_critical_path(trace, e)
     assert e.xla.compiles >= 1 and e.xla.recompiled == []  # no node names: no claim
-    assert all(h in ex.to_text(e) for h in HEADINGS)
+    assert all(h in explain_text.to_text(e) for h in HEADINGS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -387,7 +388,7 @@ def test_cli_text_and_json(tmp_path):
     doc = json.loads(j.stdout)
     assert set(doc) == {"schema", "trace", "warnings", "questions", "step", "pids", "xla",
                         "sequence", "verdict"}
-    assert doc["schema"] == ex.SCHEMA and doc["step"]["num"] == 2
+    assert doc["schema"] == explain_json.SCHEMA and doc["step"]["num"] == 2
     assert doc["xla"]["units"]["cluster_1"]["compiles"] == 1
     assert doc["verdict"]["input_class"] in ("not input-bound", "moderately input-bound",
                                              "highly input-bound")
@@ -562,9 +563,9 @@ def test_modern_profile_explains_jit_functions(modern_run):
     out, _ = modern_run
     trace, e = explained(out)
     assert e.xla.launch_style == "function" and e.xla.compiles >= 1
-    assert e.xla_step["run_us"] > 0 and e.xla_step["compile_us"] == 0
+    assert e.xla_step.run_us > 0 and e.xla_step.compile_us == 0
     assert e.xla.run_events
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     assert "jit_compile=True" in text and "No XLA in this trace" not in text
     for line in text.splitlines():
         if line.strip().startswith("holds "):

@@ -20,8 +20,10 @@ no op inside (:data:`BLOCKED_MIN_US`; waiting, descheduled or untraced, reported
 ``blocked_us``). An Eigen worker's region with no event inside runs shards of the ops running
 elsewhere at that moment and is credited to them (an estimate).
 
-The **step split** classifies each instant once, in this order: ``input_wait`` while the step's
-own thread (the one carrying the step marker) waits for input; ``compile`` while any thread
+The **step split** classifies each instant once, in this order: ``input_wait`` while the step
+waits for or reads its input (an input op such as ``IteratorGetNext``, a queue dequeue or a
+TF1 reader's read, on any of its threads, or its own thread waiting for input; see
+:mod:`compare.analysis.inputs`); ``compile`` while any thread
 compiles; ``compute`` while any thread runs pipeline work or compiled XLA code; ``runtime``
 while only executor / dispatch / Python work runs; ``idle`` otherwise. It adds up to the step.
 """
@@ -127,41 +129,44 @@ class Attribution:
 
 def segments(trace: Trace):
     """Innermost-event segments of every lane that holds work (not allocator or tensor rows):
-    arrays (event, t0, t1)."""
+    arrays (event, t0, t1), lane by lane in time order. An event's segments are its time
+    (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's."""
     ev = trace.events
-    procs = trace.processes
-    streams = [p for p in procs.values() if p.kind == "stream"]
-    skip = {p.pid for p in procs.values() if p.kind in NOT_WORK_KINDS}
-    if len(streams) > 1:  # GPU timelines: stream:all repeats every per-stream event
+    nest = trace.nesting
+    keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace)))
+    has_kids = np.zeros(len(ev), bool)
+    has_kids[nest.parent[nest.parent >= 0]] = True
+    leaf = np.flatnonzero(keep & ~has_kids & (nest.end > ev.ts))
+    parts = [(leaf, ev.ts[leaf], nest.end[leaf])]
+    kids = np.flatnonzero(keep & (nest.parent >= 0))
+    if len(kids):
+        kids = kids[np.lexsort((ev.ts[kids], nest.parent[kids]))]
+        par = nest.parent[kids]
+        first = np.concatenate([[True], par[1:] != par[:-1]])
+        last = np.concatenate([par[1:] != par[:-1], [True]])
+        # siblings never overlap (one starting inside another is its child): the gap before
+        # each child runs from the previous sibling's end, or the parent's start
+        prev_end = np.where(first, ev.ts[par], np.concatenate([[0.0], nest.end[kids][:-1]]))
+        parts.append((par, prev_end, ev.ts[kids]))
+        parts.append((par[last], nest.end[kids][last], nest.end[par[last]]))
+    e = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    t0 = np.concatenate([p[1] for p in parts]).astype(np.float64)
+    t1 = np.concatenate([p[2] for p in parts]).astype(np.float64)
+    ok = t1 > t0
+    e, t0, t1 = e[ok], t0[ok], t1[ok]
+    order = np.lexsort((t0, ev.tid[e], ev.pid[e]))
+    return e[order], t0[order], t1[order]
+
+
+def _not_work_pids(trace: Trace) -> set[int]:
+    """Rows that record no work, and GPU timelines' ``stream:all`` (it repeats every
+    per-stream event) when per-stream rows exist."""
+    procs = trace.processes.values()
+    skip = {p.pid for p in procs if p.kind in NOT_WORK_KINDS}
+    streams = [p for p in procs if p.kind == "stream"]
+    if len(streams) > 1:
         skip |= {p.pid for p in streams if is_stream_all(p.name)}
-    evs, t0s, t1s = [], [], []
-    for pid, _, idx in trace.iter_lanes():
-        if pid in skip:
-            continue
-        order = idx[np.lexsort((-ev.dur[idx], ev.ts[idx]))]
-        ts, end = ev.ts, ev.ts + ev.dur
-        stack: list[tuple[int, float]] = []   # (event, effective end)
-        cur = 0.0
-        for i in order:
-            t0 = float(ts[i])
-            while stack and stack[-1][1] <= t0:
-                top, e = stack.pop()
-                if e > cur:
-                    evs.append(top), t0s.append(cur), t1s.append(e)
-                cur = max(cur, e)
-            if stack and t0 > cur:
-                evs.append(stack[-1][0]), t0s.append(cur), t1s.append(t0)
-            e = float(end[i])
-            if stack:
-                e = min(e, stack[-1][1])
-            stack.append((int(i), e))
-            cur = t0
-        while stack:
-            top, e = stack.pop()
-            if e > cur:
-                evs.append(top), t0s.append(cur), t1s.append(e)
-            cur = max(cur, e)
-    return (np.asarray(evs, np.int64), np.asarray(t0s, np.float64), np.asarray(t1s, np.float64))
+    return skip
 
 
 def attribute(trace: Trace, smap: StageMap) -> Attribution:
@@ -182,7 +187,7 @@ def attribute(trace: Trace, smap: StageMap) -> Attribution:
         idx = np.flatnonzero(m)
         out.append(_one_step(st, smap, seg_ev[idx], np.clip(seg_t0[idx], a, b),
                              np.clip(seg_t1[idx], a, b), seg_lane_pid[idx], seg_lane_tid[idx],
-                             markers.get(st.num), blocked[idx]))
+                             markers.get(st.num), blocked[idx], smap.input[seg_ev[idx]]))
     return Attribution(trace, smap, out, markers, (seg_ev, seg_t0, seg_t1), blocked)
 
 
@@ -200,7 +205,7 @@ def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray
     return runtime
 
 
-def _one_step(st, smap: StageMap, e, t0, t1, pid, tid, crit, blocked) -> StepTimes:
+def _one_step(st, smap: StageMap, e, t0, t1, pid, tid, crit, blocked, inp) -> StepTimes:
     label = smap.label[e].astype(np.int64)
     wait = smap.wait[e] | blocked
     orphan = smap.orphan[e]
@@ -272,21 +277,21 @@ def _one_step(st, smap: StageMap, e, t0, t1, pid, tid, crit, blocked) -> StepTim
     idle = float(np.sum(np.where((n_work == 0) & (n_wait == 0), dt, 0.0)))
     wall[LABEL["idle"]] += idle
     return StepTimes(st.num, st.ts, st.dur, wall, cpu, est,
-                     _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op),
+                     _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op, inp),
                      dict(by_w), dict(by_c), float(extra_wall.sum()),
                      float(np.sum((t1 - t0)[blocked])))
 
 
-def _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op) -> dict:
+def _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op, inp) -> dict:
     lab_in = LABEL["input_wait"]
     compile_ = (label == LABEL["xla_compile"]) & ~wait
     compute = is_op & ~compile_
     runtime = ~wait & ~is_op & ~compile_ & ~orphan & (label != lab_in)
+    # the step's input: an input op (or inside one) on any of its threads, or its own thread
+    # waiting for input (:mod:`compare.analysis.inputs`)
+    c_in = count(inp) > 0
     if crit is not None:
-        crit_in = (pid == crit[0]) & (tid == crit[1]) & (label == lab_in)
-        c_in = count(crit_in) > 0
-    else:
-        c_in = np.zeros(len(dt), bool)
+        c_in |= count((pid == crit[0]) & (tid == crit[1]) & (label == lab_in)) > 0
     c_comp = count(compile_) > 0
     c_cpu = (count(compute) > 0) | ((count(orphan) > 0) & (n_op > 0))
     c_rt = (count(runtime) > 0) | (count(orphan) > 0) | (count(~wait & (label == lab_in)) > 0)

@@ -1,11 +1,12 @@
-"""Legacy against modern, stage by stage: the facts ``report.json`` holds.
+"""One trace against another, stage by stage: the typed facts behind ``report.json``.
 
-Each side is one trace (the source of truth: for our runs the TensorBoard profile, which marks
-steps and carries the HLO), mapped by :mod:`compare.analysis.mapping` and attributed per step by
-:mod:`compare.analysis.attribution`. Per stage we report the median over steady steps (every step but
-the first) of wall time and CPU time, the first step apart (start-up and XLA compiles), the ops
-behind each number on each side, and how much of it rests on an estimate. A side may add cross
-checks from other traces of the same run (legacy's ``timeline.json``).
+Each side is one trace (for our runs the TensorBoard profile, which marks steps and carries the
+HLO), analysed once (:mod:`compare.analysis.analyse`: mapping, attribution, XLA). Per stage we
+report the median over steady steps (every step but the first) of wall and CPU time, the first
+step apart (start-up and XLA compiles), the ops behind each number on each side, and how much
+of it rests on an estimate. A side may carry cross checks from other traces of the same run
+(legacy's ``timeline.json``). :mod:`compare.output.report_json` serialises a
+:class:`Comparison`; :mod:`compare.analysis.comparison_verdict` words it.
 """
 from __future__ import annotations
 
@@ -16,17 +17,18 @@ from collections import defaultdict
 import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES
-from compare.analysis import xla
+from compare.analysis.analyse import TraceAnalysis, analyse
 from compare.analysis.attribution import Attribution, attribute
+from compare.analysis.comparison_verdict import Verdicts, verdicts
 from compare.analysis.mapping import StageMap, map_stages
+from compare.analysis.xla import XlaSummary, summarize
 from compare.model.events import Trace
-from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS, PIPELINE
+from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS
 
-SCHEMA_VERSION = 1
+#: The two sides, as report.json keys them.
 SIDES = ("legacy", "modern")
-#: Input share of step time (from ../shared/design.md, as xprof's input-pipeline page uses).
-INPUT_BOUND = ((0.20, "highly input-bound"), (0.05, "moderately input-bound"),
-               (0.0, "not input-bound"))
+#: Ops listed with their time per stage row and side.
+OPS_WITH_TIME = 12
 ATTRIBUTION_NOTE = (
     "wall: each instant of a step is shared equally among the threads working at that instant "
     "(each at its innermost event's stage); instants where threads only wait go to what they "
@@ -37,24 +39,288 @@ ATTRIBUTION_NOTE = (
 
 @dataclasses.dataclass
 class Side:
-    """One side of the comparison: its trace, mapping, attribution and XLA summary."""
+    """One side of the comparison: its name, its analysed trace, and where it came from."""
 
     name: str
-    trace: Trace
-    smap: StageMap
-    attribution: Attribution
-    xla: xla.XlaSummary
+    analysis: TraceAnalysis
     source_note: str = ""
-    cross_checks: list[dict] = dataclasses.field(default_factory=list)
+    cross_checks: list["CrossCheck"] = dataclasses.field(default_factory=list)
+
+    @property
+    def trace(self) -> Trace:
+        return self.analysis.trace
+
+    @property
+    def smap(self) -> StageMap:
+        return self.analysis.smap
+
+    @property
+    def attribution(self) -> Attribution:
+        return self.analysis.attribution
+
+    @property
+    def xla(self) -> XlaSummary:
+        return self.analysis.xla
 
 
-def analyse(name: str, trace: Trace, source_note: str = "") -> Side:
-    """Map and attribute one trace."""
-    smap = map_stages(trace)
-    return Side(name, trace, smap, attribute(trace, smap), xla.summarize(trace), source_note)
+def side(name: str, trace: Trace, source_note: str = "") -> Side:
+    """Analyse one trace as a side of a comparison."""
+    return Side(name, analyse(trace), source_note)
 
 
-def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -> dict:
+# --------------------------------------------------------------------------------------------
+# the typed result
+
+@dataclasses.dataclass
+class OpTime:
+    op: str
+    us: float
+
+
+@dataclasses.dataclass
+class StageCell:
+    """One stage on one side: medians per steady step unless named otherwise."""
+
+    us: float
+    mean_us: float
+    cpu_us: float
+    first_us: float | None          # the first step; None when the trace has a single step
+    estimated_us: float             # the part of ``us`` that rests on an estimate
+    ops: list[str]                  # every op with time in the stage, largest first
+    op_us: list[OpTime]             # the largest ones with their median time
+
+
+@dataclasses.dataclass
+class StageRow:
+    stage: str
+    kind: str                       # "pipeline" or "overhead"
+    cells: dict[str, StageCell]     # side -> its cell
+    ratio: float | None             # legacy us / modern us; None when modern's is 0
+
+
+@dataclasses.dataclass
+class Representative:
+    """The steady step closest to the median (the one the plots show), by stage."""
+
+    step: int
+    dur_us: float
+    stages_us: dict[str, float]
+
+
+@dataclasses.dataclass
+class StepStats:
+    count: int
+    steady_count: int
+    mean_us: float
+    representative: Representative | None
+    blocked_us: float
+    median_us: float
+    first_us: float | None
+    min_us: float
+    max_us: float
+    split_us: dict[str, float]
+    first_split_us: dict[str, float] | None
+
+
+@dataclasses.dataclass
+class XlaUnitRow:
+    kind: str
+    ops: list[str]
+    stages: dict[str, int]
+    compiles: int
+    compile_us: float
+    runs: int
+    run_us: float
+
+
+@dataclasses.dataclass
+class XlaTotals:
+    compile_us: float
+    run_us: float
+    compiles: int
+    recompiled: list[str]
+    launch_style: str
+    units: dict[str, XlaUnitRow] | None = None
+
+
+@dataclasses.dataclass
+class CrossCheck:
+    """Another trace of the same run (legacy's timeline.json) beside the side's own numbers."""
+
+    trace: str
+    format: str
+    steps: int
+    against: str                    # "steady" or "first"
+    step_us: float
+    source_step_us: float
+    stages_us: dict[str, float]
+    source_stages_us: dict[str, float]
+    xla: XlaTotals
+
+
+@dataclasses.dataclass
+class Source:
+    path: str
+    format: str
+    note: str
+    warnings: list[str]
+
+
+@dataclasses.dataclass
+class Coverage:
+    stages_with_time: list[str]
+    unmapped_share: float
+
+
+@dataclasses.dataclass
+class SideResult:
+    source: Source
+    steps: StepStats
+    xla: XlaTotals
+    unmapped_us: float
+    unmapped_ops: list[OpTime]
+    estimates_used: list[str]
+    coverage: Coverage
+    cross_checks: list[CrossCheck]
+
+
+@dataclasses.dataclass
+class Comparison:
+    created: str
+    stages: list[StageRow]
+    sides: dict[str, SideResult]
+    verdict: Verdicts | None = None
+    attribution_note: str = ATTRIBUTION_NOTE
+    estimates: dict[str, str] = dataclasses.field(default_factory=lambda: dict(ESTIMATES))
+
+    def row(self, stage: str) -> StageRow:
+        return next(r for r in self.stages if r.stage == stage)
+
+
+# --------------------------------------------------------------------------------------------
+# building it
+
+def compare(legacy: Side, modern: Side) -> Comparison:
+    """Both sides stage by stage, with a verdict (see the module docstring)."""
+    sides = {"legacy": legacy, "modern": modern}
+    ops = {k: _ops_by_label(s) for k, s in sides.items()}
+    stages = [_stage_row(stage, sides, ops) for stage in ALL_STAGES]
+    results = {k: _side_result(s, stages, ops[k]) for k, s in sides.items()}
+    out = Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results)
+    out.verdict = verdicts(out)
+    return out
+
+
+def _stage_row(stage: str, sides: dict[str, Side], ops: dict) -> StageRow:
+    lab = LABEL[stage]
+    cells = {k: _cell(s.attribution, lab, ops[k].get(lab, [])) for k, s in sides.items()}
+    m = cells["modern"].us
+    return StageRow(stage, "pipeline" if stage in PIPELINE_STAGES else "overhead", cells,
+                    round(cells["legacy"].us / m, 3) if m > 0 else None)
+
+
+def _cell(att: Attribution, lab: int, ops: list[tuple[str, float]]) -> StageCell:
+    steady = att.steady
+    mean = float(np.mean([st.wall[lab] for st in steady])) if steady else 0.0
+    return StageCell(
+        us=round(float(att.median("wall")[lab]), 1), mean_us=round(mean, 1),
+        cpu_us=round(float(att.median("cpu")[lab]), 1),
+        first_us=round(float(att.first.wall[lab]), 1) if att.first else None,
+        estimated_us=round(float(att.median("wall_estimated")[lab]), 1),
+        ops=[name for name, _ in ops],
+        op_us=[OpTime(name, round(v, 1)) for name, v in ops[:OPS_WITH_TIME]])
+
+
+def _side_result(s: Side, stages: list[StageRow], ops: dict) -> SideResult:
+    steps = step_stats(s.attribution)
+    unmapped = round(float(s.attribution.median("wall")[0]), 1)
+    have = [r.stage for r in stages if r.kind == "pipeline" and r.cells[s.name].us > 0
+            and r.cells[s.name].ops]
+    return SideResult(
+        source=Source(s.trace.source, s.trace.format, s.source_note, list(s.trace.warnings)),
+        steps=steps, xla=xla_totals(s.xla, _units(s)), unmapped_us=unmapped,
+        unmapped_ops=[OpTime(n, round(v, 1)) for n, v in ops.get(0, [])[:OPS_WITH_TIME]],
+        estimates_used=_estimates_used(s),
+        coverage=Coverage(have, round(unmapped / steps.median_us, 4) if steps.median_us else 0.0),
+        cross_checks=list(s.cross_checks))
+
+
+def step_stats(att: Attribution) -> StepStats:
+    first = att.first
+    durs = [s.dur for s in att.steady]
+    rep = att.representative()
+    by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
+                             if arr[i] > 0})
+    return StepStats(
+        count=len(att.steps), steady_count=len(att.steady),
+        mean_us=round(float(np.mean(durs)), 1) if durs else 0.0,
+        representative=(Representative(rep.num, round(rep.dur, 1), by_stage(rep.wall))
+                        if rep else None),
+        blocked_us=round(att.median_blocked_us(), 1), median_us=round(att.median_step_us(), 1),
+        first_us=round(first.dur, 1) if first else None,
+        min_us=round(float(min(durs)), 1) if durs else 0.0,
+        max_us=round(float(max(durs)), 1) if durs else 0.0,
+        split_us={k: round(v, 1) for k, v in att.median_split().items()},
+        first_split_us={k: round(v, 1) for k, v in first.split.items()} if first else None)
+
+
+def xla_totals(s: XlaSummary, units: dict[str, XlaUnitRow] | None = None) -> XlaTotals:
+    return XlaTotals(round(s.compile_us, 1), round(s.run_us, 1), int(s.compiles),
+                     list(s.recompiled), s.launch_style, units)
+
+
+def _units(side: Side) -> dict[str, XlaUnitRow]:
+    """Each XLA cluster / compiled function: its TF ops, stages, compiles and run time."""
+    out = {}
+    for name, contents in sorted(side.smap.units.items(), key=lambda kv: _unit_key(kv[0])):
+        u = side.xla.units.get(name)
+        d = contents.as_dict()
+        out[name] = XlaUnitRow(d["kind"], d["ops"], d["stages"], u.compiles if u else 0,
+                               round(u.compile_us, 1) if u else 0.0, u.runs if u else 0,
+                               round(u.run_us, 1) if u else 0.0)
+    return out
+
+
+def _unit_key(name: str):
+    parts = name.split("_")
+    return (0, int(parts[1])) if name.startswith("cluster_") and parts[1].isdigit() else (1, name)
+
+
+def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
+    """Per label: (op display name, median wall µs per steady step), largest first."""
+    per_step: list[dict[tuple[int, str], float]] = []
+    names: dict[int, str] = {}
+    for st in side.attribution.steady:
+        acc: dict[tuple[int, str], float] = defaultdict(float)
+        for i, w in st.by_event_wall.items():
+            if i not in names:
+                names[i] = side.smap.display_name(i)
+            for lab, frac in side.smap.fractions(i):
+                acc[(lab, names[i])] += w * frac
+        per_step.append(acc)
+    out: dict[int, list[tuple[str, float, float]]] = defaultdict(list)
+    for lab, name in {k for acc in per_step for k in acc}:
+        vals = [acc.get((lab, name), 0.0) for acc in per_step]
+        if max(vals) > 0:  # listed if it ran in any steady step; valued by its median
+            out[lab].append((name, float(np.median(vals)), float(np.mean(vals))))
+    return {lab: [(n, v) for n, v, _ in sorted(rows, key=lambda r: (-r[1], -r[2]))]
+            for lab, rows in out.items()}
+
+
+def _estimates_used(side: Side) -> list[str]:
+    """Which kinds of estimate carry time in this side's steady steps."""
+    est = {BASIS[b] for b in ESTIMATES}
+    used = {BASES[side.smap.basis[i]] for st in side.attribution.steady
+            for i, w in st.by_event_wall.items() if w > 0 and side.smap.basis[i] in est}
+    if any(st.credited_us > 0 for st in side.attribution.steady):
+        used.add("concurrent_op")
+    return sorted(used)
+
+
+# --------------------------------------------------------------------------------------------
+# cross checks
+
+def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -> CrossCheck:
     """Per-stage wall time of another trace of the same run (legacy's timeline.json, whose
     cluster runs are split as the profile measured them) beside the side's own numbers for the
     same kind of step (``against``: "steady" = the side's steady median, "first" = its first
@@ -68,290 +334,9 @@ def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -
         mine, mine_step = own.first.wall, own.first.dur
     else:
         mine, mine_step = own.median("wall"), own.median_step_us()
-    return {"trace": label, "format": other.format, "steps": len(att.steps),
-            "against": against,
-            "step_us": float(np.median([s.dur for s in rows])) if rows else 0.0,
-            "source_step_us": round(float(mine_step), 1),
-            "stages_us": {LABELS[i]: round(float(wall[i]), 1) for i in range(len(LABELS))
-                          if wall[i] > 0},
-            "source_stages_us": {LABELS[i]: round(float(mine[i]), 1)
-                                 for i in range(len(LABELS)) if mine[i] > 0},
-            "xla": _xla_dict(xla.summarize(other))}
-
-
-def _xla_dict(s: xla.XlaSummary, units: dict | None = None) -> dict:
-    out = {"compile_us": round(s.compile_us, 1), "run_us": round(s.run_us, 1),
-           "compiles": int(s.compiles), "recompiled": list(s.recompiled),
-           "launch_style": s.launch_style}
-    if units is not None:
-        out["units"] = units
-    return out
-
-
-def _units(side: Side) -> dict:
-    """Each XLA cluster / compiled function: its TF ops, stages, compiles and run time."""
-    out = {}
-    for name, contents in sorted(side.smap.units.items(), key=lambda kv: _unit_key(kv[0])):
-        u = side.xla.units.get(name)
-        d = contents.as_dict()
-        d.update({"compiles": u.compiles if u else 0,
-                  "compile_us": round(u.compile_us, 1) if u else 0.0,
-                  "runs": u.runs if u else 0, "run_us": round(u.run_us, 1) if u else 0.0})
-        out[name] = d
-    return out
-
-
-def _unit_key(name: str):
-    parts = name.split("_")
-    return (0, int(parts[1])) if name.startswith("cluster_") and parts[1].isdigit() else (1, name)
-
-
-def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
-    """Per label: (op display name, median wall µs per steady step), largest first."""
-    steady = side.attribution.steady
-    per_step: list[dict[tuple[int, str], float]] = []
-    names: dict[int, str] = {}
-    for st in steady:
-        acc: dict[tuple[int, str], float] = defaultdict(float)
-        for i, w in st.by_event_wall.items():
-            if i not in names:
-                names[i] = side.smap.display_name(i)
-            for lab, frac in side.smap.fractions(i):
-                acc[(lab, names[i])] += w * frac
-        per_step.append(acc)
-    keys = {k for acc in per_step for k in acc}
-    out: dict[int, list[tuple[str, float]]] = defaultdict(list)
-    for lab, name in keys:
-        vals = [acc.get((lab, name), 0.0) for acc in per_step]
-        if max(vals) > 0:  # listed if it ran in any steady step; valued by its median
-            out[lab].append((name, float(np.median(vals)), float(np.mean(vals))))
-    return {lab: [(n, v) for n, v, _ in sorted(rows, key=lambda r: (-r[1], -r[2]))]
-            for lab, rows in out.items()}
-
-
-def _steps(side: Side) -> dict:
-    att = side.attribution
-    first = att.first
-    steady_durs = [s.dur for s in att.steady]
-    rep = att.representative()
-    return {"count": len(att.steps), "steady_count": len(att.steady),
-            "mean_us": round(float(np.mean(steady_durs)), 1) if steady_durs else 0.0,
-            "representative": ({"step": rep.num, "dur_us": round(rep.dur, 1),
-                                "stages_us": {LABELS[i]: round(float(rep.wall[i]), 1)
-                                              for i in range(len(LABELS)) if rep.wall[i] > 0}}
-                               if rep else None),
-            "blocked_us": round(att.median_blocked_us(), 1),
-            "median_us": round(att.median_step_us(), 1),
-            "first_us": round(first.dur, 1) if first else None,
-            "min_us": round(float(min(steady_durs)), 1) if steady_durs else 0.0,
-            "max_us": round(float(max(steady_durs)), 1) if steady_durs else 0.0,
-            "split_us": {k: round(v, 1) for k, v in att.median_split().items()},
-            "first_split_us": ({k: round(v, 1) for k, v in first.split.items()}
-                               if first else None)}
-
-
-def compare(legacy: Side, modern: Side) -> dict:
-    """The report (``report.json``'s content, validated by ``compare/output/report.schema.json``)."""
-    sides = {"legacy": legacy, "modern": modern}
-    med = {k: s.attribution.median("wall") for k, s in sides.items()}
-    mean = {k: (np.mean(np.stack([st.wall for st in s.attribution.steady]), axis=0)
-                if s.attribution.steady else np.zeros(len(LABELS))) for k, s in sides.items()}
-    cpu = {k: s.attribution.median("cpu") for k, s in sides.items()}
-    est = {k: s.attribution.median("wall_estimated") for k, s in sides.items()}
-    first = {k: (s.attribution.first.wall if s.attribution.first else None)
-             for k, s in sides.items()}
-    ops = {k: _ops_by_label(s) for k, s in sides.items()}
-    stages = []
-    for stage in ALL_STAGES:
-        lab = LABEL[stage]
-        row = {"stage": stage, "kind": "pipeline" if stage in PIPELINE_STAGES else "overhead"}
-        for k in SIDES:
-            row[f"{k}_us"] = round(float(med[k][lab]), 1)
-        for k in SIDES:
-            row[f"{k}_mean_us"] = round(float(mean[k][lab]), 1)
-            row[f"{k}_cpu_us"] = round(float(cpu[k][lab]), 1)
-            row[f"{k}_first_us"] = (round(float(first[k][lab]), 1) if first[k] is not None
-                                    else None)
-            row[f"{k}_estimated_us"] = round(float(est[k][lab]), 1)
-            row[f"{k}_ops"] = [name for name, _ in ops[k].get(lab, [])]
-            row[f"{k}_op_us"] = [{"op": name, "us": round(v, 1)}
-                                 for name, v in ops[k].get(lab, [])[:12]]
-        row["ratio"] = (round(row["legacy_us"] / row["modern_us"], 3) if row["modern_us"] > 0
-                        else None)
-        stages.append(row)
-    steps = {k: _steps(s) for k, s in sides.items()}
-    unmapped = {k: round(float(med[k][0]), 1) for k in SIDES}
-    report = {
-        "schema_version": SCHEMA_VERSION,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "sources": {k: {"path": s.trace.source, "format": s.trace.format,
-                        "note": s.source_note, "warnings": list(s.trace.warnings)}
-                    for k, s in sides.items()},
-        "attribution": ATTRIBUTION_NOTE,
-        "stages": stages,
-        "unmapped_us": unmapped,
-        "unmapped_ops": {k: [{"op": n, "us": round(v, 1)} for n, v in ops[k].get(0, [])[:12]]
-                         for k in SIDES},
-        "steps": steps,
-        "xla": {k: _xla_dict(s.xla, _units(s)) for k, s in sides.items()},
-        "estimates": dict(ESTIMATES),
-        "estimates_used": {k: _estimates_used(s) for k, s in sides.items()},
-        "coverage": {k: _coverage(stages, k, steps[k]["median_us"], unmapped[k]) for k in SIDES},
-        "cross_checks": {k: s.cross_checks for k, s in sides.items()},
-    }
-    report["verdict"] = verdict(report)
-    return report
-
-
-def _estimates_used(side: Side) -> list[str]:
-    """Which kinds of estimate carry time in this side's steady steps."""
-    est = {BASIS[b] for b in ESTIMATES}
-    used = {BASES[side.smap.basis[i]] for st in side.attribution.steady
-            for i, w in st.by_event_wall.items() if w > 0 and side.smap.basis[i] in est}
-    if any(st.credited_us > 0 for st in side.attribution.steady):
-        used.add("concurrent_op")
-    return sorted(used)
-
-
-def _coverage(stages: list[dict], side: str, step_us: float, unmapped: float) -> dict:
-    have = [r["stage"] for r in stages if r["kind"] == "pipeline" and r[f"{side}_us"] > 0
-            and r[f"{side}_ops"]]
-    return {"stages_with_time": have, "unmapped_share": round(unmapped / step_us, 4)
-            if step_us else 0.0}
-
-
-def _ms(us: float | None) -> str:
-    if us is None:
-        return "n/a"
-    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.1f} ms" if us >= 1e3 \
-        else f"{us:.0f} µs"
-
-
-def input_bound(share: float) -> str:
-    return next(words for limit, words in INPUT_BOUND if share >= limit)
-
-
-def side_verdict(report: dict, side: str) -> str:
-    """A few sentences on one side: step time, where it goes, what bounds it, XLA's cost."""
-    st = report["steps"][side]
-    step = st["median_us"]
-    if not step:
-        return f"{side}: no steps with events."
-    rows = sorted(report["stages"], key=lambda r: -r[f"{side}_us"])
-    work = [r for r in rows if r["stage"] not in ("idle",) and r[f"{side}_us"] > 0][:3]
-    top = ", ".join(f"{r['stage']} {_ms(r[f'{side}_us'])} ({r[f'{side}_us'] / step:.0%})"
-                    for r in work)
-    split = st["split_us"]
-    inp = split["input_wait"] / step
-    x = report["xla"][side]
-    parts = [f"{side}: {_ms(step)} per steady step (median of {st['steady_count']})"]
-    if st["first_us"] is not None:
-        parts[0] += f", first step {_ms(st['first_us'])}"
-    parts.append(f"time goes to {top}")
-    parts.append(f"{input_bound(inp)} (waits for input {inp:.0%} of the step)")
-    if x["compiles"]:
-        first_split = st.get("first_split_us") or {}
-        first_compile = first_split.get("compile", 0.0)
-        share = first_compile / st["first_us"] if st["first_us"] else 0.0
-        # compile_us sums every compile event; compiles on several threads overlap, so it can
-        # exceed the first step's wall time, which the share measures (union of intervals)
-        parts.append(f"XLA compiled {x['compiles']} time(s), {_ms(x['compile_us'])} of compile "
-                     f"work summed over threads"
-                     + (f" ({_ms(first_compile)} of the first step's wall time, {share:.0%})"
-                        if share else "")
-                     + (f"; recompiled: {', '.join(x['recompiled'])}" if x["recompiled"] else
-                        ", no recompilation"))
-    elif x["launch_style"] == "none":
-        parts.append("no XLA")
-    um = report["unmapped_us"][side] / step
-    if um >= 0.10:
-        names = ", ".join(o["op"] for o in report["unmapped_ops"][side][:4])
-        parts.append(f"{um:.0%} of the step is in ops of no pipeline stage ({names})")
-    rt = split["runtime"] / step
-    if rt >= 0.15:
-        parts.append(f"runtime overhead (executor, dispatch, Python) is {rt:.0%} of the step")
-    if split["idle"] / step >= 0.10:
-        parts.append(f"nothing traced runs for {split['idle'] / step:.0%} of the step")
-    return "; ".join(parts) + "."
-
-
-def verdict(report: dict) -> dict:
-    out = {k: side_verdict(report, k) for k in SIDES}
-    a, b = report["steps"]["legacy"]["median_us"], report["steps"]["modern"]["median_us"]
-    if a and b:
-        faster, slower = ("modern", "legacy") if b < a else ("legacy", "modern")
-        ratio = max(a, b) / min(a, b)
-        diffs = sorted(((r["legacy_us"] - r["modern_us"], r["stage"]) for r in report["stages"]
-                        if r["stage"] != "idle"), reverse=True)
-        gains = [f"{s} ({_ms(r)} less)" for r, s in diffs if r > 0][:3]
-        losses = [f"{s} ({_ms(-r)} more)" for r, s in reversed(diffs) if r < 0][:2]
-        text = (f"{faster} is {ratio:.1f}x faster per steady step than {slower} "
-                f"({_ms(min(a, b))} vs {_ms(max(a, b))})")
-        if gains:
-            text += f"; modern saves most in {', '.join(gains)}"
-        if losses:
-            text += f"; modern spends more in {', '.join(losses)}"
-        fa, fb = report["steps"]["legacy"]["first_us"], report["steps"]["modern"]["first_us"]
-        if fa is not None and fb is not None:
-            text += f"; first step: legacy {_ms(fa)}, modern {_ms(fb)}"
-        out["comparison"] = text + "."
-    else:
-        out["comparison"] = "cannot compare: a side has no steps with events."
-    return out
-
-
-def stage_order(side: Side) -> str:
-    """Stages in the order their work happens within the representative steady step: by the
-    time half of each stage's work is done, with the span holding its middle 80%."""
-    att = side.attribution
-    st = att.representative()
-    if st is None:
-        return "No steps."
-    e, t0, t1 = att.segments
-    labels = att.segment_labels()
-    a, b = np.clip(t0, st.ts, st.ts + st.dur), np.clip(t1, st.ts, st.ts + st.dur)
-    m = (b > a) & np.isin(labels, list(PIPELINE)) & ~side.smap.wait[e]
-    spans = []
-    for lab in np.unique(labels[m]):
-        k = np.flatnonzero(m & (labels == lab))
-        k = k[np.argsort(a[k])]
-        done = np.cumsum(b[k] - a[k]) / np.sum(b[k] - a[k])
-        at = lambda q: float(a[k][np.searchsorted(done, q)])  # noqa: E731
-        spans.append((at(0.5), at(0.1), float(b[k][np.searchsorted(done, 0.9)]),
-                      LABELS[int(lab)]))
-    chain = " → ".join(f"{name} ({(lo - st.ts) / 1e3:.1f}–{(hi - st.ts) / 1e3:.1f} ms)"
-                       for _, lo, hi, name in sorted(spans))
-    return (f"By stage, in steady step {st.num} ({_ms(st.dur)}): {chain} (ordered by when half "
-            f"of each stage's work is done; the span holds its middle 80%).")
-
-
-def stage_table(report: dict, width: int = 100) -> str:
-    """The stage table the CLI prints (medians per steady step)."""
-    head = (f"{'stage':<12} {'legacy':>10} {'modern':>10} {'ratio':>7}   "
-            f"{'legacy ops':<28} {'modern ops'}")
-    lines = [head, "-" * min(width, len(head) + 30)]
-
-    def cell(us: float) -> str:
-        return _ms(us) if us > 0 else "-"
-
-    def opcol(ops: list[str], n: int = 28) -> str:
-        s = ", ".join(o.split("/")[-1] for o in ops[:2])
-        return s if len(s) <= n else s[: n - 1] + "…"
-
-    for r in report["stages"]:
-        if r["legacy_us"] == 0 and r["modern_us"] == 0:
-            continue
-        ratio = f"{r['ratio']:.1f}x" if r["ratio"] else "-"
-        lines.append(f"{r['stage']:<12} {cell(r['legacy_us']):>10} {cell(r['modern_us']):>10} "
-                     f"{ratio:>7}   {opcol(r['legacy_ops']):<28} {opcol(r['modern_ops'])}")
-    um = report["unmapped_us"]
-    lines.append(f"{'unmapped':<12} {cell(um['legacy']):>10} {cell(um['modern']):>10}")
-    st = report["steps"]
-    lines.append(f"{'step':<12} {cell(st['legacy']['median_us']):>10} "
-                 f"{cell(st['modern']['median_us']):>10} "
-                 + (f"{st['legacy']['median_us'] / st['modern']['median_us']:>6.1f}x"
-                    if st["modern"]["median_us"] else ""))
-    lines.append(f"{'first step':<12} {cell(st['legacy']['first_us'] or 0):>10} "
-                 f"{cell(st['modern']['first_us'] or 0):>10}")
-    return "\n".join(lines)
-
+    by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
+                             if arr[i] > 0})
+    return CrossCheck(label, other.format, len(att.steps), against,
+                      float(np.median([s.dur for s in rows])) if rows else 0.0,
+                      round(float(mine_step), 1), by_stage(wall), by_stage(mine),
+                      xla_totals(summarize(other)))

@@ -42,6 +42,7 @@ import numpy as np
 
 from common import hlo
 from common.stages import PIPELINE_STAGES, stage_of_scope
+from compare.analysis import inputs
 from compare.model.events import CAT, Trace
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.labels import (
@@ -71,7 +72,9 @@ class StageMap:
     ``label``: per event, index into :data:`LABELS` (0 = unmapped) — for split events the
     largest share; ``basis``: index into :data:`BASES`; ``wait``: the event's own time is a
     thread blocked on others (SessionRun, IteratorGetNext, an async tf.data iterator...), not
-    work; ``orphan``: a worker region whose time goes to the concurrent ops; ``parent``: the
+    work; ``orphan``: a worker region whose time goes to the concurrent ops; ``input``: the
+    event is the step waiting for or reading its input, or runs inside such an op
+    (:mod:`compare.analysis.inputs`); ``parent``: the
     enclosing event on the same lane (-1 if none); ``splits``: event -> [(label, fraction)];
     ``ops``: event -> the TF ops it computed (op_type, op_name) for XLA kernels and cluster runs;
     ``unit``: event -> XLA cluster/function name for compiled work; ``units``: what each XLA
@@ -83,6 +86,7 @@ class StageMap:
     basis: np.ndarray
     wait: np.ndarray
     orphan: np.ndarray
+    input: np.ndarray
     parent: np.ndarray
     splits: dict[int, list[tuple[int, float]]]
     ops: dict[int, list[tuple[str, str]]]
@@ -234,37 +238,18 @@ class _Mapper:
         whose label is generic (may be refined by an enclosing event)."""
         ev, names = self.ev, self.names
         generic = np.zeros(len(ev), bool)
-        cache: dict[tuple, tuple] = {}
-        kernel_cache: dict[tuple[int, int], tuple] = {}
-        for i in range(len(ev)):
-            cat = int(ev.category[i])
-            if cat == CAT["xla_kernel"]:
-                key = (int(ev.hlo_module[i]), int(ev.hlo_op[i]))
-                res = kernel_cache.get(key)
-                if res is None:
-                    res = kernel_cache[key] = self._kernel(names[key[0]], names[key[1]])
-                lab, bas, split, ops, unit = res
-                if split:
-                    self.splits[i] = split
-                if ops:
-                    self.ops[i] = ops
-                if unit:
-                    self.unit[i] = unit
-                self.label[i], self.basis[i] = lab, bas
-                continue
-            key = (cat, int(ev.name[i]), int(ev.op_type[i]), int(ev.tf_name[i]))
-            res = cache.get(key)
-            if res is None:
-                res = cache[key] = self._event(cat, names[key[1]], names[key[2]], names[key[3]])
-            lab, bas, wait, gen, unit, split, ops = res
-            self.label[i], self.basis[i], self.wait[i] = lab, bas, wait
-            generic[i] = gen
-            if unit:
-                self.unit[i] = unit
-            if split:
-                self.splits[i] = split
-            if ops:
-                self.ops[i] = ops
+        kernel = ev.category == CAT["xla_kernel"]
+        # the rules read names only: decide once per distinct name tuple, then spread back
+        for key, idx in _groups(ev.hlo_module, ev.hlo_op, mask=kernel):
+            lab, bas, split, ops, unit = self._kernel(names[key[0]], names[key[1]])
+            self.label[idx], self.basis[idx] = lab, bas
+            self._attach(idx, unit, split, ops)
+        for key, idx in _groups(ev.category, ev.name, ev.op_type, ev.tf_name, mask=~kernel):
+            cat, name, op_type, tf_name = key
+            lab, bas, wait, gen, unit, split, ops = self._event(
+                cat, names[name], names[op_type], names[tf_name])
+            self.label[idx], self.basis[idx], self.wait[idx], generic[idx] = lab, bas, wait, gen
+            self._attach(idx, unit, split, ops)
         lanes_step = self.step_lanes
         if lanes_step:
             # unknown events on the step (Python) thread are Python-side work: runtime
@@ -278,6 +263,12 @@ class _Mapper:
                 on = (ev.pid == pid) & (ev.tid == tid)
                 self.label[on], self.basis[on], generic[on] = LABEL[lab], BASIS["lane"], False
         return generic
+
+    def _attach(self, idx: np.ndarray, unit, split, ops) -> None:
+        """Record a group's XLA unit, stage split and TF ops per event (only when present)."""
+        for attr, value in (("unit", unit), ("splits", split), ("ops", ops)):
+            if value:
+                getattr(self, attr).update(dict.fromkeys(idx.tolist(), value))
 
     def _event(self, cat: int, name: str, op_type: str, tf_name: str) -> tuple:
         """(label, basis, wait, generic, unit, split, ops) of a non-kernel event."""
@@ -377,25 +368,14 @@ class _Mapper:
         """Parents per lane; launches of compiled code and compiles found from what they hold;
         generic events inherit the stage of the op they run inside."""
         ev = self.ev
+        nest = self.tr.nesting
+        self.parent = nest.parent
+        walk = nest.walk()   # parents before their children
+        end_marks = [i for i, n in enumerate(self.names) if n.startswith(tfops.XLA_KERNEL_END_MARK)]
+        real_child = walk[~np.isin(ev.name[walk], end_marks)]
         has_child = np.zeros(len(ev), bool)   # a child that is not just an "end: <kernel>" mark
-        end_marks = {i for i, n in enumerate(self.names) if n.startswith(tfops.XLA_KERNEL_END_MARK)}
-        walk: list[int] = []   # parents before their children
-        for _, _, idx in self.tr.iter_lanes():
-            ts, end = ev.ts[idx], ev.ts[idx] + ev.dur[idx]
-            if len(idx) < 2 or np.all(ts[1:] >= end[:-1]):
-                continue
-            order = idx[np.lexsort((-ev.dur[idx], ts))]
-            stack: list[int] = []
-            for i in order:
-                t0, t1 = ev.ts[i], ev.ts[i] + ev.dur[i]
-                while stack and ev.ts[stack[-1]] + ev.dur[stack[-1]] <= t0:
-                    stack.pop()
-                if stack and t1 <= ev.ts[stack[-1]] + ev.dur[stack[-1]] + 1e-6:
-                    self.parent[i] = stack[-1]
-                    if int(ev.name[i]) not in end_marks:
-                        has_child[stack[-1]] = True
-                    walk.append(int(i))
-                stack.append(i)
+        has_child[self.parent[real_child]] = True
+        walk = walk.tolist()
         # Launches of compiled code: an executor or function-call event holding XLA's runtime
         # directly runs compiled code (xla_run); holding compiler work directly, it compiled
         # first (xla_compile). Kernels tell which unit it launched.
@@ -505,6 +485,20 @@ class _Mapper:
                         todo.append(j)
 
 
+def _groups(*cols: np.ndarray, mask: np.ndarray):
+    """(key tuple, event indices) for every distinct combination of ``cols`` among ``mask``."""
+    idx = np.flatnonzero(mask)
+    if not len(idx):
+        return
+    keys = np.stack([c[idx].astype(np.int64) for c in cols], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    cuts = np.flatnonzero(np.diff(inv[order])) + 1
+    for k, members in zip(uniq, np.split(idx[order], cuts)):
+        yield tuple(int(x) for x in k), members
+
+
 def _unit_guess(module: str) -> str:
     m = tfops.FUNCTION_MODULE.match(module)
     return "_" + m.group(1) if m else re.sub(r"__XlaCompiledKernel.*$", "", module)
@@ -543,4 +537,5 @@ def map_stages(trace: Trace, reference: StageMap | None = None) -> StageMap:
     ids = np.array([0] + [trace.strings.id(s) for s in LABELS[1:]], dtype=np.int32)
     trace.events.stage = ids[m.label]
     return StageMap(trace=trace, label=m.label, basis=m.basis, wait=m.wait, orphan=m.orphan,
+                    input=inputs.inside_input(trace),
                     parent=m.parent, splits=m.splits, ops=m.ops, unit=m.unit, units=m.units)

@@ -28,7 +28,7 @@ import dataclasses
 
 import numpy as np
 
-from compare.analysis import rows
+from compare.analysis import inputs, rows
 from compare.analysis.steps import StepChoice
 from compare.analysis.xla import XlaSummary
 from compare.fmt import duration as ms
@@ -123,12 +123,13 @@ def judge(f: Facts) -> Verdict:
     cls = input_class(f)
     share = f.input_wait_us / wall
     ops = ", ".join(f.input_ops) or "input ops"
-    tfdata = any(o.startswith("IteratorGetNext") for o in f.input_ops)
+    tfdata = any(tfops.is_get_next(o) for o in f.input_ops)
+    waiting = "waiting for or reading" if tfops.reads_input(f.input_ops) else "waiting for"
     if cls == "not input-bound":
         why = (f"IteratorGetNext took {ms(f.get_next_us)} (50 us or less: the input is "
                f"ready when the step asks)" if f.get_next_us is not None and
                f.get_next_us <= GETNEXT_OK_US else
-               f"waiting for input ({ops}) took {ms(f.input_wait_us)}, {share:.0%} of the "
+               f"{waiting} input ({ops}) took {ms(f.input_wait_us)}, {share:.0%} of the "
                f"step (under 5 %)" if f.input_wait_us else
                "the step shows no input wait (no IteratorGetNext, queue dequeue or reader op)")
         out.append(Finding("input", "low", share, f"Not input-bound: {why}.", ""))
@@ -143,7 +144,7 @@ def judge(f: Facts) -> Verdict:
                "the queue runners more threads (tf.train.batch(..., num_threads=N)) and a "
                "larger capacity so a dequeue finds data waiting")
         out.append(Finding("input", level, share,
-                           f"{cls.capitalize()}: the step waited {ms(f.input_wait_us)} for "
+                           f"{cls.capitalize()}: the step spent {ms(f.input_wait_us)} {waiting} "
                            f"input ({ops}), {share:.0%} of its {ms(f.wall_us)} (thresholds: "
                            f"5 % moderately, 20 % highly).", fix))
     cshare = f.compile_us / wall
@@ -290,12 +291,11 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend, sequence) 
     step_idx = np.flatnonzero((ev.step == num) & work)
     f = Facts(wall_us=float(wall), tids_are=legend.tids_are)
 
-    label = np.where(ev.op_type[step_idx] != 0, ev.op_type[step_idx], ev.name[step_idx])
-    wait_ids = {i for i in np.unique(label) if tfops.is_input_op(names[i], names[i])}
-    waits = step_idx[np.isin(label, list(wait_ids))] if wait_ids else step_idx[:0]
-    f.input_wait_us = intervals.union_us(ev.ts[waits], ev.ts[waits] + ev.dur[waits], lo, hi)
-    f.input_ops = sorted({names[i] for i in wait_ids})
-    gn = [i for i in waits if names[ev.op_type[i] or ev.name[i]].startswith("IteratorGetNext")]
+    ops = inputs.input_ops(trace)
+    waits = step_idx[ops[step_idx]]
+    f.input_wait_us = inputs.input_us(trace, step_idx, lo, hi, ops)
+    f.input_ops = sorted({names[ev.op_type[i] or ev.name[i]] for i in waits})
+    gn = [i for i in waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
     if gn:
         f.get_next_us = float(sum(ev.dur[i] for i in gn))
 

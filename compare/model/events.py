@@ -14,6 +14,9 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from compare.model import nesting
+from compare.model.nesting import Nesting
+
 #: Process kinds (what a process row of a trace viewer shows).
 PROCESS_KINDS = ("host", "device", "compute", "allocator", "tensors", "stream", "memcpy", "merged",
                  "other")
@@ -234,6 +237,7 @@ class Trace:
     hlo: dict = dataclasses.field(default_factory=dict)
     warnings: list[str] = dataclasses.field(default_factory=list)
     meta: dict = dataclasses.field(default_factory=dict)
+    _nesting: Nesting | None = dataclasses.field(default=None, repr=False, compare=False)
 
     # --- convenience views ---------------------------------------------------------------
 
@@ -285,33 +289,33 @@ class Trace:
             chunk = index[positions]
             yield int(ev.pid[chunk[0]]), int(ev.tid[chunk[0]]), chunk
 
-    def self_time(self, index: np.ndarray | None = None) -> np.ndarray:
-        """Each event's duration minus the time covered by events nested inside it on its lane.
+    @property
+    def nesting(self) -> Nesting:
+        """Which event runs inside which on each lane (computed once, see
+        :mod:`compare.model.nesting`)."""
+        if self._nesting is None or len(self._nesting.parent) != len(self.events):
+            ev = self.events
+            self._nesting = nesting.build(ev.pid, ev.tid, ev.ts, ev.dur)
+        return self._nesting
 
-        Lanes of timeline.py traces never nest (they are greedy non-overlapping rows), so this
-        equals ``dur`` there; xprof host threads nest (ExecutorState::Process > op > kernel).
-        With ``index``, only those events count (as parents and as children) and the result
-        is aligned with ``index``.
+    def self_time(self, index: np.ndarray | None = None) -> np.ndarray:
+        """Each event's duration minus the time of events nested inside it on its lane.
+
+        Lanes of timeline.py traces never nest, so this equals ``dur`` there; xprof host threads
+        nest (ExecutorState::Process > op > kernel). With ``index``, only those events count (as
+        parents and as children) and the result is aligned with ``index``.
         """
         ev = self.events
+        nest = self.nesting
         index = np.arange(len(ev)) if index is None else np.asarray(index, dtype=np.int64)
-        dur = ev.dur[index]
-        out = dur.copy()
-        for pos in self._lane_positions(index):
-            ts = ev.ts[index[pos]]
-            end = ts + dur[pos]
-            if len(pos) < 2 or np.all(ts[1:] >= end[:-1]):
-                continue
-            # order by start, longer first, then walk a stack of open parents
-            sub = np.lexsort((-dur[pos], ts))
-            stack: list[int] = []
-            for j in sub:
-                t0, t1 = ts[j], end[j]
-                while stack and end[stack[-1]] <= t0:
-                    stack.pop()
-                if stack and t1 <= end[stack[-1]] + 1e-9:
-                    out[pos[stack[-1]]] -= dur[pos[j]]
-                stack.append(j)
+        out = ev.dur[index].astype(np.float64, copy=True)
+        anc = nest.nearest_in(index)
+        child = anc >= 0
+        if child.any():
+            pos = np.full(len(ev), -1, np.int64)
+            pos[index] = np.arange(len(index))
+            within = nest.end[index[child]] - ev.ts[index[child]]
+            np.subtract.at(out, pos[anc[child]], within)
         np.maximum(out, 0.0, out=out)
         return out
 

@@ -6,22 +6,16 @@ import io
 import os
 
 import numpy as np
+from matplotlib.figure import Figure  # no pyplot: no backend, nothing global changed
+from matplotlib.patches import Patch
 
 from common import atomic
 from compare.analysis.attribution import Attribution
+from compare.analysis.comparison import Comparison
 from compare.output.colors import rgb01
 from compare.vocabulary.labels import LABEL, LABELS
 
 _ORDER = [s for s in LABELS if s != "unmapped"] + ["unmapped"]
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _save(fig, path) -> None:
@@ -30,33 +24,32 @@ def _save(fig, path) -> None:
     atomic.write_bytes(path, buf.getvalue())
 
 
-def stages_png(path: str | os.PathLike, report: dict) -> None:
+def stages_png(path: str | os.PathLike, c: Comparison) -> None:
     """Top: each run's representative steady step (closest to the median) as one bar split by
     stage. Bottom: per stage, the two runs' median wall time per steady step (ms), legacy
     solid, modern hatched."""
-    plt = _pyplot()
-    rows = [r for r in report["stages"] if r["legacy_us"] > 0 or r["modern_us"] > 0]
-    um = report["unmapped_us"]
-    values = {r["stage"]: (r["legacy_us"] / 1e3, r["modern_us"] / 1e3) for r in rows}
+    values = {row.stage: (row.cells["legacy"].us / 1e3, row.cells["modern"].us / 1e3)
+              for row in c.stages if row.cells["legacy"].us > 0 or row.cells["modern"].us > 0}
+    um = {k: s.unmapped_us for k, s in c.sides.items()}
     if um["legacy"] or um["modern"]:
         values["unmapped"] = (um["legacy"] / 1e3, um["modern"] / 1e3)
     stages = [s for s in _ORDER if s in values]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 3.2 + 0.42 * len(stages)),
-                                      gridspec_kw={"height_ratios": [1.1, max(len(stages), 1)
-                                                                     * 0.42]})
+    fig = Figure(figsize=(11, 3.2 + 0.42 * len(stages)))
+    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [
+        1.1, max(len(stages), 1) * 0.42]})
     for y, side in enumerate(("legacy", "modern")):
-        rep = report["steps"][side].get("representative")
+        rep = c.sides[side].steps.representative
         if not rep:
             continue
         left = 0.0
         for s in _ORDER:
-            v = rep["stages_us"].get(s, 0.0) / 1e3
+            v = rep.stages_us.get(s, 0.0) / 1e3
             if v <= 0:
                 continue
             top.barh(y, v, left=left, color=rgb01(s), edgecolor="white", linewidth=0.5,
                      hatch="//" if side == "modern" else None)
             left += v
-        top.text(left, y, f"  step {rep['step']}: {rep['dur_us'] / 1e3:.1f} ms", va="center",
+        top.text(left, y, f"  step {rep.step}: {rep.dur_us / 1e3:.1f} ms", va="center",
                  fontsize=9)
     top.set_yticks([0, 1], ["legacy", "modern"])
     top.invert_yaxis()
@@ -76,14 +69,11 @@ def stages_png(path: str | os.PathLike, report: dict) -> None:
     bottom.set_yticks(y, stages)
     bottom.invert_yaxis()
     bottom.set_xlabel("ms per steady step (median; wall time, shared among concurrent threads)")
-    from matplotlib.patches import Patch
-
     bottom.legend(handles=[Patch(facecolor="white", edgecolor="black", label="legacy"),
                            Patch(facecolor="white", edgecolor="black", hatch="//",
                                  label="modern")], loc="lower right", fontsize=8)
     fig.tight_layout()
     _save(fig, path)
-    plt.close(fig)
 
 
 def _lanes_of_step(att: Attribution, st, max_lanes: int):
@@ -108,14 +98,13 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
     """One steady step (the one closest to the median) of each run, one row per thread/lane,
     the runs stacked on a shared time axis (ms from the step's start); a thread waiting for
     others is left blank."""
-    plt = _pyplot()
     picked = {side: att.representative() for side, att in runs.items()}
     data = {side: _lanes_of_step(att, picked[side], max_lanes)
             for side, att in runs.items() if picked[side] is not None}
     heights = [max(len(d[0]), 1) for d in data.values()] or [1]
-    fig, axes = plt.subplots(len(heights), 1, sharex=True,
-                             figsize=(12, 1.4 + 0.32 * sum(heights) + 0.9 * len(heights)),
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    fig = Figure(figsize=(12, 1.4 + 0.32 * sum(heights) + 0.9 * len(heights)))
+    axes = fig.subplots(len(heights), 1, sharex=True, gridspec_kw={"height_ratios": heights},
+                        squeeze=False)
     used = set()
     for ax, (side, (lanes, labels, t0, t1, e)) in zip(axes[:, 0], data.items()):
         att, st = runs[side], picked[side]
@@ -139,14 +128,11 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
                      f"the median)", fontsize=9, loc="left")
         ax.axvline(st.dur / 1e3, color="black", linewidth=0.8, linestyle=":")
     axes[-1, 0].set_xlabel("ms from the step's start")
-    from matplotlib.patches import Patch
-
     handles = [Patch(color=rgb01(s), label=s) for s in _ORDER if s in used]
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 9), fontsize=7,
                frameon=False, bbox_to_anchor=(0.5, -0.01))
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     _save(fig, path)
-    plt.close(fig)
 
 
 def _short(name: str, n: int = 34) -> str:

@@ -110,6 +110,16 @@ def is_input_wait(op_type: str, name: str = "") -> bool:
             or name.startswith(INPUT_WAIT_EVENT_PREFIXES))
 
 
+def is_get_next(op_or_name: str) -> bool:
+    """An iterator's ``GetNext`` (tf.data), whose total time tells whether input was ready."""
+    return op_or_name.startswith("IteratorGetNext")
+
+
+def reads_input(ops: list[str]) -> bool:
+    """Some of ``ops`` read input (TF1 readers) rather than only wait for it."""
+    return any(op in READER_OPS for op in ops)
+
+
 def is_input_op(op_type: str, name: str = "") -> bool:
     """Input the step itself waits for or reads: a wait (see :func:`is_input_wait`) or a TF1
     reader's read inside the step."""
