@@ -283,15 +283,15 @@ def test_screenshot_without_a_browser_is_one_line_and_the_run_goes_on(compare_ru
                                                                      monkeypatch):
     import shutil
 
-    from compare import run as run_mod
+    from compare import api
 
     out, _ = compare_run
     folder = tmp_path / "run"
     shutil.copytree(out / "modern", folder / "modern")
     monkeypatch.setenv("CHROMIUM", str(tmp_path / "no-chromium"))
     said = []
-    monkeypatch.setattr(run_mod, "say", said.append)
-    assert run_mod._screenshot(folder, run_mod._Clock()) is None
+    monkeypatch.setattr(api, "say", said.append)
+    assert api._screenshot(folder, api.Phases()) is None
     assert not (folder / "profile_tab.png").exists()
     line = said[-1]
     assert line.startswith("compare.run: no screenshot: ") and "no-chromium" in line

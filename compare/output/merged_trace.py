@@ -28,90 +28,103 @@ from compare.vocabulary.rows import NOT_WORK_KINDS
 CHUNK = 20000
 
 
+class _Rows:
+    """The merged trace's rows for one run: a process per kept process of the run (named
+    ``merged:<run> <name>``), per lane its events' row and a ``· stages`` row under it."""
+
+    def __init__(self, side: str, att: Attribution, pid_base: int, sort_base: int) -> None:
+        tr = att.trace
+        self.side = side
+        self.keep = [p for p in sorted(tr.processes) if tr.processes[p].kind not in NOT_WORK_KINDS]
+        self.pid = {p: pid_base + k for k, p in enumerate(self.keep)}
+        ev = tr.events
+        lanes = sorted({(int(p), int(t)) for p, t in zip(ev.pid, ev.tid) if int(p) in self.pid})
+        self.tid = {lane: 2 * k + 2 for k, lane in enumerate(lanes)}
+        self.meta: list[dict] = []
+        for k, p in enumerate(self.keep):
+            self._meta("process_name", self.pid[p], 0, name=f"merged:{side} "
+                                                            f"{tr.processes[p].name}")
+            self._meta("process_sort_index", self.pid[p], 0, sort_index=sort_base + k)
+        for lane, tid in self.tid.items():
+            lname = tr.lane_name(*lane)
+            for t, nm in ((tid, lname), (tid + 1, f"{lname} · stages")):
+                self._meta("thread_name", self.pid[lane[0]], t, name=nm)
+                self._meta("thread_sort_index", self.pid[lane[0]], t, sort_index=t)
+
+    def _meta(self, what: str, pid: int, tid: int, **args) -> None:
+        self.meta.append({"ph": "M", "name": what, "pid": pid, "tid": tid, "ts": 0,
+                          "args": args})
+
+
 def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
                     sort_base: int) -> tuple[list[dict], list[dict]]:
     """(metadata events, complete events) of one run."""
+    rows = _Rows(side, att, pid_base, sort_base)
+    out = _op_events(rows, att, shift) + _stage_bands(rows, att, shift)
+    if rows.keep:  # a steps row
+        pid = rows.pid[rows.keep[0]]
+        rows._meta("thread_name", pid, 1, name=f"{side} steps")
+        rows._meta("thread_sort_index", pid, 1, sort_index=1)
+        out += [{"ph": "X", "pid": pid, "tid": 1, "ts": round(st.ts + shift, 3),
+                 "dur": round(st.dur, 3), "name": f"{side} step {st.num}", "cat": "step",
+                 "args": {"run": side, "step": st.num}} for st in att.trace.steps]
+    return rows.meta, out
+
+
+def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
+    """Every event of the run, coloured by its stage, its basis and ops in its args."""
     tr, smap = att.trace, att.smap
-    ev = tr.events
-    names = tr.strings.names
-    meta: list[dict] = []
-    out: list[dict] = []
-    keep_pids = [p for p in sorted(tr.processes) if tr.processes[p].kind not in NOT_WORK_KINDS]
-    new_pid = {p: pid_base + k for k, p in enumerate(keep_pids)}
-    for k, p in enumerate(keep_pids):
-        meta.append({"ph": "M", "name": "process_name", "pid": new_pid[p], "tid": 0, "ts": 0,
-                     "args": {"name": f"merged:{side} {tr.processes[p].name}"}})
-        meta.append({"ph": "M", "name": "process_sort_index", "pid": new_pid[p], "tid": 0, "ts": 0,
-                     "args": {"sort_index": sort_base + k}})
-    lanes = sorted({(int(p), int(t)) for p, t in zip(ev.pid, ev.tid) if int(p) in new_pid})
-    new_tid: dict[tuple[int, int], int] = {}
-    for k, lane in enumerate(lanes):
-        new_tid[lane] = 2 * k + 2
-        pid = new_pid[lane[0]]
-        lname = tr.lane_name(*lane)
-        for tid, nm, order in ((2 * k + 2, lname, 2 * k + 2), (2 * k + 3, f"{lname} · stages",
-                                                             2 * k + 3)):
-            meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0,
-                         "args": {"name": nm}})
-            meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                         "ts": 0, "args": {"sort_index": order}})
-    # every event, coloured by its stage
-    splits = smap.splits
+    ev, names = tr.events, tr.strings.names
     est = {i for i, b in enumerate(BASES) if b in ESTIMATES}
+    out = []
     for i in range(len(ev)):
         lane = (int(ev.pid[i]), int(ev.tid[i]))
-        if lane not in new_tid:
+        if lane not in rows.tid:
             continue
         lab = LABELS[smap.label[i]]
-        args = {"stage": lab, "stage_basis": BASES[smap.basis[i]], "run": side}
+        args = {"stage": lab, "stage_basis": BASES[smap.basis[i]], "run": rows.side}
         tf_name, op_type = names[ev.tf_name[i]], names[ev.op_type[i]]
         if tf_name:
             args["long_name"] = f"{tf_name}:{op_type}" if op_type else tf_name
         if ev.hlo_op[i]:
             args["hlo_op"] = names[ev.hlo_op[i]]
             args["xla_unit"] = smap.unit.get(i, "")
-        if i in splits:
-            args["stage_split"] = ", ".join(f"{LABELS[lb]} {fr:.0%}" for lb, fr in splits[i])
+        if i in smap.splits:
+            args["stage_split"] = ", ".join(f"{LABELS[lb]} {fr:.0%}" for lb, fr in smap.splits[i])
         if smap.basis[i] in est:
             args["estimate"] = ESTIMATES[BASES[smap.basis[i]]]
         if i in smap.ops:
             args["tf_ops"] = [n for _, n in smap.ops[i]][:40]
-        out.append({"ph": "X", "pid": new_pid[lane[0]], "tid": new_tid[lane],
+        out.append({"ph": "X", "pid": rows.pid[lane[0]], "tid": rows.tid[lane],
                     "ts": round(float(ev.ts[i]) + shift, 3), "dur": round(float(ev.dur[i]), 3),
                     "name": names[ev.name[i]] or op_type or "?", "cat": lab, "cname": cname(lab),
                     "args": args})
-    # stage rows: runs of one label on each lane's innermost timeline
+    return out
+
+
+def _stage_bands(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
+    """Per lane, runs of one label on its innermost timeline (waits left blank)."""
+    ev = att.trace.events
     seg_e, t0, t1 = att.segments
     labels = att.segment_labels()
     waits = att.segment_waits()
     lane_pid, lane_tid = ev.pid[seg_e], ev.tid[seg_e]
     order = np.lexsort((t0, lane_tid, lane_pid))
-    cur = None
+    out, cur = [], None
     for k in order[~waits[order]]:
         lane = (int(lane_pid[k]), int(lane_tid[k]))
-        if lane not in new_tid:
+        if lane not in rows.tid:
             continue
         lab = int(labels[k])
         if cur and cur[0] == lane and cur[1] == lab and t0[k] - cur[3] < 1.0:
             cur[3] = float(t1[k])
             continue
         if cur:
-            out.append(_band(cur, new_pid, new_tid, shift))
+            out.append(_band(cur, rows.pid, rows.tid, shift))
         cur = [lane, lab, float(t0[k]), float(t1[k])]
     if cur:
-        out.append(_band(cur, new_pid, new_tid, shift))
-    # a steps row
-    if keep_pids:
-        pid = new_pid[keep_pids[0]]
-        meta.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 1, "ts": 0,
-                     "args": {"name": f"{side} steps"}})
-        meta.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": 1, "ts": 0,
-                     "args": {"sort_index": 1}})
-        for st in tr.steps:
-            out.append({"ph": "X", "pid": pid, "tid": 1, "ts": round(st.ts + shift, 3),
-                        "dur": round(st.dur, 3), "name": f"{side} step {st.num}", "cat": "step",
-                        "args": {"run": side, "step": st.num}})
-    return meta, out
+        out.append(_band(cur, rows.pid, rows.tid, shift))
+    return out
 
 
 def _band(cur, new_pid, new_tid, shift) -> dict:
