@@ -46,6 +46,33 @@ def _input_name(v: str) -> str:
     return v.split(":", 1)[0] if ":" in v and not v.startswith("^") else v.lstrip("^")
 
 
+def _is_int(v) -> bool:
+    """A JSON integer (``true`` is no pid)."""
+    return isinstance(v, int) and type(v) is not bool
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and type(v) is not bool
+
+
+#: The fields of a complete event the columns read, and the JSON type each must have.
+_FIELD_TYPES = (("pid", _is_int, "an integer"), ("tid", _is_int, "an integer"),
+                ("ts", _is_number, "a number"), ("dur", _is_number, "a number"))
+
+
+def _wrong_type(e: dict) -> str:
+    """Why a complete event cannot be read when a field has the wrong JSON type (a string
+    pid, a list tid, an object as its name), naming the field and the type; else ""."""
+    for field, ok, want in _FIELD_TYPES:
+        v = e.get(field)
+        if v is not None and not ok(v):
+            return f"complete events whose {field} is {chrome_json.json_kind(v)}, not {want}"
+    name = e.get("name")
+    if isinstance(name, (dict, list, bool)):
+        return f"complete events whose name is {chrome_json.json_kind(name)}, not a string"
+    return ""
+
+
 class Builder:
     """Turns chunks of raw event dicts into columns; knows the dialect quirks."""
 
@@ -63,6 +90,8 @@ class Builder:
         self.objects: dict[int, int] = {}
         self.open_b: dict[tuple[int, int], list[dict]] = {}
         self.skipped: dict[str, int] = {}
+        self.first_skipped: dict[str, int] = {}   # reason -> index of its first event
+        self.seen = 0                             # entries of the event list read so far
         self.steps: dict[int, Step] = {}
         self.group_step: dict[int, int] = {}
         self.timeline_style = False
@@ -103,44 +132,53 @@ class Builder:
             self.objects[pid] = self.objects.get(pid, 0) + n
         self.timeline_style = self.timeline_style or other["timeline_style"]
 
-    def skip(self, why: str, n: int = 1) -> None:
+    def skip(self, why: str, n: int = 1, at: int | None = None) -> None:
+        """Count ``n`` events skipped for ``why``; ``at``: the index of one in the event list
+        (the first is named in the warning)."""
         self.skipped[why] = self.skipped.get(why, 0) + n
+        if at is not None:
+            self.first_skipped.setdefault(why, at)
 
     def add(self, events: list) -> None:
         if isinstance(events, chrome_json.TypedChunk):
             if self._add_typed(events):
+                self.seen += len(events)
                 return
             events = chrome_json._loads(events.text, self.warnings)
         self._add_dicts(events)
+        self.seen += len(events)
         self._flush()
 
     def _add_dicts(self, events: list) -> None:
         xs, bs = [], []
-        for e in events:
+        for k, e in enumerate(events, self.seen):
             if type(e) is not dict:
-                self.skip("entries that are not JSON objects")
+                self.skip("entries that are not JSON objects", at=k)
                 continue
             if not e:
                 continue  # xprof ends its list with an empty object
             ph = e.get("ph")
             if ph == "X":
-                xs.append(e)
+                xs.append((k, e))
             elif ph in ("B", "E"):
-                bs.append(e)
+                bs.append((k, e))
             elif ph == "M":
-                self._meta(e)
+                self._meta(e, k)
             elif ph == "C":
-                self._counter(e)
+                self._counter(e, k)
             elif ph in ("s", "t", "f"):
-                self._flow(e)
+                self._flow(e, k)
             elif ph in ("N", "O", "D"):
                 pid = e.get("pid")
                 if isinstance(pid, int) and ph == "N":
                     self.objects[pid] = self.objects.get(pid, 0) + 1
             elif ph in ("i", "I", "R", "P", "b", "e", "n", "S", "T", "F", "c"):
                 pass  # instants, marks, async and sample events: not used by our analyses
+            elif isinstance(ph, (list, dict)):
+                self.skip(f"events whose ph is {chrome_json.json_kind(ph)}, not a phase letter",
+                          at=k)
             else:
-                self.skip(f"events with unknown ph {str(ph)[:10]!r}")
+                self.skip(f"events with unknown ph {str(ph)[:10]!r}", at=k)
         if bs:
             xs.extend(self._close_pairs(bs))
         if xs:
@@ -268,87 +306,98 @@ class Builder:
 
     # --- event kinds ---------------------------------------------------------------------
 
-    def _meta(self, e: dict) -> None:
+    def _meta(self, e: dict, at: int | None = None) -> None:
         pid, name, args = e.get("pid"), e.get("name"), e.get("args") or {}
-        if not isinstance(pid, int) or not -_I64 <= pid < _I64 or not isinstance(args, dict):
-            self.skip("metadata events without pid")
+        if not _is_int(pid) or not -_I64 <= pid < _I64 or not isinstance(args, dict):
+            self.skip("metadata events without pid", at=at)
             return
-        if name == "process_name":
-            self.proc_names[pid] = str(args.get("name", pid))
-        elif name == "process_sort_index" and isinstance(args.get("sort_index"), int):
-            self.proc_sort[pid] = args["sort_index"]
-        elif name == "thread_name" and isinstance(e.get("tid"), int) and \
-                -_I64 <= e["tid"] < _I64:
-            self.lanes[(pid, e["tid"])] = str(args.get("name", e["tid"]))
+        if name not in ("process_name", "thread_name"):
+            if name == "process_sort_index" and _is_int(args.get("sort_index")):
+                self.proc_sort[pid] = args["sort_index"]
+            return
+        label = args.get("name")
+        if not isinstance(label, (str, int, float)) and label is not None:
+            self.skip(f"{name} events whose args.name is {chrome_json.json_kind(label)}, not a "
+                      f"string", at=at)
+        elif name == "process_name":
+            self.proc_names[pid] = str(pid if label is None else label)
+        elif _is_int(e.get("tid")) and -_I64 <= e["tid"] < _I64:
+            self.lanes[(pid, e["tid"])] = str(e["tid"] if label is None else label)
 
-    def _counter(self, e: dict) -> None:
+    def _counter(self, e: dict, at: int | None = None) -> None:
         pid, ts, args = e.get("pid"), e.get("ts"), e.get("args")
-        if not isinstance(pid, int) or not isinstance(ts, (int, float)) or not isinstance(args, dict):
-            self.skip("counter events without pid/ts/args")
+        if not _is_int(pid) or not _is_number(ts) or not isinstance(args, dict):
+            self.skip("counter events without pid/ts/args", at=at)
             return
         if not (-_I64 <= pid < _I64 and -MAX_TIME_US <= ts <= MAX_TIME_US):
-            self.skip("counter events with pid or ts out of range")
+            self.skip("counter events with pid or ts out of range", at=at)
             return
-        base = str(e.get("name", ""))
+        name = e.get("name", "")
+        if not isinstance(name, (str, int, float)) and name is not None:
+            self.skip(f"counter events whose name is {chrome_json.json_kind(name)}, not a "
+                      f"string", at=at)
+            return
+        base = str(name if name is not None else "")
         for k, v in args.items():
             if isinstance(v, (int, float)) and -1e308 <= v <= 1e308:
                 series = base if k == base else f"{base}.{k}" if base else k
                 self.counters.append((pid, self.s.id(series), float(ts), float(v)))
 
-    def _flow(self, e: dict) -> None:
+    def _flow(self, e: dict, at: int | None = None) -> None:
         pid, tid, ts = e.get("pid"), e.get("tid"), e.get("ts")
         fid = e.get("id")
-        if not (isinstance(pid, int) and isinstance(tid, int) and isinstance(ts, (int, float))
+        if not (_is_int(pid) and _is_int(tid) and _is_number(ts)
                 and -_I64 <= pid < _I64 and -_I64 <= tid < _I64
                 and -MAX_TIME_US <= ts <= MAX_TIME_US):
-            self.skip("flow events without pid/tid/ts")
+            self.skip("flow events without pid/tid/ts", at=at)
             return
         if isinstance(fid, str):
             try:
                 fid = int(fid, 0)
             except ValueError:
                 fid = hash(fid)
-        if not isinstance(fid, int):
-            self.skip("flow events without id")
+        if not _is_int(fid):
+            self.skip("flow events without id", at=at)
             return
         if not -_I64 <= fid < _I64:
             fid = hash(fid)
+        name = e.get("name")
         self.flows.append((fid, "stf".index(e["ph"]), pid, tid, float(ts),
-                           self.s.id(str(e.get("name", "")))))
+                           self.s.id(name if isinstance(name, str) else "")))
 
-    def _close_pairs(self, bs: list[dict]) -> list[dict]:
+    def _close_pairs(self, bs: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+        """Complete events (with the index of their B) from B/E pairs, per lane in time order."""
         out = []
-        for e in sorted(bs, key=lambda e: e.get("ts") if isinstance(e.get("ts"), (int, float))
-                        else 0):
+        for k, e in sorted(bs, key=lambda ke: ke[1].get("ts") if _is_number(ke[1].get("ts"))
+                           else 0):
             key = (e.get("pid"), e.get("tid"))
-            if not isinstance(key[0], int) or not isinstance(key[1], int) or \
-                    not isinstance(e.get("ts"), (int, float)):
-                self.skip("B/E events without pid/tid/ts")
+            if not _is_int(key[0]) or not _is_int(key[1]) or not _is_number(e.get("ts")):
+                self.skip("B/E events without pid/tid/ts", at=k)
                 continue
             stack = self.open_b.setdefault(key, [])
             if e["ph"] == "B":
-                stack.append(e)
+                stack.append((k, e))
             elif stack:
-                b = stack.pop()
+                kb, b = stack.pop()
                 x = dict(b)
                 x["ph"] = "X"
                 x["dur"] = e["ts"] - b["ts"]
-                if isinstance(e.get("args"), dict):
+                if isinstance(e.get("args"), dict) and isinstance(b.get("args") or {}, dict):
                     x["args"] = {**(b.get("args") or {}), **e["args"]}
-                out.append(x)
+                out.append((kb, x))
             else:
-                self.skip("E events without a matching B")
+                self.skip("E events without a matching B", at=k)
         return out
 
-    def _complete(self, xs: list[dict]) -> None:
-        good = [e for e in xs if self._usable(e)]
+    def _complete(self, xs: list[tuple[int, dict]]) -> None:
+        good = [e for k, e in xs if self._usable(e, k)]
         if not good:
             return
         names, op_types, tf_names, groups, hmods, hops, cats = [], [], [], [], [], [], []
         in_lengths, in_ids = [], []
         for e in good:
             name = e.get("name")
-            name = name if isinstance(name, str) else str(name or "")
+            name = name if isinstance(name, str) else "" if name is None else str(name)
             args = e.get("args")
             op_type = tf_name = hlo_op = hlo_mod = ""
             group, n_in, step_marker = -1, 0, False
@@ -373,21 +422,25 @@ class Builder:
             category=cats, group=groups, hlo_module=self.s.ids(hmods), hlo_op=self.s.ids(hops),
             input_lengths=in_lengths, input_ids=in_ids)
 
-    def _usable(self, e: dict) -> bool:
-        """A complete event whose pid, tid, ts and dur fit the columns; else counted as why."""
+    def _usable(self, e: dict, at: int | None = None) -> bool:
+        """A complete event whose pid, tid, ts, dur and name fit the columns; else counted as
+        why (a field of the wrong JSON type is named, with its type)."""
         pid, tid, ts, dur = e.get("pid"), e.get("tid"), e.get("ts"), e.get("dur")
-        if not isinstance(pid, int) or not isinstance(tid, int):
-            self.skip("complete events without integer pid/tid")
+        wrong = _wrong_type(e)
+        if wrong:
+            self.skip(wrong, at=at)
+        elif pid is None or tid is None:
+            self.skip("complete events without integer pid/tid", at=at)
         elif not (-_I64 <= pid < _I64 and -_I64 <= tid < _I64):
-            self.skip("complete events with pid/tid beyond 64 bits")
-        elif not isinstance(ts, (int, float)):
-            self.skip("complete events without ts")
-        elif not isinstance(dur, (int, float)):
-            self.skip("complete events without dur")
+            self.skip("complete events with pid/tid beyond 64 bits", at=at)
+        elif ts is None:
+            self.skip("complete events without ts", at=at)
+        elif dur is None:
+            self.skip("complete events without dur", at=at)
         elif not (-MAX_TIME_US <= ts <= MAX_TIME_US and dur <= MAX_TIME_US):
-            self.skip("complete events with ts/dur not finite or beyond 1e18 us")
+            self.skip("complete events with ts/dur not finite or beyond 1e18 us", at=at)
         elif dur < 0:
-            self.skip("complete events with negative dur")
+            self.skip("complete events with negative dur", at=at)
         else:
             return True
         return False
@@ -440,7 +493,10 @@ class Builder:
         if unclosed:
             self.skip("B events never closed by an E", unclosed)
         for why, n in sorted(self.skipped.items()):
-            self.warnings.append(f"skipped {n} {why}")
+            at = self.first_skipped.get(why)
+            where = "" if at is None else f" (the first: traceEvents[{at}])" if n > 1 \
+                else f" (traceEvents[{at}])"
+            self.warnings.append(f"skipped {n} {why}{where}")
         events = self.ev.freeze()
         pids = set(self.proc_names) | {int(p) for p in np.unique(events.pid)}
         processes = {p: Process(p, self.proc_names.get(p, f"pid {p}"),

@@ -14,6 +14,11 @@ class per phase, that keep only the fields the loader reads, check their types, 
 are never decoded). A chunk it cannot take exactly (an entry that is not a well-formed event,
 B/E pairs, unknown phases, non-UTF-8 bytes) is parsed the plain way into dicts, so every
 warning about damaged input comes from the same place as before.
+
+Hostile structure: a cut guessed inside a string or a nested value is replaced by the exact
+one (:mod:`compare.load.structure`); a chunk that does not parse is read value by value, so a
+damaged or too deeply nested event costs its own bytes, not a re-parse per guess; nothing here
+recurses in Python, and values nested deeper than :data:`MAX_DEPTH` are skipped and named.
 """
 from __future__ import annotations
 
@@ -24,11 +29,17 @@ from typing import Annotated, Any, Iterator, Union
 import msgspec
 import orjson
 
+from compare.load import structure
+
 CHUNK_BYTES = 1 << 20
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _NEXT_EVENT = re.compile(r"\}\s*,\s*(?=\{)")
+#: The deepest event we read (levels of nesting inside the event list; an event ``{}`` is 1):
+#: orjson's limit (1024 for a whole text, which the list itself takes one of). msgspec and
+#: Python's json refuse sooner (the interpreter's recursion limit), and fall back to orjson.
+MAX_DEPTH = 1023
 
 
 class TraceFormatError(ValueError):
@@ -129,8 +140,8 @@ def parse_typed(data: bytes, warnings: list[str]):
     if data.isascii() or _is_utf8(data):
         try:
             out = TypedChunk(_TYPED.decode(data))
-        except msgspec.ValidationError:
-            return _loads(data, warnings)
+        except (msgspec.ValidationError, RecursionError):
+            return _loads(data, warnings)  # not typed, or nested beyond msgspec's recursion
         except msgspec.DecodeError:
             return _loads(data, warnings)  # raises orjson's error on text that is not JSON
         out.text = data
@@ -161,7 +172,7 @@ def split_document(buf: bytes, warnings: list[str]) -> tuple[dict, int, int]:
     if i < 0:
         raise TraceFormatError("empty file" if not buf.strip() else "no JSON found")
     if buf[i:i + 1] == b"[":  # the array form of the Chrome trace format
-        return {}, i + 1, _array_end(buf, i + 1)
+        return {}, i + 1, _array_end(buf, i + 1, lambda j: _closes_list(buf, i + 1, j))
     if buf[i:i + 1] != b"{":
         raise TraceFormatError("not JSON (does not start with '{' or '[')")
     m = _KEY.search(buf, i)
@@ -171,10 +182,13 @@ def split_document(buf: bytes, warnings: list[str]) -> tuple[dict, int, int]:
             doc = _loads(buf, warnings)
         except orjson.JSONDecodeError as e:
             raise TraceFormatError(f"not valid JSON ({e})") from None
+        if isinstance(doc, dict) and "traceEvents" in doc:
+            raise TraceFormatError(f"'traceEvents' is {json_kind(doc['traceEvents'])}, "
+                                   f"not a list of events")
         raise TraceFormatError("JSON without a 'traceEvents' list"
                                if isinstance(doc, dict) else "JSON that is not a trace")
     start = m.end()
-    end = _array_end(buf, start)
+    end = _array_end(buf, start, lambda j: _closes_object(buf, m.start(), j))
     rest: dict = {}
     if end >= 0:
         try:
@@ -187,78 +201,173 @@ def split_document(buf: bytes, warnings: list[str]) -> tuple[dict, int, int]:
     return rest if isinstance(rest, dict) else {}, start, end
 
 
-def _array_end(buf: bytes, start: int) -> int:
-    """Index of the ``]`` closing the events array, found from the right; -1 if none fits."""
-    # Candidates are '}' + ws + ']' (or an empty array); verify by parsing the last event.
+def json_kind(value) -> str:
+    """A JSON value's type in words (for messages)."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def _array_end(buf: bytes, start: int, closes) -> int:
+    """Index of the ``]`` closing the events array, found from the right; -1 if none fits.
+    ``closes(j)``: whether the ``]`` at ``j`` really closes it (for a candidate that is not
+    preceded by an event's ``}``: the list's last entry is something else, e.g. a list)."""
     pos = len(buf)
     while pos > start and buf[pos - 1] in b" \t\r\n\x0b\x0c":
         pos -= 1  # like buf.rstrip(), without copying a big buffer
-    for _ in range(64):
+    checked = 0
+    while checked < 64:
         j = buf.rfind(b"]", start - 1, pos)
         if j < 0:
             return -1
+        pos = j
         k = j - 1
         while k >= start and buf[k] in b" \t\r\n":
             k -= 1
         if k < start:  # empty array
             return j
-        if buf[k:k + 1] == b"}":
-            # the text after ']' must close the document plausibly
-            after = buf[j + 1:].strip()
-            if after == b"" or after[:1] in (b"}", b","):
-                return j
-        pos = j
+        a = j + 1  # the text after ']' must close the document plausibly
+        while a < len(buf) and buf[a] in b" \t\r\n\x0b\x0c":
+            a += 1
+        if a < len(buf) and buf[a] not in b"},":
+            continue  # a ']' inside the trailing text: cheap to pass over
+        checked += 1
+        if buf[k:k + 1] == b"}" or closes(j):
+            return j
     return -1
+
+
+def _closes_object(buf: bytes, key: int, j: int) -> bool:
+    """The document parses with the events between ``key`` (its ``"traceEvents"``) and ``j``
+    left out."""
+    try:
+        orjson.loads(buf[:key] + b'"traceEvents":[]' + buf[j + 1:])
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _closes_list(buf: bytes, start: int, j: int) -> bool:
+    """The array form: the list opened before ``start`` closes at ``j`` (an exact scan)."""
+    return buf[j + 1:].strip() == b"" and \
+        structure.top_level_values(buf, start, len(buf)).closed == j
 
 
 def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
                 chunk_bytes: int = CHUNK_BYTES, parse=None) -> Iterator[list]:
     """Yield lists of event objects parsed from ``buf[start:end]`` in order (dicts; or what
-    ``parse(text, warnings)`` returns, e.g. :func:`parse_typed`)."""
+    ``parse(text, warnings)`` returns, e.g. :func:`parse_typed`). A stretch that does not
+    parse is read value by value (:func:`_salvage`); what was skipped is said once, at the
+    end, in ``warnings``."""
     parse = parse or _loads
     stop = end if end >= 0 else len(buf)
+    damage = _Damage()
     pos = start
-    while pos < stop:
-        # skip separators
+    while True:
         while pos < stop and buf[pos] in b" \t\r\n,":
             pos += 1
         if pos >= stop:
             break
-        target = pos + chunk_bytes
-        parsed = None
-        if target < stop:
-            for m in _BETWEEN.finditer(buf, target, stop):
-                cut = m.start() + 1
-                try:
-                    parsed = parse(b"[" + buf[pos:cut] + b"]", warnings)
-                except orjson.JSONDecodeError:
-                    if m.start() - target > 8 * chunk_bytes:
-                        break
-                    continue
-                yield parsed
-                pos = cut
-                break
-            if parsed is not None:
-                continue
-        # the last chunk (or no clean cut found): the whole remainder
-        try:
-            parsed = parse(b"[" + buf[pos:stop] + b"]", warnings)
-        except orjson.JSONDecodeError:
-            parsed = None
+        cut, parsed = _chunk(buf, pos, stop, chunk_bytes, parse, warnings)
         if parsed is not None:
             yield parsed
-            return
-        yield from _salvage(buf, pos, stop, warnings)
-        return
+        else:
+            yield from _salvage(buf, pos, cut, warnings, damage, last=cut >= stop)
+        pos = cut
+    damage.report(warnings)
 
 
-def _salvage(buf: bytes, pos: int, stop: int, warnings: list[str]) -> Iterator[list]:
-    """Parse event by event (truncated or damaged files): a damaged stretch is skipped up to
-    the next ``}, {`` event boundary; a damaged end is dropped."""
-    text = buf[pos:stop].decode("utf-8", "replace")
+def _parsed(parse, buf: bytes, a: int, b: int, warnings: list[str]):
+    try:
+        return parse(b"[" + buf[a:b] + b"]", warnings)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _chunk(buf: bytes, pos: int, stop: int, chunk_bytes: int, parse, warnings: list[str]):
+    """(cut, events of ``buf[pos:cut]``) for the next chunk of about ``chunk_bytes``; events
+    None when that stretch does not parse (the caller salvages it). The cut is guessed at the
+    first ``}, {`` past the size; when that guess fails it is found exactly."""
+    target = pos + chunk_bytes
+    m = _BETWEEN.search(buf, target, stop) if target < stop else None
+    guess = m.start() + 1 if m else stop
+    parsed = _parsed(parse, buf, pos, guess, warnings)
+    if parsed is not None or guess >= stop:
+        return guess, parsed
+    # the guess fell inside a string or a nested value, or the text is damaged: the first
+    # comma past the size between two events (a damaged stretch ends at the guess)
+    vals = structure.top_level_values(buf, pos, stop, first_after=target)
+    exact = vals.ends[-1] if vals.closed < 0 else -1
+    if exact <= pos or exact == guess:
+        return guess, None
+    return exact, _parsed(parse, buf, pos, exact, warnings)
+
+
+class _Damage:
+    """What salvaging skipped, counted across the whole list and said once."""
+
+    def __init__(self) -> None:
+        self.stretches = self.chars = 0
+        self.deep = self.deepest = 0
+        self.tail = ""
+        self.open = False   # the last stretch ran to the end of its text: what follows
+                            # at once continues it (one stretch, not two)
+
+    def skipped(self, chars: int, continues: bool, to_end: bool) -> None:
+        if not (continues and self.open):
+            self.stretches += 1
+        self.chars += chars
+        self.open = to_end
+
+    def report(self, warnings: list[str]) -> None:
+        if self.deep:
+            warnings.append(f"skipped {self.deep} entr{'y' if self.deep == 1 else 'ies'} of "
+                            f"the event list nested {self.deepest:,} levels deep"
+                            f"{' at most' if self.deep > 1 else ''} (we read up to "
+                            f"{MAX_DEPTH:,})")
+        if self.stretches:
+            warnings.append(f"skipped {self.stretches} damaged stretch(es) of the event list "
+                            f"({self.chars} characters) and read on after each")
+        if self.tail:
+            warnings.append(self.tail)
+
+
+def _salvage(buf: bytes, a: int, b: int, warnings: list[str], damage: _Damage,
+             last: bool) -> Iterator[list]:
+    """The events of ``buf[a:b]``, a stretch that does not parse whole: value by value (the
+    exact scan of :mod:`compare.load.structure`), skipping values nested deeper than
+    :data:`MAX_DEPTH`; a value that does not parse, and whatever follows brackets that do not
+    balance, is read event by event (:func:`_resync`)."""
+    vals = structure.top_level_values(buf, a, b)
+    batch: list = []
+    s = a
+    for k, (e, depth) in enumerate(zip(vals.ends, vals.depth)):
+        if depth > MAX_DEPTH:
+            damage.deep += 1
+            damage.deepest = max(damage.deepest, depth)
+        elif buf[s:e].strip():
+            try:
+                batch.append(_loads(buf[s:e], warnings))
+                damage.open = False
+            except orjson.JSONDecodeError:
+                final = last and k == len(vals.ends) - 1 and vals.closed < 0
+                batch.extend(_resync(buf[s:e], warnings, damage, final))
+        s = e + 1
+        if len(batch) >= 10000:
+            yield batch
+            batch = []
+    if vals.closed >= 0:
+        batch.extend(_resync(buf[vals.closed:b], warnings, damage, last))
+    if batch:
+        yield batch
+
+
+def _resync(data: bytes, warnings: list[str], damage: _Damage, last: bool) -> list:
+    """Parse event by event (damaged text): a damaged stretch is skipped up to the next
+    ``}, {`` event boundary; a damaged end is dropped (``last``: the end of the list, so a
+    truncated file)."""
+    text = data.decode("utf-8", "replace")
     dec = json.JSONDecoder()
-    i, n, got, batch = 0, len(text), 0, []
-    damaged = damaged_chars = 0
+    i, n, out = 0, len(text), []
     while i < n:
         while i < n and text[i] in " \t\r\n,":
             i += 1
@@ -266,22 +375,18 @@ def _salvage(buf: bytes, pos: int, stop: int, warnings: list[str]) -> Iterator[l
             break
         try:
             obj, i = dec.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             m = _NEXT_EVENT.search(text, i + 1)
             if m is None:
-                warnings.append(f"skipped the last {n - i} bytes of the event list: not "
-                                f"complete JSON (truncated mid-event?)")
+                if last:
+                    damage.tail = (f"skipped the last {n - i} bytes of the event list: not "
+                                   f"complete JSON (truncated mid-event?)")
+                else:
+                    damage.skipped(n - i, not out, True)
                 break
-            damaged, damaged_chars = damaged + 1, damaged_chars + m.end() - i
+            damage.skipped(m.end() - i, not out, False)
             i = m.end()
             continue
-        batch.append(obj)
-        got += 1
-        if len(batch) >= 10000:
-            yield batch
-            batch = []
-    if damaged:
-        warnings.append(f"skipped {damaged} damaged stretch(es) of the event list "
-                        f"({damaged_chars} characters) and read on after each")
-    if batch:
-        yield batch
+        out.append(obj)
+        damage.open = False
+    return out
