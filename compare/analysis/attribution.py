@@ -30,12 +30,14 @@ while only executor / dispatch / Python work runs; ``idle`` otherwise. It adds u
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections import defaultdict
 
 import numpy as np
 
 from compare.analysis.mapping import StageMap
 from compare.model.events import CAT, Trace
+from compare.model.lanes import in_lanes
 from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
 from compare.vocabulary.rows import NOT_WORK_KINDS, is_stream_all
 from compare.vocabulary.thresholds import BLOCKED_MIN_US
@@ -91,12 +93,21 @@ class Attribution:
         ops = np.flatnonzero(np.isin(labels, list(PIPELINE | {LABEL["xla_run"], UNMAPPED}))
                              & ~self.smap.wait[e] & ~self.smap.orphan[e])
         order = ops[np.argsort(t0[ops])]
-        starts, ends = t0[order], t1[order]
-        for k in orph:
-            mid = 0.5 * (t0[k] + t1[k])
-            j = np.searchsorted(starts, mid, side="right")
-            hit = np.flatnonzero(ends[:j] > mid)
-            labels[k] = labels[order[hit[-1]]] if len(hit) else LABEL["runtime"]
+        mids = 0.5 * (t0[orph] + t1[orph])
+        # for each midpoint, the op started last (in start order) that is still running: a
+        # sweep in time, the running ops in a heap by start position (ended ones dropped for
+        # good, as later midpoints are later still)
+        starts, ends = t0[order].tolist(), t1[order].tolist()
+        heap: list[tuple[int, float]] = []
+        j = 0
+        for k in np.argsort(mids, kind="stable"):
+            mid = float(mids[k])
+            while j < len(starts) and starts[j] <= mid:
+                heapq.heappush(heap, (-j, ends[j]))
+                j += 1
+            while heap and heap[0][1] <= mid:
+                heapq.heappop(heap)
+            labels[orph[k]] = labels[order[-heap[0][0]]] if heap else LABEL["runtime"]
         return labels
 
     @property
@@ -181,15 +192,39 @@ def attribute(trace: Trace, smap: StageMap) -> Attribution:
     blocked = _blocked(smap, seg_ev, seg_t0, seg_t1, seg_lane_pid, seg_lane_tid,
                        set(markers.values()))
     out = []
-    for st in trace.steps:
+    for st, idx in zip(trace.steps, _per_step(seg_t0, seg_t1, trace.steps)):
         a, b = st.ts, st.ts + st.dur
-        m = (seg_t1 > a) & (seg_t0 < b)
-        idx = np.flatnonzero(m)
         seg = _Segments(seg_ev[idx], np.clip(seg_t0[idx], a, b), np.clip(seg_t1[idx], a, b),
                         seg_lane_pid[idx], seg_lane_tid[idx], blocked[idx],
                         smap.input[seg_ev[idx]])
         out.append(_one_step(st, smap, seg, markers.get(st.num)))
     return Attribution(trace, smap, out, markers, (seg_ev, seg_t0, seg_t1), blocked)
+
+
+def _per_step(t0: np.ndarray, t1: np.ndarray, steps) -> list[np.ndarray]:
+    """For each step: the segments (``t1 > t0``) overlapping it, ascending. Those starting
+    inside it are a range of the segments by start; those open at its start are kept in a
+    sweep over the steps by start. So the cost is the sort plus the answer, not the number of
+    steps times the number of segments."""
+    order = np.argsort(t0, kind="stable")
+    s0, ends = t0[order], t1[order]
+    out: list[np.ndarray] = [np.zeros(0, np.int64)] * len(steps)
+    heap: list[tuple[float, int]] = []     # (end, segment) of segments started before a
+    active: set[int] = set()
+    j = 0
+    for k in sorted(range(len(steps)), key=lambda k: steps[k].ts):
+        a, b = steps[k].ts, steps[k].ts + steps[k].dur
+        stop = int(np.searchsorted(s0, a, side="left"))
+        while j < stop:
+            heapq.heappush(heap, (float(ends[j]), int(order[j])))
+            active.add(int(order[j]))
+            j += 1
+        while heap and heap[0][0] <= a:
+            active.discard(heapq.heappop(heap)[1])
+        inside = order[stop:int(np.searchsorted(s0, b, side="left"))]
+        out[k] = np.sort(np.concatenate([np.fromiter(active, np.int64, len(active)),
+                                         inside.astype(np.int64)]))
+    return out
 
 
 def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray:
@@ -199,10 +234,7 @@ def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray
         (smap.basis[e] == BASIS["runtime"]) & ~smap.wait[e] & ~smap.orphan[e] & \
         (t1 - t0 >= BLOCKED_MIN_US)
     if step_lanes and runtime.any():
-        on_step = np.zeros(len(e), bool)
-        for p, t in step_lanes:
-            on_step |= (pid == p) & (tid == t)
-        runtime &= ~on_step
+        runtime &= ~in_lanes(pid, tid, step_lanes)
     return runtime
 
 

@@ -15,6 +15,7 @@ from compare.analysis import rows
 from compare.analysis.steps import StepChoice
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
+from compare.model.lanes import groups
 from compare.vocabulary.rows import MEMCPY_PREFIX
 
 
@@ -115,12 +116,13 @@ def _copies_only(trace: Trace, idx: np.ndarray) -> bool:
 
 
 def process_meaning(trace: Trace, pid: int, role: str, roles: dict[int, str],
-                    idx: np.ndarray) -> str:
+                    idx: np.ndarray, streamed: set | None = None) -> str:
+    """What process ``pid`` is, in words; ``streamed``: the GPUs that have stream rows (see
+    :func:`gpus_with_streams`; computed here when not given)."""
     p = trace.processes[pid]
     dev = rows.device_of(p.name)
     gpu = rows.gpu_of(p.name)
-    has_streams = any(r in ("gpu_stream", "gpu_stream_all") and
-                      rows.gpu_of(trace.processes[q].name) == gpu for q, r in roles.items())
+    has_streams = gpu in (gpus_with_streams(trace, roles) if streamed is None else streamed)
     if role == "allocator":
         return ("memory counters: bytes held by each allocator over time, one series per "
                 "allocator (the curve rises when an op's output is allocated and falls after "
@@ -173,6 +175,12 @@ def process_meaning(trace: Trace, pid: int, role: str, roles: dict[int, str],
     return f"a process named {p.name!r} (not a TensorFlow row we know; read as it is)"
 
 
+def gpus_with_streams(trace: Trace, roles: dict[int, str]) -> set:
+    """The GPUs (as :func:`rows.gpu_of` names them) that have CUDA stream rows."""
+    return {rows.gpu_of(trace.processes[q].name) for q, r in roles.items()
+            if r in ("gpu_stream", "gpu_stream_all")}
+
+
 _LANE_WORDS = {
     "python": ("the Python main thread: it calls session.run (or a tf.function) and waits "
                "inside it for the whole step, so its box spans the step (not counted as work)"),
@@ -220,8 +228,9 @@ def _memory(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[All
     sel = np.isin(c.pid, alloc_pids) if alloc_pids else np.ones(len(c.ts), dtype=bool)
     t0 = float(trace.events.ts.min()) if len(trace.events) else float(c.ts.min())
     out = []
-    for sid in np.unique(c.name[sel]):
-        m = sel & (c.name == sid)
+    picked = np.flatnonzero(sel)
+    for sid, at in groups(c.name[picked]):
+        m = picked[at]
         vals, ts = c.value[m], c.ts[m]
         k = int(np.argmax(vals))
         if vals[k] <= 0:
@@ -271,6 +280,50 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, wall: float,
     return out, runtime_us
 
 
+class _Rows:
+    """The step's events by process and by lane, with each one's busy time (union of its
+    busy events in ``[lo, hi]``), all measured at once (:func:`intervals.union_per_group`)."""
+
+    def __init__(self, trace: Trace, step_idx: np.ndarray, busy_ev: np.ndarray, lo: float,
+                 hi: float) -> None:
+        ev = trace.events
+        self._by_pid = {pid: step_idx[at] for pid, at in groups(ev.pid[step_idx])}
+        pairs = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0) if len(ev) else []
+        self._tids: dict[int, set[int]] = {}
+        for pid, tid in [*map(tuple, np.asarray(pairs).tolist()), *trace.lanes]:
+            self._tids.setdefault(pid, set()).add(tid)
+        # one group per (pid, tid) lane and one per pid among the step's busy events
+        work = step_idx[busy_ev[step_idx]]
+        lane_keys, lane_inv = np.unique(np.stack([ev.pid[work], ev.tid[work]], axis=1), axis=0,
+                                        return_inverse=True) if len(work) else ([], [])
+        self._lane_at = {(int(p), int(t)): k for k, (p, t) in enumerate(np.asarray(lane_keys))}
+        pids, pid_inv = np.unique(ev.pid[work], return_inverse=True)
+        self._pid_at = {int(p): k for k, p in enumerate(pids)}
+        ends = ev.ts[work] + ev.dur[work]
+        self._lane_busy = intervals.union_per_group(np.asarray(lane_inv).reshape(-1), ev.ts[work],
+                                                    ends, lo, hi, len(self._lane_at))
+        self._pid_busy = intervals.union_per_group(pid_inv.reshape(-1), ev.ts[work], ends, lo,
+                                                   hi, len(pids))
+        counts = np.unique(np.stack([ev.pid[step_idx], ev.tid[step_idx]], axis=1), axis=0,
+                           return_counts=True) if len(step_idx) else ([], [])
+        self._lane_n = {(int(p), int(t)): int(n) for (p, t), n in zip(*counts)}
+
+    def events(self, pid: int) -> np.ndarray:
+        return self._by_pid.get(pid, np.zeros(0, np.int64))
+
+    def tids(self, pid: int) -> list[int]:
+        return sorted(self._tids.get(pid, ()))
+
+    def lane(self, pid: int, tid: int) -> tuple[int, float]:
+        """(events in the step, busy µs) of one lane."""
+        k = self._lane_at.get((pid, tid))
+        return self._lane_n.get((pid, tid), 0), float(self._lane_busy[k]) if k is not None else 0.0
+
+    def process_busy(self, pid: int) -> float:
+        k = self._pid_at.get(pid)
+        return float(self._pid_busy[k]) if k is not None else 0.0
+
+
 def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
     """The legend of ``trace`` with busy shares and top ops for the chosen step."""
     ev = trace.events
@@ -280,27 +333,24 @@ def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
     in_step = ev.step == choice.step.num
     lo, hi, wall = choice.lo, choice.hi, choice.step.dur
     step_idx = np.flatnonzero(in_step)
+    rows_of = _Rows(trace, step_idx, busy_ev, lo, hi)
+    streamed = gpus_with_streams(trace, roles)
     procs = []
     for pid in sorted(trace.processes, key=lambda p: (trace.processes[p].sort_index or 0, p)):
         p = trace.processes[pid]
         role = roles[pid]
-        mine = step_idx[ev.pid[step_idx] == pid]
-        tids = sorted({int(t) for t in np.unique(ev.tid[ev.pid == pid])} |
-                      {t for (q, t) in trace.lanes if q == pid})
+        mine = rows_of.events(pid)
         lanes, lane_sum = [], 0.0
-        for tid in tids:
-            li = mine[ev.tid[mine] == tid]
+        for tid in rows_of.tids(pid):
+            n_events, busy = rows_of.lane(pid, tid)
             lrole = rows.lane_role(trace, pid, tid)
-            wi = li[busy_ev[li]]
-            busy = intervals.union_us(ev.ts[wi], ev.ts[wi] + ev.dur[wi], lo, hi)
             lane_sum += busy
             lanes.append(LaneInfo(tid, lane_label(trace, pid, tid), lrole,
-                                  lane_meaning(trace, pid, tid, lrole), int(len(li)), busy,
+                                  lane_meaning(trace, pid, tid, lrole), n_events, busy,
                                   busy / wall if wall else 0.0))
-        wm = mine[busy_ev[mine]]
-        busy = intervals.union_us(ev.ts[wm], ev.ts[wm] + ev.dur[wm], lo, hi)
+        busy = rows_of.process_busy(pid)
         procs.append(ProcessInfo(
-            pid, p.name, p.kind, role, process_meaning(trace, pid, role, roles, mine),
+            pid, p.name, p.kind, role, process_meaning(trace, pid, role, roles, mine, streamed),
             int(len(mine)), busy, busy / wall if wall else 0.0,
             lane_sum / busy if busy else 0.0, int(trace.objects.get(pid, 0)), lanes))
     gpu = rows.on_gpu(trace, roles)

@@ -44,6 +44,7 @@ from common import hlo
 from common.stages import PIPELINE_STAGES, stage_of_scope
 from compare.analysis import inputs
 from compare.model.events import CAT, Trace
+from compare.model.lanes import in_lanes
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.labels import (
     API_SCOPES,
@@ -253,14 +254,13 @@ class _Mapper:
         lanes_step = self.step_lanes
         if lanes_step:
             # unknown events on the step (Python) thread are Python-side work: runtime
-            unk = (self.label == UNMAPPED) & (ev.category == CAT["other"])
-            for i in np.flatnonzero(unk):
-                if (int(ev.pid[i]), int(ev.tid[i])) in lanes_step:
-                    self.label[i], self.basis[i] = LABEL["runtime"], BASIS["runtime"]
-                    generic[i] = True
+            unk = (self.label == UNMAPPED) & (ev.category == CAT["other"]) & \
+                in_lanes(ev.pid, ev.tid, lanes_step)
+            self.label[unk], self.basis[unk] = LABEL["runtime"], BASIS["runtime"]
+            generic[unk] = True
         for lanes, lab in ((self.codegen_lanes, "xla_compile"), (self.reader_lanes, "read")):
-            for pid, tid in lanes:  # XLA's compiler threads; TF1 reader threads
-                on = (ev.pid == pid) & (ev.tid == tid)
+            if lanes:  # XLA's compiler threads; TF1 reader threads
+                on = in_lanes(ev.pid, ev.tid, lanes)
                 self.label[on], self.basis[on], generic[on] = LABEL[lab], BASIS["lane"], False
         return generic
 

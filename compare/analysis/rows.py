@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from compare.model.events import CAT, Trace
+from compare.model.lanes import in_lanes
 from compare.vocabulary.rows import device_of, gpu_of, thread_base, thread_role  # noqa: F401 (re-exported)
 from compare.vocabulary.rows import process_role as _role_of
 
@@ -38,9 +39,10 @@ def busy_mask(trace: Trace) -> np.ndarray:
     ev = trace.events
     m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
     if trace.format != "timeline":
-        for p, t in trace.lanes:
-            if lane_role(trace, p, t) in ("python", "derived"):
-                m &= ~((ev.pid == p) & (ev.tid == t))
+        waiting = [(p, t) for p, t in trace.lanes
+                   if lane_role(trace, p, t) in ("python", "derived")]
+        if waiting:
+            m &= ~in_lanes(ev.pid, ev.tid, waiting)
     return m
 
 

@@ -23,6 +23,7 @@ longer than the step's wall time.
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import heapq
 import re
@@ -37,6 +38,8 @@ from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFF
 from compare.vocabulary.rows import MEMCPY_PREFIX
 
 EPS_US = 1e-3
+#: Copies x readers of one tensor linked pairwise at most (see :func:`_copy_edges`).
+COPY_PAIRS_MAX = 256
 
 
 @dataclasses.dataclass
@@ -128,20 +131,40 @@ class _Timeline:
                                                                        "gpu_stream_all")]
         self.copies = [int(i) for i in nodes if names[ev.name[i]].startswith(MEMCPY_PREFIX)]
         self.by_name: dict[str, list[int]] = defaultdict(list)
+        self.starts: dict[str, list[float]] = defaultdict(list)   # by_name's start times
         for i in sorted(self.host, key=lambda i: ev.ts[i]):
             self.by_name[names[ev.tf_name[i]]].append(i)
+            self.starts[names[ev.tf_name[i]]].append(float(ev.ts[i]))
         self.kernels_of: dict[int, list[int]] = defaultdict(list)
+        # Sends by the base name they share with their Recv, latest first on a tie of start
+        self.sends: dict[str, list[tuple[float, int]]] = defaultdict(list)
+        for pos, u in enumerate(self.host):
+            if names[ev.op_type[u]] in SEND_OPS:
+                base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[u]])
+                self.sends[base].append((float(ev.ts[u]), -pos))
+        for v in self.sends.values():
+            v.sort()
 
     def producer(self, name: str, before: float, exclude: int) -> int | None:
-        """The last host op named ``name`` (or its Send/Recv base) that started by ``before``."""
+        """The last host op named ``name`` (or its Send/Recv base) that started by ``before``
+        (a binary search: a node may run thousands of times in a step)."""
         for candidate in (name, SEND_RECV_SUFFIX.sub("", name)):
-            best = None
-            for u in self.by_name.get(candidate, ()):
-                if self.ev.ts[u] <= before and u != exclude:
-                    best = u
+            us = self.by_name.get(candidate)
+            if not us:
+                continue
+            k = bisect.bisect_right(self.starts[candidate], before)
+            best = us[k - 1] if k and us[k - 1] != exclude else us[k - 2] if k > 1 else None
             if best is not None:
                 return best
         return None
+
+    def send_for(self, base: str, before: float) -> int | None:
+        """The Send of ``base`` that started last by ``before`` (the first of a tie)."""
+        sends = self.sends.get(base)
+        if not sends:
+            return None
+        k = bisect.bisect_right(sends, (before, 1))
+        return self.host[-sends[k - 1][1]] if k else None
 
 
 def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int, str]) -> None:
@@ -184,36 +207,76 @@ def _input_edges(t: _Timeline, g: _Graph) -> None:
             if t.kernels_of.get(u) and t.kernels_of.get(v):
                 g.add(t.kernels_of[u][-1], t.kernels_of[v][0], "gpu data")
         if names[ev.op_type[v]] in RECV_OPS:
-            base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]])
-            sends = [u for u in t.host if names[ev.op_type[u]] in SEND_OPS and
-                     ev.ts[u] <= ev.ts[v] and
-                     SEND_RECV_SUFFIX.sub("", names[ev.tf_name[u]]) == base]
-            if sends:
-                g.add(max(sends, key=lambda u: ev.ts[u]), v, "send/recv")
+            u = t.send_for(SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]]), float(ev.ts[v]))
+            if u is not None:
+                g.add(u, v, "send/recv")
 
 
 def _copy_edges(t: _Timeline, g: _Graph) -> None:
-    """A copy after the op that made its tensor; the ops (or kernels) that read it after it."""
+    """A copy after the op that made its tensor; the ops (or kernels) that read it after it.
+    A tensor copied several times (to several devices) is read by name, so which copy a
+    reader took is unknown: each copy precedes each reader, up to :data:`COPY_PAIRS_MAX`
+    pairs; beyond that each reader waits for the latest copy before it (edges linear in the
+    trace, not copies x readers)."""
     ev, names = t.ev, t.names
     streams = any(r == "gpu_stream" for r in t.role.values())
+    copies: dict[int, str] = {}
     for c in t.copies:
         if t.role[c] == "gpu_memcpy" and streams:
             continue  # the same copy is on its stream row
         m = COPY_EDGE.match(names[ev.tf_name[c]])
-        if not m:
-            continue
-        tensor = m.group(1)
+        if m:
+            copies[c] = m.group(1)
+    readers = _copy_readers(t, set(copies.values()))
+    of_tensor: dict[str, list[int]] = defaultdict(list)
+    for c, tensor in copies.items():
+        of_tensor[tensor].append(c)
+    for c, tensor in copies.items():
         u = t.producer(tensor, ev.ts[c], -1)
         if u is not None:
             g.add(t.kernels_of[u][-1] if t.kernels_of.get(u) else u, c, "copy")
-        for v in t.host:
-            if names[ev.op_type[v]] in RECV_OPS:
-                if SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]]) == tensor and \
-                        ev.ts[v] >= ev.ts[c]:
-                    g.add(c, v, "copy")  # the receiving op gets the copied tensor
-            elif t.kernels_of.get(v) and any(SEND_RECV_SUFFIX.sub("", names[s]) == tensor
-                                             for s in ev.inputs_of(v)):
-                g.add(c, t.kernels_of[v][0], "copy")  # the kernels that read it wait for it
+        several = _Latest(ev, of_tensor[tensor]) if len(of_tensor[tensor]) * \
+            len(readers.get(tensor, ())) > COPY_PAIRS_MAX else None
+        for v, recv in readers.get(tensor, ()):
+            if recv and ev.ts[v] < ev.ts[c]:
+                continue
+            w = v if recv else t.kernels_of[v][0]
+            if several is not None and several.at(float(ev.ts[w])) != c:
+                continue
+            g.add(c, w, "copy")  # a receiving op gets the copied tensor; kernels wait for it
+
+
+def _copy_readers(t: _Timeline, tensors: set[str]) -> dict[str, list[tuple[int, bool]]]:
+    """Per copied tensor: the host ops that read it, in host order, and whether each is a Recv
+    (which receives it) or an op whose kernels read it."""
+    ev, names = t.ev, t.names
+    out: dict[str, list[tuple[int, bool]]] = defaultdict(list)
+    for v in t.host:
+        if names[ev.op_type[v]] in RECV_OPS:
+            base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]])
+            if base in tensors:
+                out[base].append((v, True))
+        elif t.kernels_of.get(v):
+            for base in dict.fromkeys(SEND_RECV_SUFFIX.sub("", names[s])
+                                      for s in ev.inputs_of(v)):
+                if base in tensors:
+                    out[base].append((v, False))
+    return out
+
+
+class _Latest:
+    """Among copies of one tensor: the one that started last by a time (the first listed of a
+    tie), else the earliest."""
+
+    def __init__(self, ev, copies: list[int]) -> None:
+        keyed = sorted((float(ev.ts[c]), -pos, c) for pos, c in enumerate(copies))
+        self.keys = [(t, p) for t, p, _ in keyed]
+        self.copies = [c for _, _, c in keyed]
+        self.first = min(copies, key=lambda c: ev.ts[c])
+
+    def at(self, t: float) -> int:
+        k = bisect.bisect_right(self.keys, (t, 1))
+        return self.copies[k - 1] if k else self.first
 
 
 def _thread_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> None:

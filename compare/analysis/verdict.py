@@ -36,6 +36,7 @@ from compare.analysis.xla import XlaSummary
 from compare.fmt import duration as ms
 from compare.model import intervals
 from compare.model.events import Trace
+from compare.model.lanes import keys
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.rows import MEMCPY_PREFIX
 from compare.vocabulary.thresholds import (
@@ -349,6 +350,26 @@ class _Step:
             return 0.0
         return intervals.union_us(ev.ts[k], ev.ts[k] + ev.dur[k], self.lo, self.hi) / self.wall
 
+    def row_shares(self, k: np.ndarray, pids: list[int], tids: list[int] | None = None
+                   ) -> np.ndarray:
+        """:meth:`busy_share` of the events ``k`` on each row: process ``pids[j]`` (and thread
+        ``tids[j]`` when given), all rows measured at once."""
+        ev = self.trace.events
+        if not self.wall or not pids:
+            return np.zeros(len(pids))
+        if tids is None:
+            mine, rows_ = keys(ev.pid[k], np.zeros(len(k)), (pids, np.zeros(len(pids))))
+        else:
+            mine, rows_ = keys(ev.pid[k], ev.tid[k], (pids, tids))
+        order = np.argsort(rows_, kind="stable")
+        at = np.searchsorted(rows_[order], mine)
+        hit = np.flatnonzero(at < len(order))
+        hit = hit[rows_[order][at[hit]] == mine[hit]]
+        busy = intervals.union_per_group(order[at[hit]], ev.ts[k[hit]],
+                                         ev.ts[k[hit]] + ev.dur[k[hit]], self.lo, self.hi,
+                                         len(pids))
+        return busy / self.wall
+
 
 def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
            sequence: Sequence) -> Verdict:
@@ -406,10 +427,11 @@ def _measure_rows(st: _Step, f: Facts, legend: Legend) -> None:
     mine = np.flatnonzero((ev.step == st.choice.step.num) & rows.busy_mask(st.trace))
     mine = mine[~np.isin(mine, st.waits)]
     if legend.tids_are == "threads":
-        workers = sorted(((f"{p.name} {ln.name}", st.busy_share(
-            mine[(ev.pid[mine] == p.pid) & (ev.tid[mine] == ln.tid)]))
-            for p in legend.processes for ln in p.lanes
-            if ln.role in _WORKER_ROLES and ln.events), key=lambda x: -x[1])
+        rows_ = [(p, ln) for p in legend.processes for ln in p.lanes
+                 if ln.role in _WORKER_ROLES and ln.events]
+        shares = st.row_shares(mine, [p.pid for p, _ in rows_], [ln.tid for _, ln in rows_])
+        workers = sorted(((f"{p.name} {ln.name}", float(s)) for (p, ln), s in
+                          zip(rows_, shares)), key=lambda x: -x[1])
         if workers:
             f.busiest_row, f.busiest_share = workers[0]
             f.worker_rows = len(workers)
@@ -418,7 +440,7 @@ def _measure_rows(st: _Step, f: Facts, legend: Legend) -> None:
         return
     hosts = [p for p in legend.processes if p.role == "cpu_ops" and p.events]
     if hosts:
-        shares = [st.busy_share(mine[ev.pid[mine] == p.pid]) for p in hosts]
+        shares = [float(s) for s in st.row_shares(mine, [p.pid for p in hosts])]
         k = int(np.argmax(shares))
         f.busiest_row = rows.device_of(hosts[k].name)
         f.busiest_share, f.parallelism = shares[k], hosts[k].parallelism

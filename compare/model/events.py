@@ -320,8 +320,41 @@ class Trace:
         return out
 
     def step_of(self, ts: np.ndarray) -> np.ndarray:
-        """Step number containing each timestamp, -1 outside every step."""
+        """Step number containing each timestamp, -1 outside every step; where steps overlap,
+        the one listed last. One sort, whatever the number of steps."""
+        ts = np.asarray(ts, dtype=np.float64)
         out = np.full(len(ts), -1, dtype=np.int32)
-        for st in self.steps:
-            out[(ts >= st.ts) & (ts < st.ts + st.dur)] = st.num
-        return out
+        if not self.steps or not len(ts):
+            return out
+        start = np.array([st.ts for st in self.steps], dtype=np.float64)
+        end = start + np.array([st.dur for st in self.steps], dtype=np.float64)
+        nums = np.array([st.num for st in self.steps], dtype=np.int32)
+        order = np.argsort(start, kind="stable")
+        start, end, nums = start[order], end[order], nums[order]
+        if (end[:-1] <= start[1:]).all():   # disjoint: each instant in at most one step
+            k = np.searchsorted(start, ts, side="right") - 1
+            hit = (k >= 0) & (ts < end[np.maximum(k, 0)])
+            out[hit] = nums[k[hit]]
+            return out
+        return _step_of_overlapping(ts, start, end, nums, order, out)
+
+
+def _step_of_overlapping(ts: np.ndarray, start: np.ndarray, end: np.ndarray, nums: np.ndarray,
+                         listed: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """:meth:`Trace.step_of` for overlapping steps (sorted by start; ``listed``: each one's
+    position in the trace's list): a sweep in time keeping the open steps in a heap by that
+    position, so the last listed open step is always on top."""
+    import heapq
+
+    heap: list[tuple[int, float, int]] = []
+    j = 0
+    for i in np.argsort(ts, kind="stable"):
+        t = ts[i]
+        while j < len(start) and start[j] <= t:
+            heapq.heappush(heap, (-int(listed[j]), float(end[j]), int(nums[j])))
+            j += 1
+        while heap and heap[0][1] <= t:   # ended: it covers no later instant either
+            heapq.heappop(heap)
+        if heap:
+            out[i] = heap[0][2]
+    return out
