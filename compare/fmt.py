@@ -4,6 +4,15 @@ ASCII only ("us", not "µs"): explain's text goes to terminals and pipes of any 
 """
 from __future__ import annotations
 
+import re
+
+#: Longest run of text without a space shown whole (a name, a path): longer ones are cut,
+#: saying how long they were. The loader already keeps no name longer than
+#: ``compare.model.events.MAX_NAME_CHARS``.
+MAX_SHOWN_CHARS = 160
+#: A long word, and the loader's note of a name it cut (" (52,428,800 characters)").
+_LONG_WORD = re.compile(r"(\S{%d,})( \([\d,]+ characters\))?" % (MAX_SHOWN_CHARS + 1))
+
 
 def duration(us: float | None, zero: str | None = None) -> str:
     """A duration given in µs: ``"135 us"`` below 1 ms, ``"8.9 ms"`` below 10 s, else
@@ -27,3 +36,34 @@ def size(n_bytes: float) -> str:
 def share(x: float) -> str:
     """A fraction as a whole percentage."""
     return f"{x:.0%}"
+
+
+def shown(s: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``s`` as text shows it: whole up to ``limit`` characters, else its start and length."""
+    if len(s) <= limit:
+        return s
+    tail = f"...({len(s):,} chars)"
+    return s[:max(limit - len(tail), 1)] + tail
+
+
+def shown_words(text: str) -> str:
+    """``text`` with every run of more than :data:`MAX_SHOWN_CHARS` characters without a
+    space cut (:func:`shown`): what a terminal report can wrap."""
+    def cut(m: re.Match) -> str:
+        if m.group(2):  # cut already: its first characters, and the length it had
+            return m.group(1)[:MAX_SHOWN_CHARS - 3] + "..." + m.group(2)
+        return shown(m.group(1))
+
+    return _LONG_WORD.sub(cut, text) if len(text) > MAX_SHOWN_CHARS else text
+
+
+#: Names listed in one sentence at most (recompiled clusters, input ops): a trace may have
+#: thousands; the rest are counted.
+MAX_LISTED = 8
+
+
+def listed(names, limit: int = MAX_LISTED) -> str:
+    """``a, b, c`` for a few names; ``a, b, ... and 12 more`` for many."""
+    names = list(names)
+    head = ", ".join(shown(n) for n in names[:limit])
+    return head + (f" and {len(names) - limit} more" if len(names) > limit else "")

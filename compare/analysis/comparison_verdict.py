@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from compare.fmt import duration as ms
+from compare.fmt import listed
 from compare.vocabulary.thresholds import (
     RUNTIME_NOTABLE,
     UNMAPPED_NOTABLE,
@@ -80,7 +81,7 @@ def _xla_words(r: "SideResult") -> list[str]:
             f"over threads"
             + (f" ({ms(first_compile)} of the first step's wall time, {share:.0%})"
                if share else "")
-            + (f"; recompiled: {', '.join(x.recompiled)}" if x.recompiled else
+            + (f"; recompiled: {listed(x.recompiled)}" if x.recompiled else
                ", no recompilation")]
 
 

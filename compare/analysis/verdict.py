@@ -34,6 +34,7 @@ from compare.analysis.sequence import Sequence
 from compare.analysis.steps import StepChoice
 from compare.analysis.xla import XlaSummary
 from compare.fmt import duration as ms
+from compare.fmt import listed
 from compare.model import intervals
 from compare.model.events import Trace
 from compare.model.lanes import keys
@@ -130,7 +131,7 @@ def judge(f: Facts) -> Verdict:
 
 def _input(f: Facts, cls: str) -> list[Finding]:
     share = f.input_wait_us / (f.wall_us or 1.0)
-    ops = ", ".join(f.input_ops) or "input ops"
+    ops = listed(f.input_ops) or "input ops"
     waiting = "waiting for or reading" if tfops.reads_input(f.input_ops) else "waiting for"
     if cls == "not input-bound":
         why = (f"IteratorGetNext took {ms(f.get_next_us)} (50 us or less: the input is "
@@ -176,7 +177,7 @@ def _recompile(f: Facts, cls: str) -> list[Finding]:
         return []
     return [Finding(
         "recompile", "moderate", 0.0,
-        f"Recompilation: {', '.join(f.recompiled)} compiled more than once in this trace, "
+        f"Recompilation: {listed(f.recompiled)} compiled more than once in this trace, "
         f"so its input shapes (or constants) changed between calls.",
         "make the shapes static (padded_batch or drop_remainder=True, fixed image size) "
         "or keep shape-varying ops out of the compiled cluster")]

@@ -24,6 +24,7 @@ import numpy as np
 
 from common.hlo import unit_names
 from compare.model.events import CAT, Trace
+from compare.model.lanes import keys
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.rows import is_stream_all
 from compare.vocabulary.thresholds import COMPILE_LAUNCH_FACTOR, COMPILE_MIN_US
@@ -264,10 +265,16 @@ def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarr
         return None
     comp = np.flatnonzero(np.isin(ev.name, compiler_ids))
     out = np.zeros(len(ev), dtype=bool)
-    for i in compile_idx:
-        inside = comp[(ev.pid[comp] == ev.pid[i]) & (ev.tid[comp] == ev.tid[i]) &
-                      (ev.ts[comp] >= ev.ts[i]) & (ev.ts[comp] < ev.ts[i] + ev.dur[i])]
-        out[i] = len(inside) > 0
+    # compiler events by lane, then start: each compile op's window is one binary search
+    # (not a pass over every compiler event per op)
+    mine, theirs = keys(ev.pid[compile_idx], ev.tid[compile_idx], (ev.pid[comp], ev.tid[comp]))
+    order = np.lexsort((ev.ts[comp], theirs))
+    lane, start = theirs[order], ev.ts[comp][order]
+    lo = np.searchsorted(lane, mine, side="left")
+    hi = np.searchsorted(lane, mine, side="right")
+    for k, i in enumerate(compile_idx):
+        a = lo[k] + np.searchsorted(start[lo[k]:hi[k]], ev.ts[i], side="left")
+        out[i] = a < hi[k] and start[a] < ev.ts[i] + ev.dur[i]
     return out
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from compare.load import chrome_json
 from compare.model.events import (
+    MAX_NAME_CHARS,
     STRING_COLUMNS,
     Counters,
     EventBuilder,
@@ -25,6 +26,8 @@ from compare.vocabulary.rows import process_kind
 
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
 _I64 = 1 << 63
+#: Unknown phases named one by one in the warnings; more are counted together.
+_UNKNOWN_PH_NAMED = 5
 #: Timestamps and durations beyond this many µs are damage, skipped (see chrome_json).
 MAX_TIME_US = chrome_json.MAX_TIME_US
 
@@ -101,7 +104,8 @@ class Builder:
         """Nothing here depends on events outside this builder's own: no open B/E pairs, no
         steps or groups, nothing skipped or warned about (see :func:`_add_in_halves`)."""
         return not (self.open_b or self.steps or self.group_step or self.skipped
-                    or self.warnings or self.counters or self.flows or self.xprof_style)
+                    or self.warnings or self.counters or self.flows or self.xprof_style
+                    or self.s.cut)
 
     def export(self) -> dict:
         """This builder's columns and tables, to be :meth:`absorb` ed by another process."""
@@ -178,11 +182,20 @@ class Builder:
                 self.skip(f"events whose ph is {chrome_json.json_kind(ph)}, not a phase letter",
                           at=k)
             else:
-                self.skip(f"events with unknown ph {str(ph)[:10]!r}", at=k)
+                self.skip(self._unknown_ph(ph), at=k)
         if bs:
             xs.extend(self._close_pairs(bs))
         if xs:
             self._complete(xs)
+
+    def _unknown_ph(self, ph) -> str:
+        """Why an event of an unknown phase is skipped: each of the first few phases on a line
+        of its own, the rest together (a trace may hold thousands of made-up phases)."""
+        why = f"events with unknown ph {str(ph)[:10]!r}"
+        if why in self.skipped or sum(w.startswith("events with unknown ph")
+                                      for w in self.skipped) < _UNKNOWN_PH_NAMED:
+            return why
+        return "events with other unknown ph values"
 
     def _flush(self) -> None:
         """Move counter and flow rows gathered one by one into numpy chunks (small memory)."""
@@ -320,9 +333,9 @@ class Builder:
             self.skip(f"{name} events whose args.name is {chrome_json.json_kind(label)}, not a "
                       f"string", at=at)
         elif name == "process_name":
-            self.proc_names[pid] = str(pid if label is None else label)
+            self.proc_names[pid] = self.s.short(str(pid if label is None else label))
         elif _is_int(e.get("tid")) and -_I64 <= e["tid"] < _I64:
-            self.lanes[(pid, e["tid"])] = str(e["tid"] if label is None else label)
+            self.lanes[(pid, e["tid"])] = self.s.short(str(e["tid"] if label is None else label))
 
     def _counter(self, e: dict, at: int | None = None) -> None:
         pid, ts, args = e.get("pid"), e.get("ts"), e.get("args")
@@ -481,7 +494,7 @@ class Builder:
         if num is None:
             return False
         if num not in self.steps:
-            self.steps[num] = Step(num, float(e["ts"]), float(e["dur"]), name)
+            self.steps[num] = Step(num, float(e["ts"]), float(e["dur"]), self.s.short(name))
         if group >= 0:
             self.group_step[group] = num
         return True
@@ -492,6 +505,10 @@ class Builder:
         unclosed = sum(len(v) for v in self.open_b.values())
         if unclosed:
             self.skip("B events never closed by an E", unclosed)
+        if self.s.cut:
+            self.warnings.append(f"cut {self.s.cut} name(s) longer than {MAX_NAME_CHARS:,} "
+                                 f"characters to that length (the longest had "
+                                 f"{self.s.longest:,})")
         for why, n in sorted(self.skipped.items()):
             at = self.first_skipped.get(why)
             where = "" if at is None else f" (the first: traceEvents[{at}])" if n > 1 \

@@ -26,23 +26,60 @@ CATEGORIES = ("op", "xla_compile", "xla_run", "xla_kernel", "tf_data", "queue", 
 CAT = {c: i for i, c in enumerate(CATEGORIES)}
 
 
-class Strings:
-    """An interning symbol table: id 0 is always the empty string."""
+#: Longest string a trace keeps (characters): longer names are cut to this when interned, and
+#: the loader says how many were (a 50 MB event name is no name; every later step, from
+#: matching names to printing them, stays bounded).
+MAX_NAME_CHARS = 4096
 
-    __slots__ = ("_ids", "names")
+
+def cut_name(s: str) -> str:
+    """``s`` cut to :data:`MAX_NAME_CHARS`, saying so and how long it was."""
+    if len(s) <= MAX_NAME_CHARS:
+        return s
+    tail = f"... ({len(s):,} characters)"
+    return s[:MAX_NAME_CHARS - len(tail)] + tail
+
+
+class Strings:
+    """An interning symbol table: id 0 is always the empty string. Strings longer than
+    :data:`MAX_NAME_CHARS` are kept cut (:func:`cut_name`); ``cut`` counts the distinct ones
+    and ``longest`` is the longest seen."""
+
+    __slots__ = ("_ids", "names", "_cut", "longest")
 
     def __init__(self) -> None:
         self.names: list[str] = [""]
         self._ids: dict[str, int] = {"": 0}
+        self._cut: set[str] = set()
+        self.longest = 0
+
+    @property
+    def cut(self) -> int:
+        return len(self._cut)
 
     def id(self, s: str | None) -> int:
         if not s:
             return 0
         i = self._ids.get(s)
         if i is None:
+            if len(s) > MAX_NAME_CHARS:
+                return self._id_of_long(s)
             i = self._ids[s] = len(self.names)
             self.names.append(s)
         return i
+
+    def _id_of_long(self, s: str) -> int:
+        return self.id(self.short(s))
+
+    def short(self, s: str) -> str:
+        """``s`` as this table keeps it (cut if too long, and counted) without interning it:
+        for names kept outside the table (processes, threads)."""
+        if len(s) <= MAX_NAME_CHARS:
+            return s
+        self.longest = max(self.longest, len(s))
+        c = cut_name(s)
+        self._cut.add(c)
+        return c
 
     def ids(self, items: Iterable[str | None]) -> list[int]:
         """The ids of ``items`` (falsy items are 0), interning new strings in order."""
@@ -51,6 +88,8 @@ class Strings:
         out = list(map(tbl.get, items))
         if None in out:
             new = [s for s in dict.fromkeys([s for s, i in zip(items, out) if i is None]) if s]
+            if any(len(s) > MAX_NAME_CHARS for s in new):
+                return [self.id(s) for s in items]   # rare: cut and count them one by one
             tbl.update(zip(new, range(len(names), len(names) + len(new))))
             names.extend(new)
             out = list(map(tbl.get, items))

@@ -8,7 +8,7 @@ import textwrap
 from compare.analysis.explanation import Explanation
 from compare.analysis.mapping import stage_of_op
 from compare.fmt import duration as ms
-from compare.fmt import size
+from compare.fmt import listed, shown_words, size
 from compare.vocabulary.ops import XLA_OP_WORDS
 from compare.vocabulary.thresholds import COMPUTE_NOTABLE
 
@@ -22,6 +22,11 @@ QUESTIONS = {
                  "try next)",
 }
 WIDTH = 100
+#: Processes listed by name (question 1, and the busy list of question 4); a trace with more
+#: lists the busiest and says how many more there are (all are in --json).
+MAX_PROCESSES_SHOWN = 64
+#: Processes named in one line of rows that recorded nothing.
+MAX_EMPTY_SHOWN = 16
 
 
 class Lines:
@@ -35,6 +40,7 @@ class Lines:
             self.lines.append("")
             return
         pad = " " * indent
+        text = shown_words(text)   # a 4096-character name would wrap over 40 lines
         self.lines.extend(textwrap.wrap(text, WIDTH, initial_indent=pad,
                                         subsequent_indent=pad + " " * hang,
                                         break_on_hyphens=False) or [pad])
@@ -88,7 +94,7 @@ def summary(e: Explanation) -> str:
     out(f"- {v.headline}", indent=2)
     if x.compiles:
         out(f"- XLA compiled {x.compiles} time(s), {ms(x.compile_us)} of compile work in all"
-            + (f"; recompiled: {', '.join(x.recompiled)}" if x.recompiled else
+            + (f"; recompiled: {listed(x.recompiled)}" if x.recompiled else
                "; no recompilation") + ".", indent=2)
     elif x.launch_style != "none":
         out(f"- XLA ran {sum(1 for u in x.units.values() if u.runs)} cluster(s); none compiled "
@@ -113,17 +119,34 @@ def pids(e: Explanation) -> str:
     out("Each pid is one row group of the viewer (a 'process'); each tid inside it is one "
         "row. " + lg.tids_words)
     empty: dict[str, list] = {}
+    full = [p for p in lg.processes if p.events or p.tensors or p.role == "allocator"]
+    listed = _busiest(full)
     for p in lg.processes:
         if not p.events and not p.tensors and p.role != "allocator":
             empty.setdefault(p.meaning, []).append(p)
-            continue
-        _process(out, e, p)
+        elif p.pid in listed:
+            _process(out, e, p)
+    if len(full) > len(listed):
+        out()
+        out(f"... and {len(full) - len(listed)} more processes with events (the "
+            f"{len(listed)} busiest are shown; all in --json).", indent=2)
     for meaning, group in empty.items():
         out()
-        out("pid " + ", ".join(str(p.pid) for p in group) + "  "
-            + ", ".join(p.name for p in group), indent=2, hang=4)
+        more = f" and {len(group) - MAX_EMPTY_SHOWN} more" if len(group) > MAX_EMPTY_SHOWN \
+            else ""
+        group = group[:MAX_EMPTY_SHOWN]
+        out("pid " + ", ".join(str(p.pid) for p in group) + more + "  "
+            + ", ".join(p.name for p in group) + (" ..." if more else ""), indent=2, hang=4)
         out(f"{meaning}.", indent=6)
     return out.text()
+
+
+def _busiest(processes: list) -> set[int]:
+    """The pids of the :data:`MAX_PROCESSES_SHOWN` busiest of ``processes`` (all when fewer)."""
+    if len(processes) <= MAX_PROCESSES_SHOWN:
+        return {p.pid for p in processes}
+    ranked = sorted(processes, key=lambda p: (-p.busy_us, -p.events))
+    return {p.pid for p in ranked[:MAX_PROCESSES_SHOWN]}
 
 
 def _process(out: Lines, e: Explanation, p) -> None:
@@ -206,7 +229,7 @@ def _xla_totals(out: Lines, e: Explanation) -> None:
         + (f"Compiles: {x.compiles}, {ms(x.compile_us)} in all. " if x.compiles else
            "Compiles: none in this trace (every call found its program in the cache). ")
         + f"Runs: {ms(x.run_us)} in all. "
-        + ("Recompilation: yes, " + ", ".join(x.recompiled) + " compiled more than once "
+        + ("Recompilation: yes, " + listed(x.recompiled) + " compiled more than once "
            "(new input shapes)." if x.recompiled else
            "Recompilation: none (no cluster compiled twice)."))
     out(f"In step {step.num}: compiling {ms(xs.compile_us)} of wall time "
@@ -340,9 +363,14 @@ def interpret(e: Explanation) -> str:
     lg, v, step = e.legend, e.verdict, e.choice.step
     out(f"Step {step.num} took {ms(step.dur)}. How busy each row was (time when at least one "
         f"of its boxes was open, not the sum of boxes):")
-    for p in lg.processes:
-        if p.events:
+    busy = [p for p in lg.processes if p.events]
+    listed = _busiest(busy)
+    for p in busy:
+        if p.pid in listed:
             out(f"{p.busy_share:>5.0%}  {p.name}", indent=2, hang=7)
+    if len(busy) > len(listed):
+        out(f"... and {len(busy) - len(listed)} more processes, each busy at most "
+            f"{max(p.busy_share for p in busy if p.pid not in listed):.0%}.", indent=2)
     out()
     out("Where the time went, by op type (self time: a box's time minus the boxes inside it; "
         "summed over rows, so shares pass 100 % when ops overlap):")

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from compare.analysis.attribution import SPLIT_KEYS
 from compare.analysis.comparison import SIDES, Comparison, StageRow
-from compare.fmt import duration
+from compare.fmt import duration, listed, shown
 from compare.output.colors import STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
 from compare.vocabulary.thresholds import ESTIMATED_NOTABLE
@@ -30,8 +30,8 @@ def render(r: "Report") -> str:
 
 
 def _ops(ops: list[str], n: int = 4) -> str:
-    shown = ", ".join(f"`{o}`" for o in ops[:n])
-    return shown + (f" (+{len(ops) - n})" if len(ops) > n else "")
+    cells = ", ".join(f"`{shown(o)}`" for o in ops[:n])
+    return cells + (f" (+{len(ops) - n})" if len(ops) > n else "")
 
 
 def _head(r: "Report") -> list[str]:
@@ -120,7 +120,7 @@ def _xla(c: Comparison) -> list[str]:
         lines.append(f"**{k}** ({x.launch_style}): {x.compiles} compile(s), "
                      f"{ms(x.compile_us)} compiling, {ms(x.run_us)} running compiled code over "
                      f"the whole trace"
-                     + (f"; recompiled: {', '.join(x.recompiled)}" if x.recompiled else "") + ".")
+                     + (f"; recompiled: {listed(x.recompiled)}" if x.recompiled else "") + ".")
         lines += _xla_units(k, x.units or {}) + [""]
     return lines
 
