@@ -78,7 +78,24 @@ class Legend:
     memory: list[AllocatorPeak]
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """``dataclasses.asdict`` without its deep copies (a trace may have 200,000 rows)."""
+        return _plain(self)
+
+
+def _plain(obj):
+    """A dataclass (and the dataclasses and lists in it) as dicts and lists; other values as
+    they are (they are numbers and strings here)."""
+    names = _FIELDS.get(type(obj))
+    if names is None and dataclasses.is_dataclass(obj):
+        names = _FIELDS[type(obj)] = tuple(f.name for f in dataclasses.fields(obj))
+    if names is not None:
+        return {n: _plain(getattr(obj, n)) for n in names}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 # --------------------------------------------------------------------------------------------

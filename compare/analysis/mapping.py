@@ -453,8 +453,14 @@ class _Mapper:
                 consumers[int(x)].append(int(i))
         for i in np.flatnonzero(ev.tf_name > 0):
             producers[int(ev.tf_name[i])].append(int(i))
-        # worklists: when an op gets a stage, its producers and consumers are looked at again;
-        # the rules that follow a jitter or a shuffle first, the consumers' stage after them
+        # the labels of each node's consumer events, counted (a node may run thousands of
+        # times in a trace: its consumers are counted once, not read again per event)
+        consumer_labels: dict[int, Counter] = defaultdict(Counter)
+        for node, js in consumers.items():
+            consumer_labels[node].update(int(self.label[j]) for j in js)
+        # worklists: when an op gets a stage, its producers and consumers are looked at again
+        # (those whose facts changed); the rules that follow a jitter or a shuffle first, the
+        # consumers' stage after them
         for by_consumers in (False, True):
             todo = [int(i) for i in np.flatnonzero(self.label == UNMAPPED)]
             queued = set(todo)
@@ -470,15 +476,19 @@ class _Mapper:
                 elif ev.op_type[i] in gather_types and LABEL["shuffle"] in src:
                     new = LABEL["shuffle"]
                 else:
-                    dst = {int(self.label[j]) for j in consumers.get(node, ())}
+                    dst = {lab for lab, n in consumer_labels.get(node, {}).items() if n > 0}
                     if not (by_consumers and len(dst) == 1 and dst <= PIPELINE):
                         continue
                     new = dst.pop()
                 self.label[i], self.basis[i] = new, BASIS["dataflow"]
+                again = list(consumers.get(node, ())) if label_of_node.get(node) != new else []
                 label_of_node[node] = new
-                again = list(consumers.get(node, ()))
                 for x in ev.inputs_of(i):
-                    again.extend(producers.get(int(x), ()))
+                    c = consumer_labels[int(x)]
+                    c[UNMAPPED] -= 1
+                    c[new] += 1
+                    if c[UNMAPPED] == 0 or c[new] == 1:  # its consumers' labels changed
+                        again.extend(producers.get(int(x), ()))
                 for j in again:
                     if j not in queued and self.label[j] == UNMAPPED:
                         queued.add(j)

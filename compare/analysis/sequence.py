@@ -34,6 +34,7 @@ import numpy as np
 from compare.analysis import rows
 from compare.analysis.steps import StepChoice
 from compare.model.events import CAT, Trace
+from compare.model.lanes import keys
 from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFFIX
 from compare.vocabulary.rows import MEMCPY_PREFIX
 
@@ -91,8 +92,12 @@ def _nodes(trace: Trace, choice: StepChoice, work: np.ndarray) -> np.ndarray:
     if trace.format == "timeline" or not len(idx):
         return idx
     tf_data = CAT["tf_data"]
-    keep = []
-    for _, _, lane in trace.iter_lanes(idx):
+    # a lane with one event keeps it: only lanes of several are walked one by one
+    (lane_key,) = keys(ev.pid[idx], ev.tid[idx])
+    _, inv, counts = np.unique(lane_key, return_inverse=True, return_counts=True)
+    alone = counts[inv.reshape(-1)] == 1
+    keep = [idx[alone]]
+    for _, _, lane in trace.iter_lanes(idx[~alone]):
         op_level = lane[(ev.op_type[lane] != 0) | (ev.category[lane] == tf_data)]
         cand = op_level if len(op_level) else lane
         keep.append(_outermost(ev.ts[cand], ev.ts[cand] + ev.dur[cand], cand))
