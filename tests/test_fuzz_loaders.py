@@ -302,3 +302,75 @@ def test_mutated_real_xplane(legacy_run, fuzz_file, data):
     path = fuzz_file.with_name("fuzz.xplane.pb")
     path.write_bytes(bytes(raw))
     load_or_clean_error(path)
+
+
+# --- hostile structure (issue 19) -------------------------------------------------------------
+
+_NASTY_TEXT = st.sampled_from(['}, {', '"', '\\"', '\\\\', ']', '[', '{', ',', 'x', ' ', 'é',
+                               '\\u0000', '/', ':'])
+
+
+@st.composite
+def _hostile(draw) -> bytes:
+    """A trace of hostile structure: values nested around the parsers' depth limits (as an
+    entry, inside args, as metadata after the list), many distinct pids, tids or names, long
+    strings full of JSON punctuation, flow storms, fields of the wrong type; parts mixed
+    with good events."""
+    n = draw(st.integers(1, 3000))
+    rows = draw(st.sampled_from(["pid", "tid", "same", "name"]))
+    long = draw(st.sampled_from([0, 0, 4095, 4096, 4097, 200_000]))
+    filler = "".join(draw(st.lists(_NASTY_TEXT, min_size=1, max_size=6)))
+    big = json.dumps((filler * (long // len(filler) + 1))[:long]) if long else '"op"'
+    parts = []
+    for i in range(n):
+        pid = i if rows == "pid" else 1
+        tid = i if rows == "tid" else 1
+        name = json.dumps(f"op{i}") if rows == "name" else big if i == n // 2 else '"op"'
+        parts.append(f'{{"ph":"X","pid":{pid},"tid":{tid},"ts":{i * 10},"dur":5,"name":{name}}}')
+    if draw(st.booleans()):  # a flow storm: arrows between the ops, some sharing an id
+        same = draw(st.booleans())
+        parts += [f'{{"ph":"{ph}","pid":1,"tid":1,"ts":{i * 10 + 1},'
+                  f'"id":{0 if same else i},"name":"f"}}'
+                  for i in range(min(n, 2000)) for ph in "sf"]
+    depth = draw(st.sampled_from([0, 900, 1022, 1023, 1024, 1025, 5000, 60_000]))
+    where = draw(st.sampled_from(["entry", "args", "meta", "list"]))
+    nest = draw(st.sampled_from([("[", "]"), ('{"a":', "}")]))
+    deep = nest[0] * depth + "1" + nest[1] * depth
+    if depth and where == "entry":
+        parts.insert(draw(st.integers(0, len(parts))), deep)
+    elif depth and where == "args":
+        parts.insert(draw(st.integers(0, len(parts))),
+                     f'{{"ph":"X","pid":1,"tid":1,"ts":3,"dur":1,"name":"d","args":{deep}}}')
+    for _ in range(draw(st.integers(0, 3))):  # fields of the wrong JSON type
+        field = draw(st.sampled_from(["name", "pid", "tid", "ts", "dur", "ph", "args"]))
+        bad = draw(_junk.filter(lambda v: not isinstance(v, (int, float)) or
+                                isinstance(v, bool)))
+        e = {"ph": "X", "pid": 1, "tid": 2, "ts": 5, "dur": 1, "name": "w", field: bad}
+        parts.insert(draw(st.integers(0, len(parts))), json.dumps(e))
+    body = ",".join(parts)
+    if depth and where == "list":
+        return ('{"traceEvents":' + "[" * depth + "]" * depth + "}").encode()
+    meta = f',"metadata":{deep}' if depth and where == "meta" else ""
+    return ('{"traceEvents":[' + body + "]" + meta + "}").encode()
+
+
+@settings(FUZZ, max_examples=max(EXAMPLES // 5, 40))
+@given(raw=_hostile(), data=st.data())
+def test_hostile_structure_loads_and_explains(fuzz_file, raw, data):
+    """Loaded or one clean error; and what loads is explained with no exception but our one
+    clean error, in text whose every line a terminal can show (names cut)."""
+    from common.errors import InputError
+    from compare.analysis.explanation import explain
+    from compare.output.explain_json import to_json
+    from compare.output.explain_text import to_text
+
+    fuzz_file.write_bytes(data.draw(_wrapped(raw)))
+    load_or_clean_error(fuzz_file)
+    try:
+        tr = load(fuzz_file)
+        e = explain(tr)
+    except InputError:
+        return
+    text = to_text(e)
+    assert max(len(line) for line in text.splitlines()) <= 300 + len(str(fuzz_file))
+    json.dumps(to_json(e))

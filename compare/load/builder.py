@@ -148,7 +148,7 @@ class Builder:
             if self._add_typed(events):
                 self.seen += len(events)
                 return
-            events = chrome_json._loads(events.text, self.warnings)
+            events = chrome_json.dicts(events, self.warnings)
         self._add_dicts(events)
         self.seen += len(events)
         self._flush()
@@ -506,9 +506,10 @@ class Builder:
         if unclosed:
             self.skip("B events never closed by an E", unclosed)
         if self.s.cut:
-            self.warnings.append(f"cut {self.s.cut} name(s) longer than {MAX_NAME_CHARS:,} "
-                                 f"characters to that length (the longest had "
-                                 f"{self.s.longest:,})")
+            n = self.s.cut
+            self.warnings.append(f"cut {n} name{'' if n == 1 else 's'} longer than "
+                                 f"{MAX_NAME_CHARS:,} characters to that length (the longest "
+                                 f"had {self.s.longest:,})")
         for why, n in sorted(self.skipped.items()):
             at = self.first_skipped.get(why)
             where = "" if at is None else f" (the first: traceEvents[{at}])" if n > 1 \

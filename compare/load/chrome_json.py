@@ -302,6 +302,20 @@ def _chunk(buf: bytes, pos: int, stop: int, chunk_bytes: int, parse, warnings: l
     return exact, _parsed(parse, buf, pos, exact, warnings)
 
 
+def dicts(chunk: "TypedChunk", warnings: list[str]) -> list:
+    """A typed chunk's events parsed the plain way (for the dict path). msgspec reads some
+    values orjson refuses (nested past orjson's limit in a field msgspec skips or takes as
+    it is): those are salvaged value by value, as :func:`iter_chunks` would."""
+    try:
+        return _loads(chunk.text, warnings)
+    except orjson.JSONDecodeError:
+        damage = _Damage()
+        out = [e for batch in _salvage(chunk.text, 1, len(chunk.text) - 1, warnings, damage,
+                                       last=False) for e in batch]
+        damage.report(warnings)
+        return out
+
+
 class _Damage:
     """What salvaging skipped, counted across the whole list and said once."""
 
@@ -309,14 +323,14 @@ class _Damage:
         self.stretches = self.chars = 0
         self.deep = self.deepest = 0
         self.tail = ""
-        self.open = False   # the last stretch ran to the end of its text: what follows
-                            # at once continues it (one stretch, not two)
+        self.open = False   # no good value read since the last damage: more damage now
+                            # continues that stretch (one stretch, not two)
 
-    def skipped(self, chars: int, continues: bool, to_end: bool) -> None:
-        if not (continues and self.open):
+    def skipped(self, chars: int) -> None:
+        if not self.open:
             self.stretches += 1
         self.chars += chars
-        self.open = to_end
+        self.open = True
 
     def report(self, warnings: list[str]) -> None:
         if self.deep:
@@ -382,9 +396,9 @@ def _resync(data: bytes, warnings: list[str], damage: _Damage, last: bool) -> li
                     damage.tail = (f"skipped the last {n - i} bytes of the event list: not "
                                    f"complete JSON (truncated mid-event?)")
                 else:
-                    damage.skipped(n - i, not out, True)
+                    damage.skipped(n - i)
                 break
-            damage.skipped(m.end() - i, not out, False)
+            damage.skipped(m.end() - i)
             i = m.end()
             continue
         out.append(obj)

@@ -1,0 +1,282 @@
+"""``python -m benchmarks.hostile [--rows 10000,100000,1000000] [--cases ...] [--json FILE]``:
+how fast ``compare.explain`` gets through traces of hostile *structure*, row counts growing
+tenfold, to show the time grows linearly with the trace (issue 19).
+
+Each case is a generator of a legal (or refused) Chrome-trace JSON document of about N rows:
+every event on its own pid, or on its own thread of one pid; N distinct names; N flow arrows;
+N steps; N named threads; a timeline whose nodes repeat with dataflow inputs; one huge event
+name; nesting far beyond any parser's depth limit; fields of the wrong JSON type. The same
+generators make the structure cases of the bad-input corpus (``tests/corpus/make_corpus.py``)
+and of the loader fuzzing, at small sizes.
+
+Each measurement runs ``python -m compare.explain FILE`` in a fresh subprocess and reports the
+wall time, events per second, peak RSS and the exit code; the growth ratio per tenfold row
+count is printed beside it (10 means linear).
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+from common import atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _doc(events: Iterator[str], head: str = '{"traceEvents":[', tail: str = "]}") -> Iterator[str]:
+    yield head
+    first = True
+    for e in events:
+        yield e if first else "," + e
+        first = False
+    yield tail
+
+
+def _x(pid, tid, ts, dur, name, args: str | None = None) -> str:
+    a = f',"args":{args}' if args is not None else ""
+    return (f'{{"ph":"X","pid":{pid},"tid":{tid},"ts":{ts},"dur":{dur},'
+            f'"name":{json.dumps(name)}{a}}}')
+
+
+def _meta(what: str, pid: int, name: str, tid: int | None = None) -> str:
+    t = f',"tid":{tid}' if tid is not None else ""
+    return f'{{"ph":"M","name":"{what}","pid":{pid}{t},"args":{{"name":{json.dumps(name)}}}}}'
+
+
+# --- the cases: each yields the document's text in pieces ---------------------------------
+
+def many_pids(n: int) -> Iterator[str]:
+    """``n`` events, each on a process of its own, every process named."""
+    def events():
+        for i in range(n):
+            yield _meta("process_name", i, f"/host:worker_{i}")
+            yield _x(i, 1, i * 10, 5, "op")
+    return _doc(events())
+
+
+def many_tids(n: int) -> Iterator[str]:
+    """``n`` events on one process, each on a thread of its own, threads named by role
+    (python, tf_data, reader, XLA codegen, eigen: the names the analyses look for)."""
+    roles = ("python", "tf_data_iterator", "tf_reader_thread_ReaderReadV2", "xla-cpu-codegen",
+             "tf_Compute", "Eigen")
+    def events():
+        yield _meta("process_name", 1, "/host:CPU")
+        for i in range(n):
+            yield _meta("thread_name", 1, f"{roles[i % len(roles)]}/{i}", i)
+            yield _x(1, i, i * 10, 5, "ExecutorState::Process" if i % 2 else "MatMul",
+                     '{"long_name":"m/MatMul:MatMul"}' if i % 2 == 0 else None)
+    return _doc(events())
+
+
+def many_names(n: int) -> Iterator[str]:
+    """``n`` events on a handful of threads, every one with a name (and op) of its own."""
+    def events():
+        for i in range(n):
+            yield _x(1, i % 4, i * 10, 8, f"op_{i}", f'{{"long_name":"scope_{i}/op_{i}:Op{i}"}}')
+    return _doc(events())
+
+
+def many_steps(n: int) -> Iterator[str]:
+    """``n`` marked steps (xprof's step markers), each with an op and an input wait inside,
+    plus one event spanning them all on every one of 50 threads."""
+    def events():
+        yield _meta("process_name", 1, "/host:CPU")
+        for t in range(50):
+            yield _x(1, 100 + t, 0, n * 100, "ExecutorState::Process")
+        for i in range(n):
+            yield _x(1, 1, i * 100, 90, "train",
+                     f'{{"step_num":{i},"step_name":"{i}","group_id":{i}}}')
+            yield _x(1, 2, i * 100 + 5, 40, "IteratorGetNext",
+                     f'{{"long_name":"it:IteratorGetNext","group_id":{i}}}')
+            yield _x(1, 2, i * 100 + 50, 30, "MatMul", f'{{"long_name":"m:MatMul","group_id":{i}}}')
+    return _doc(events())
+
+
+def flow_storm(n: int) -> Iterator[str]:
+    """``n`` flow arrows between ops on two threads (every op the end of one), plus ``n``
+    arrows sharing a single id."""
+    def events():
+        for i in range(n):
+            yield _x(1, 1, i * 10, 5, "producer")
+            yield _x(1, 2, i * 10 + 6, 3, "consumer")
+            yield f'{{"ph":"s","pid":1,"tid":1,"ts":{i * 10 + 5},"id":{i},"name":"f"}}'
+            yield f'{{"ph":"f","bp":"e","pid":1,"tid":2,"ts":{i * 10 + 6},"id":{i},"name":"f"}}'
+            yield f'{{"ph":"t","pid":1,"tid":2,"ts":{i * 10 + 7},"id":-1,"name":"same"}}'
+    return _doc(events())
+
+
+def timeline_storm(n: int) -> Iterator[str]:
+    """A timeline.py trace (``args {name, op, input0..}``) of one session run whose few nodes
+    repeat ``n`` times over: a producer consumed by everything, Send/Recv pairs, GPU copies and
+    kernels, so the dataflow has hot nodes with ``n`` events each."""
+    cpu = "/job:localhost/replica:0/task:0/device:CPU:0"
+    gpu = "/job:localhost/replica:0/task:0/device:GPU:0"
+    def events():
+        for pid, name in enumerate((f"{cpu} Compute", f"{gpu} Compute",
+                                    f"{gpu}/stream:7 Compute", f"{gpu}/memcpy Compute")):
+            yield _meta("process_name", pid, name)
+        yield _x(0, 0, 0, 1, "NoOp", '{"name":"_SOURCE","op":"NoOp"}')
+        for i in range(n):
+            t = 10 + i * 10
+            k = i % 5
+            if k == 0:
+                yield _x(0, 0, t, 4, "RandomUniform", '{"name":"src","op":"RandomUniform"}')
+            elif k == 1:
+                yield _x(0, 1, t, 4, "Mul", '{"name":"mul","op":"Mul","input0":"src",'
+                                            '"input1":"^src","input2":"mul:1"}')
+            elif k == 2:
+                yield _x(0, 0, t, 2, "_Send", '{"name":"send/_1","op":"_Send","input0":"mul"}')
+            elif k == 3:
+                yield _x(1, 0, t, 2, "_Recv", '{"name":"send/_2","op":"_Recv"}')
+                yield _x(2, 0, t + 1, 3, "MatMul", '{"name":"mm","op":"MatMul"}')
+            else:
+                yield _x(1, 0, t, 3, "MatMul", '{"name":"mm","op":"MatMul","input0":"send/_2",'
+                                               '"input1":"edge_1_mul"}')
+                yield _x(3, 0, t + 1, 2, "MEMCPYHtoD", '{"name":"edge_1_mul","op":"MEMCPYHtoD"}')
+    return _doc(events())
+
+
+def long_name(n_bytes: int) -> Iterator[str]:
+    """A few events, one of them (and its thread and process) named by a string of
+    ``n_bytes`` characters without a space."""
+    big = "x" * n_bytes
+    def events():
+        yield _meta("process_name", 1, "/host:" + big)
+        yield _meta("thread_name", 1, big, 1)
+        yield _x(1, 1, 0, 50, big, json.dumps({"long_name": big + ":" + big}))
+        yield _x(1, 1, 60, 10, "small")
+    return _doc(events())
+
+
+def nested_lists(depth: int) -> Iterator[str]:
+    """``traceEvents`` holding ``depth`` nested empty lists (a 200,000-deep one is 400 KB)."""
+    yield '{"traceEvents":'
+    yield "[" * depth
+    yield "]" * depth
+    yield "}"
+
+
+def nested_args(depth: int) -> Iterator[str]:
+    """Good events around one whose ``args`` nest ``depth`` objects deep."""
+    def events():
+        yield _x(1, 1, 0, 10, "before")
+        yield _x(1, 1, 20, 10, "deep", '{"a":' * depth + "1" + "}" * depth)
+        yield _x(1, 1, 40, 10, "after")
+    return _doc(events())
+
+
+#: field -> a wrong value for it (what a buggy exporter writes)
+WRONG_TYPES = {"name": {"a": 1}, "pid": "1", "tid": [1], "ts": "0", "dur": [5], "args": [1, 2],
+               "ph": ["X"]}
+
+
+def wrong_type(field: str, n: int = 3) -> Iterator[str]:
+    """``n`` complete events whose ``field`` has the wrong JSON type (see
+    :data:`WRONG_TYPES`), and nothing else."""
+    def events():
+        for i in range(n):
+            e = {"ph": "X", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5, "name": "op"}
+            e[field] = WRONG_TYPES[field]
+            yield json.dumps(e)
+    return _doc(events())
+
+
+#: case -> (generator of N rows, what N means); the row cases of the benchmark.
+ROW_CASES: dict[str, Callable[[int], Iterator[str]]] = {
+    "many_pids": many_pids, "many_tids": many_tids, "many_names": many_names,
+    "many_steps": many_steps, "flow_storm": flow_storm, "timeline_storm": timeline_storm,
+}
+
+
+def write(path: Path, pieces: Iterator[str]) -> int:
+    """Write a generated document (atomically); return its size in bytes."""
+    buf = io.StringIO()
+    for p in pieces:
+        buf.write(p)
+    atomic.write_text(path, buf.getvalue())
+    return path.stat().st_size
+
+
+# --- measuring -----------------------------------------------------------------------------
+
+def _explain(path: Path, timeout: float) -> dict:
+    """``python -m compare.explain path`` in a fresh process: wall s, peak RSS (``wait4``),
+    exit code, the last line of stderr; killed after ``timeout`` s."""
+    import threading
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "compare.explain", str(path)], cwd=ROOT,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    killer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if wall >= timeout:
+        return {"wall_s": None, "timeout_s": timeout, "exit": None}
+    last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
+    return {"wall_s": wall, "exit": proc.returncode, "peak_rss_bytes": usage.ru_maxrss * 1024.0,
+            "stderr": last[0][:300]}
+
+
+def run(cases: list[str], rows: list[int], folder: Path, timeout: float) -> dict:
+    out: dict[str, list[dict]] = {}
+    for case in cases:
+        out[case] = []
+        for n in rows:
+            path = folder / f"{case}_{n}.json"
+            size = write(path, ROW_CASES[case](n))
+            r = _explain(path, timeout)
+            r.update(rows=n, file_bytes=size)
+            r["events_per_s"] = n / r["wall_s"] if r["wall_s"] else None
+            out[case].append(r)
+            path.unlink()
+            print(_line(case, r, out[case]), flush=True)
+    return out
+
+
+def _line(case: str, r: dict, done: list[dict]) -> str:
+    if r["wall_s"] is None:
+        return f"{case:>15} {r['rows']:>9,} rows: still running after {r['timeout_s']:.0f} s"
+    prev = done[-2] if len(done) > 1 and done[-2]["wall_s"] else None
+    growth = (f", x{r['wall_s'] / prev['wall_s']:.1f} the time of {prev['rows']:,} rows"
+              if prev else "")
+    return (f"{case:>15} {r['rows']:>9,} rows, {r['file_bytes'] / 1e6:6.1f} MB: "
+            f"{r['wall_s']:6.2f} s, {r['events_per_s']:>9,.0f} rows/s, peak RSS "
+            f"{r['peak_rss_bytes'] / 1e6:5.0f} MB, exit {r['exit']}{growth}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default="10000,100000,1000000",
+                    help="row counts, comma separated")
+    ap.add_argument("--cases", default=",".join(ROW_CASES), help="cases, comma separated")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per explain run")
+    ap.add_argument("--json", dest="json_out", help="also write the numbers to this file")
+    a = ap.parse_args(argv)
+    cases = [c for c in a.cases.split(",") if c]
+    unknown = set(cases) - set(ROW_CASES)
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(sorted(unknown))}; cases: {', '.join(ROW_CASES)}")
+    rows = [int(x) for x in a.rows.split(",") if x]
+    with tempfile.TemporaryDirectory(prefix="bench-hostile-") as d:
+        r = run(cases, rows, Path(d), a.timeout)
+    result = {"cases": r, "loadavg": os.getloadavg(), "cpus": os.cpu_count()}
+    if a.json_out:
+        atomic.write_text(a.json_out, json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""Hostile trace structure (issue 19), in process and small: nesting past the parsers' limits,
+fields of the wrong JSON type, huge names, many rows, and the exact helpers that replaced
+per-row loops (each checked against the plain computation it replaced). The same cases at
+full size run through the CLIs in tests/test_corpus.py; their speed is measured by
+``python -m benchmarks.hostile``, never here."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from benchmarks import hostile
+from compare.analysis.explanation import explain
+from compare.load import LoadError, load, structure
+from compare.load.chrome_json import MAX_DEPTH
+from compare.model import intervals
+from compare.model.events import MAX_NAME_CHARS, Events, Step, Strings, Trace
+from compare.output.explain_json import to_json
+from compare.output.explain_text import MAX_PROCESSES_SHOWN, to_text
+
+
+def _write(tmp_path, pieces, name="t.json"):
+    path = tmp_path / name
+    hostile.write(path, pieces)
+    return path
+
+
+# --- nesting ---------------------------------------------------------------------------------
+
+def test_200000_nested_lists_are_one_line_naming_the_depth(tmp_path):
+    path = _write(tmp_path, hostile.nested_lists(200_000))
+    assert path.stat().st_size < 500_000
+    with pytest.raises(LoadError) as e:
+        load(path)
+    msg = str(e.value)
+    assert "nested 199,999 levels deep" in msg and f"{MAX_DEPTH:,}" in msg, msg
+    assert "never closes" not in msg and "\n" not in msg
+
+
+def test_args_nested_100000_deep_skip_that_event_only(tmp_path):
+    tr = load(_write(tmp_path, hostile.nested_args(100_000)))
+    assert tr.col_str("name") == ["before", "after"]
+    assert any("nested 100,001 levels deep" in w for w in tr.warnings), tr.warnings
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+def test_depth_at_the_limit(tmp_path, depth):
+    """An event nesting up to the limit is read; one level more is skipped and named."""
+    tr = load(_write(tmp_path, hostile.nested_args(depth - 1)))   # the event adds a level
+    read = "deep" in tr.col_str("name")
+    assert read == (depth <= MAX_DEPTH), (depth, tr.warnings)
+
+
+def test_deep_args_msgspec_reads_but_orjson_refuses(tmp_path):
+    """Found by fuzzing: msgspec decoded an event nested past orjson's limit, then the dict
+    path (xprof-style args) re-parsed the chunk with orjson and raised."""
+    deep = '{"a":' * 1024 + "1" + "}" * 1024
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":3,"dur":1,"name":"d",'
+                    f'"args":{deep}}},{{"ph":"X","pid":0,"tid":1,"ts":0,"dur":5,"name":"op"}}]}}')
+    tr = load(path)
+    assert tr.col_str("name") == ["op"] and any("levels deep" in w for w in tr.warnings)
+
+
+# --- wrong types -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field,words", [
+    ("name", "name is an object, not a string"), ("pid", "pid is a string, not an integer"),
+    ("tid", "tid is a list, not an integer"), ("ts", "ts is a string, not a number"),
+    ("dur", "dur is a list, not a number"), ("ph", "ph is a list, not a phase letter")])
+def test_wrong_field_types_are_named(tmp_path, field, words):
+    with pytest.raises(LoadError) as e:
+        load(_write(tmp_path, hostile.wrong_type(field)))
+    msg = str(e.value)
+    assert words in msg and "(the first: traceEvents[0])" in msg, msg
+    assert "never closes" not in msg
+
+
+def test_wrong_types_among_good_events_say_which_entry(tmp_path):
+    path = tmp_path / "t.json"
+    good = {"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "name": "op"}
+    path.write_text(json.dumps({"traceEvents": [good, good, dict(good, pid=True),
+                                                dict(good, name=["a"])]}))
+    tr = load(path)
+    assert len(tr.events) == 2
+    assert "skipped 1 complete events whose pid is a boolean, not an integer " \
+           "(traceEvents[2])" in tr.warnings
+    assert "skipped 1 complete events whose name is a list, not a string " \
+           "(traceEvents[3])" in tr.warnings
+
+
+@pytest.mark.parametrize("value,words", [({}, "an object"), ("x", "a string"), (3, "a number")])
+def test_trace_events_of_the_wrong_type(tmp_path, value, words):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": value}))
+    with pytest.raises(LoadError, match=f"'traceEvents' is {words}, not a list of events"):
+        load(path)
+
+
+def test_metadata_names_of_the_wrong_type_are_skipped(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": {"deep": [1]}}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "worker"}},
+        {"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 5, "name": "op"}]}))
+    tr = load(path)
+    assert tr.processes[1].name == "pid 1" and tr.lanes[(1, 1)] == "worker"
+    assert any("process_name events whose args.name is an object" in w for w in tr.warnings)
+
+
+# --- the event list's end --------------------------------------------------------------------
+
+def test_list_whose_last_entry_is_no_object_still_closes(tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":0,"dur":5,"name":"a"},'
+                    '[1,[2]]],"displayTimeUnit":"ns"}')
+    tr = load(path)
+    assert tr.meta == {"displayTimeUnit": "ns"}
+    assert not any("never closes" in w for w in tr.warnings), tr.warnings
+    assert any("not JSON objects" in w for w in tr.warnings)
+
+
+def test_damage_in_a_big_list_costs_one_stretch(tmp_path, monkeypatch):
+    """One garbled event among 20,000 read in small chunks: every other event read, one
+    stretch skipped (each failed chunk used to be re-parsed at every later boundary)."""
+    import functools
+
+    from compare.load import chrome_json
+
+    events = [json.dumps({"ph": "X", "pid": 1, "tid": 1, "ts": i, "dur": 1, "name": "op"})
+              for i in range(20_000)]
+    events[5000] = '{"ph": "X", "pid": 1\x00, "name": "x}, {"}'
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents":[' + ", ".join(events) + "]}")
+    monkeypatch.setattr(chrome_json, "iter_chunks",
+                        functools.partial(chrome_json.iter_chunks, chunk_bytes=1 << 12))
+    tr = load(path)
+    assert len(tr.events) == 19_999
+    assert any(w.startswith("skipped 1 damaged stretch") for w in tr.warnings), tr.warnings
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_level_values_match_a_json_parse(seed):
+    """The numpy bracket scan against json: where each value ends, how deep it nests, where
+    the list closes; blocks as small as one byte (strings, escapes and carries across
+    blocks)."""
+    rnd = random.Random(seed)
+
+    def value(d=0):
+        r = rnd.random()
+        if d > 5 or r < 0.3:
+            return rnd.choice([1, 'a,]}"\\', 'x\\"}, {', 2.5, None, "\\\\", "é,"])
+        if r < 0.65:
+            return [value(d + 1) for _ in range(rnd.randint(0, 3))]
+        return {f"k{i},}}": value(d + 1) for i in range(rnd.randint(0, 3))}
+
+    def depth(v):
+        if isinstance(v, (list, dict)):
+            inner = v.values() if isinstance(v, dict) else v
+            return 1 + max([depth(x) for x in inner] or [0])
+        return 0
+
+    for _ in range(200):
+        vals = [value() for _ in range(rnd.randint(1, 6))]
+        text = ", ".join(json.dumps(v, ensure_ascii=rnd.random() < 0.5) for v in vals)
+        buf = text.encode() + b"], 7"
+        for block in (1, 3, 64, 1 << 20):
+            structure.BLOCK_BYTES = block
+            got = structure.top_level_values(buf, 0, len(buf))
+            assert got.closed == len(text.encode())
+            assert got.depth == [depth(v) for v in vals]
+            starts = [0] + [e + 1 for e in got.ends[:-1]]
+            assert [json.loads(buf[a:b]) for a, b in zip(starts, got.ends)] == vals
+    structure.BLOCK_BYTES = 1 << 20
+
+
+# --- long names ------------------------------------------------------------------------------
+
+def test_a_5_mb_name_is_cut_once_and_shown_short(tmp_path):
+    tr = load(_write(tmp_path, hostile.long_name(5 << 20)))
+    assert max(map(len, tr.strings.names)) == MAX_NAME_CHARS
+    assert len(tr.processes[1].name) == MAX_NAME_CHARS and len(tr.lanes[(1, 1)]) == MAX_NAME_CHARS
+    assert any(w.startswith("cut 2 names") and "5,242,886" in w for w in tr.warnings), \
+        tr.warnings
+    text = to_text(explain(tr))
+    assert max(len(line) for line in text.splitlines()) <= 200
+    assert "(5,242,880 characters)" in text and "x" * 200 not in text
+
+
+def test_strings_table_cuts_in_bulk_and_one_by_one_alike():
+    long = "y" * (MAX_NAME_CHARS + 10)
+    a, b = Strings(), Strings()
+    assert [a.names[i] for i in a.ids(["p", long, "q", long])] == \
+        [b.names[b.id(s)] for s in ("p", long, "q", long)]
+    assert a.cut == b.cut == 1 and a.longest == MAX_NAME_CHARS + 10
+
+
+# --- many rows -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["many_pids", "many_tids", "many_names", "many_steps",
+                                  "flow_storm", "timeline_storm"])
+def test_row_cases_explain_completely(tmp_path, case):
+    tr = load(_write(tmp_path, hostile.ROW_CASES[case](3000)))
+    e = explain(tr)
+    text = to_text(e)
+    assert max(len(line) for line in text.splitlines()) <= 200
+    assert len(text) < 200_000
+    json.dumps(to_json(e))
+
+
+def test_many_processes_list_the_busiest_and_count_the_rest(tmp_path):
+    e = explain(load(_write(tmp_path, hostile.many_pids(3000))))
+    text = to_text(e)
+    assert f"... and {3000 - MAX_PROCESSES_SHOWN} more processes with events" in text
+    assert len(to_json(e)["pids"]["processes"]) == 3000
+
+
+def test_busy_time_per_group_is_union_us_bit_for_bit():
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        n, groups = int(rng.integers(0, 60)), int(rng.integers(1, 8))
+        g = rng.integers(0, groups, n)
+        ts = rng.choice([0.0, 1.0, 2.5, 3.0, 7.0], n) * rng.random() * 10 + rng.integers(0, 3, n)
+        end = ts + rng.choice([0, 0.5, 1, 3, -1], n)
+        lo, hi = 1.0, 9.0 + rng.random()
+        want = [intervals.union_us(ts[g == k], end[g == k], lo, hi) for k in range(groups)]
+        assert intervals.union_per_group(g, ts, end, lo, hi, groups).tolist() == want
+
+
+def test_step_of_matches_the_per_step_masks():
+    """Disjoint steps by binary search, overlapping ones by a sweep: the last listed step
+    containing a time wins, as with one mask per step."""
+    rng = np.random.default_rng(0)
+    for _ in range(1000):
+        steps = [Step(int(rng.integers(0, 5)), float(rng.integers(0, 20)),
+                      float(rng.choice([0, 1, 2, 5, 10]))) for _ in range(rng.integers(0, 7))]
+        tr = Trace("x", "chrome", Strings(), {}, {}, Events(0), steps=steps)
+        ts = rng.integers(-2, 35, 50).astype(float) + rng.choice([0, 0.5], 50)
+        want = np.full(len(ts), -1, np.int32)
+        for st in steps:
+            want[(ts >= st.ts) & (ts < st.ts + st.dur)] = st.num
+        np.testing.assert_array_equal(tr.step_of(ts), want)
+
+
+def test_copies_of_one_tensor_stay_linear(tmp_path):
+    """A tensor copied 300 times with 300 readers: each reader waits for one copy (not
+    90,000 copy edges); a few copies still link to every reader."""
+    from compare.analysis import sequence, steps
+
+    cpu = "/job:localhost/replica:0/task:0/device:CPU:0"
+    gpu = "/job:localhost/replica:0/task:0/device:GPU:0"
+
+    def trace(n):
+        ev = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": f"{cpu} Compute"}},
+              {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": f"{gpu} Compute"}},
+              {"ph": "M", "name": "process_name", "pid": 2,
+               "args": {"name": f"{gpu}/stream:7 Compute"}}]
+        for i in range(n):
+            t = i * 10
+            ev += [{"ph": "X", "pid": 2, "tid": 0, "ts": t, "dur": 2, "name": "MEMCPYHtoD",
+                    "args": {"name": f"edge_{i}_x", "op": "MEMCPYHtoD"}},
+                   {"ph": "X", "pid": 1, "tid": 0, "ts": t + 3, "dur": 2, "name": "MatMul",
+                    "args": {"name": f"mm{i}", "op": "MatMul", "input0": "x"}},
+                   {"ph": "X", "pid": 2, "tid": 0, "ts": t + 6, "dur": 2, "name": "MatMul",
+                    "args": {"name": f"mm{i}", "op": "MatMul"}}]
+        path = tmp_path / f"copies{n}.json"
+        path.write_text(json.dumps({"traceEvents": ev}))
+        return load(path)
+
+    for n, want in ((3, 9), (300, 300)):
+        tr = trace(n)
+        seq = sequence.build(tr, steps.choose(tr))
+        assert seq.edge_counts["copy"] == want, (n, seq.edge_counts)
