@@ -145,13 +145,14 @@ def timeline_storm(n: int) -> Iterator[str]:
 
 
 def long_name(n_bytes: int) -> Iterator[str]:
-    """A few events, one of them (and its thread and process) named by a string of
-    ``n_bytes`` characters without a space."""
+    """A few events, one of them named by a string of ``n_bytes`` characters without a
+    space; its process and thread named by strings of a fiftieth of that (at least 5,000)."""
     big = "x" * n_bytes
+    row = "y" * max(n_bytes // 50, 5000)
     def events():
-        yield _meta("process_name", 1, "/host:" + big)
-        yield _meta("thread_name", 1, big, 1)
-        yield _x(1, 1, 0, 50, big, json.dumps({"long_name": big + ":" + big}))
+        yield _meta("process_name", 1, "/host:" + row)
+        yield _meta("thread_name", 1, row, 1)
+        yield _x(1, 1, 0, 50, big)
         yield _x(1, 1, 60, 10, "small")
     return _doc(events())
 

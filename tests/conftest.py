@@ -60,6 +60,15 @@ def corpus(tmp_path_factory, legacy_run):
     return make_corpus.make(tmp_path_factory.mktemp("corpus"), legacy_run[0])
 
 
+@pytest.fixture(scope="session")
+def hostile_corpus(tmp_path_factory):
+    """The hostile-structure traces of the corpus (issue 19), generated from nothing:
+    item name -> path."""
+    from tests.corpus import make_corpus
+
+    return make_corpus.make_hostile(tmp_path_factory.mktemp("hostile"))
+
+
 def run_guarded(module: str, *args: str, timeout: float = 300, mem_gib: float = 8,
                 env: dict | None = None, modes_bind_root: bool = False,
                 fsize: int | None = None) -> subprocess.CompletedProcess:

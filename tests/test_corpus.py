@@ -251,3 +251,104 @@ def test_compare_run_on_bad_trace(corpus, legacy_run, tmp_path, item):
     assert said and all("modern" in ln for ln in said), proc.stdout + proc.stderr
     report = json.loads((out / "report.json").read_text())
     assert any(needle in w for w in report["sources"]["modern"]["warnings"]), report["sources"]
+
+
+# --- hostile structure (issue 19) ----------------------------------------------------------
+
+#: item -> ("error", words of the one line), ("partial", words of a warning) or ("ok", None)
+HOSTILE_OUTCOMES = {
+    "tr_nested_lists.json": ("error", "nested 199,999 levels deep"),
+    "tr_nested_args.json": ("partial", "nested 100,001 levels deep"),
+    "tr_many_pids.json.gz": ("ok", None),
+    "tr_many_tids.json.gz": ("ok", None),
+    "tr_many_names.json.gz": ("ok", None),
+    "tr_many_steps.json.gz": ("ok", None),
+    "tr_flow_storm.json.gz": ("ok", None),
+    "tr_timeline_storm.json.gz": ("ok", None),
+    "tr_long_name.json.gz": ("partial", "cut 3 names longer than 4,096 characters"),
+    "tr_wrong_types.json": ("error", "whose pid is a string, not an integer"),
+    "tr_damaged_big.json.gz": ("partial", "skipped 1 damaged stretch"),
+}
+#: The trace on the other side of compare.run.
+GOOD_TRACE = "tests/fixtures/tf1_cpu_xla.timeline.json"
+
+
+def test_hostile_corpus_lists_every_item(hostile_corpus):
+    from tests.corpus.make_corpus import HOSTILE
+
+    assert set(hostile_corpus) == set(HOSTILE) == set(HOSTILE_OUTCOMES)
+    assert sum(p.stat().st_size for p in hostile_corpus.values()) < 16e6  # small on disk
+
+
+@pytest.mark.parametrize("item", sorted(HOSTILE_OUTCOMES))
+def test_loader_on_hostile_trace(hostile_corpus, item):
+    from compare.load import LoadError, load
+    from compare.model.events import MAX_NAME_CHARS
+
+    kind, needle = HOSTILE_OUTCOMES[item]
+    path = hostile_corpus[item]
+    if kind == "error":
+        with pytest.raises(LoadError) as e:
+            load(path)
+        msg = str(e.value)
+        assert str(path) in msg and needle in msg and "\n" not in msg, msg
+        return
+    tr = load(path)
+    assert len(tr.events) and (tr.events.dur >= 0).all()
+    assert max(map(len, tr.strings.names)) <= MAX_NAME_CHARS
+    if kind == "partial":
+        assert any(needle in w for w in tr.warnings), tr.warnings
+    else:
+        assert not tr.warnings, tr.warnings
+
+
+def _bounded_text(stdout: str) -> None:
+    """A report a terminal shows: no line past the width plus a cut name, bounded size."""
+    assert max(len(line) for line in stdout.splitlines()) <= 200
+    assert len(stdout) < 200_000
+
+
+@pytest.mark.parametrize("item", sorted(HOSTILE_OUTCOMES))
+def test_explain_on_hostile_trace(hostile_corpus, item):
+    """Explained (what was skipped said first) or refused in one line, in bounded memory."""
+    kind, needle = HOSTILE_OUTCOMES[item]
+    path = str(hostile_corpus[item])
+    proc = run_guarded("compare.explain", path, timeout=300, mem_gib=4)
+    if kind == "error":
+        assert_one_line_error(proc, path, needle)
+        assert proc.stdout == ""
+        return
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    _bounded_text(proc.stdout)
+    if kind == "partial":
+        head = proc.stdout.split("\n\n")[0]
+        assert "Warnings" in head and needle in head, head
+    assert proc.maxrss_mib < 2048, proc.maxrss_mib
+
+
+@pytest.mark.parametrize("side", ["legacy", "modern"])
+@pytest.mark.parametrize("item", sorted(HOSTILE_OUTCOMES))
+def test_compare_run_on_hostile_trace(hostile_corpus, tmp_path, item, side):
+    """A hostile trace on either side of compare.run against a good one: the comparison,
+    what was skipped said and kept in report.json; or one line and no report."""
+    from tests.conftest import ROOT
+
+    kind, needle = HOSTILE_OUTCOMES[item]
+    path, out = str(hostile_corpus[item]), tmp_path / "out"
+    other = "modern" if side == "legacy" else "legacy"
+    proc = run_guarded("compare.run", f"--{side}", path, f"--{other}", str(ROOT / GOOD_TRACE),
+                       "--out", str(out), timeout=600, mem_gib=6)
+    if kind == "error":
+        assert_one_line_error(proc, path, needle)
+        assert not (out / "report.json").exists()
+        return
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    warnings = report["sources"][side]["warnings"]
+    if kind == "partial":
+        assert any(needle in w for w in warnings), warnings
+        assert any(needle in ln and side in ln for ln in proc.stderr.splitlines()), proc.stderr
+    else:
+        assert not warnings, warnings
+    md = (out / "report.md").read_text()
+    assert max(len(line) for line in md.splitlines()) < 20_000

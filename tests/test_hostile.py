@@ -182,7 +182,7 @@ def test_a_5_mb_name_is_cut_once_and_shown_short(tmp_path):
     tr = load(_write(tmp_path, hostile.long_name(5 << 20)))
     assert max(map(len, tr.strings.names)) == MAX_NAME_CHARS
     assert len(tr.processes[1].name) == MAX_NAME_CHARS and len(tr.lanes[(1, 1)]) == MAX_NAME_CHARS
-    assert any(w.startswith("cut 2 names") and "5,242,886" in w for w in tr.warnings), \
+    assert any(w.startswith("cut 3 names") and "5,242,880" in w for w in tr.warnings), \
         tr.warnings
     text = to_text(explain(tr))
     assert max(len(line) for line in text.splitlines()) <= 200

@@ -10,7 +10,10 @@ repeated compressed members.
     python -m tests.corpus.make_corpus DEST --run LEGACY_RUN_DIR
 
 Also used by the session fixture ``corpus`` in tests/conftest.py, which makes it in a temp
-folder. :data:`IMAGES` and :data:`TRACES` name every item and what it is.
+folder. :data:`IMAGES` and :data:`TRACES` name every item and what it is. :data:`HOSTILE`
+items are traces of hostile *structure* (issue 19), generated from nothing by
+:mod:`benchmarks.hostile` (fixture ``hostile_corpus``, no TensorFlow run needed), gzipped where
+that keeps them small.
 """
 from __future__ import annotations
 
@@ -55,6 +58,68 @@ TRACES = {
     "tr_garbage.xplane.pb": "bytes that are no protobuf at all",
     "tr_empty_logdir": "an empty folder",
 }
+
+
+#: hostile structure item -> what it is (made by :func:`make_hostile`)
+HOSTILE = {
+    "tr_nested_lists.json": "traceEvents holding 200,000 nested empty lists (400 KB)",
+    "tr_nested_args.json": "good events around one whose args nest 100,000 objects deep",
+    "tr_many_pids.json.gz": "200,000 events, each on a process of its own",
+    "tr_many_tids.json.gz": "200,000 events on one process, each on a thread of its own",
+    "tr_many_names.json.gz": "200,000 events, each with a name of its own",
+    "tr_many_steps.json.gz": "20,000 marked steps under 50 threads' events spanning them all",
+    "tr_flow_storm.json.gz": "100,000 flow arrows between ops, 50,000 more on one id",
+    "tr_timeline_storm.json.gz": "a timeline.py trace whose nodes run 200,000 times over",
+    "tr_long_name.json.gz": "an event named by a 50 MB string, its process and thread by 1 MB",
+    "tr_wrong_types.json": "events whose name is an object, pid a string, tid a list ...",
+    "tr_damaged_big.json.gz": "200,000 events, one of them garbled in the middle",
+}
+
+
+def make_hostile(dest: Path) -> dict[str, Path]:
+    """Write the :data:`HOSTILE` items into ``dest``; return name -> path."""
+    import gzip
+
+    from benchmarks import hostile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    made = {
+        "tr_nested_lists.json": hostile.nested_lists(200_000),
+        "tr_nested_args.json": hostile.nested_args(100_000),
+        "tr_many_pids.json.gz": hostile.many_pids(200_000),
+        "tr_many_tids.json.gz": hostile.many_tids(200_000),
+        "tr_many_names.json.gz": hostile.many_names(200_000),
+        "tr_many_steps.json.gz": hostile.many_steps(20_000),
+        "tr_flow_storm.json.gz": hostile.flow_storm(50_000),
+        "tr_timeline_storm.json.gz": hostile.timeline_storm(200_000),
+        "tr_long_name.json.gz": hostile.long_name(50 << 20),
+        "tr_wrong_types.json": _wrong_types(hostile),
+        "tr_damaged_big.json.gz": _damaged_big(),
+    }
+    out = {}
+    for name, pieces in made.items():
+        data = "".join(pieces).encode()
+        out[name] = dest / name
+        out[name].write_bytes(gzip.compress(data, 6, mtime=0) if name.endswith(".gz") else data)
+    return out
+
+
+def _wrong_types(hostile):
+    """One event per field of the wrong type, nothing else usable."""
+    events = []
+    for k, field in enumerate(("name", "pid", "tid", "ts", "dur")):
+        e = {"ph": "X", "pid": 1, "tid": 1, "ts": k * 10, "dur": 5, "name": "op"}
+        e[field] = hostile.WRONG_TYPES[field]
+        events.append(json.dumps(e))
+    return ['{"traceEvents":[', ",".join(events), "]}"]
+
+
+def _damaged_big():
+    """200,000 events; the one in the middle garbled (a NUL byte, and '}, {' in a string)."""
+    events = [f'{{"ph":"X","pid":1,"tid":{i % 4},"ts":{i * 10},"dur":8,"name":"op"}}'
+              for i in range(200_000)]
+    events[100_000] = '{"ph":"X","pid":1\x00,"name":"x}, {"}'
+    return ['{"traceEvents":[', ",".join(events), "]}"]
 
 
 def _grace_hopper():
@@ -213,7 +278,8 @@ def write_gzip_bomb(path: Path, gib: int = 10) -> None:
 
 
 def make(dest: Path, run_dir: Path) -> dict[str, Path]:
-    """The whole corpus in ``dest`` (images/ and traces/); return item name -> path."""
+    """The corpus made from a legacy run in ``dest`` (images/ and traces/); return item name
+    -> path. The hostile items are made apart (:func:`make_hostile`): they need no run."""
     return {**make_images(dest / "images"), **make_traces(dest / "traces", run_dir)}
 
 
@@ -223,8 +289,9 @@ def main() -> None:
     ap.add_argument("--run", type=Path, required=True,
                     help="a legacy run folder (python -m legacy.run --out DIR)")
     a = ap.parse_args()
-    for name, path in make(a.dest, a.run).items():
-        print(f"{path}  ({(IMAGES | TRACES)[name]})")
+    items = {**make(a.dest, a.run), **make_hostile(a.dest / "hostile")}
+    for name, path in items.items():
+        print(f"{path}  ({(IMAGES | TRACES | HOSTILE)[name]})")
 
 
 if __name__ == "__main__":
