@@ -16,7 +16,6 @@ count is printed beside it (10 means linear).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import subprocess
@@ -198,11 +197,11 @@ ROW_CASES: dict[str, Callable[[int], Iterator[str]]] = {
 
 
 def write(path: Path, pieces: Iterator[str]) -> int:
-    """Write a generated document (atomically); return its size in bytes."""
-    buf = io.StringIO()
-    for p in pieces:
-        buf.write(p)
-    atomic.write_text(path, buf.getvalue())
+    """Write a generated document as it is generated (atomically; never held whole, so this
+    process stays small: a child's peak RSS starts from its parent's); return its size."""
+    with atomic.atomic_open(path, "w") as f:
+        for p in pieces:
+            f.write(p)
     return path.stat().st_size
 
 

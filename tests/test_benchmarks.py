@@ -79,3 +79,20 @@ def test_benchmark_data_service_reports_local_and_one_and_two_workers(tmp_path):
         assert svc["cpu_ms_per_image"][key]["client"] > 0
         assert svc["cpu_ms_per_image"][key]["servers"] > 0
     assert "1 worker" in proc.stdout and "2 workers" in proc.stdout
+
+
+def test_hostile_benchmark_smoke_writes_json(tmp_path):
+    """``benchmarks.hostile`` runs every case at two sizes and writes its numbers (speeds
+    are measured there, not checked here)."""
+    from benchmarks.hostile import ROW_CASES
+
+    out = tmp_path / "hostile.json"
+    proc = run_module("benchmarks.hostile", "--rows", "300,3000", "--json", str(out))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    result = json.loads(out.read_text())
+    assert set(result["cases"]) == set(ROW_CASES)
+    for case, runs in result["cases"].items():
+        assert [r["rows"] for r in runs] == [300, 3000], case
+        assert all(r["exit"] == 0 and r["events_per_s"] > 0 and r["peak_rss_bytes"] > 0
+                   for r in runs), (case, runs)
+        assert case in proc.stdout
