@@ -126,9 +126,9 @@ def _elements(shape) -> int:
 
 
 def parse_hlo_proto(data: bytes) -> HloModule:
-    from tensorflow.compiler.xla.service import hlo_pb2
+    from common.protos import HloProto  # declared here: reading HLO never imports TensorFlow
 
-    proto = hlo_pb2.HloProto()
+    proto = HloProto()
     proto.ParseFromString(data)
     mod = proto.hlo_module
     ids = {c.id: c.name for c in mod.computations}
@@ -154,7 +154,8 @@ def modules_from_xplanes(paths: list[str], source: str) -> dict[str, HloModule]:
 @lru_cache(maxsize=16)
 def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
     from google.protobuf.message import DecodeError
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    from common.protos import XSpace  # declared here: reading an xplane never imports TensorFlow
 
     out: dict[str, HloModule] = {}
     for path in paths:
@@ -163,7 +164,7 @@ def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
                 data = f.read()
         except OSError as e:
             raise InputError(f"{path}: cannot read ({e.strerror})") from None
-        space = xplane_pb2.XSpace()
+        space = XSpace()
         try:
             space.ParseFromString(data)
         except (DecodeError, ValueError, RuntimeError):

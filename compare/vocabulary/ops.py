@@ -198,3 +198,60 @@ def category_of(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
     if op_type:
         return CAT["op"]
     return CAT["other"]
+
+
+# --- GPU kernels ---------------------------------------------------------------------------
+
+#: Args in which the TF profiler names the TF op (``node/name:OpType``) that launched a GPU
+#: kernel or copy, newest first: ``tf_op`` (xprof), ``level 0`` (the outermost annotation,
+#: TF 2.2-2.4), ``annotation`` (``name:Type#shape=...#``, nested ones joined by ``::``).
+KERNEL_OP_ARGS = ("tf_op", "level 0", "annotation")
+#: Copies name the op that needed them in the same args; they stay copies, not that op.
+COPY_NAME = re.compile(r"^(MEMCPY|Memcpy|MemcpyH2D|MemcpyD2H|MemcpyD2D|MemcpyP2P|Memset)", re.I)
+
+
+def kernel_op(args: dict, name: str) -> tuple[str, str]:
+    """(node name, op type) of the TF op a GPU kernel ran for, from its args; ("", "") when
+    the args name none or the event is a copy."""
+    if COPY_NAME.match(name):
+        return "", ""
+    for key in KERNEL_OP_ARGS:
+        v = args.get(key)
+        if isinstance(v, str) and v:
+            v = v.split("::", 1)[0].split("#", 1)[0]
+            node, _, op_type = v.rpartition(":")
+            if node and op_type and " " not in op_type:
+                return node, op_type
+    return "", ""
+
+
+# --- collectives -----------------------------------------------------------------------------
+
+#: Ops and kernels that move data between devices or hosts (all-reduce and friends): a step
+#: waiting on them is waiting for communication, not computing.
+COLLECTIVE = re.compile(
+    r"(Nccl|nccl|AllReduce|Allreduce|AllGather|Allgather|ReduceScatter|CollectiveReduce|"
+    r"CollectiveGather|CollectiveBcast|CollectivePermute|AllToAll|CrossReplicaSum|"
+    r"all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)")
+
+
+def is_collective(op_type: str, name: str = "") -> bool:
+    """A collective op or kernel (see :data:`COLLECTIVE`), by op type or event name."""
+    return bool(COLLECTIVE.search(op_type) or (name and COLLECTIVE.search(name)))
+
+
+# --- step marks ------------------------------------------------------------------------------
+
+#: Keras' TraceMe around each call of its training function (TF 2.2 on), and the eager
+#: execution of that function: one per training step.
+TRAIN_FUNCTION = re.compile(r"^(train_function|(Eager\w*Execute: )?__inference_train_function_\d+)$")
+#: ``ProfilerStep#N``: a profiler step annotation numbered N.
+PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: The xprof device line that holds one event per step (xprof's own step rows).
+STEPS_LINE = "Steps"
+#: One-time work in a first step: ops that create an input pipeline or iterator (once per
+#: pipeline), and the node every executor runs first (long only while a device is set up).
+ITERATOR_CREATION_OPS = frozenset({
+    "OneShotIterator", "MakeIterator", "IteratorV2", "Iterator", "AnonymousIterator",
+    "AnonymousIteratorV2", "AnonymousIteratorV3", "MultiDeviceIterator",
+    "MultiDeviceIteratorInit", "IteratorFromStringHandleV2"})
