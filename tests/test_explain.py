@@ -175,11 +175,16 @@ def test_tf1_xla_launch_first_call_versus_steady():
     assert "first _XlaLaunch took" in text and "Recompilation: none" in text
 
 
-def test_tf1_xla_first_step_is_compile_bound():
+def test_tf1_xla_first_step_is_a_first_run_that_compiles():
     trace, e = explained(CPU_XLA, step=0)
     assert e.choice.reason == "you asked for step 0"
     v = e.verdict
-    assert v.bottleneck == "compile"
+    # the first step's compile is one-time work: the first-run finding leads, with the compile
+    # as its evidence and the compile finding beside it
+    assert v.bottleneck == "one_time"
+    lead = next(f for f in v.findings if f.kind == "one_time")
+    assert "XLA compilation" in lead.text and lead.level == "high"
+    assert any(f.kind == "compile" and f.level == "high" for f in v.findings)
     assert v.facts.compile_us / e.choice.step.dur >= verdict.COMPILE_DOMINATES
     assert e.xla_step.compile_us == pytest.approx(v.facts.compile_us)
     check_critical_path(trace, e)

@@ -9,8 +9,9 @@ from operator import is_
 
 import numpy as np
 
-from compare.load import chrome_json
+from compare.load import chrome_json, step_marks
 from compare.model.events import (
+    CAT,
     STRING_COLUMNS,
     Counters,
     EventBuilder,
@@ -20,9 +21,8 @@ from compare.model.events import (
     Strings,
     Trace,
 )
-from compare.load import step_marks
-from compare.vocabulary.ops import SOURCE_NODE, category_of, kernel_op
-from compare.vocabulary.rows import process_kind
+from compare.vocabulary.ops import CUDA_CALL_ARG, SOURCE_NODE, category_of, kernel_op
+from compare.vocabulary.rows import HOST_PLANE_PREFIX, process_kind
 
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
 _I64 = 1 << 63
@@ -369,7 +369,11 @@ class Builder:
             hmods.append(hlo_mod)
             hops.append(hlo_op)
             # a kernel's category comes from its own name: a kernel is not its op's call
-            cats.append(category_of(name, op_type, hlo_op, step_marker))
+            cat = category_of(name, op_type, hlo_op, step_marker)
+            if not op_type and not kernel_type and type(args) is dict and CUDA_CALL_ARG in args \
+                    and self.proc_names.get(e["pid"], "").startswith(HOST_PLANE_PREFIX):
+                cat = CAT["runtime"]  # the GPU tracer's record of a CUDA call on a host thread
+            cats.append(cat)
             in_lengths.append(n_in)
         self.ev.extend(
             pid=[e["pid"] for e in good], tid=[e["tid"] for e in good],
@@ -456,8 +460,9 @@ class Builder:
         found = self.marks.steps(processes, self.lanes)
         trace.steps = found.steps or _infer_steps(trace)
         trace.meta["steps_from"] = found.source if found.steps else (
-            "session runs" if len(trace.steps) > 1 else "whole trace"
-            if trace.steps and trace.steps[0].name == "whole trace" else "session run")
+            "TF1 session runs (each starts with its _SOURCE node)" if len(trace.steps) > 1
+            else "nothing: the trace marks no steps" if trace.steps and
+            trace.steps[0].name == "whole trace" else "one TF1 session run (the whole file)")
         trace.meta["group_step"] = found.group_step
         if found.per_device:
             trace.meta["per_device_steps"] = found.per_device
@@ -487,8 +492,8 @@ def _infer_steps(trace: Trace) -> list[Step]:
             seen.add(pid)
         starts = np.array(firsts)
     t0, t1 = float(ev.ts.min()), float(ev.end.max())
-    if len(starts) <= 1:
-        return [Step(0, t0, t1 - t0, "whole trace")]
+    if len(starts) <= 1:  # one session run (a timeline is one), or nothing marks steps
+        return [Step(0, t0, t1 - t0, "session run" if len(starts) else "whole trace")]
     bounds = list(starts) + [t1]
     bounds[0] = min(bounds[0], t0)
     return [Step(i, float(bounds[i]), float(bounds[i + 1] - bounds[i]), f"session run {i}")

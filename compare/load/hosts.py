@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from compare.model.events import EVENT_COLUMNS, STRING_COLUMNS, Counters, Events, Flows, Process, Strings, Trace
+from compare.model.events import (
+    EVENT_COLUMNS,
+    STRING_COLUMNS,
+    Counters,
+    Events,
+    Flows,
+    Process,
+    Strings,
+    Trace,
+)
 
 #: A host's pids start at a multiple of this (above any pid the profiler writes).
 MIN_PID_STRIDE = 1000

@@ -206,6 +206,9 @@ def category_of(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
 #: kernel or copy, newest first: ``tf_op`` (xprof), ``level 0`` (the outermost annotation,
 #: TF 2.2-2.4), ``annotation`` (``name:Type#shape=...#``, nested ones joined by ``::``).
 KERNEL_OP_ARGS = ("tf_op", "level 0", "annotation")
+#: The GPU tracer's records carry this arg: on a device a kernel or copy, on a host thread the
+#: CUDA call that launched it (``cuLaunchKernel`` named after the kernel, a copy, a sync).
+CUDA_CALL_ARG = "correlation_id"
 #: Copies name the op that needed them in the same args; they stay copies, not that op.
 COPY_NAME = re.compile(r"^(MEMCPY|Memcpy|MemcpyH2D|MemcpyD2H|MemcpyD2D|MemcpyP2P|Memset)", re.I)
 
@@ -255,3 +258,8 @@ ITERATOR_CREATION_OPS = frozenset({
     "OneShotIterator", "MakeIterator", "IteratorV2", "Iterator", "AnonymousIterator",
     "AnonymousIteratorV2", "AnonymousIteratorV3", "MultiDeviceIterator",
     "MultiDeviceIteratorInit", "IteratorFromStringHandleV2"})
+#: TF1 placeholders fed by ``feed_dict`` show as these nodes in a timeline (``_arg_x_0_0``,
+#: ``_recv_x_0``): the step was fed from Python, outside what the trace records.
+FEED_NODE = re.compile(r"^_(arg|recv)_")
+#: xprof host threads that launch one GPU's kernels (TF's private GPU threads).
+GPU_LAUNCH_THREADS = ("tf_gpu_private",)

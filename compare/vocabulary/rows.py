@@ -11,8 +11,17 @@ DERIVED_LINES = frozenset({
     "Steps", "XLA Modules", "XLA Ops", "XLA TraceMe", "TensorFlow Ops",
     "TensorFlow Name Scope", "Framework Ops", "Framework Name Scope", "Source code",
     "Launch Stats", "Host Threads"})
-#: The GPU tracer names copies MEMCPYHtoD, MEMCPYDtoH, MEMCPYDtoD...
+#: The GPU tracer names copies MEMCPYHtoD, MEMCPYDtoH, MEMCPYDtoD... (timelines); xprof
+#: MemcpyH2D, MemcpyD2H, MemcpyD2D, MemcpyP2P, and memsets Memset.
 MEMCPY_PREFIX = "MEMCPY"
+COPY_PREFIXES = ("MEMCPY", "Memcpy", "MemcpyH2D", "Memset", "MEMSET")
+
+
+def is_copy(name: str) -> bool:
+    """A GPU copy or memset (not a kernel), by the event's name."""
+    return name.startswith(COPY_PREFIXES)
+#: xprof's host plane (``/host:CPU``): real threads.
+HOST_PLANE_PREFIX = "/host:"
 #: Process kinds whose rows record no work (memory counters, tensor lifetimes).
 NOT_WORK_KINDS = frozenset({"allocator", "tensors"})
 
