@@ -105,9 +105,12 @@ def test_gpu_rows_are_named_launch_on_the_host_and_execution_on_the_streams():
 def test_gpu_top_ops_count_each_kernel_once_and_say_where_it_ran():
     _, e = explained(GPU)
     by = {(t.op, t.where): t for t in e.legend.top_ops}
-    conv_gpu, conv_host = by[("Conv2D", "GPU")], by[("Conv2D", "host")]
+    # the executor's row of the GPU is the host launching ops, said as such
+    conv_gpu, conv_host = by[("Conv2D", "GPU")], by[("Conv2D", "GPU launch row")]
     assert conv_gpu.count == 2  # conv1 + conv2 kernels; not repeated from stream:all
     assert conv_gpu.self_us == pytest.approx(1240 + 1710)
+    # the two kernels do not overlap: wall time equals the summed GPU time here
+    assert conv_gpu.wall_us == pytest.approx(1240 + 1710)
     assert conv_host.self_us == pytest.approx(2 * 27)
     assert by[("MEMCPYHtoD", "GPU")].count == 1  # on memcpy and stream:15, counted once
 

@@ -253,5 +253,7 @@ def silent_rows(legend: Legend) -> list[str]:
 def feeds(trace: Trace, idx: np.ndarray) -> list[str]:
     """TF1 placeholders fed through feed_dict in the step (timeline ``_arg_`` / ``_recv_``)."""
     ev, names = trace.events, trace.strings.names
-    return sorted({names[n] for n in np.unique(ev.tf_name[idx])
-                   if tfops.FEED_NODE.match(names[n])})[:6]
+    ids = set(np.unique(ev.tf_name[idx]).tolist())
+    for i in idx:  # a fed placeholder often shows only as an op's input
+        ids.update(ev.inputs_of(int(i)).tolist())
+    return sorted({names[n] for n in ids if tfops.FEED_NODE.match(names[n])})[:6]

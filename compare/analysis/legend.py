@@ -48,7 +48,7 @@ class ProcessInfo:
 @dataclasses.dataclass
 class OpTime:
     op: str                     # the TF op type (a GPU kernel counts for the op it ran for)
-    where: str                  # "host" or "GPU"
+    where: str                  # "host", "GPU" or "GPU launch row" (see WHERE)
     category: str
     count: int
     self_us: float              # CPU (or GPU) time: self time summed over every execution
@@ -199,6 +199,8 @@ _LANE_WORDS = {
     "eigen": ("Eigen's intra-op pool: helper threads that split the work inside one op "
               "(and pieces of XLA:CPU kernels)"),
     "xla_codegen": "XLA:CPU's code-generation threads: busy only while XLA compiles",
+    "gpu_private": ("a GPU's private thread (tf_gpu_private): it runs the ops placed on that "
+                    "GPU and launches their kernels (its boxes are launch time, not GPU time)"),
     "reader": "a reader op's own thread (TF1 queue-runner input: reads files)",
     "stream": "kernels and copies on this CUDA stream",
     "derived": "derived from the stream rows (repeats their time; not counted as work)",
@@ -267,7 +269,7 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, choice: StepChoice,
     if not len(sel):
         return [], runtime_us
     label = np.where(ev.op_type[sel] != 0, ev.op_type[sel], ev.name[sel]).astype(np.int64)
-    key = label * 2 + gpu[sel].astype(np.int64)
+    key = label * 4 + _where(trace, sel, gpu)
     uniq, inv = np.unique(key, return_inverse=True)
     totals = np.bincount(inv, weights=selft)
     counts = np.bincount(inv)
@@ -283,14 +285,26 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, choice: StepChoice,
         if module:
             mod = trace.hlo.get(module)
             largest += f" (XLA kernel of {mod.cluster if mod else module})"
-        op = names[int(uniq[g]) // 2]
-        out.append(OpTime(op=op, where="GPU" if uniq[g] % 2 else "host",
+        op = names[int(uniq[g]) // 4]
+        out.append(OpTime(op=op, where=WHERE[int(uniq[g]) % 4],
                           category=CATEGORIES[ev.category[i]], count=int(counts[g]),
                           self_us=float(totals[g]), wall_us=float(walls[g]),
                           share=min(1.0, float(walls[g] / wall)) if wall else 0.0,
                           largest=largest, largest_us=float(selft[big]),
                           collective=is_collective(op, names[ev.name[i]])))
     return out, runtime_us
+
+
+#: Where an op ran: the host, the GPU, or a timeline's GPU launch row (the host's time to
+#: launch an op placed on the GPU).
+WHERE = ("host", "GPU", "GPU launch row")
+
+
+def _where(trace: Trace, sel: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+    launch = [p for p in trace.processes if rows.process_role(trace, p) == "gpu_launch"]
+    out = gpu[sel].astype(np.int64)
+    out[np.isin(trace.events.pid[sel], launch) & (out == 0)] = 2
+    return out
 
 
 def _wall_by_group(trace: Trace, sel: np.ndarray, inv: np.ndarray, groups: int,

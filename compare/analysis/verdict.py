@@ -90,7 +90,7 @@ class Facts:
     xla_overhead_us: float = 0.0           # cache lookups, merges and tiny cluster runs
     tiny_clusters: int = 0
     top_op: str = ""                       # op type with the most self time in the step
-    top_op_where: str = ""                 # "host" or "GPU"
+    top_op_where: str = ""                 # "host", "GPU" or "GPU launch row"
     top_op_count: int = 0
     top_op_share: float = 0.0              # its self time, all executions, over the wall time
     top_op_category: str = ""
@@ -106,6 +106,7 @@ class Facts:
     silent_rows: list[str] = dataclasses.field(default_factory=list)  # recorded nothing
     gpu_rows: int = 0                      # GPU processes in the trace
     gpus_recorded: int = 0                 # GPUs with any event
+    gpu_busiest: str = ""                  # which GPU gpu_busy_share is of, and over what
     feeds: list[str] = dataclasses.field(default_factory=list)   # feed_dict placeholders
     steps_from: str = ""                   # how the trace's steps were found
 
@@ -366,8 +367,8 @@ def _no_data(f: Facts, cls: str) -> list[Finding]:
 
 
 def _gpu_idle(f: Facts, cls: str) -> list[Finding]:
-    if f.gpu_busy_share is None or f.gpu_busy_share >= GPU_IDLE:
-        return []
+    if f.gpu_busy_share is None or f.gpu_busy_share >= GPU_IDLE or _launch(f, cls):
+        return []  # a launch-bound step says why the GPU idles
     return [Finding(
         "gpu_idle", "high" if f.gpu_busy_share < 0.25 else "moderate", 1 - f.gpu_busy_share,
         f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the step and "
@@ -409,7 +410,8 @@ def _compute(f: Facts, cls: str) -> list[Finding]:
     share = f.gpu_busy_share if f.device_bound else max(f.top_op_share, f.compute_share)
     high = f.device_bound or f.top_op_share >= COMPUTE_DOMINATES or (
         f.compute_share >= COMPUTE_DOMINATES and f.top_op_share >= COMPUTE_NOTABLE)
-    where = (f"Device-bound: the GPU ran kernels {f.gpu_busy_share:.0%} of the step. "
+    where = (f"Device-bound: {f.gpu_busiest or 'the GPU'} ran kernels "
+             f"{f.gpu_busy_share:.0%} of the time. "
              if f.device_bound else
              f"Ops ran {f.compute_share:.0%} of the step (wall). " if f.compute_share else "")
     return [Finding(
@@ -572,7 +574,7 @@ def _measure_gaps(st: _Step, f: Facts) -> None:
 
 
 #: Thread roles whose work can serialise a step.
-_WORKER_ROLES = ("inter_op", "tf_data", "eigen", "reader", "runtime", "other")
+_WORKER_ROLES = ("inter_op", "tf_data", "eigen", "reader", "runtime", "other", "gpu_private")
 
 
 def _measure_rows(st: _Step, f: Facts, legend: Legend) -> None:
@@ -608,7 +610,11 @@ def _measure_gpu(st: _Step, f: Facts, legend: Legend) -> None:
     recorded = [d for d in legend.devices if d.recorded]
     f.gpus_recorded = len(recorded)
     if recorded:
-        f.gpu_busy_share = max(d.busy_share for d in recorded)
+        d = max(recorded, key=lambda d: d.busy_share)
+        f.gpu_busy_share = d.busy_share
+        if len(legend.devices) > 1:
+            f.gpu_busiest = f"{d.device}, the busiest GPU, " + (
+                "over its own step row" if d.own_window else "over the step")
 
 
 def _measure_xla_overhead(st: _Step, f: Facts, xla: XlaSummary) -> None:

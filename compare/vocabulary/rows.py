@@ -114,6 +114,8 @@ def thread_role(process_role_: str, name: str) -> str:
         return "inter_op"
     if "Eigen" in base or base.startswith("tf_intra_op"):
         return "eigen"
+    if base.startswith("tf_gpu_private"):
+        return "gpu_private"
     if "codegen" in base or "xla-cpu-compile" in base:
         return "xla_codegen"
     if "reader" in base.lower():
