@@ -16,20 +16,19 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from common import atomic
 from common.errors import InputError, say
 from common.inputs import check_file, resolve_images
 from common.tflog import native_stderr_to
-from compare.analysis import comparison
-from compare.analysis.comparison import SIDES, Side
 from compare.analysis.explanation import Explanation, explain
 from compare.load import LoadError, load
 from compare.model.events import Trace
-from compare.output import report as report_mod
-from compare.output.report import Report
-from compare.pipelines import run_in_child
+
+if TYPE_CHECKING:  # the comparison and its report (matplotlib) load only when comparing:
+    from compare.analysis.comparison import Side  # explaining one trace stays fast
+    from compare.output.report import Report
 
 #: What ``screenshot=True`` saves into the run folder.
 SCREENSHOT = "profile_tab.png"
@@ -121,6 +120,8 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
     """Run legacy, then modern, each in its own process and profiled, into ``out/legacy`` and
     ``out/modern``; compare them and write the report into ``out``. An interrupt
     (KeyboardInterrupt) carries ``kept``: what of the run was kept, and where."""
+    from compare.analysis.comparison import SIDES
+
     opts = options or RunOptions()
     _preflight(opts)
     out = atomic.prepare_out_dir(out or default_out())
@@ -158,6 +159,8 @@ def _preflight(opts: RunOptions) -> None:
 
 def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
                runs: dict) -> None:
+    from compare.pipelines import run_in_child
+
     clock.phase("legacy", f"running legacy ({opts.steps} steps, queue runners, XLA "
                           f"auto-clustering as in the seed) ...")
     runs["legacy"] = run_in_child("legacy", out / "legacy", opts.images, opts.steps, opts.seed,
@@ -177,6 +180,8 @@ def _run_line(side: str, run: dict) -> str:
 
 
 def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
+    from compare.analysis.comparison import SIDES
+
     sources = {k: (out / k, "TensorBoard profile (xplane through xprof), steps marked, HLO "
                             "included") for k in SIDES}
     svc = runs["modern"].get("data_service")
@@ -211,6 +216,9 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``."""
+    from compare.analysis import comparison
+    from compare.output import report as report_mod
+
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
     traces = {k: load(path) for k, (path, _) in sources.items()}
     clock.phase("map", "mapping events to stages ...")
@@ -229,6 +237,8 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
 
 def _add_cross_checks(side: Side, path: Path, trace: Trace) -> None:
     """Our run folders hold timeline.py traces beside the profile: map them as a cross check."""
+    from compare.analysis import comparison
+
     if not (path.is_dir() and trace.format == "xprof"):
         return
     for name, against in CROSS_CHECKS:

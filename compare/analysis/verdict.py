@@ -382,7 +382,7 @@ def _xla_overhead(f: Facts, cls: str) -> list[Finding]:
     if f.tiny_clusters < TINY_CLUSTERS_NOTABLE:
         return []
     return [Finding(
-        "xla_overhead", "info", f.xla_overhead_us / (f.wall_us or 1.0),
+        "xla_overhead", "info", min(1.0, f.xla_overhead_us / (f.wall_us or 1.0)),
         f"XLA bookkeeping: {f.tiny_clusters} clusters run in under "
         f"{TINY_CLUSTER_US:.0f} us each; with their cache lookups (_XlaCompile) and merges "
         f"(_XlaMerge) that is {ms(f.xla_overhead_us)} per step spent on XLA plumbing.",

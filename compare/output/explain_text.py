@@ -249,8 +249,8 @@ def _xla_totals(out: Lines, e: Explanation) -> None:
            "(new input shapes)." if x.recompiled else
            "Recompilation: none (no cluster compiled twice)."))
     out(f"In step {step.num}: compiling {ms(xs.compile_us)} of wall time "
-        f"({xs.compile_share:.0%} of the step), running clusters {ms(xs.run_us)} "
-        f"({xs.run_share:.0%})"
+        f"({xs.compile_share:.0%} of the step), running clusters {ms(xs.run_us)} summed "
+        f"({xs.run_share:.0%} of the step as wall time)"
         + (f"; the clusters' kernels ran {ms(xs.device_us)} on the GPU "
            f"({min(1.0, xs.device_us / step.dur):.0%} of the step; "
            f"{'_XlaLaunch' if x.launch_style == 'launch' else '_XlaRun'} on the host only "
