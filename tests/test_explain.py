@@ -208,7 +208,7 @@ def test_tf2_xla_recompilation_and_gpu_kernels():
     assert v.input_class == "not input-bound"
     assert v.facts.get_next_us is not None and v.facts.get_next_us <= verdict.GETNEXT_OK_US
     assert "recompile" in {f.kind for f in v.findings}
-    text = explain_text.to_text(e)
+    text = " ".join(explain_text.to_text(e).split())  # wrapping apart
     assert "Recompilation: yes, cluster_0" in text and "_XlaRun on the host only launches" in text
     check_critical_path(trace, e)
     # the recompiling step is compile-bound

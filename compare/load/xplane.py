@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from common import hlo
+from common import atomic, hlo
 from common.errors import InputError
 from compare.load import hosts
 from compare.load.builder import Builder, assign_steps
@@ -109,8 +109,7 @@ def _private_copies(paths: list[str], blobs: list[bytes], tmp: str) -> list[str]
             os.path.basename(o) for o in out} else os.path.join(tmp, f"hosts{k}")
         os.makedirs(folder, exist_ok=True)
         name = os.path.join(folder, os.path.basename(path))
-        with open(name, "wb") as f:
-            f.write(blob)
+        atomic.write_bytes(Path(name), blob)
         out.append(name)
     return out
 
