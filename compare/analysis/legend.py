@@ -66,8 +66,10 @@ class DeviceBusy:
     device: str                 # host prefix (several hosts) and gpu:N
     recorded: bool              # any of its rows recorded an event
     kernels: int                # kernels in its window
-    busy_share: float           # kernels' union over its window (copies excluded)
+    busy_share: float           # compute kernels' union over its window (copies and
+                                # collectives apart)
     copy_share: float           # copies' union over its window
+    collective_share: float     # collective kernels' (NCCL all-reduce...) union over it
     window_us: float            # its own step row's length, or the explained step's
     own_window: bool            # its window is its own step row (per-GPU step rows)
 
@@ -355,14 +357,16 @@ def devices(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[Dev
             lo, hi, own = st.ts, st.ts + st.dur, True
         k = np.flatnonzero(np.isin(ev.pid, pids) & busy & (ev.ts < hi) & (ev.ts + ev.dur > lo))
         copy = np.array([rows.is_copy(names[ev.name[i]]) for i in k], bool)
-        kern = k[~copy & np.isin(ev.pid[k], kernel_pids)]
-        cp = k[copy]
-        span = hi - lo
+        coll = np.array([is_collective(names[ev.op_type[i]], names[ev.name[i]]) for i in k],
+                        bool)
+        on_kernel_rows = np.isin(ev.pid[k], kernel_pids)
+        kern, cm, cp = k[~copy & ~coll & on_kernel_rows], k[coll & on_kernel_rows], k[copy]
+
+        def share(x: np.ndarray) -> float:
+            return intervals.union_us(ev.ts[x], ev.end[x], lo, hi) / (hi - lo) if hi > lo else 0.0
+
         out.append(DeviceBusy(dev, bool(np.isin(ev.pid, pids).any()), int(len(kern)),
-                              intervals.union_us(ev.ts[kern], ev.end[kern], lo, hi) / span
-                              if span else 0.0,
-                              intervals.union_us(ev.ts[cp], ev.end[cp], lo, hi) / span
-                              if span else 0.0, span, own))
+                              share(kern), share(cp), share(cm), hi - lo, own))
     return out
 
 

@@ -367,8 +367,9 @@ def _no_data(f: Facts, cls: str) -> list[Finding]:
 
 
 def _gpu_idle(f: Facts, cls: str) -> list[Finding]:
-    if f.gpu_busy_share is None or f.gpu_busy_share >= GPU_IDLE or _launch(f, cls):
-        return []  # a launch-bound step says why the GPU idles
+    if f.gpu_busy_share is None or f.gpu_busy_share >= GPU_IDLE or _launch(f, cls) or \
+            f.communication.exposed_share >= COMM_BOUND:
+        return []  # a launch-bound step, or one waiting on collectives, says why the GPU idles
     return [Finding(
         "gpu_idle", "high" if f.gpu_busy_share < 0.25 else "moderate", 1 - f.gpu_busy_share,
         f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the step and "

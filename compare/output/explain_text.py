@@ -448,15 +448,16 @@ def _devices(out: Lines, e: Explanation) -> None:
     if len(devs) < 2 and all(d.recorded for d in devs):
         return
     out()
-    out("Per GPU (kernels' union over the GPU's window; copies apart; a GPU with step rows of "
-        "its own is measured over its own step):")
+    out("Per GPU (its compute kernels' union over its window; copies and collectives apart; a "
+        "GPU with step rows of its own is measured over its own step):")
     for d in devs:
         if not d.recorded:
             out(f"{'-':>5}  {d.device}: recorded nothing", indent=2, hang=7)
             continue
         window = f"its own step row, {ms(d.window_us)}" if d.own_window else "the step"
         out(f"{d.busy_share:>5.0%}  {d.device}: {d.kernels} kernels over {window}; copies "
-            f"{d.copy_share:.0%}", indent=2, hang=7)
+            f"{d.copy_share:.0%}" + (f"; collectives {d.collective_share:.0%}"
+                                     if d.collective_share else ""), indent=2, hang=7)
 
 
 def _to_try(e: Explanation) -> list:
