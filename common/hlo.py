@@ -13,7 +13,10 @@ import dataclasses
 import re
 from functools import lru_cache
 
+from google.protobuf.message import DecodeError
+
 from common.errors import InputError
+from common.protos import HloProto, XSpace  # our own declarations: no TensorFlow import
 
 _SUFFIX = re.compile(r"\.\d+$")
 #: An XLA module of TF auto-clustering: ``cluster_3__XlaCompiledKernel_true__...``.
@@ -126,8 +129,6 @@ def _elements(shape) -> int:
 
 
 def parse_hlo_proto(data: bytes) -> HloModule:
-    from common.protos import HloProto  # declared here: reading HLO never imports TensorFlow
-
     proto = HloProto()
     proto.ParseFromString(data)
     mod = proto.hlo_module
@@ -153,9 +154,6 @@ def modules_from_xplanes(paths: list[str], source: str) -> dict[str, HloModule]:
 
 @lru_cache(maxsize=16)
 def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
-    from google.protobuf.message import DecodeError
-
-    from common.protos import XSpace  # declared here: reading an xplane never imports TensorFlow
 
     out: dict[str, HloModule] = {}
     for path in paths:

@@ -22,12 +22,16 @@ from common import atomic
 from common.errors import InputError, say
 from common.inputs import check_file, resolve_images
 from common.tflog import native_stderr_to
+from compare.analysis import comparison
+from compare.analysis.comparison import SIDES, Side
 from compare.analysis.explanation import Explanation, explain
 from compare.load import LoadError, load
 from compare.model.events import Trace
+from compare.pipelines import run_in_child
+from compare.viewers.tensorboard import screenshot_profile
+from modern.data_service import check_service
 
-if TYPE_CHECKING:  # the comparison and its report (matplotlib) load only when comparing:
-    from compare.analysis.comparison import Side  # explaining one trace stays fast
+if TYPE_CHECKING:
     from compare.output.report import Report
 
 #: What ``screenshot=True`` saves into the run folder.
@@ -120,8 +124,6 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
     """Run legacy, then modern, each in its own process and profiled, into ``out/legacy`` and
     ``out/modern``; compare them and write the report into ``out``. An interrupt
     (KeyboardInterrupt) carries ``kept``: what of the run was kept, and where."""
-    from compare.analysis.comparison import SIDES
-
     opts = options or RunOptions()
     _preflight(opts)
     out = atomic.prepare_out_dir(out or default_out())
@@ -152,15 +154,11 @@ def _preflight(opts: RunOptions) -> None:
         raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
                          "existing traces with --legacy TRACE --modern TRACE")
     if opts.data_service:  # it answers and has workers
-        from modern.data_service import check_service  # imports TensorFlow: only when asked
-
         check_service(opts.data_service)
 
 
 def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
                runs: dict) -> None:
-    from compare.pipelines import run_in_child
-
     clock.phase("legacy", f"running legacy ({opts.steps} steps, queue runners, XLA "
                           f"auto-clustering as in the seed) ...")
     runs["legacy"] = run_in_child("legacy", out / "legacy", opts.images, opts.steps, opts.seed,
@@ -180,8 +178,6 @@ def _run_line(side: str, run: dict) -> str:
 
 
 def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
-    from compare.analysis.comparison import SIDES
-
     sources = {k: (out / k, "TensorBoard profile (xplane through xprof), steps marked, HLO "
                             "included") for k in SIDES}
     svc = runs["modern"].get("data_service")
@@ -196,8 +192,6 @@ def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
 def _screenshot(out: Path, clock: Phases) -> str | None:
     """TensorBoard's profile tab over the run folder, saved as ``out/profile_tab.png``; its
     name, or None (with one line saying why) when it cannot be taken."""
-    from compare.viewers.tensorboard import screenshot_profile  # starts a browser: only asked
-
     clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
                               "chromium) ...")
     try:
@@ -216,8 +210,7 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``."""
-    from compare.analysis import comparison
-    from compare.output import report as report_mod
+    from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
     traces = {k: load(path) for k, (path, _) in sources.items()}
@@ -237,8 +230,6 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
 
 def _add_cross_checks(side: Side, path: Path, trace: Trace) -> None:
     """Our run folders hold timeline.py traces beside the profile: map them as a cross check."""
-    from compare.analysis import comparison
-
     if not (path.is_dir() and trace.format == "xprof"):
         return
     for name, against in CROSS_CHECKS:

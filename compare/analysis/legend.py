@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from compare.analysis import rows
+from compare.analysis.attribution import segments
 from compare.analysis.steps import StepChoice
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
@@ -313,8 +314,6 @@ def _wall_by_group(trace: Trace, sel: np.ndarray, inv: np.ndarray, groups: int,
                    choice: StepChoice) -> np.ndarray:
     """Per group of ``sel`` (``inv``): the wall time its events' self time covers in the step
     (the union of their innermost-event segments, so overlapping executions count once)."""
-    from compare.analysis.attribution import segments
-
     seg_e, t0, t1 = trace.meta.get("_segments") or segments(trace)
     trace.meta["_segments"] = (seg_e, t0, t1)
     group_of = np.full(len(trace.events), -1, np.int64)

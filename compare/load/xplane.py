@@ -18,6 +18,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from xprof.protobuf import op_stats_pb2, trace_events_old_pb2
+
 from common import atomic, hlo
 from common.errors import InputError
 from compare.load import hosts
@@ -115,7 +117,7 @@ def _private_copies(paths: list[str], blobs: list[bytes], tmp: str) -> list[str]
 
 
 def _convert(names: list[str], tool: str, source: str) -> bytes:
-    from xprof.convert import _pywrap_profiler_plugin as xprof
+    from xprof.convert import _pywrap_profiler_plugin as xprof  # lazy: its native library
 
     try:
         data, ok = xprof.xspace_to_tools_data(names, tool, {"use_saved_result": False})
@@ -129,8 +131,6 @@ def _convert(names: list[str], tool: str, source: str) -> bytes:
 def _host_trace(name: str, path: str) -> Trace:
     """One host's xplane through xprof's trace viewer, read from its trace proto directly (the
     JSON xprof would make of it says the same, at several times the cost)."""
-    from xprof.protobuf import trace_events_old_pb2
-
     raw = _convert([name], "trace_viewer", path)
     proto = trace_events_old_pb2.Trace()
     try:
@@ -172,8 +172,6 @@ def _event(e) -> dict:
 
 def _step_db(names: list[str], tmp: str):
     """xprof's step database over every host (``OpStats.step_db``), or None."""
-    from xprof.protobuf import op_stats_pb2
-
     _convert(names, "input_pipeline_analyzer", names[0])
     cached = sorted(Path(tmp).glob("**/*op_stats*.pb"))
     if not cached:
