@@ -256,4 +256,5 @@ def feeds(trace: Trace, idx: np.ndarray) -> list[str]:
     ids = set(np.unique(ev.tf_name[idx]).tolist())
     for i in idx:  # a fed placeholder often shows only as an op's input
         ids.update(ev.inputs_of(int(i)).tolist())
-    return sorted({names[n] for n in ids if tfops.FEED_NODE.match(names[n])})[:6]
+    return sorted({tfops.SEND_RECV_SUFFIX.sub("", names[n]) for n in ids
+                   if tfops.FEED_NODE.match(names[n])})[:6]

@@ -147,7 +147,21 @@ def judge(f: Facts) -> Verdict:
     out: list[Finding] = []
     for rule in FINDINGS:
         out.extend(rule(f, cls))
+    if any(x.kind == "one_time" and x.level == "high" for x in out):
+        out = [_in_a_first_run(x) for x in out]
     return _lead(out, f, cls)
+
+
+#: Findings a first run's one-time work distorts (autotuning blocks the launch row, a
+#: first call's set-up is "the largest op"): stated for what they are, not judged.
+_DISTORTED_BY_ONE_TIME = ("launch", "compute", "gpu_idle", "idle", "serialised")
+
+
+def _in_a_first_run(x: Finding) -> Finding:
+    if x.kind not in _DISTORTED_BY_ONE_TIME:
+        return x
+    return dataclasses.replace(x, level="info", try_next="",
+                               text=f"In this first run (one-time work included): {x.text}")
 
 
 def _input(f: Facts, cls: str) -> list[Finding]:
@@ -444,7 +458,7 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
                  "The step is mostly waiting (idle gaps)" if lead.kind == "idle" and
                  lead.share >= MOSTLY else _WORDS[lead.kind])
         headline = f"{words} ({lead.share:.0%} of the step)" + (
-            f"; input: {cls}." if lead.kind != "input" else ".")
+            f"; input: {_said(f, cls)}." if lead.kind != "input" else ".")
         return Verdict(lead.kind, headline, cls, out, f)
     cands = sorted((x for x in out if x.level == "moderate" and x.share > 0 or
                     x.kind == "compute" and x.share >= COMPUTE_NOTABLE),
@@ -453,12 +467,20 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
         silent = [x for x in out if x.kind == "no_data"]
         if silent:
             return Verdict("no_data", f"Nothing stands out in what was recorded, and some rows "
-                                      f"recorded nothing (see below); input: {cls}.", cls, out, f)
-        return Verdict("none", f"Nothing stands out; input: {cls}.", cls, out, f)
+                                      f"recorded nothing (see below); input: {_said(f, cls)}.",
+                           cls, out, f)
+        return Verdict("none", f"Nothing stands out; input: {_said(f, cls)}.", cls, out, f)
     parts = [_phrase(x, f, cls) for x in cands[:3]]
-    tail = f"; input: {cls}" if not any(x.kind == "input" for x in cands[:3]) else ""
+    tail = f"; input: {_said(f, cls)}" if not any(x.kind == "input" for x in cands[:3]) else ""
     return Verdict(cands[0].kind, "No single bottleneck: " + "; ".join(parts) + tail + ".",
                    cls, out, f)
+
+
+def _said(f: Facts, cls: str) -> str:
+    """The input class in a headline; a feed_dict step's input is outside the trace."""
+    if f.feeds and not f.input_wait_us:
+        return "fed by feed_dict, outside what the trace records"
+    return cls
 
 
 #: When several findings are high, the cause leads: one-time work of a first run, then a

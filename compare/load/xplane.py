@@ -26,6 +26,7 @@ from compare.load import hosts
 from compare.load.builder import Builder, assign_steps
 from compare.load.errors import FORMATS_WE_READ, LoadError
 from compare.load.json_trace import load_json_file
+from compare.analysis.steps import WHOLE_TRACE
 from compare.model.events import Step, Strings, Trace
 
 XPLANE_SUFFIX = ".xplane.pb"
@@ -205,9 +206,18 @@ def _use_step_db(trace: Trace, stats, host: int) -> None:
         group_step[group] = num
     if not steps:
         return
-    trace.steps = sorted(steps, key=lambda s: s.ts)
-    trace.meta["steps_from"] = "xprof's step database (its step-trace tool's steps)"
-    trace.meta["group_step"] = group_step
+    # xprof leaves out steps it deems incomplete (often the first and the last, even when the
+    # trace marks them whole); the first step is the one that compiles, so the trace's own
+    # marks keep those, where no step of xprof's overlaps them
+    kept = [s for s in trace.steps if s.num not in {x.num for x in steps} and
+            trace.steps[0].name != WHOLE_TRACE and
+            not any(s.ts < x.ts + x.dur and x.ts < s.ts + s.dur for x in steps)]
+    trace.steps = sorted(steps + kept, key=lambda s: s.ts)
+    trace.meta["steps_from"] = "xprof's step database (its step-trace tool's steps)" + (
+        f", and {len(kept)} step(s) it left out as incomplete, from the trace's own marks"
+        if kept else "")
+    trace.meta["group_step"] = {**{g: n for g, n in trace.meta.get("group_step", {}).items()
+                                   if n in {s.num for s in kept}}, **group_step}
     assign_steps(trace, group_step, list(trace.meta.get("per_device_steps", {})))
 
 
