@@ -11,10 +11,8 @@ import dataclasses
 import numpy as np
 
 from common.errors import InputError
-from compare.model.events import Step, Trace
+from compare.model.events import WHOLE_TRACE, Step, Trace
 
-#: The name of the one step of a trace that marks none (see compare.load.builder).
-WHOLE_TRACE = "whole trace"
 NO_STEPS = ("the trace marks no steps (no xprof step rows, no train_function, ProfilerStep or "
             "Trace(step_num=...) markers, no TF1 session runs), so the whole trace is "
             "explained as one window; shares below are of the whole trace, which may hold "

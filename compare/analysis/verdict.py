@@ -450,15 +450,12 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
     highs = [x for x in out if x.level == "high"]
     if highs:
         lead = min(highs, key=lambda x: (_CAUSES.get(x.kind, len(_CAUSES)), -x.share))
-        words = (f"The step is {cls}" if lead.kind == "input" else
-                 (f"The step is device-bound: the GPU computes, most in {f.top_op}"
-                  if f.device_bound else
-                  f"The step is busy computing, most in {f.top_op} on the {f.top_op_where}")
-                 if lead.kind == "compute" else
-                 "The step is mostly waiting (idle gaps)" if lead.kind == "idle" and
-                 lead.share >= MOSTLY else _WORDS[lead.kind])
-        headline = f"{words} ({lead.share:.0%} of the step)" + (
-            f"; input: {_said(f, cls)}." if lead.kind != "input" else ".")
+        words = (f"The step is {cls} ({lead.share:.0%} of the step)" if lead.kind == "input"
+                 else _compute_words(f, lead.share) if lead.kind == "compute" else
+                 f"The step is mostly waiting (idle gaps) ({lead.share:.0%} of the step)"
+                 if lead.kind == "idle" and lead.share >= MOSTLY else
+                 f"{_WORDS[lead.kind]} ({lead.share:.0%} of the step)")
+        headline = words + (f"; input: {_said(f, cls)}." if lead.kind != "input" else ".")
         return Verdict(lead.kind, headline, cls, out, f)
     cands = sorted((x for x in out if x.level == "moderate" and x.share > 0 or
                     x.kind == "compute" and x.share >= COMPUTE_NOTABLE),
@@ -474,6 +471,16 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
     tail = f"; input: {_said(f, cls)}" if not any(x.kind == "input" for x in cands[:3]) else ""
     return Verdict(cands[0].kind, "No single bottleneck: " + "; ".join(parts) + tail + ".",
                    cls, out, f)
+
+
+def _compute_words(f: Facts, share: float) -> str:
+    """The compute headline: how much of the step computed, and the largest op (its own share
+    is in the finding)."""
+    if f.device_bound:
+        return (f"The step is device-bound: the GPU ran kernels {share:.0%} of the time, most "
+                f"in {f.top_op} ({f.top_op_share:.0%} of the step)")
+    return (f"The step is busy computing: ops ran {share:.0%} of it, most in {f.top_op} on the "
+            f"{f.top_op_where} ({f.top_op_share:.0%})")
 
 
 def _said(f: Facts, cls: str) -> str:

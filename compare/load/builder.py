@@ -13,6 +13,7 @@ from compare.load import chrome_json, step_marks
 from compare.model.events import (
     CAT,
     STRING_COLUMNS,
+    WHOLE_TRACE,
     Counters,
     EventBuilder,
     Flows,
@@ -462,7 +463,7 @@ class Builder:
         trace.meta["steps_from"] = found.source if found.steps else (
             "TF1 session runs (each starts with its _SOURCE node)" if len(trace.steps) > 1
             else "nothing: the trace marks no steps" if trace.steps and
-            trace.steps[0].name == "whole trace" else "one TF1 session run (the whole file)")
+            trace.steps[0].name == WHOLE_TRACE else "one TF1 session run (the whole file)")
         trace.meta["group_step"] = found.group_step
         if found.per_device:
             trace.meta["per_device_steps"] = found.per_device
@@ -493,7 +494,7 @@ def _infer_steps(trace: Trace) -> list[Step]:
         starts = np.array(firsts)
     t0, t1 = float(ev.ts.min()), float(ev.end.max())
     if len(starts) <= 1:  # one session run (a timeline is one), or nothing marks steps
-        return [Step(0, t0, t1 - t0, "session run" if len(starts) else "whole trace")]
+        return [Step(0, t0, t1 - t0, "session run" if len(starts) else WHOLE_TRACE)]
     bounds = list(starts) + [t1]
     bounds[0] = min(bounds[0], t0)
     return [Step(i, float(bounds[i]), float(bounds[i + 1] - bounds[i]), f"session run {i}")

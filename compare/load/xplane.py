@@ -26,8 +26,7 @@ from compare.load import hosts
 from compare.load.builder import Builder, assign_steps
 from compare.load.errors import FORMATS_WE_READ, LoadError
 from compare.load.json_trace import load_json_file
-from compare.analysis.steps import WHOLE_TRACE
-from compare.model.events import Step, Strings, Trace
+from compare.model.events import WHOLE_TRACE, Step, Strings, Trace
 
 XPLANE_SUFFIX = ".xplane.pb"
 #: What TF 2.2/2.3 wrote beside (or instead of) the xplane: the trace viewer's JSON per host.
