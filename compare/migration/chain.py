@@ -182,7 +182,11 @@ class _Render:
 
 
 def generator_name(f: m.Feeder) -> str:
-    return f"{_short(f.function)}_values" if f.function else "feeder_values"
+    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder."""
+    base = _short(f.function) if f.function else "feeder"
+    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else "values"
+    fed = fed.replace("_placeholder", "").replace("placeholder", "") or "values"
+    return f"{base}_{fed}"
 
 
 def _record_dataset(st: m.ReadStage) -> str:

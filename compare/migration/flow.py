@@ -447,7 +447,7 @@ class Run:
         """Record ``node`` as a per-example step when it computed from per-example tensors."""
         if isinstance(getattr(node, "value", None), ast.Call) and id(node.value) in self.followed:
             return None  # the followed function's own statements are the steps
-        made_here = {id(s) for s in self.world.streams[self.fresh:]}
+        made_here = {id(s) for s in self.world.streams[self.fresh:] if s.kind != "param"}
         tensors = [t for v in vals for t in tensors_in(v)
                    if t.deps or id(t.stream) not in made_here]
         if not tensors:

@@ -73,9 +73,11 @@ class Feeder:
     thread: bool
     feeds: list[tuple[int, str]]
     signature: list[tuple[str, str]]  # (shape, dtype) per component, as tf.TensorSpec takes them
+    placeholders: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {"function": self.function, "thread": self.thread,
+                "placeholders": list(self.placeholders),
                 "feeds": [{"line": ln, "value": v} for ln, v in self.feeds],
                 "signature": [{"shape": s, "dtype": d} for s, d in self.signature]}
 

@@ -274,7 +274,7 @@ class _Builder:
                 f"what is fed to {', '.join(sorted(names))}", op.node.lineno,
                 "no sess.run(..., feed_dict=...) in this file feeds it"))
         thread = fn.rsplit(".", 1)[-1] in self.mod.threads
-        feeder = m.Feeder(fn, thread, feeds, signature)
+        feeder = m.Feeder(fn, thread, feeds, signature, tuple(sorted(names)))
         return m.Source("generator", self.site(op.node, op.fn), m.Code(fn or "feeder"),
                         repeat=False, feeder=feeder)
 
@@ -487,6 +487,8 @@ def find(mod: Module, budget: Budget) -> tuple[list[list[_Found]], bool]:
             break
         for world in run_entry(mod, entry, budget):
             stopped = stopped or world.stopped
+            if world.stopped:  # half a run: its pipelines would be half planned
+                continue
             for end in world.ends + _implicit_ends(world, mod.dequeued):
                 path, known = _source_path(end)
                 if not _owned((entry.qualname,), end, path):
@@ -541,6 +543,7 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
                      "point are not planned.")
     out = [_pipeline(mod, g) for g in _drop_covered(groups)]
     out.sort(key=lambda p: (p.line, p.function))
+    _same_feeder_notes(out)
     root = _root_seed(mod)
     for p in out:
         for v in p.variants:
@@ -549,6 +552,24 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
             m.relocate(p, where)
         p.chain, p.legend = _chain.render(p)
     return out, notes
+
+
+def _same_feeder_notes(found: list[m.Pipeline]) -> None:
+    """Queues one Python loop fills together are dequeued together: say so, so the port makes
+    one generator of tuples rather than generators that drift apart."""
+    by_feeder: dict[str, list[m.Pipeline]] = collections.defaultdict(list)
+    for p in found:
+        feeder = p.variants[0].source.feeder
+        if feeder is not None and feeder.function:
+            by_feeder[feeder.function].append(p)
+    for fn, group in by_feeder.items():
+        if len(group) < 2:
+            continue
+        names = ", ".join(p.function for p in group)
+        for p in group:
+            p.notes.append(f"{fn} feeds the queues of {names} in one loop: one generator "
+                           "yielding their values together (a tuple per element) keeps them "
+                           "aligned")
 
 
 def _root_seed(mod: Module) -> m.Code | None:

@@ -94,7 +94,7 @@ def _pipeline_lines(p, i: int, n: int) -> list[str]:
     if p.unresolved:
         out.append("  unresolved:")
         for u in p.unresolved:
-            out += _wrap(f"{u.what} (line {_where(u.line, u.cell)}): {u.why}", " " * 6, "    - ")
+            out += _wrap(f"line {_where(u.line, u.cell)}: {u.what}: {u.why}", " " * 6, "    - ")
     else:
         out.append("  unresolved: none")
     return out + [""]
