@@ -236,7 +236,7 @@ def test_feeder_thread_becomes_from_generator():
     assert p.function == "Feeder.batch" and p.kind == "feeding"
     feeder = p.variants[0].source.feeder
     assert feeder.function == "Feeder.loop" and feeder.thread and feeder.feeds == [(10, "row")]
-    assert p.chain.startswith("ds = tf.data.Dataset.from_generator(loop_values, output_signature="
+    assert p.chain.startswith("ds = tf.data.Dataset.from_generator(loop_x, output_signature="
                               "tf.TensorSpec(shape=[3], dtype=tf.float32))")
 
 
