@@ -171,7 +171,8 @@ class Run:
                     subs[name] = _paren(val.text)
             if not subs:
                 return seg(node, 400)
-            return " ".join(_unparse_with(node, subs).split())
+            text = " ".join(_unparse_with(node, subs).split())
+            return text if len(text) <= 400 else seg(node, 400)
         return text
 
     def _lookup_at(self, name: str, fr: Frame, at: int) -> Val | None:
@@ -192,6 +193,8 @@ class Run:
                 if fr.depth == 0 and f is fr and isinstance(v, Sym):
                     return Sym(name, v.const, v.qual, v.param, v.listish, v.node, v.loop_vars,
                                v.alts)
+                if fr.depth == 0 and isinstance(v, Tensor):  # named as the pipeline function does
+                    return Tensor(v.stream, v.deps, name, v.key)
                 return v
             f = f.parent
         return self.global_name(name, node)
@@ -282,7 +285,10 @@ class Run:
         base = self.ev(node.value, fr)
         if isinstance(base, ObjV):
             if node.attr in base.attrs:
-                return base.attrs[node.attr]
+                val = base.attrs[node.attr]
+                if fr.depth == 0 and isinstance(val, Tensor):
+                    return Tensor(val.stream, val.deps, self.src.segment(node, 120), val.key)
+                return val
             method = self.method_of(base, node.attr)
             if method is not None:
                 return FuncV(method, bound=base, text=f"{base.text}.{node.attr}")
@@ -441,6 +447,10 @@ class Run:
         try:
             return method(node, fr)
         finally:
+            if isinstance(node, ast.Assign):
+                for s in self.world.streams[self.fresh:]:
+                    if not s.target and s.kind != "param":
+                        s.target = self.src.segment(node.targets[0], 120)
             self.cur_calls, self.cur_external, self.fresh = saved
 
     def touch(self, node: ast.stmt, fr: Frame, vals: list) -> StepRec | None:

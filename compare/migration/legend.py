@@ -102,7 +102,8 @@ def _source_lines(s: m.Source) -> list[str]:
         if s.repeat:
             bits.append("repeated " + ("forever (num_epochs=None)" if s.num_epochs is None
                                        or s.num_epochs.is_value(None)
-                                       else f"{s.num_epochs.text} times (num_epochs)"))
+                                       else f"{s.num_epochs.value} times" if s.num_epochs.known
+                                       else f"{s.num_epochs.text} times (None: forever)"))
         if s.capacity is not None:
             bits.append(f"capacity={s.capacity.text} only sized the queue")
         return ["; ".join(bits)]

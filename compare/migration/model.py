@@ -98,10 +98,11 @@ class Source:
     capacity: Code | None = None
     repeat: bool = True
     feeder: Feeder | None = None
+    target: str = ""  # what the script binds each element to (rows: ``image, label``)
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
-               "repeat": self.repeat}
+               "repeat": self.repeat, "target": self.target}
         for k in ("data", "num_epochs", "shuffle", "seed", "capacity"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
@@ -114,7 +115,7 @@ class ReadStage:
     """Records out of files. ``reader``: ``whole_file``, ``tfrecord``, ``text_line``,
     ``fixed_length``, ``other`` or ``unknown`` (made elsewhere: ``origin`` says how the script got
     it). ``readers`` is how many read in parallel; ``key_used`` whether the script used the
-    record's key."""
+    record's key; ``target`` what the script binds (key, record) to."""
 
     reader: str
     origin: str
@@ -123,10 +124,12 @@ class ReadStage:
     args: dict[str, Code] = dataclasses.field(default_factory=dict)
     readers: Code | None = None
     key_used: bool = False
+    target: str = ""
     kind: str = "read"
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "reader": self.reader, "origin": self.origin,
+                "target": self.target,
                 "read": self.read.to_dict(), "made": self.made.to_dict() if self.made else None,
                 "args": {k: v.to_dict() for k, v in self.args.items()},
                 "readers": self.readers.to_dict() if self.readers else None,
@@ -227,6 +230,7 @@ class BatchStage:
     args: dict[str, Code]
     padded: bool = False
     copies: Code | None = None
+    tensors: Code | None = None  # the per-example tensors batched, as written
     kind: str = "batch"
 
     def arg(self, name: str) -> Code | None:
@@ -235,7 +239,8 @@ class BatchStage:
     def to_dict(self) -> dict:
         return {"kind": self.kind, "op": self.op, "site": self.site.to_dict(),
                 "args": {k: v.to_dict() for k, v in self.args.items()}, "padded": self.padded,
-                "copies": self.copies.to_dict() if self.copies else None}
+                "copies": self.copies.to_dict() if self.copies else None,
+                "tensors": self.tensors.to_dict() if self.tensors else None}
 
 
 @dataclasses.dataclass

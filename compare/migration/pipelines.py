@@ -171,7 +171,8 @@ class _Builder:
             a = stream.args
             return m.Source("rows", self.site(stream.node, stream.fn), self.code(stream.rows),
                             self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
-                            self.code(a.get("seed")), self.code(a.get("capacity")))
+                            self.code(a.get("seed")), self.code(a.get("capacity")),
+                            target=stream.target)
         if stream.kind == "dequeue":
             source = self.queue_source(stream.queue, stream)
             self.stages.append(self.queue_stage(stream.queue))
@@ -200,7 +201,8 @@ class _Builder:
             t.key and t.stream is stream for t in tensors_in(self.end.inputs))
         return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
                            {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
-                           self.code(stream.loop) if stream.loop is not None else None, key_used)
+                           self.code(stream.loop) if stream.loop is not None else None, key_used,
+                           stream.target)
 
     def queue_source(self, q: QueueV, stream: Stream | None) -> m.Source:
         if q.kind == "producer":
@@ -219,7 +221,8 @@ class _Builder:
         if not tensors:  # a queue runner repeats the enqueue until the queue closes
             return m.Source("rows", self.site(op.node, op.fn), self.code(values),
                             repeat=q.copies is not None and not q.closed,
-                            shuffle=m.Code("False", True, False))
+                            shuffle=m.Code("False", True, False),
+                            target=stream.target if stream is not None else "")
         copies = q.copies or op.loop
         deps = frozenset().union(*(t.deps for t in tensors))
         how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
@@ -322,7 +325,7 @@ class _Builder:
         padded = args.get("dynamic_pad")
         self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct), args,
                                         padded=bool(padded and padded.is_value(True)),
-                                        copies=self.code(copies)))
+                                        copies=self.code(copies), tensors=self.code(inputs)))
         return source
 
     def dataset_variant(self, ds: DatasetV) -> m.Source:

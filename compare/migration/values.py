@@ -74,6 +74,7 @@ class Stream:
     loop: Sym | None = None
     param: str = ""
     key_ids: set = dataclasses.field(default_factory=set)
+    target: str = ""  # what the script binds the elements to (``_, serialized_example``)
 
 
 @dataclasses.dataclass(eq=False)
