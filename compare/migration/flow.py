@@ -171,7 +171,10 @@ class Run:
                     subs[name] = _paren(val.text)
             if not subs:
                 return seg(node, 400)
-            text = " ".join(_unparse_with(node, subs).split())
+            try:
+                text = " ".join(_unparse_with(node, subs).split())
+            except (ValueError, RecursionError):  # f-string quirks: keep the script's text
+                return seg(node, 400)
             return text if len(text) <= 400 else seg(node, 400)
         return text
 
@@ -612,7 +615,8 @@ class Run:
         if isinstance(test, Sym) and test.known:
             return self.block(node.body if test.const else node.orelse, fr)
         cond = _condition_text(test, node.test, self)
-        if self.mod.is_structural(node):
+        key = cond[4:] if cond.startswith("not ") else cond
+        if key in self.world.decisions or self.mod.is_structural(node):  # decided in this world
             return self.block(node.body if self.decide(cond) else node.orelse, fr)
         return self.both(node, cond, fr)
 

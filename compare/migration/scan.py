@@ -123,15 +123,23 @@ class SourceText:
         may hold comments, is unparsed instead), cut to ``limit`` characters with "..."."""
         end_line = getattr(node, "end_lineno", None)
         if end_line is None or not 0 < node.lineno <= end_line <= len(self.lines):
-            return cut(" ".join(ast.unparse(node).split()), limit)
+            return cut(" ".join(unparse(node).split()), limit)
         start = self.starts[node.lineno - 1] + self.char_col(node.lineno, node.col_offset)
         end = self.starts[end_line - 1] + self.char_col(end_line, node.end_col_offset)
         if end - start > 8 * limit:  # long: a prefix is all we show, whatever it holds
             return cut(" ".join(self.norm[start:start + 2 * limit].split()), limit, True)
         seg = self.norm[start:end]
-        if "\n" in seg:
-            seg = ast.unparse(node)
+        if "\n" in seg:  # may hold comments: unparse, or keep the text when it cannot be
+            seg = unparse(node, seg)
         return cut(" ".join(seg.split()), limit)
+
+
+def unparse(node: ast.AST, default: str = "...") -> str:
+    """ast.unparse, or ``default`` where it fails (f-strings with backslashes before 3.12)."""
+    try:
+        return ast.unparse(node)
+    except (ValueError, RecursionError):
+        return default
 
 
 def cut(text: str, limit: int, always: bool = False) -> str:
