@@ -58,6 +58,8 @@ class _Render:
 
     def __init__(self, ds: str, pipeline: m.Pipeline, variant: m.Variant):
         self.ds, self.p, self.v = ds, pipeline, variant
+        # a map that draws in any variant takes a seed in all (one listing, one signature)
+        self.seeded = {st.name for v in pipeline.variants for st in v.maps() if st.random}
 
     def op(self, call: str) -> str:
         return f"{self.ds} = {self.ds}.{call}"
@@ -131,7 +133,7 @@ class _Render:
 
     def map(self, st: m.MapStage) -> list[str]:
         out = []
-        if st.random:
+        if st.name in self.seeded:
             root = self.v.root_seed.text if self.v.root_seed is not None else "None"
             out.append(f"{self.ds} = tf.data.Dataset.zip(({self.ds}, "
                        f"tf.data.Dataset.random(seed={root}).batch(2)))")

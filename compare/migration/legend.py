@@ -36,8 +36,8 @@ def _groups(steps: list[m.Step]) -> list[tuple]:
     return out
 
 
-def _map_lines(st: m.MapStage) -> list[str]:
-    args = "example, seed" if st.random else "example"
+def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
+    args = "example, seed" if st.random or seeded else "example"
     out = [f"{st.name}({args}): the script's per-example code, in order:"]
     groups = _groups(st.steps)
     for fn, first, last, guards, calls, times, cell in groups[:MAX_STEP_LINES]:
@@ -112,13 +112,13 @@ def _source_lines(s: m.Source) -> list[str]:
     return []
 
 
-def _stage_lines(st, root: m.Code | None) -> list[str]:
+def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str]:
     if isinstance(st, m.ReadStage):
         made = f", made at {at(st.made)}" if st.made else ""
         key = "; its key (the file name) is used" if st.key_used else ""
         return [f"records: {st.origin} read at {at(st.read)}{made}{key}"]
     if isinstance(st, m.MapStage):
-        out = _map_lines(st)
+        out = _map_lines(st, st.name in seeded)
         if st.parallel is not None:
             out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
         return out + _random_lines(st, root)
@@ -159,11 +159,12 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
 def legend(p: m.Pipeline) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
+    seeded = {st.name for v in p.variants for st in v.maps() if st.random}
     for v in p.variants:
         when = " and ".join(c if val else f"not {c}" for c, val in v.when)
         block = _source_lines(v.source)
         for st in v.stages:
-            block += _stage_lines(st, v.root_seed)
+            block += _stage_lines(st, v.root_seed, seeded)
         new = [ln for ln in block if ln not in seen]
         if not new:
             continue
