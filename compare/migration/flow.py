@@ -468,7 +468,7 @@ class Run:
         real = [t for t in tensors if t.stream is not self.floating]
         step = StepRec(len(self.world.steps) + 1, node, fr.fn.qualname,
                        (real or tensors)[0].stream, fr.guards, list(self.cur_calls),
-                       list(self.cur_external))
+                       list(self.cur_external), fr.loop.text if fr.loop is not None else "")
         self.world.steps[step.id] = step
         for t in tensors:
             if t.key:

@@ -22,17 +22,17 @@ def _short_call(qual: str) -> str:
 
 def _groups(steps: list[m.Step]) -> list[tuple]:
     """Consecutive steps of one function under the same conditions, as
-    (function, first line, last line, guards, TF calls, times, cell)."""
+    (function, first line, last line, guards, TF calls, times, cell, loop)."""
     out: list = []
     for s in steps:
         calls = [_short_call(c) for c in s.calls]
         if out and out[-1][0] == s.function and out[-1][3] == s.guards and (
-                s.times == out[-1][5] and s.cell == out[-1][6]):
-            fn, first, last, guards, have, times, cell = out[-1]
+                s.times == out[-1][5] and s.cell == out[-1][6] and s.loop == out[-1][7]):
+            fn, first, last, guards, have, times, cell, loop = out[-1]
             out[-1] = (fn, first, max(last, s.end_line), guards,
-                       have + [c for c in calls if c not in have], times, cell)
+                       have + [c for c in calls if c not in have], times, cell, loop)
         else:
-            out.append((s.function, s.line, s.end_line, s.guards, calls, s.times, s.cell))
+            out.append((s.function, s.line, s.end_line, s.guards, calls, s.times, s.cell, s.loop))
     return out
 
 
@@ -40,7 +40,7 @@ def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
     args = "example, seed" if st.random or seeded else "example"
     out = [f"{st.name}({args}): the script's per-example code, in order:"]
     groups = _groups(st.steps)
-    for fn, first, last, guards, calls, times, cell in groups[:MAX_STEP_LINES]:
+    for fn, first, last, guards, calls, times, cell, loop in groups[:MAX_STEP_LINES]:
         where = f"line {first}" if first == last else f"lines {first}-{last}"
         where = f"cell {cell} {where}" if cell else where
         text = f"  {fn} {where}" + (f": {', '.join(calls)}" if calls else "")
@@ -48,6 +48,8 @@ def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
             text += f" (if {' and '.join(guards)})"
         if times > 1:
             text += f" (run {times} times per example)"
+        if loop:
+            text += f" (in a loop of {loop})"
         out.append(text)
     if len(groups) > MAX_STEP_LINES:
         rest = groups[MAX_STEP_LINES:]

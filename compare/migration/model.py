@@ -140,7 +140,8 @@ class ReadStage:
 class Step:
     """One statement of per-example code: the script function holding it, its lines, its text,
     the TensorFlow functions it calls, the conditions it runs under (``if a.flip``), how often
-    the script ran it per example, and callees defined outside this file."""
+    the script ran it per example, callees defined outside this file, and the iteration count
+    of a loop around it (``loop``)."""
 
     function: str
     line: int
@@ -151,6 +152,7 @@ class Step:
     times: int = 1
     external: tuple[str, ...] = ()
     cell: int | None = None
+    loop: str = ""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -101,7 +101,7 @@ class _Builder:
             guards = tuple(g for g in r.guards if all(g in x.guards for x in group))
             steps.append(m.Step(r.fn, r.stmt.lineno, r.stmt.end_lineno or r.stmt.lineno,
                                 self.seg(r.stmt, 160), calls, guards, len(group),
-                                tuple(dict.fromkeys(r.external))))
+                                tuple(dict.fromkeys(r.external)), loop=r.loop))
             for name in dict.fromkeys(r.external):
                 self.unresolved.append(m.Unresolved(
                     f"{name} (called on each example)", r.stmt.lineno,

@@ -205,6 +205,7 @@ class StepRec:
     guards: tuple[str, ...]
     calls: list = dataclasses.field(default_factory=list)  # (canonical name, call node)
     external: list = dataclasses.field(default_factory=list)
+    loop: str = ""  # the iteration count of the loop around it, if any
 
 
 @dataclasses.dataclass
