@@ -8,7 +8,7 @@ import ast
 
 from compare.migration.flow import tensors_in
 from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
-from compare.migration.values import (NOCONST, ClassV, DatasetV, End, EnqueueV, FuncV, IteratorV,
+from compare.migration.values import (ClassV, DatasetV, End, EnqueueV, FuncV, IteratorV,
                                       ListV, ObjV, PlaceholderV, ProviderV, QueueV, ReaderV,
                                       Stream, Sym, Tensor, Val)
 
@@ -358,4 +358,4 @@ def _instance(run, node: ast.Call, fr, cls: ClassV) -> Val:
     return obj
 
 
-__all__ = ["call", "tf_call", "method_call", "value_call", "DATASET_METHODS", "NOCONST"]
+__all__ = ["call", "tf_call", "method_call", "value_call", "DATASET_METHODS"]

@@ -22,30 +22,17 @@ import ast
 import copy
 import dataclasses
 
-from compare.migration.rules import ITERATOR_METHODS, RULES_BY_ID, canonical, rule_for
+from compare.migration.rules import canonical
 from compare.migration.scan import walk
-from compare.migration.values import (MODULE, NOCONST, ClassInfo, ClassV, DatasetV, End, Stream,
-                                      EnqueueV, FuncInfo, FuncV, IteratorV, ListV, Module, ObjV,
-                                      PlaceholderV, ProviderV, QueueV, ReaderV, StepRec, Stream,
-                                      Sym, Tensor, Val, fold)
+from compare.migration.values import (NOCONST, ClassInfo, ClassV, DatasetV, EnqueueV, FuncInfo,
+                                      FuncV, IteratorV, ListV, Module, ObjV, PlaceholderV,
+                                      ProviderV, QueueV, ReaderV, StepRec, Stream, Sym, Tensor,
+                                      Val, fold)
 
 #: Worlds (combinations of undecidable structural conditions) run per entry function.
 MAX_WORLDS = 8
 #: How deep calls into the script's own functions are followed.
 MAX_DEPTH = 8
-
-_QUEUE_KINDS = {"random_shuffle_queue": "random_shuffle", "padding_fifo_queue": "padding_fifo",
-                "queue": "fifo"}
-_BATCH_RULES = frozenset({"batch", "shuffle_batch", "batch_join", "shuffle_batch_join",
-                          "maybe_batch"})
-_READER_RULES = frozenset({"whole_file_reader", "tfrecord_reader", "text_line_reader",
-                           "fixed_length_record_reader", "other_reader"})
-_PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer"})
-#: Builtins whose result is a Python list.
-_LIST_BUILTINS = frozenset({"list", "sorted", "glob.glob", "os.listdir",
-                            "tensorflow.gfile.Glob", "tensorflow.io.gfile.glob",
-                            "tensorflow.gfile.ListDirectory", "tensorflow.io.gfile.listdir"})
-
 
 class Budget:
     """Statements the whole analysis may still run."""
@@ -850,5 +837,4 @@ def run_entry(mod: Module, entry: FuncInfo, budget: Budget) -> list[World]:
     return worlds
 
 
-__all__ = ["Budget", "Run", "World", "run_entry", "tensors_in", "merge", "MAX_WORLDS",
-           "ITERATOR_METHODS", "RULES_BY_ID", "rule_for", "MODULE"]
+__all__ = ["Budget", "Run", "World", "run_entry", "tensors_in", "merge", "MAX_WORLDS"]

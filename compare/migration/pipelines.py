@@ -17,10 +17,10 @@ import dataclasses
 from compare.migration import chain as _chain
 from compare.migration import model as m
 from compare.migration.flow import Budget, World, run_entry, tensors_in
-from compare.migration.rules import RULES_BY_ID, rule_for
+from compare.migration.rules import rule_for
 from compare.migration.scan import walk
-from compare.migration.values import (MODULE, DatasetV, End, EnqueueV, ListV, Module,
-                                      PlaceholderV, QueueV, StepRec, Stream, Sym, Tensor, Val)
+from compare.migration.values import (DatasetV, End, EnqueueV, ListV, Module, PlaceholderV, QueueV,
+                                      StepRec, Stream, Sym, Val)
 
 #: Stateless replacement of each stateful random rule.
 STATELESS: dict[str, str] = {
@@ -350,7 +350,7 @@ class _Builder:
 
 def _mentions(var: str, rec: StepRec) -> bool:
     """Does a step use this name, in its statement or the conditions around it?"""
-    if any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(rec.stmt)):
+    if any(isinstance(n, ast.Name) and n.id == var for n in walk(rec.stmt)):
         return True
     return any(var in g.replace("(", " ").replace(")", " ").split() for g in rec.guards)
 
@@ -649,4 +649,4 @@ def _end_line(end: End) -> int:
     return end.node.lineno
 
 
-__all__ = ["build", "budget_for", "find", "STATELESS", "MODULE", "RULES_BY_ID"]
+__all__ = ["build", "budget_for", "find", "STATELESS"]
