@@ -22,12 +22,13 @@ import ast
 import copy
 import dataclasses
 
+from compare.migration import calls
 from compare.migration.rules import canonical
 from compare.migration.scan import walk
 from compare.migration.values import (NOCONST, ClassInfo, ClassV, DatasetV, EnqueueV, FuncInfo,
                                       FuncV, IteratorV, ListV, Module, ObjV, PlaceholderV,
                                       ProviderV, QueueV, ReaderV, StepRec, Stream, Sym, Tensor,
-                                      Val, fold)
+                                      Val, fold, merge, tensors_in)
 
 #: Worlds (combinations of undecidable structural conditions) run per entry function.
 MAX_WORLDS = 8
@@ -405,7 +406,6 @@ class Run:
 
     # -- calls ------------------------------------------------------------------------------
     def ev_Call(self, node: ast.Call, fr: Frame) -> Val:
-        from compare.migration import calls  # the call rules live in their own module
         return calls.call(self, node, fr)
 
     def args_of(self, node: ast.Call, fr: Frame, params: tuple = ()) -> tuple[list, dict]:
@@ -768,19 +768,6 @@ def _condition_text(test: Val, node: ast.AST, run: Run) -> str:
     return text
 
 
-def tensors_in(val: Val | None, depth: int = 0) -> list:
-    """The per-example tensors inside a value (lists, objects, enqueued values)."""
-    if isinstance(val, Tensor):
-        return [val]
-    if depth > 4:
-        return []
-    if isinstance(val, ListV):
-        return [t for v in val.items for t in tensors_in(v, depth + 1)]
-    if isinstance(val, ObjV):
-        return [t for v in list(val.attrs.values()) for t in tensors_in(v, depth + 1)]
-    return []
-
-
 def _pipeline_val(val: Val) -> bool:
     if isinstance(val, (QueueV, ReaderV, ProviderV, DatasetV, IteratorV, PlaceholderV,
                         EnqueueV)):
@@ -788,34 +775,6 @@ def _pipeline_val(val: Val) -> bool:
     if isinstance(val, ListV):
         return any(_pipeline_val(v) for v in val.items[:8])
     return isinstance(val, Sym) and bool(val.param)
-
-
-def merge(vals: list) -> Val:
-    """One value for several alternatives (both branches of an ``if``)."""
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return Sym("None", None)
-    tensors = [t for v in vals for t in tensors_in(v)]
-    first = vals[0]
-    if all(v is first for v in vals):
-        return first
-    if all(isinstance(v, DatasetV) for v in vals):  # one branch added (guarded) ops: keep them
-        longest = max(vals, key=lambda v: len(v.ops))
-        if all(longest.ops[:len(v.ops)] == v.ops for v in vals):
-            return longest
-    if all(isinstance(v, ListV) for v in vals) and len({len(v.items) for v in vals}) == 1:
-        return ListV([merge([v.items[i] for v in vals]) for i in range(len(first.items))],
-                     first.text, first.loop or next((v.loop for v in vals if v.loop), None))
-    if tensors and (isinstance(first, Tensor) or not isinstance(first, (ListV, ObjV))):
-        return Tensor(tensors[0].stream, frozenset().union(*(t.deps for t in tensors)),
-                      first.text)
-    if all(isinstance(v, Sym) for v in vals):
-        quals = [v.qual for v in vals if v.qual]
-        alts = tuple(dict.fromkeys(q for v in vals for q in (v.alts or (v.qual,)) if q))
-        return Sym(first.text, qual=quals[0] if quals else "", alts=alts,
-                   param=next((v.param for v in vals if v.param), ""),
-                   listish=all(v.listish for v in vals))
-    return first
 
 
 def run_entry(mod: Module, entry: FuncInfo, budget: Budget) -> list[World]:

@@ -432,6 +432,47 @@ def own_nodes(node: ast.AST):
             stack.extend(getattr(sub, "decorator_list", []))
 
 
+def tensors_in(val: Val | None, depth: int = 0) -> list:
+    """The per-example tensors inside a value (lists, objects, enqueued values)."""
+    if isinstance(val, Tensor):
+        return [val]
+    if depth > 4:
+        return []
+    if isinstance(val, ListV):
+        return [t for v in val.items for t in tensors_in(v, depth + 1)]
+    if isinstance(val, ObjV):
+        return [t for v in list(val.attrs.values()) for t in tensors_in(v, depth + 1)]
+    return []
+
+
+def merge(vals: list) -> Val:
+    """One value for several alternatives (both branches of an ``if``)."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return Sym("None", None)
+    tensors = [t for v in vals for t in tensors_in(v)]
+    first = vals[0]
+    if all(v is first for v in vals):
+        return first
+    if all(isinstance(v, DatasetV) for v in vals):  # one branch added (guarded) ops: keep them
+        longest = max(vals, key=lambda v: len(v.ops))
+        if all(longest.ops[:len(v.ops)] == v.ops for v in vals):
+            return longest
+    if all(isinstance(v, ListV) for v in vals) and len({len(v.items) for v in vals}) == 1:
+        return ListV([merge([v.items[i] for v in vals]) for i in range(len(first.items))],
+                     first.text, first.loop or next((v.loop for v in vals if v.loop), None))
+    if tensors and (isinstance(first, Tensor) or not isinstance(first, (ListV, ObjV))):
+        return Tensor(tensors[0].stream, frozenset().union(*(t.deps for t in tensors)),
+                      first.text)
+    if all(isinstance(v, Sym) for v in vals):
+        quals = [v.qual for v in vals if v.qual]
+        alts = tuple(dict.fromkeys(q for v in vals for q in (v.alts or (v.qual,)) if q))
+        return Sym(first.text, qual=quals[0] if quals else "", alts=alts,
+                   param=next((v.param for v in vals if v.param), ""),
+                   listish=all(v.listish for v in vals))
+    return first
+
+
 _BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
            ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
            ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
