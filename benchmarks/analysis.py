@@ -8,7 +8,7 @@ start each session run, on a CPU device and a GPU with its stream rows. Then, ea
 subprocess (so the peak RSS is that of the work alone: ``getrusage`` in the child, plus
 the peak of the loader's forked second-core helper; ``os.wait4`` for ``json.load``):
 
-- ``load + explain``: ``compare.loaders.load`` then ``compare.explain.explain`` and both
+- ``load + explain``: ``compare.load.load`` then ``compare.analysis.explanation.explain`` and both
   renderings; the child reports its own load and explain times;
 - ``json.load``: the standard library parsing the same file, nothing else.
 
@@ -127,8 +127,10 @@ def generate(path: Path, n_events: int, seed: int = 0) -> int:
 def _child_explain(path: str) -> None:
     clock, cpu = time.perf_counter, time.process_time
     t0 = clock()
-    from compare.explain import explain, to_json, to_text
-    from compare.loaders import load
+    from compare.analysis.explanation import explain
+    from compare.load import load
+    from compare.output.explain_json import to_json
+    from compare.output.explain_text import to_text
 
     def children_cpu() -> float:  # the loader's forked helper, once reaped
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -213,7 +215,7 @@ def run(n_events: int, folder: Path) -> dict:
     gen_s = time.perf_counter() - t0
     size = path.stat().st_size
     ours, ours_wall, _, ours_pss = _measure(["--child-explain", str(path)], sample_pss=True)
-    # The loader parses a big trace's second half in a forked helper (compare.forked) that
+    # The loader parses a big trace's second half in a forked helper (compare.load.forked) that
     # shares the file's buffer with it. Peak RSS summed over both counts the shared pages twice
     # (an upper bound); their peak PSS together counts every page once (what the target means).
     ours_rss = ours["self_maxrss_bytes"] + ours["helper_maxrss_bytes"]

@@ -381,10 +381,9 @@ def table(result: dict) -> str:
 def _main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
+    from benchmarks.images import make_image_set, varied_sizes
     from common import atomic
     from common.tflog import native_stderr_to, quiet_python_logs
-
-    from benchmarks.images import make_image_set, varied_sizes
 
     quiet_python_logs()
     log = None if FLAGS.verbose else os.devnull

@@ -43,6 +43,7 @@ def _run_session(g, config, plan: list[str], profile_dir=None, progress=None):
     Returns (wall seconds per step, file read per step, last output, {step: RunMetadata}).
     """
     import tensorflow as tf
+
     from common import profiling
 
     v1 = tf.compat.v1

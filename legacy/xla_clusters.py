@@ -1,7 +1,7 @@
 """Which TF ops each XLA cluster of a legacy run holds, for each of its timelines.
 
 A timeline shows a cluster only as ``cluster_N_1/xla_run``. The profile's HLO modules (see
-:mod:`compare.hlo`) list the TF ops each ``cluster_N`` computes, but cluster numbers come from a
+:mod:`common.hlo`) list the TF ops each ``cluster_N`` computes, but cluster numbers come from a
 process-wide counter: ``timeline.json`` shares its session (and so its numbers) with the
 profile, while ``timeline_first.json`` comes from a second session whose clusters are numbered
 after the first session's. Auto-clustering is deterministic for one graph, so the k-th cluster
@@ -65,8 +65,8 @@ def alias(reference_graphs, graphs) -> tuple[dict[str, str], int]:
 def describe(run_dir: Path, metas: dict) -> dict:
     """The sidecar ``xla_clusters.json``: members of each cluster (from the profile's HLO) and,
     per timeline file, which profile cluster each of its clusters is."""
+    from common.hlo import modules_from_xplanes
     from common.profiling import xplane_files
-    from compare.hlo import modules_from_xplanes
 
     modules = modules_from_xplanes(xplane_files(run_dir), str(run_dir))
     members = {}

@@ -99,7 +99,8 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
     have workers (:func:`modern.data_service.check_service`)."""
     from common.inputs import resolve_images
     from common.profiling import xplane_files, xplane_to_trace_json
-    from modern import augment, data_service as service, pipeline
+    from modern import augment, pipeline
+    from modern import data_service as service
 
     if steps < 1:
         raise InputError(f"--steps {steps}: need at least one step")

@@ -6,7 +6,7 @@ import json
 
 import jsonschema
 
-from compare.report import SCHEMA_PATH
+from compare.output.report import SCHEMA_PATH
 
 
 def validate(report: dict) -> None:

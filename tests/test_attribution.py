@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compare.attribution import SPLIT_KEYS, attribute
-from compare.loaders import load
-from compare.mapping import LABEL, LABELS, PIPELINE, map_stages
+from compare.analysis.attribution import SPLIT_KEYS, attribute
+from compare.analysis.mapping import map_stages
+from compare.load import load
+from compare.vocabulary.labels import LABEL, LABELS, PIPELINE
 
 pytestmark = pytest.mark.slow
 

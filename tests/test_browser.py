@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from compare.browser import BrowserError, Chromium, find_chromium
-from compare.tensorboard import profile_runs, screenshot_profile
+from compare.viewers.browser import BrowserError, Chromium, find_chromium
+from compare.viewers.tensorboard import profile_runs, screenshot_profile
 
 WIDTH, HEIGHT = 1400, 900
 
@@ -103,7 +103,7 @@ def test_close_kills_a_helper_that_left_the_process_group(tmp_path):
     # marker in their environment. Stand one in with a sleeping process that carries it.
     import subprocess
 
-    from compare.browser import MARKER
+    from compare.viewers.browser import MARKER
 
     with Chromium(profile_parent=tmp_path) as browser:
         straggler = subprocess.Popen(["sleep", "300"], start_new_session=True,

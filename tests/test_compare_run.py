@@ -113,7 +113,7 @@ def test_report_numbers_hang_together(compare_traces_run):
 def test_report_md_answers_the_four_questions(compare_traces_run):
     out, _ = compare_traces_run
     md = (out / "report.md").read_text()
-    from compare.explain import QUESTIONS
+    from compare.output.explain_text import QUESTIONS
 
     for heading in ("## Verdict", "## Stages per steady step", "## The step, split", "## XLA",
                     "## How the numbers are made", "merged_trace.json.gz", "ui.perfetto.dev",
@@ -130,9 +130,9 @@ def test_report_md_answers_the_four_questions(compare_traces_run):
 
 
 def test_merged_trace_parses_reloads_and_colours_stages_alike(compare_traces_run):
-    from compare.colors import STAGE_COLORS
-    from compare.loaders import load
-    from compare.mapping import LABELS
+    from compare.load import load
+    from compare.output.colors import STAGE_COLORS
+    from compare.vocabulary.labels import LABELS
 
     out, _ = compare_traces_run
     doc = json.loads(gzip.decompress((out / "merged_trace.json.gz").read_bytes()))
@@ -283,15 +283,15 @@ def test_screenshot_without_a_browser_is_one_line_and_the_run_goes_on(compare_ru
                                                                      monkeypatch):
     import shutil
 
-    from compare import run as run_mod
+    from compare import api
 
     out, _ = compare_run
     folder = tmp_path / "run"
     shutil.copytree(out / "modern", folder / "modern")
     monkeypatch.setenv("CHROMIUM", str(tmp_path / "no-chromium"))
     said = []
-    monkeypatch.setattr(run_mod, "say", said.append)
-    assert run_mod._screenshot(folder, run_mod._Clock()) is None
+    monkeypatch.setattr(api, "say", said.append)
+    assert api._screenshot(folder, api.Phases()) is None
     assert not (folder / "profile_tab.png").exists()
     line = said[-1]
     assert line.startswith("compare.run: no screenshot: ") and "no-chromium" in line

@@ -116,6 +116,7 @@ def test_grayscale_and_cmyk_jpegs_run_with_true_colours(corpus, tmp_path):
     """Both decode to 3 channels with the right colours (CMYK converted, gray replicated) and
     the legacy CLI runs on them."""
     import tensorflow as tf
+
     from common.inputs import default_image
 
     rgb = tf.io.decode_jpeg(open(default_image(), "rb").read(), channels=3).numpy()
@@ -164,7 +165,7 @@ def test_unreadable_image_is_refused(corpus, tmp_path, module):
 
 @pytest.mark.parametrize("item", sorted(t for t in TRACE_OUTCOMES if t != "tr_bomb.json.gz"))
 def test_loader_on_bad_trace(corpus, legacy_run, item):
-    from compare.loaders import LoadError, load
+    from compare.load import LoadError, load
 
     kind, needle = TRACE_OUTCOMES[item]
     path = corpus[item]
@@ -197,7 +198,7 @@ def test_gzip_bomb_is_refused_in_bounded_memory_and_time(corpus):
     """10 MB -> 10 GiB: refused after a few hundred MiB of output (the ratio guard), not after
     the 4 GiB absolute cap, and never the whole 10 GiB."""
     path = str(corpus["tr_bomb.json.gz"])
-    code = ("import sys; from common.errors import run_cli; from compare.loaders import load; "
+    code = ("import sys; from common.errors import run_cli; from compare.load import load; "
             "sys.exit(run_cli(lambda argv: load(argv[0]) and 0, sys.argv[1:], 'load'))")
     proc = run_guarded("-c", code, path, timeout=120, mem_gib=2)
     assert_one_line_error(proc, path, "gzip bomb")

@@ -10,16 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compare import explain as ex
-from compare import sequence, steps, verdict, xla
-from compare.loaders import load
+from compare.analysis import sequence, steps, verdict, xla
+from compare.analysis.explanation import explain
+from compare.load import load
+from compare.output import explain_json, explain_text
 from tests.conftest import assert_one_line_error, run_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GPU = FIXTURES / "tf1_gpu.timeline.json"
 CPU_XLA = FIXTURES / "tf1_cpu_xla.timeline.json"
 TF2_GPU = FIXTURES / "tf2_gpu_xla.timeline.json"
-HEADINGS = list(ex.QUESTIONS.values())
+HEADINGS = list(explain_text.QUESTIONS.values())
 
 
 def check_critical_path(trace, e) -> None:
@@ -41,7 +42,7 @@ def check_critical_path(trace, e) -> None:
 
 def explained(path, step=None):
     trace = load(path)
-    return trace, ex.explain(trace, step)
+    return trace, explain(trace, step)
 
 
 # --------------------------------------------------------------------------------------------
@@ -49,7 +50,8 @@ def explained(path, step=None):
 
 @pytest.mark.slow
 def test_fixtures_are_exactly_what_tensorflow_timeline_writes(tmp_path):
-    from tests.fixtures.make_timelines import FIXTURES as MADE, make_all
+    from tests.fixtures.make_timelines import FIXTURES as MADE
+    from tests.fixtures.make_timelines import make_all
 
     made = make_all(tmp_path)
     assert set(made) == set(MADE)
@@ -142,7 +144,7 @@ def test_gpu_verdict_is_input_bound_with_an_underused_gpu():
 
 def test_gpu_text_answers_the_four_questions():
     _, e = explained(GPU)
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     for h in HEADINGS:
         assert h in text
     assert "the host side of gpu:0" in text and "what gpu:0 actually ran" in text
@@ -167,7 +169,7 @@ def test_tf1_xla_launch_first_call_versus_steady():
         assert u.first_compile_us == pytest.approx(durs[0] - np.median(durs[1:]))
     assert x.compiles == 2 and not x.recompiled
     assert e.choice.step.num != 0  # a steady step by default
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     assert "_XlaLaunch: TF 1.x: one op that runs a whole XLA cluster" in text
     assert "(not in this trace)" not in text.split("_XlaLaunch")[1][:40]
     assert "first _XlaLaunch took" in text and "Recompilation: none" in text
@@ -179,7 +181,7 @@ def test_tf1_xla_first_step_is_compile_bound():
     v = e.verdict
     assert v.bottleneck == "compile"
     assert v.facts.compile_us / e.choice.step.dur >= verdict.COMPILE_DOMINATES
-    assert e.xla_step["compile_us"] == pytest.approx(v.facts.compile_us)
+    assert e.xla_step.compile_us == pytest.approx(v.facts.compile_us)
     check_critical_path(trace, e)
 
 
@@ -198,11 +200,11 @@ def test_tf2_xla_recompilation_and_gpu_kernels():
     assert v.input_class == "not input-bound"
     assert v.facts.get_next_us is not None and v.facts.get_next_us <= verdict.GETNEXT_OK_US
     assert "recompile" in {f.kind for f in v.findings}
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     assert "Recompilation: yes, cluster_0" in text and "_XlaRun on the host only launches" in text
     check_critical_path(trace, e)
     # the recompiling step is compile-bound
-    assert ex.explain(trace, 2).verdict.bottleneck == "compile"
+    assert explain(trace, 2).verdict.bottleneck == "compile"
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,7 +223,7 @@ def test_legacy_timelines_explained(legacy_run):
     assert any(u.members for u in e.xla.units.values())  # from xla_clusters.json
     crit_ops = [o.op for o in e.sequence.critical]
     assert "DecodeJpeg" in crit_ops and "RandomShuffle" in crit_ops
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     for h in HEADINGS:
         assert h in text
     assert "holds" in text and "TF ops" in text
@@ -249,7 +251,7 @@ def test_legacy_profile_explained_in_every_form(legacy_run, tmp_path):
         assert {"python", "inter_op", "eigen"} <= lanes
         host = next(p for p in e.legend.processes if p.name == "/host:CPU")
         assert host.role == "host"
-        text = ex.to_text(e)
+        text = explain_text.to_text(e)
         assert "Ops of step" in text and "in time order" in text
         results[label] = (e.choice.step.num, e.xla.compiles)
     assert len(set(results.values())) == 1, results
@@ -285,91 +287,7 @@ def test_a_chrome_trace_without_tf_args_is_explained_from_its_rows(legacy_run, t
     assert not e.sequence.inputs_recorded
     check_critical_path(trace, e)
     assert e.xla.compiles >= 1 and e.xla.recompiled == []  # no node names: no claim
-    assert all(h in ex.to_text(e) for h in HEADINGS)
-
-
-# --------------------------------------------------------------------------------------------
-# verdict thresholds on constructed facts
-
-def facts(**kw) -> verdict.Facts:
-    return verdict.Facts(wall_us=kw.pop("wall_us", 10_000.0), **kw)
-
-
-@pytest.mark.parametrize("share,expected", [
-    (0.0, "not input-bound"), (0.049, "not input-bound"), (0.05, "moderately input-bound"),
-    (0.199, "moderately input-bound"), (0.20, "highly input-bound"), (0.9, "highly input-bound"),
-])
-def test_input_share_thresholds(share, expected):
-    f = facts(input_wait_us=share * 10_000, input_ops=["QueueDequeueV2"])
-    assert verdict.input_class(f) == expected
-    v = verdict.judge(f)
-    assert v.input_class == expected
-    if expected == "highly input-bound":
-        assert v.bottleneck == "input"
-
-
-@pytest.mark.parametrize("get_next,expected", [
-    (50.0, "not input-bound"), (51.0, "highly input-bound")])
-def test_get_next_of_50us_or_less_is_not_the_bottleneck(get_next, expected):
-    f = facts(wall_us=150.0, input_wait_us=get_next, get_next_us=get_next,
-              input_ops=["IteratorGetNext"])
-    assert verdict.input_class(f) == expected  # a third of a tiny step, yet <= 50 µs is fine
-
-
-@pytest.mark.parametrize("share,level", [(0.5, "high"), (0.49, "moderate"), (0.1, "moderate"),
-                                         (0.05, "info")])
-def test_compile_thresholds(share, level):
-    v = verdict.judge(facts(compile_us=share * 10_000))
-    f = next(x for x in v.findings if x.kind == "compile")
-    assert f.level == level
-    assert ("compile-bound" in v.headline) == (level == "high")
-
-
-@pytest.mark.parametrize("share,level", [(0.3, "high"), (0.29, "moderate"), (0.1, "moderate"),
-                                         (0.09, None)])
-def test_idle_thresholds(share, level):
-    v = verdict.judge(facts(idle_us=share * 10_000, gaps=[
-        {"start_us": 0.0, "dur_us": share * 10_000, "after": "a", "before": "b"}]))
-    got = next((x.level for x in v.findings if x.kind == "idle"), None)
-    assert got == level
-
-
-@pytest.mark.parametrize("busiest,others,rows,serial", [
-    (0.7, 0.19, 3, True), (0.7, 0.2, 3, False), (0.69, 0.0, 3, False), (0.9, 0.0, 1, False)])
-def test_one_thread_serialising_while_others_idle(busiest, others, rows, serial):
-    v = verdict.judge(facts(tids_are="threads", busiest_row="t", busiest_share=busiest,
-                            others_share=others, worker_rows=rows))
-    assert ("serialised" in {x.kind for x in v.findings}) == serial
-
-
-@pytest.mark.parametrize("busy,par,critical,serial", [
-    (0.8, 1.05, 0.3, True),    # busy, one op at a time, half of it off the critical path
-    (0.8, 1.05, 0.8, False),   # one dependency chain: nothing could overlap
-    (0.8, 1.5, 0.3, False),    # ops overlapped
-    (0.4, 1.0, 0.1, False),    # mostly not busy
-])
-def test_timeline_serialisation_needs_work_off_the_critical_path(busy, par, critical, serial):
-    v = verdict.judge(facts(tids_are="lanes", busiest_row="/cpu:0", busiest_share=busy,
-                            parallelism=par, critical_share=critical))
-    assert ("serialised" in {x.kind for x in v.findings}) == serial
-
-
-@pytest.mark.parametrize("gpu,flagged", [(0.49, True), (0.5, False), (None, False)])
-def test_gpu_idle_threshold(gpu, flagged):
-    v = verdict.judge(facts(gpu_busy_share=gpu))
-    assert ("gpu_idle" in {x.kind for x in v.findings}) == flagged
-
-
-def test_a_dominant_op_is_the_verdict_and_mixed_causes_are_named():
-    v = verdict.judge(facts(top_op="_XlaRun", top_op_where="host", top_op_share=0.6,
-                            top_op_category="xla_run", top_op_name="cluster_3_1/xla_run",
-                            top_op_count=1))
-    assert v.bottleneck == "compute" and "_XlaRun" in v.headline
-    v = verdict.judge(facts(top_op="DecodeJpeg", top_op_where="host", top_op_share=0.3,
-                            top_op_name="decode", top_op_count=1, idle_us=1500.0,
-                            input_wait_us=1000.0, input_ops=["ReaderReadV2"]))
-    assert v.headline.startswith("No single bottleneck") and "idle gaps 15%" in v.headline
-    assert v.bottleneck == "compute"
+    assert all(h in explain_text.to_text(e) for h in HEADINGS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,7 +304,7 @@ def test_cli_text_and_json(tmp_path):
     doc = json.loads(j.stdout)
     assert set(doc) == {"schema", "trace", "warnings", "questions", "step", "pids", "xla",
                         "sequence", "verdict"}
-    assert doc["schema"] == ex.SCHEMA and doc["step"]["num"] == 2
+    assert doc["schema"] == explain_json.SCHEMA and doc["step"]["num"] == 2
     assert doc["xla"]["units"]["cluster_1"]["compiles"] == 1
     assert doc["verdict"]["input_class"] in ("not input-bound", "moderately input-bound",
                                              "highly input-bound")
@@ -460,7 +378,7 @@ def test_step_choice_is_a_steady_median_step():
 # the loader's fast path changes nothing
 
 def _same_trace(a, b) -> None:
-    from compare.events import EVENT_COLUMNS, STRING_COLUMNS
+    from compare.model.events import EVENT_COLUMNS, STRING_COLUMNS
 
     assert a.format == b.format and a.warnings == b.warnings and a.objects == b.objects
     assert {p: (q.name, q.kind) for p, q in a.processes.items()} == \
@@ -487,7 +405,7 @@ def _same_trace(a, b) -> None:
 
 @pytest.mark.parametrize("path", [GPU, CPU_XLA, TF2_GPU])
 def test_fast_path_loads_exactly_what_the_dict_path_loads(path, monkeypatch, tmp_path):
-    from compare import chrome_json
+    from compare.load import chrome_json
 
     fast = load(path)
     damaged = tmp_path / "damaged.json"
@@ -507,7 +425,7 @@ def test_fast_path_on_the_benchmark_trace_in_many_chunks(tmp_path, monkeypatch):
     import functools
 
     from benchmarks.analysis import generate
-    from compare import chrome_json
+    from compare.load import chrome_json
 
     path = tmp_path / "timeline.json"
     generate(path, 20_000)
@@ -537,7 +455,7 @@ def test_benchmark_smoke(tmp_path):
 
 
 def test_busy_time_is_a_union_and_gaps_are_its_complement():
-    from compare import intervals
+    from compare.model import intervals
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -561,9 +479,9 @@ def test_modern_profile_explains_jit_functions(modern_run):
     out, _ = modern_run
     trace, e = explained(out)
     assert e.xla.launch_style == "function" and e.xla.compiles >= 1
-    assert e.xla_step["run_us"] > 0 and e.xla_step["compile_us"] == 0
+    assert e.xla_step.run_us > 0 and e.xla_step.compile_us == 0
     assert e.xla.run_events
-    text = ex.to_text(e)
+    text = explain_text.to_text(e)
     assert "jit_compile=True" in text and "No XLA in this trace" not in text
     for line in text.splitlines():
         if line.strip().startswith("holds "):

@@ -287,7 +287,7 @@ def _no_debris(out: Path) -> None:
                                         ("legacy.run", signal.SIGTERM),
                                         ("modern.run", signal.SIGTERM)])
 def test_signal_mid_run_keeps_the_profile_so_far_and_says_where(tmp_path, module, sig):
-    from compare.loaders import load
+    from compare.load import load
 
     out = tmp_path / "out"
     proc = _start(module, out, "--steps", "2000")
@@ -337,7 +337,7 @@ def test_signal_to_compare_run_stops_its_child_and_keeps_the_partial_side(tmp_pa
     assert json.loads((partial / "partial.json").read_text())["complete"] is False
     assert not list(out.glob("report*")) and not (out / "modern").exists()
     _no_debris(out)
-    children = subprocess.run(["pgrep", "-f", f"compare.run_side legacy {out / 'legacy'}"],
+    children = subprocess.run(["pgrep", "-f", f"compare.pipelines legacy {out / 'legacy'}"],
                               capture_output=True, text=True).stdout.split()
     assert not children, "the legacy child outlived compare.run"
 

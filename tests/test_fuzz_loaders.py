@@ -1,6 +1,6 @@
-"""Property-based fuzzing of the trace loaders: whatever bytes come in, ``compare.loaders.load``
-either raises our one clean error (:class:`compare.loaders.LoadError`, an InputError) or returns
-a consistent :class:`compare.events.Trace`.
+"""Property-based fuzzing of the trace loaders: whatever bytes come in, ``compare.load.load``
+either raises our one clean error (:class:`compare.load.LoadError`, an InputError) or returns
+a consistent :class:`compare.model.events.Trace`.
 
 Inputs: random JSON shaped like traces (every ``ph``, odd pids, NaN/Infinity, huge numbers,
 nested junk), arbitrary bytes, and real traces of our own legacy run (timeline.py JSON, xprof's
@@ -24,8 +24,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from compare.events import CATEGORIES, EVENT_COLUMNS, STRING_COLUMNS
-from compare.loaders import LoadError, load
+from compare.load import LoadError, load
+from compare.model.events import CATEGORIES, EVENT_COLUMNS, STRING_COLUMNS
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "500"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -242,6 +242,15 @@ def test_generated_trace_json(fuzz_file, doc, indent, data):
     raw = json.dumps(doc, indent=indent, allow_nan=True, ensure_ascii=data.draw(st.booleans()))
     fuzz_file.write_bytes(data.draw(_wrapped(raw.encode("utf-8", "surrogatepass"))))
     load_or_clean_error(fuzz_file)
+
+
+def test_found_by_fuzzing_object_event_with_a_list_pid(fuzz_file):
+    # an object event whose pid is a list crashed the typed path (unhashable), not a LoadError
+    fuzz_file.write_text(json.dumps({"traceEvents": [
+        {"ph": "N", "pid": 1e308, "tid": 1, "ts": 0, "name": "_SOURCE", "args": {}},
+        {"ph": "N", "pid": [], "tid": 1, "ts": 0, "name": "_SOURCE", "args": {}}]}))
+    with pytest.raises(LoadError, match="no usable trace events"):
+        load(fuzz_file)
 
 
 @FUZZ

@@ -23,6 +23,7 @@ def _mirror_pairs(x: np.ndarray) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("xla", [True, False], ids=["xla", "noxla"])
 def test_output_is_one_plain_crop_and_four_jittered_with_mirrors(xla):
     import tensorflow as tf
+
     from common.inputs import default_image
     from legacy import pipeline
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from compare.events import CATEGORIES
-from compare.loaders import LoadError, load
+from compare.load import LoadError, load
+from compare.model.events import CATEGORIES
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def test_xplane_and_logdir_and_trace_json_agree(legacy_run, tmp_path):
 
 
 def test_first_timeline_shows_compiles_and_steady_one_does_not(legacy_run):
-    from compare import xla
+    from compare.analysis import xla
 
     out, _ = legacy_run
     first = xla.summarize(load(out / "timeline_first.json"))
@@ -66,7 +66,11 @@ def test_first_timeline_shows_compiles_and_steady_one_does_not(legacy_run):
     assert first.compiles >= 1 and first.compile_us > 10_000
     assert steady.compiles == 0 and steady.run_us > 0
     profile = xla.summarize(load(out))
-    assert profile.compiles == first.compiles and not profile.recompiled
+    # every cluster compiles once in the profiled session; the first timeline comes from a
+    # second session, whose compiles TF may serve faster than COMPILE_MIN_US under load, so
+    # it can count fewer (seen: 25-43 of 43 on a loaded 2-core machine), never more
+    assert profile.compiles >= 1 and not profile.recompiled
+    assert first.compiles <= profile.compiles
 
 
 def test_self_time_of_nested_events_is_not_double_counted(legacy_run):
@@ -128,7 +132,7 @@ def test_non_utf8_bytes_are_replaced_with_a_warning(tmp_path):
 
 
 def test_gzip_bomb_is_refused_without_reading_it_all(tmp_path, monkeypatch):
-    import compare.loaders as loaders
+    from compare.load import gzip_safe as loaders
 
     monkeypatch.setattr(loaders, "MAX_DECOMPRESSED_BYTES", 1 << 20)
     p = tmp_path / "bomb.json.gz"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compare.attribution import attribute
-from compare.loaders import load
-from compare.mapping import BASIS, LABEL, LABELS, PIPELINE, map_stages
+from compare.analysis.attribution import attribute
+from compare.analysis.mapping import map_stages
+from compare.load import load
+from compare.vocabulary.labels import BASIS, LABEL, LABELS, PIPELINE
 
 pytestmark = pytest.mark.slow
 
@@ -125,7 +126,7 @@ def test_xla_kernels_map_through_the_hlo_to_stages(legacy_run):
         assert abs(sum(f for _, f in fr) - 1.0) < 1e-9 and len(fr) >= 2
         assert smap.basis[i] == BASIS["hlo_split"]
         mod = tr.hlo[tr.s(tr.events.hlo_module[i])]
-        from compare.mapping import stage_of_op
+        from compare.analysis.mapping import stage_of_op
 
         stages = {stage_of_op(t, n) for t, n in mod.tf_ops(tr.s(tr.events.hlo_op[i]))
                   if n not in ("XLA_Args", "XLA_Retvals")}
@@ -201,7 +202,7 @@ def test_reader_thread_and_decode_traceme_map_to_their_op(legacy_run_noxla):
 # a jit_compile function, called eagerly and from another function
 
 def test_jit_function_compiles_once_and_its_kernels_map(jit_profile):
-    from compare import xla
+    from compare.analysis import xla
 
     tr = load(jit_profile)
     s = xla.summarize(tr)
@@ -227,7 +228,7 @@ def test_jit_function_compiles_once_and_its_kernels_map(jit_profile):
 # the modern run: tf.data + jit_compile functions
 
 def test_modern_profile_and_its_trace_json_load_alike_and_map(modern_run):
-    from compare import xla
+    from compare.analysis import xla
 
     out, run = modern_run
     by_dir, by_json = load(out), load(out / "trace.json.gz")

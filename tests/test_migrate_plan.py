@@ -13,7 +13,7 @@ from compare.migrate import analyze_file, analyze_source
 from compare.migration import pipelines
 from compare.migration.flow import Budget
 from compare.migration.scan import scan
-from compare.migration.source import parse, python2_rewrite
+from compare.migration.source import python2_rewrite
 from compare.migration.values import Module
 from tests.conftest import assert_one_line_error, run_module
 

@@ -113,7 +113,7 @@ def test_compiles_once_over_50_images_of_10_sizes(modern_run_varied, varied_jpeg
 def _hlo_op_names(xplane: str) -> dict[str, list[str]]:
     """HLO module name -> ``metadata.op_name`` of every instruction (fused ones included),
     from the HLO protos the profile keeps in its ``/host:metadata`` plane."""
-    from compare.hlo import modules_from_xplanes
+    from common.hlo import modules_from_xplanes
 
     return {name: [i.op_name for insts in m.computations.values() for i in insts]
             for name, m in modules_from_xplanes([xplane], xplane).items()}

@@ -10,8 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from common.augment_spec import (ASSEMBLY_ORDER, BRIGHTNESS_MAX_DELTA, CONTRAST_RANGE,
-                                 OUTPUT_SHAPE, SATURATION_RANGE, Draws)
+from common.augment_spec import (
+    ASSEMBLY_ORDER,
+    BRIGHTNESS_MAX_DELTA,
+    CONTRAST_RANGE,
+    OUTPUT_SHAPE,
+    SATURATION_RANGE,
+    Draws,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import importlib.metadata as md
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 

@@ -11,8 +11,14 @@ from pathlib import Path
 import pytest
 
 from common.stages import stage_of_scope
-from compare.tensorboard import (MERGED_TRACE_HOWTO, TensorBoard, TensorBoardError, command,
-                                 open_instructions, profile_runs)
+from compare.viewers.tensorboard import (
+    MERGED_TRACE_HOWTO,
+    TensorBoard,
+    TensorBoardError,
+    command,
+    open_instructions,
+    profile_runs,
+)
 
 # The TensorBoard runs of the profile_logdir fixture (tests/conftest.py).
 PIPELINES = ("legacy", "modern")
@@ -170,7 +176,7 @@ def test_a_port_taken_before_tensorboard_binds_it_is_retried(profile_logdir, tmp
                                                              monkeypatch):
     import socket
 
-    from compare import tensorboard
+    from compare.viewers import tensorboard
 
     logdir, runs = profile_logdir
     with socket.socket() as taken:

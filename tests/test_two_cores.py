@@ -1,4 +1,4 @@
-"""Loading a big timeline on two cores (:func:`compare.loaders._add_in_halves`) gives exactly
+"""Loading a big timeline on two cores (:func:`compare.load.json_trace._add_in_halves`) gives exactly
 what one core gives, and anything odd (a failing or hanging child, a trace the fast path does
 not take whole) falls back to one core with the same result.
 
@@ -13,8 +13,8 @@ import time
 import pytest
 
 from benchmarks.analysis import generate
-from compare import forked, loaders
-from compare.loaders import load
+from compare.load import forked, load
+from compare.load import json_trace as loaders
 from tests.test_explain import GPU, _same_trace
 
 

@@ -7,9 +7,25 @@ from __future__ import annotations
 import ast
 
 from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
-from compare.migration.values import (ClassV, DatasetV, End, EnqueueV, FuncV, IteratorV,
-                                      ListV, ObjV, PlaceholderV, ProviderV, QueueV, ReaderV,
-                                      Stream, Sym, Tensor, Val, tensors_in)
+from compare.migration.values import (
+    ClassV,
+    DatasetV,
+    End,
+    EnqueueV,
+    FuncV,
+    IteratorV,
+    ListV,
+    ObjV,
+    PlaceholderV,
+    ProviderV,
+    QueueV,
+    ReaderV,
+    Stream,
+    Sym,
+    Tensor,
+    Val,
+    tensors_in,
+)
 
 _QUEUE_KINDS = {"random_shuffle_queue": "random_shuffle", "padding_fifo_queue": "padding_fifo",
                 "queue": "fifo"}

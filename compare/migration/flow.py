@@ -25,10 +25,31 @@ import dataclasses
 from compare.migration import calls
 from compare.migration.rules import canonical
 from compare.migration.scan import walk
-from compare.migration.values import (NOCONST, ClassInfo, ClassV, DatasetV, EnqueueV, FuncInfo,
-                                      FuncV, IteratorV, ListV, Module, ObjV, PlaceholderV,
-                                      ProviderV, QueueV, ReaderV, StepRec, Stream, Sym, Tensor,
-                                      Val, fold, merge, tensors_in)
+from compare.migration.values import (
+    NOCONST,
+    ClassInfo,
+    ClassV,
+    DatasetV,
+    EnqueueV,
+    FuncInfo,
+    FuncV,
+    IteratorV,
+    ListV,
+    Module,
+    ObjV,
+    PlaceholderV,
+    ProviderV,
+    QueueV,
+    ReaderV,
+    StepRec,
+    Stream,
+    Sym,
+    Tensor,
+    Val,
+    fold,
+    merge,
+    tensors_in,
+)
 
 #: Worlds (combinations of undecidable structural conditions) run per entry function.
 MAX_WORLDS = 8

@@ -19,8 +19,20 @@ from compare.migration import model as m
 from compare.migration.flow import Budget, World, run_entry
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
-from compare.migration.values import (DatasetV, End, EnqueueV, ListV, Module, PlaceholderV, QueueV,
-                                      StepRec, Stream, Sym, Val, tensors_in)
+from compare.migration.values import (
+    DatasetV,
+    End,
+    EnqueueV,
+    ListV,
+    Module,
+    PlaceholderV,
+    QueueV,
+    StepRec,
+    Stream,
+    Sym,
+    Val,
+    tensors_in,
+)
 
 #: Stateless replacement of each stateful random rule.
 STATELESS: dict[str, str] = {

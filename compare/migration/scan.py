@@ -28,8 +28,15 @@ import ast
 import collections
 import dataclasses
 
-from compare.migration.rules import (ITERATOR_METHODS, RULES_BY_ID, Rule, applicable_pitfalls,
-                                      canonical, method_rule, rule_for)
+from compare.migration.rules import (
+    ITERATOR_METHODS,
+    RULES_BY_ID,
+    Rule,
+    applicable_pitfalls,
+    canonical,
+    method_rule,
+    rule_for,
+)
 
 #: Longest source excerpt a finding shows (longer ones end in "...").
 SEGMENT_LIMIT = 120

@@ -1,0 +1,333 @@
+"""Where each step's time went, by stage: wall-clock and CPU time, and the step's split.
+
+Work runs on many threads at once (the TF1 executor's inter-op threads and Eigen workers; the
+modern pipeline's tf.data threads beside the step's own thread), so "time per stage" needs a
+definition. We report two, from the same per-thread timeline:
+
+- **wall** (the default in tables): every instant of the step is shared equally among the
+  threads *working* at that instant (each at its innermost event's stage); an instant where no
+  thread works goes to what the blocked threads wait in (``input_wait``, or ``runtime`` for a
+  session waiting on its executor), and to ``idle`` when nothing is traced at all. Per step the
+  wall times add up to the step's duration exactly, so stages, overheads, idle and unmapped time
+  are shares of one whole.
+- **cpu**: busy thread time per stage, summed over threads (waiting is not counted). It exceeds
+  the step time when threads work in parallel; the gap between the two shows the parallelism.
+
+A thread is *working* when its innermost event is not a wait (``SessionRun`` waiting for the
+executor, ``IteratorGetNext`` or an async tf.data iterator waiting for elements,
+``BlockUntilReady``; see :mod:`compare.analysis.mapping`), and not a long stretch of TF's runtime with
+no op inside (:data:`BLOCKED_MIN_US`; waiting, descheduled or untraced, reported as
+``blocked_us``). An Eigen worker's region with no event inside runs shards of the ops running
+elsewhere at that moment and is credited to them (an estimate).
+
+The **step split** classifies each instant once, in this order: ``input_wait`` while the step
+waits for or reads its input (an input op such as ``IteratorGetNext``, a queue dequeue or a
+TF1 reader's read, on any of its threads, or its own thread waiting for input; see
+:mod:`compare.analysis.inputs`); ``compile`` while any thread
+compiles; ``compute`` while any thread runs pipeline work or compiled XLA code; ``runtime``
+while only executor / dispatch / Python work runs; ``idle`` otherwise. It adds up to the step.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+import numpy as np
+
+from compare.analysis.mapping import StageMap
+from compare.model.events import CAT, Trace
+from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
+from compare.vocabulary.rows import NOT_WORK_KINDS, is_stream_all
+from compare.vocabulary.thresholds import BLOCKED_MIN_US
+
+SPLIT_KEYS = ("input_wait", "compute", "compile", "runtime", "idle")
+_NL = len(LABELS)
+
+@dataclasses.dataclass
+class StepTimes:
+    """One step's attribution. Arrays are indexed by :data:`compare.analysis.mapping.LABELS`."""
+
+    num: int
+    ts: float
+    dur: float
+    wall: np.ndarray
+    cpu: np.ndarray
+    wall_estimated: np.ndarray     # the part of ``wall`` that rests on an estimate
+    split: dict[str, float]
+    by_event_wall: dict[int, float]   # event -> its wall share in this step (incl. credited)
+    by_event_cpu: dict[int, float]
+    credited_us: float = 0.0          # worker-region wall time credited to concurrent ops
+    blocked_us: float = 0.0           # TF-thread runtime with no op inside, counted as waiting
+
+
+@dataclasses.dataclass
+class Attribution:
+    """Every step's times; ``segments``: (event, t0, t1) arrays, the innermost event of each
+    lane over time (what the plots and the merged trace draw)."""
+
+    trace: Trace
+    smap: StageMap
+    steps: list[StepTimes]
+    critical_lane: dict[int, tuple[int, int]]   # step -> lane of its step marker
+    segments: tuple[np.ndarray, np.ndarray, np.ndarray]
+    blocked: np.ndarray           # per segment: runtime with nothing inside, counted as a wait
+
+    def segment_waits(self) -> np.ndarray:
+        """Per segment: the thread is waiting (a wait event, or executor time found blocked)."""
+        return self.smap.wait[self.segments[0]] | self.blocked
+
+    def median_blocked_us(self) -> float:
+        """TF-thread runtime with no op inside counted as waiting, per steady step (median)."""
+        return float(np.median([s.blocked_us for s in self.steady])) if self.steady else 0.0
+
+    def segment_labels(self) -> np.ndarray:
+        """Label of each segment for display: the event's label; a worker region that ran
+        shards of other ops takes the label of an op running at its midpoint elsewhere."""
+        e, t0, t1 = self.segments
+        labels = self.smap.label[e].astype(np.int64)
+        orph = np.flatnonzero(self.smap.orphan[e])
+        if not len(orph):
+            return labels
+        ops = np.flatnonzero(np.isin(labels, list(PIPELINE | {LABEL["xla_run"], UNMAPPED}))
+                             & ~self.smap.wait[e] & ~self.smap.orphan[e])
+        order = ops[np.argsort(t0[ops])]
+        starts, ends = t0[order], t1[order]
+        for k in orph:
+            mid = 0.5 * (t0[k] + t1[k])
+            j = np.searchsorted(starts, mid, side="right")
+            hit = np.flatnonzero(ends[:j] > mid)
+            labels[k] = labels[order[hit[-1]]] if len(hit) else LABEL["runtime"]
+        return labels
+
+    @property
+    def first(self) -> StepTimes | None:
+        """The first step (start-up, compiles) when there are at least two."""
+        return self.steps[0] if len(self.steps) >= 2 else None
+
+    @property
+    def steady(self) -> list[StepTimes]:
+        """Every step but the first; a single-step trace's one step."""
+        return self.steps[1:] if len(self.steps) >= 2 else list(self.steps)
+
+    def median(self, what: str = "wall") -> np.ndarray:
+        """Median over steady steps, per label."""
+        rows = [getattr(s, what) for s in self.steady]
+        return np.median(np.stack(rows), axis=0) if rows else np.zeros(_NL)
+
+    def representative(self) -> StepTimes | None:
+        """The steady step whose duration is closest to the median (what plots show)."""
+        med = self.median_step_us()
+        return min(self.steady, key=lambda s: abs(s.dur - med)) if self.steady else None
+
+    def median_step_us(self) -> float:
+        return float(np.median([s.dur for s in self.steady])) if self.steady else 0.0
+
+    def median_split(self) -> dict[str, float]:
+        return {k: float(np.median([s.split[k] for s in self.steady])) if self.steady else 0.0
+                for k in SPLIT_KEYS}
+
+
+def segments(trace: Trace):
+    """Innermost-event segments of every lane that holds work (not allocator or tensor rows):
+    arrays (event, t0, t1), lane by lane in time order. An event's segments are its time
+    (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's."""
+    ev = trace.events
+    nest = trace.nesting
+    keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace)))
+    has_kids = np.zeros(len(ev), bool)
+    has_kids[nest.parent[nest.parent >= 0]] = True
+    leaf = np.flatnonzero(keep & ~has_kids & (nest.end > ev.ts))
+    parts = [(leaf, ev.ts[leaf], nest.end[leaf])]
+    kids = np.flatnonzero(keep & (nest.parent >= 0))
+    if len(kids):
+        kids = kids[np.lexsort((ev.ts[kids], nest.parent[kids]))]
+        par = nest.parent[kids]
+        first = np.concatenate([[True], par[1:] != par[:-1]])
+        last = np.concatenate([par[1:] != par[:-1], [True]])
+        # siblings never overlap (one starting inside another is its child): the gap before
+        # each child runs from the previous sibling's end, or the parent's start
+        prev_end = np.where(first, ev.ts[par], np.concatenate([[0.0], nest.end[kids][:-1]]))
+        parts.append((par, prev_end, ev.ts[kids]))
+        parts.append((par[last], nest.end[kids][last], nest.end[par[last]]))
+    e = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    t0 = np.concatenate([p[1] for p in parts]).astype(np.float64)
+    t1 = np.concatenate([p[2] for p in parts]).astype(np.float64)
+    ok = t1 > t0
+    e, t0, t1 = e[ok], t0[ok], t1[ok]
+    order = np.lexsort((t0, ev.tid[e], ev.pid[e]))
+    return e[order], t0[order], t1[order]
+
+
+def _not_work_pids(trace: Trace) -> set[int]:
+    """Rows that record no work, and GPU timelines' ``stream:all`` (it repeats every
+    per-stream event) when per-stream rows exist."""
+    procs = trace.processes.values()
+    skip = {p.pid for p in procs if p.kind in NOT_WORK_KINDS}
+    streams = [p for p in procs if p.kind == "stream"]
+    if len(streams) > 1:
+        skip |= {p.pid for p in streams if is_stream_all(p.name)}
+    return skip
+
+
+def attribute(trace: Trace, smap: StageMap) -> Attribution:
+    """Per-step wall and CPU time by label, and the step split (see the module docstring)."""
+    ev = trace.events
+    seg_ev, seg_t0, seg_t1 = segments(trace)
+    seg_lane_pid, seg_lane_tid = ev.pid[seg_ev], ev.tid[seg_ev]
+    step_cat = CAT["step"]
+    markers: dict[int, tuple[int, int]] = {}
+    for i in np.flatnonzero(ev.category == step_cat):
+        markers.setdefault(int(ev.step[i]), (int(ev.pid[i]), int(ev.tid[i])))
+    blocked = _blocked(smap, seg_ev, seg_t0, seg_t1, seg_lane_pid, seg_lane_tid,
+                       set(markers.values()))
+    out = []
+    for st in trace.steps:
+        a, b = st.ts, st.ts + st.dur
+        m = (seg_t1 > a) & (seg_t0 < b)
+        idx = np.flatnonzero(m)
+        seg = _Segments(seg_ev[idx], np.clip(seg_t0[idx], a, b), np.clip(seg_t1[idx], a, b),
+                        seg_lane_pid[idx], seg_lane_tid[idx], blocked[idx],
+                        smap.input[seg_ev[idx]])
+        out.append(_one_step(st, smap, seg, markers.get(st.num)))
+    return Attribution(trace, smap, out, markers, (seg_ev, seg_t0, seg_t1), blocked)
+
+
+def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray:
+    """Per segment: a stretch of TF's own runtime with nothing inside, on a TF thread (not the
+    step's own Python thread), at least :data:`BLOCKED_MIN_US` long."""
+    runtime = np.isin(smap.label[e], [LABEL["runtime"], LABEL["xla_run"]]) & \
+        (smap.basis[e] == BASIS["runtime"]) & ~smap.wait[e] & ~smap.orphan[e] & \
+        (t1 - t0 >= BLOCKED_MIN_US)
+    if step_lanes and runtime.any():
+        on_step = np.zeros(len(e), bool)
+        for p, t in step_lanes:
+            on_step |= (pid == p) & (tid == t)
+        runtime &= ~on_step
+    return runtime
+
+
+@dataclasses.dataclass
+class _Segments:
+    """One step's innermost-event segments, clipped to the step: the event of each, its span,
+    its lane, whether it is blocked runtime, whether it is the step's input."""
+
+    e: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    blocked: np.ndarray
+    input: np.ndarray
+
+
+class _Sweep:
+    """The step cut at every segment boundary into elementary intervals ``dt``: how many of
+    some segments cover each (:meth:`count`), and what each segment gets from a per-interval
+    quantity (:meth:`over`)."""
+
+    def __init__(self, lo: float, hi: float, t0: np.ndarray, t1: np.ndarray) -> None:
+        bounds = np.unique(np.concatenate([[lo, hi], t0, t1]))
+        self.dt = np.diff(bounds)
+        self.k0 = np.searchsorted(bounds, t0)
+        self.k1 = np.searchsorted(bounds, t1)
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        d = np.zeros(len(self.dt) + 1)
+        np.add.at(d, self.k0[mask], 1)
+        np.add.at(d, self.k1[mask], -1)
+        return np.cumsum(d)[:len(self.dt)]
+
+    def over(self, per_k: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Sum of ``per_k`` over each masked segment's intervals."""
+        pre = np.concatenate([[0.0], np.cumsum(per_k)])
+        return pre[self.k1[mask]] - pre[self.k0[mask]]
+
+
+def _safe(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, x, 1.0)
+
+
+def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
+    label = smap.label[seg.e].astype(np.int64)
+    wait = smap.wait[seg.e] | seg.blocked
+    orphan = smap.orphan[seg.e]
+    is_op = np.isin(label, list(PIPELINE | {LABEL["xla_run"], LABEL["xla_compile"], UNMAPPED})) \
+        & ~wait & ~orphan
+    work = ~wait
+    sw = _Sweep(st.ts, st.ts + st.dur, seg.t0, seg.t1)
+    n_work, n_wait, n_op = sw.count(work), sw.count(wait), sw.count(is_op)
+    n_orph = sw.count(orphan)
+    g = np.where(n_work > 0, sw.dt / _safe(n_work), 0.0)           # wall per working thread
+    h = np.where((n_work == 0) & (n_wait > 0), sw.dt / _safe(n_wait), 0.0)
+    seg_wall = np.zeros(len(seg.e))
+    seg_wall[work] = sw.over(g, work)
+    seg_wall[wait] = sw.over(h, wait)
+    seg_cpu = np.where(wait, 0.0, seg.t1 - seg.t0)
+    # orphan worker time: credited to the ops running at that instant, else runtime
+    has_op = n_op > 0
+    extra_cpu, extra_wall = np.zeros(len(seg.e)), np.zeros(len(seg.e))
+    extra_cpu[is_op] = sw.over(np.where(has_op, n_orph * sw.dt / _safe(n_op), 0.0), is_op)
+    extra_wall[is_op] = sw.over(np.where(has_op, n_orph * g / _safe(n_op), 0.0), is_op)
+    wall, cpu, est, by_w, by_c = _by_label(
+        smap, seg.e, np.where(orphan, 0.0, seg_wall) + extra_wall,
+        np.where(orphan, 0.0, seg_cpu) + extra_cpu, extra_wall)
+    wall[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * g)))
+    cpu[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * sw.dt)))
+    wall[LABEL["idle"]] += float(np.sum(np.where((n_work == 0) & (n_wait == 0), sw.dt, 0.0)))
+    return StepTimes(st.num, st.ts, st.dur, wall, cpu, est,
+                     _split(label, wait, orphan, is_op, sw, seg, crit, n_op),
+                     by_w, by_c, float(extra_wall.sum()),
+                     float(np.sum((seg.t1 - seg.t0)[seg.blocked])))
+
+
+def _by_label(smap: StageMap, e: np.ndarray, w: np.ndarray, c: np.ndarray,
+              credited: np.ndarray):
+    """Per label: wall, CPU and estimated wall; per event: wall and CPU. ``credited``: the
+    part of ``w`` credited from worker regions (an estimate)."""
+    wall, cpu, est = np.zeros(_NL), np.zeros(_NL), np.zeros(_NL)
+    by_w: dict[int, float] = defaultdict(float)
+    by_c: dict[int, float] = defaultdict(float)
+    est_bases = {BASIS[b] for b in ESTIMATES}
+    ev_idx, inv = np.unique(e, return_inverse=True)
+    sw = np.bincount(inv, w, minlength=len(ev_idx))
+    sc = np.bincount(inv, c, minlength=len(ev_idx))
+    xw = np.bincount(inv, credited, minlength=len(ev_idx))
+    for j, i in enumerate(ev_idx.tolist()):
+        if sw[j] == 0 and sc[j] == 0:
+            continue
+        by_w[i] += sw[j]
+        by_c[i] += sc[j]
+        estimated = smap.basis[i] in est_bases
+        for lab, frac in smap.fractions(i):
+            wall[lab] += sw[j] * frac
+            cpu[lab] += sc[j] * frac
+            est[lab] += (sw[j] if estimated else xw[j]) * frac
+    return wall, cpu, est, dict(by_w), dict(by_c)
+
+
+def _split(label, wait, orphan, is_op, sw: _Sweep, seg: _Segments, crit, n_op) -> dict:
+    lab_in = LABEL["input_wait"]
+    compile_ = (label == LABEL["xla_compile"]) & ~wait
+    compute = is_op & ~compile_
+    runtime = ~wait & ~is_op & ~compile_ & ~orphan & (label != lab_in)
+    # the step's input: an input op (or inside one) on any of its threads, or its own thread
+    # waiting for input (:mod:`compare.analysis.inputs`)
+    c_in = sw.count(seg.input) > 0
+    if crit is not None:
+        c_in |= sw.count((seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == lab_in)) > 0
+    c_comp = sw.count(compile_) > 0
+    c_cpu = (sw.count(compute) > 0) | ((sw.count(orphan) > 0) & (n_op > 0))
+    c_rt = (sw.count(runtime) > 0) | (sw.count(orphan) > 0) | (sw.count(~wait & (label == lab_in)) > 0)
+    w_in = sw.count(wait & (label == lab_in)) > 0
+    w_cpu = sw.count(wait & (label == LABEL["xla_run"])) > 0
+    w_rt = sw.count(wait) > 0
+    out = dict.fromkeys(SPLIT_KEYS, 0.0)
+    taken = np.zeros(len(sw.dt), bool)
+    for key, mask in (("input_wait", c_in), ("compile", c_comp), ("compute", c_cpu),
+                      ("runtime", c_rt), ("input_wait", w_in), ("compute", w_cpu),
+                      ("runtime", w_rt)):
+        sel = mask & ~taken
+        out[key] += float(sw.dt[sel].sum())
+        taken |= sel
+    out["idle"] = float(sw.dt[~taken].sum())
+    return out

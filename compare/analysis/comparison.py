@@ -1,0 +1,342 @@
+"""One trace against another, stage by stage: the typed facts behind ``report.json``.
+
+Each side is one trace (for our runs the TensorBoard profile, which marks steps and carries the
+HLO), analysed once (:mod:`compare.analysis.analyse`: mapping, attribution, XLA). Per stage we
+report the median over steady steps (every step but the first) of wall and CPU time, the first
+step apart (start-up and XLA compiles), the ops behind each number on each side, and how much
+of it rests on an estimate. A side may carry cross checks from other traces of the same run
+(legacy's ``timeline.json``). :mod:`compare.output.report_json` serialises a
+:class:`Comparison`; :mod:`compare.analysis.comparison_verdict` words it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from common.stages import ALL_STAGES, PIPELINE_STAGES
+from compare.analysis.analyse import TraceAnalysis, analyse
+from compare.analysis.attribution import Attribution, attribute
+from compare.analysis.comparison_verdict import Verdicts, verdicts
+from compare.analysis.mapping import StageMap, map_stages
+from compare.analysis.xla import XlaSummary, summarize
+from compare.model.events import Trace
+from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS
+
+#: The two sides, as report.json keys them.
+SIDES = ("legacy", "modern")
+#: Ops listed with their time per stage row and side.
+OPS_WITH_TIME = 12
+ATTRIBUTION_NOTE = (
+    "wall: each instant of a step is shared equally among the threads working at that instant "
+    "(each at its innermost event's stage); instants where threads only wait go to what they "
+    "wait in, instants with nothing traced to idle; per step it adds up to the step time. "
+    "cpu: busy thread time per stage summed over threads. Stage numbers are medians over "
+    "steady steps (every step but the first); the first step is reported apart.")
+
+
+@dataclasses.dataclass
+class Side:
+    """One side of the comparison: its name, its analysed trace, and where it came from."""
+
+    name: str
+    analysis: TraceAnalysis
+    source_note: str = ""
+    cross_checks: list["CrossCheck"] = dataclasses.field(default_factory=list)
+
+    @property
+    def trace(self) -> Trace:
+        return self.analysis.trace
+
+    @property
+    def smap(self) -> StageMap:
+        return self.analysis.smap
+
+    @property
+    def attribution(self) -> Attribution:
+        return self.analysis.attribution
+
+    @property
+    def xla(self) -> XlaSummary:
+        return self.analysis.xla
+
+
+def side(name: str, trace: Trace, source_note: str = "") -> Side:
+    """Analyse one trace as a side of a comparison."""
+    return Side(name, analyse(trace), source_note)
+
+
+# --------------------------------------------------------------------------------------------
+# the typed result
+
+@dataclasses.dataclass
+class OpTime:
+    op: str
+    us: float
+
+
+@dataclasses.dataclass
+class StageCell:
+    """One stage on one side: medians per steady step unless named otherwise."""
+
+    us: float
+    mean_us: float
+    cpu_us: float
+    first_us: float | None          # the first step; None when the trace has a single step
+    estimated_us: float             # the part of ``us`` that rests on an estimate
+    ops: list[str]                  # every op with time in the stage, largest first
+    op_us: list[OpTime]             # the largest ones with their median time
+
+
+@dataclasses.dataclass
+class StageRow:
+    stage: str
+    kind: str                       # "pipeline" or "overhead"
+    cells: dict[str, StageCell]     # side -> its cell
+    ratio: float | None             # legacy us / modern us; None when modern's is 0
+
+
+@dataclasses.dataclass
+class Representative:
+    """The steady step closest to the median (the one the plots show), by stage."""
+
+    step: int
+    dur_us: float
+    stages_us: dict[str, float]
+
+
+@dataclasses.dataclass
+class StepStats:
+    count: int
+    steady_count: int
+    mean_us: float
+    representative: Representative | None
+    blocked_us: float
+    median_us: float
+    first_us: float | None
+    min_us: float
+    max_us: float
+    split_us: dict[str, float]
+    first_split_us: dict[str, float] | None
+
+
+@dataclasses.dataclass
+class XlaUnitRow:
+    kind: str
+    ops: list[str]
+    stages: dict[str, int]
+    compiles: int
+    compile_us: float
+    runs: int
+    run_us: float
+
+
+@dataclasses.dataclass
+class XlaTotals:
+    compile_us: float
+    run_us: float
+    compiles: int
+    recompiled: list[str]
+    launch_style: str
+    units: dict[str, XlaUnitRow] | None = None
+
+
+@dataclasses.dataclass
+class CrossCheck:
+    """Another trace of the same run (legacy's timeline.json) beside the side's own numbers."""
+
+    trace: str
+    format: str
+    steps: int
+    against: str                    # "steady" or "first"
+    step_us: float
+    source_step_us: float
+    stages_us: dict[str, float]
+    source_stages_us: dict[str, float]
+    xla: XlaTotals
+
+
+@dataclasses.dataclass
+class Source:
+    path: str
+    format: str
+    note: str
+    warnings: list[str]
+
+
+@dataclasses.dataclass
+class Coverage:
+    stages_with_time: list[str]
+    unmapped_share: float
+
+
+@dataclasses.dataclass
+class SideResult:
+    source: Source
+    steps: StepStats
+    xla: XlaTotals
+    unmapped_us: float
+    unmapped_ops: list[OpTime]
+    estimates_used: list[str]
+    coverage: Coverage
+    cross_checks: list[CrossCheck]
+
+
+@dataclasses.dataclass
+class Comparison:
+    created: str
+    stages: list[StageRow]
+    sides: dict[str, SideResult]
+    verdict: Verdicts | None = None
+    attribution_note: str = ATTRIBUTION_NOTE
+    estimates: dict[str, str] = dataclasses.field(default_factory=lambda: dict(ESTIMATES))
+
+    def row(self, stage: str) -> StageRow:
+        return next(r for r in self.stages if r.stage == stage)
+
+
+# --------------------------------------------------------------------------------------------
+# building it
+
+def compare(legacy: Side, modern: Side) -> Comparison:
+    """Both sides stage by stage, with a verdict (see the module docstring)."""
+    sides = {"legacy": legacy, "modern": modern}
+    ops = {k: _ops_by_label(s) for k, s in sides.items()}
+    stages = [_stage_row(stage, sides, ops) for stage in ALL_STAGES]
+    results = {k: _side_result(s, stages, ops[k]) for k, s in sides.items()}
+    out = Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results)
+    out.verdict = verdicts(out)
+    return out
+
+
+def _stage_row(stage: str, sides: dict[str, Side], ops: dict) -> StageRow:
+    lab = LABEL[stage]
+    cells = {k: _cell(s.attribution, lab, ops[k].get(lab, [])) for k, s in sides.items()}
+    m = cells["modern"].us
+    return StageRow(stage, "pipeline" if stage in PIPELINE_STAGES else "overhead", cells,
+                    round(cells["legacy"].us / m, 3) if m > 0 else None)
+
+
+def _cell(att: Attribution, lab: int, ops: list[tuple[str, float]]) -> StageCell:
+    steady = att.steady
+    mean = float(np.mean([st.wall[lab] for st in steady])) if steady else 0.0
+    return StageCell(
+        us=round(float(att.median("wall")[lab]), 1), mean_us=round(mean, 1),
+        cpu_us=round(float(att.median("cpu")[lab]), 1),
+        first_us=round(float(att.first.wall[lab]), 1) if att.first else None,
+        estimated_us=round(float(att.median("wall_estimated")[lab]), 1),
+        ops=[name for name, _ in ops],
+        op_us=[OpTime(name, round(v, 1)) for name, v in ops[:OPS_WITH_TIME]])
+
+
+def _side_result(s: Side, stages: list[StageRow], ops: dict) -> SideResult:
+    steps = step_stats(s.attribution)
+    unmapped = round(float(s.attribution.median("wall")[0]), 1)
+    have = [r.stage for r in stages if r.kind == "pipeline" and r.cells[s.name].us > 0
+            and r.cells[s.name].ops]
+    return SideResult(
+        source=Source(s.trace.source, s.trace.format, s.source_note, list(s.trace.warnings)),
+        steps=steps, xla=xla_totals(s.xla, _units(s)), unmapped_us=unmapped,
+        unmapped_ops=[OpTime(n, round(v, 1)) for n, v in ops.get(0, [])[:OPS_WITH_TIME]],
+        estimates_used=_estimates_used(s),
+        coverage=Coverage(have, round(unmapped / steps.median_us, 4) if steps.median_us else 0.0),
+        cross_checks=list(s.cross_checks))
+
+
+def step_stats(att: Attribution) -> StepStats:
+    first = att.first
+    durs = [s.dur for s in att.steady]
+    rep = att.representative()
+    by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
+                             if arr[i] > 0})
+    return StepStats(
+        count=len(att.steps), steady_count=len(att.steady),
+        mean_us=round(float(np.mean(durs)), 1) if durs else 0.0,
+        representative=(Representative(rep.num, round(rep.dur, 1), by_stage(rep.wall))
+                        if rep else None),
+        blocked_us=round(att.median_blocked_us(), 1), median_us=round(att.median_step_us(), 1),
+        first_us=round(first.dur, 1) if first else None,
+        min_us=round(float(min(durs)), 1) if durs else 0.0,
+        max_us=round(float(max(durs)), 1) if durs else 0.0,
+        split_us={k: round(v, 1) for k, v in att.median_split().items()},
+        first_split_us={k: round(v, 1) for k, v in first.split.items()} if first else None)
+
+
+def xla_totals(s: XlaSummary, units: dict[str, XlaUnitRow] | None = None) -> XlaTotals:
+    return XlaTotals(round(s.compile_us, 1), round(s.run_us, 1), int(s.compiles),
+                     list(s.recompiled), s.launch_style, units)
+
+
+def _units(side: Side) -> dict[str, XlaUnitRow]:
+    """Each XLA cluster / compiled function: its TF ops, stages, compiles and run time."""
+    out = {}
+    for name, contents in sorted(side.smap.units.items(), key=lambda kv: _unit_key(kv[0])):
+        u = side.xla.units.get(name)
+        d = contents.as_dict()
+        out[name] = XlaUnitRow(d["kind"], d["ops"], d["stages"], u.compiles if u else 0,
+                               round(u.compile_us, 1) if u else 0.0, u.runs if u else 0,
+                               round(u.run_us, 1) if u else 0.0)
+    return out
+
+
+def _unit_key(name: str):
+    parts = name.split("_")
+    return (0, int(parts[1])) if name.startswith("cluster_") and parts[1].isdigit() else (1, name)
+
+
+def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
+    """Per label: (op display name, median wall µs per steady step), largest first."""
+    per_step: list[dict[tuple[int, str], float]] = []
+    names: dict[int, str] = {}
+    for st in side.attribution.steady:
+        acc: dict[tuple[int, str], float] = defaultdict(float)
+        for i, w in st.by_event_wall.items():
+            if i not in names:
+                names[i] = side.smap.display_name(i)
+            for lab, frac in side.smap.fractions(i):
+                acc[(lab, names[i])] += w * frac
+        per_step.append(acc)
+    out: dict[int, list[tuple[str, float, float]]] = defaultdict(list)
+    for lab, name in {k for acc in per_step for k in acc}:
+        vals = [acc.get((lab, name), 0.0) for acc in per_step]
+        if max(vals) > 0:  # listed if it ran in any steady step; valued by its median
+            out[lab].append((name, float(np.median(vals)), float(np.mean(vals))))
+    return {lab: [(n, v) for n, v, _ in sorted(rows, key=lambda r: (-r[1], -r[2]))]
+            for lab, rows in out.items()}
+
+
+def _estimates_used(side: Side) -> list[str]:
+    """Which kinds of estimate carry time in this side's steady steps."""
+    est = {BASIS[b] for b in ESTIMATES}
+    used = {BASES[side.smap.basis[i]] for st in side.attribution.steady
+            for i, w in st.by_event_wall.items() if w > 0 and side.smap.basis[i] in est}
+    if any(st.credited_us > 0 for st in side.attribution.steady):
+        used.add("concurrent_op")
+    return sorted(used)
+
+
+# --------------------------------------------------------------------------------------------
+# cross checks
+
+def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -> CrossCheck:
+    """Per-stage wall time of another trace of the same run (legacy's timeline.json, whose
+    cluster runs are split as the profile measured them) beside the side's own numbers for the
+    same kind of step (``against``: "steady" = the side's steady median, "first" = its first
+    step)."""
+    smap = map_stages(other, reference=side.smap)
+    att = attribute(other, smap)
+    rows = att.steady or att.steps
+    wall = np.median(np.stack([s.wall for s in rows]), axis=0) if rows else np.zeros(len(LABELS))
+    own = side.attribution
+    if against == "first" and own.first is not None:
+        mine, mine_step = own.first.wall, own.first.dur
+    else:
+        mine, mine_step = own.median("wall"), own.median_step_us()
+    by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
+                             if arr[i] > 0})
+    return CrossCheck(label, other.format, len(att.steps), against,
+                      float(np.median([s.dur for s in rows])) if rows else 0.0,
+                      round(float(mine_step), 1), by_stage(wall), by_stage(mine),
+                      xla_totals(summarize(other)))

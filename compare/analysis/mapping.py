@@ -1,0 +1,541 @@
+"""Give every event of a trace a stage of the shared vocabulary, or an overhead category.
+
+Rules, first match wins (the basis of each event's label is kept, so a report can say where a
+number came from and which numbers are estimates):
+
+1. Overhead op types: ``_XlaCompile`` and compiler work -> ``xla_compile``; ``_XlaRun`` /
+   ``_XlaLaunch`` / a ``jit_compile`` function call -> ``xla_run`` (their own time: what kernel
+   events inside do not cover); ``IteratorGetNext`` / ``QueueDequeue*`` -> ``input_wait``.
+2. XLA kernels (xprof, category ``xla_kernel``, args ``hlo_module``/``hlo_op``): through the HLO
+   module (:mod:`common.hlo`) to the TF ops fused into the kernel, then rules 3-5 on each. A
+   kernel holding ops of several stages is split among them in proportion to the output elements
+   of its HLO instructions per stage (an estimate, labelled ``hlo_split``).
+3. Our name scopes (:func:`common.stages.stage_of_scope`), also under cluster/function prefixes.
+4. TensorFlow's own API scopes (``adjust_saturation/``, ``random_crop/``, ``clip_by_value/``...),
+   so a user's graph built with ``tf.image`` maps without our scopes.
+5. Op types (``DecodeJpeg`` -> decode, ``ReverseV2`` -> flip, ...); when the trace has dataflow
+   (timeline.py's ``input0..N``): ``Minimum``/``Maximum`` fed by a jitter -> clip, a gather fed by
+   a shuffle -> shuffle, and an op whose consumers all belong to one stage (the random draw of a
+   jitter) -> that stage.
+6. tf.data ``Iterator::*`` events: the dataset's stage (``Shuffle`` -> shuffle, ``Batch`` ->
+   assemble, file sources -> read), else the stage of the work nested in them, else runtime;
+   asynchronous ones (``Prefetch``, ``ParallelMap``...) only wait.
+7. A timeline's ``_XlaRun`` of a cluster whose members are known (``xla_clusters.json``): the
+   members' stage when they are all of one (estimate, ``cluster_members``), a split measured on
+   a reference profile of the same run when given (estimate, ``cluster_profile``), else xla_run.
+8. Threads named for their work: a TF1 reader's ``tf_reader_thread_*`` -> read, XLA's
+   ``xla-cpu-codegen`` threads -> xla_compile.
+9. Executor, eager and Python dispatch events -> ``runtime``; events nested in an op inherit the
+   op's stage. An Eigen worker's ``ThreadpoolListener::Region`` with nothing inside runs shards of
+   whatever op is running on another thread: :mod:`compare.analysis.attribution` gives its time to the
+   ops running concurrently (estimate, ``concurrent_op``).
+
+Anything else stays ``unmapped`` and is shown as such.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from common import hlo
+from common.stages import PIPELINE_STAGES, stage_of_scope
+from compare.analysis import inputs
+from compare.model.events import CAT, Trace
+from compare.vocabulary import ops as tfops
+from compare.vocabulary.labels import (
+    API_SCOPES,
+    BASES,
+    BASIS,
+    CLIP_OPS,
+    COMPILER_THREAD_MARKS,
+    FIXED_OP_TYPES,
+    GATHER_OPS,
+    GRAPPLER_REWRITE,
+    JITTER,
+    LABEL,
+    LABELS,
+    OP_TYPE_LABEL,
+    PIPELINE,
+    READER_THREAD_PREFIX,
+    SCOPE_SUFFIX,
+    UNMAPPED,
+)
+
+
+@dataclasses.dataclass
+class StageMap:
+    """The mapper's result for one trace (also written into ``trace.events.stage``).
+
+    ``label``: per event, index into :data:`LABELS` (0 = unmapped) — for split events the
+    largest share; ``basis``: index into :data:`BASES`; ``wait``: the event's own time is a
+    thread blocked on others (SessionRun, IteratorGetNext, an async tf.data iterator...), not
+    work; ``orphan``: a worker region whose time goes to the concurrent ops; ``input``: the
+    event is the step waiting for or reading its input, or runs inside such an op
+    (:mod:`compare.analysis.inputs`); ``parent``: the
+    enclosing event on the same lane (-1 if none); ``splits``: event -> [(label, fraction)];
+    ``ops``: event -> the TF ops it computed (op_type, op_name) for XLA kernels and cluster runs;
+    ``unit``: event -> XLA cluster/function name for compiled work; ``units``: what each XLA
+    cluster or compiled function holds.
+    """
+
+    trace: Trace
+    label: np.ndarray
+    basis: np.ndarray
+    wait: np.ndarray
+    orphan: np.ndarray
+    input: np.ndarray
+    parent: np.ndarray
+    splits: dict[int, list[tuple[int, float]]]
+    ops: dict[int, list[tuple[str, str]]]
+    unit: dict[int, str]
+    units: dict[str, "UnitContents"]
+
+    def fractions(self, i: int) -> list[tuple[int, float]]:
+        """[(label, fraction)] of event ``i``'s own time."""
+        return self.splits.get(i) or [(int(self.label[i]), 1.0)]
+
+    def label_name(self, i: int) -> str:
+        return LABELS[self.label[i]]
+
+    def basis_name(self, i: int) -> str:
+        return BASES[self.basis[i]]
+
+    def display_name(self, i: int) -> str:
+        """What to call event ``i`` in a list of ops: the TF op type, ``unit/hlo_op`` for an
+        XLA kernel, ``_XlaRun cluster_N`` for a cluster run; an event that inherited its stage
+        is named for the op it ran inside, one on a dedicated thread for the thread."""
+        tr, ev = self.trace, self.trace.events
+        inherited = BASIS["inherited"]
+        while self.basis[i] == inherited and self.parent[i] >= 0:
+            i = int(self.parent[i])
+        if self.basis[i] == BASIS["lane"]:
+            base = tr.lane_name(int(ev.pid[i]), int(ev.tid[i])).split("/")[0]
+            if base.startswith(READER_THREAD_PREFIX):  # named for the reader op it serves
+                return base[len(READER_THREAD_PREFIX):] + " (reader thread)"
+            return base + " thread"
+        if ev.category[i] == CAT["xla_kernel"]:
+            return f"{self.unit.get(i, '?')}/{_strip_n(tr.s(ev.hlo_op[i]))}"
+        op_type = tr.s(ev.op_type[i])
+        if i in self.unit and op_type:
+            return f"{op_type} {self.unit[i]}"
+        if i in self.unit and self.label[i] in (LABEL["xla_run"], LABEL["xla_compile"]):
+            return f"{tr.s(ev.name[i])} ({self.unit[i]})"
+        if ev.category[i] == CAT["step"]:
+            return "Python (step)"
+        return op_type or tr.s(ev.name[i])
+
+
+@dataclasses.dataclass
+class UnitContents:
+    """One XLA cluster (auto-clustering) or compiled function: its TF ops and their stages."""
+
+    name: str
+    kind: str                                # "cluster" or "function"
+    ops: list[tuple[str, str]]               # (op_type, op_name), without XLA_Args/Retvals
+    stages: dict[str, int]                   # stage -> number of TF ops
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "stages": self.stages,
+                "ops": [f"{name} ({t})" if t else name for t, name in self.ops]}
+
+
+def _strip_n(name: str) -> str:
+    return re.sub(r"\.\d+$", "", name)
+
+
+def stage_of_op(op_type: str, op_name: str) -> str | None:
+    """The stage or overhead category of one TF op from its name and type (rules 3-5, without
+    dataflow), or None."""
+    if op_type in FIXED_OP_TYPES:
+        return OP_TYPE_LABEL[op_type]
+    s = stage_of_scope(op_name) if op_name else None
+    if s:
+        return s
+    s = _api_scope(op_name)
+    if s:
+        return s
+    return OP_TYPE_LABEL.get(op_type)
+
+
+def _api_scope(op_name: str) -> str | None:
+    """The stage named by a TensorFlow API scope in ``op_name`` (outermost first), also when
+    it is the op's own name (``clip_by_value``) or survives in a Grappler rewrite's name."""
+    if not op_name:
+        return None
+    for part in op_name.split("/"):
+        for cand in (part, GRAPPLER_REWRITE.sub("", part)):
+            s = API_SCOPES.get(cand) or API_SCOPES.get(SCOPE_SUFFIX.sub("", cand))
+            if s:
+                return s
+    return None
+
+
+def _op_rule(op_type: str, op_name: str) -> tuple[str | None, str]:
+    """(stage, basis) of a TF op by rules 1, 3-5."""
+    if op_type in FIXED_OP_TYPES:
+        return OP_TYPE_LABEL[op_type], "op_type"
+    s = stage_of_scope(op_name) if op_name else None
+    if s:
+        return s, "scope"
+    s = _api_scope(op_name)
+    if s:
+        return s, "api_scope"
+    s = OP_TYPE_LABEL.get(op_type)
+    return (s, "op_type") if s else (None, "unmapped")
+
+
+def units_of(trace: Trace) -> dict[str, UnitContents]:
+    """Which TF ops each XLA cluster and compiled function of the trace holds (from its HLO, or
+    for a timeline from the ``xla_clusters.json`` sidecar)."""
+    out: dict[str, UnitContents] = {}
+
+    def add(name: str, kind: str, ops) -> None:
+        ops = [tuple(o) for o in ops if o[1] not in tfops.XLA_ARG_OPS]
+        stages = Counter(stage_of_op(t, n) or "unmapped" for t, n in ops)
+        out[name] = UnitContents(name, kind, ops, dict(stages.most_common()))
+
+    for mname, (name, kind) in hlo.unit_names(trace.hlo).items():
+        add(name, kind, trace.hlo[mname].all_tf_ops())
+    for name, ops in trace.meta.get("xla_members", {}).items():
+        if name not in out:
+            add(name, "cluster", ops)
+    return out
+
+
+class _Mapper:
+    def __init__(self, trace: Trace, reference: StageMap | None) -> None:
+        self.tr = trace
+        self.ev = trace.events
+        self.names = trace.strings.names
+        self.reference = _cluster_profile(reference) if reference is not None else {}
+        self.units = units_of(trace)
+        self.module_unit = {m: u for m, (u, _) in hlo.unit_names(trace.hlo).items()}
+        self.function_ops = {re.sub(r"\[\d+\]$", "", u) for u, c in self.units.items()
+                             if c.kind == "function"}
+        n = len(self.ev)
+        self.label = np.zeros(n, np.int16)
+        self.basis = np.zeros(n, np.int8)
+        self.wait = np.zeros(n, bool)
+        self.orphan = np.zeros(n, bool)
+        self.parent = np.full(n, -1, np.int64)
+        self.splits: dict[int, list[tuple[int, float]]] = {}
+        self.ops: dict[int, list[tuple[str, str]]] = {}
+        self.unit: dict[int, str] = {}
+        self.step_lanes = {(int(self.ev.pid[i]), int(self.ev.tid[i]))
+                           for i in np.flatnonzero(self.ev.category == CAT["step"])}
+        self.codegen_lanes = {k for k, v in trace.lanes.items()
+                              if any(m in v.lower() for m in COMPILER_THREAD_MARKS)}
+        # a TF1 reader op runs its reading on a thread of its own, named for it
+        self.reader_lanes = {k for k, v in trace.lanes.items() if v.startswith(READER_THREAD_PREFIX)}
+
+    # --- per event, without context ----------------------------------------------------
+
+    def own(self) -> np.ndarray:
+        """Rules 1-8 that need no parent: label/basis per event; returns a mask of events
+        whose label is generic (may be refined by an enclosing event)."""
+        ev, names = self.ev, self.names
+        generic = np.zeros(len(ev), bool)
+        kernel = ev.category == CAT["xla_kernel"]
+        # the rules read names only: decide once per distinct name tuple, then spread back
+        for key, idx in _groups(ev.hlo_module, ev.hlo_op, mask=kernel):
+            lab, bas, split, ops, unit = self._kernel(names[key[0]], names[key[1]])
+            self.label[idx], self.basis[idx] = lab, bas
+            self._attach(idx, unit, split, ops)
+        for key, idx in _groups(ev.category, ev.name, ev.op_type, ev.tf_name, mask=~kernel):
+            cat, name, op_type, tf_name = key
+            lab, bas, wait, gen, unit, split, ops = self._event(
+                cat, names[name], names[op_type], names[tf_name])
+            self.label[idx], self.basis[idx], self.wait[idx], generic[idx] = lab, bas, wait, gen
+            self._attach(idx, unit, split, ops)
+        lanes_step = self.step_lanes
+        if lanes_step:
+            # unknown events on the step (Python) thread are Python-side work: runtime
+            unk = (self.label == UNMAPPED) & (ev.category == CAT["other"])
+            for i in np.flatnonzero(unk):
+                if (int(ev.pid[i]), int(ev.tid[i])) in lanes_step:
+                    self.label[i], self.basis[i] = LABEL["runtime"], BASIS["runtime"]
+                    generic[i] = True
+        for lanes, lab in ((self.codegen_lanes, "xla_compile"), (self.reader_lanes, "read")):
+            for pid, tid in lanes:  # XLA's compiler threads; TF1 reader threads
+                on = (ev.pid == pid) & (ev.tid == tid)
+                self.label[on], self.basis[on], generic[on] = LABEL[lab], BASIS["lane"], False
+        return generic
+
+    def _attach(self, idx: np.ndarray, unit, split, ops) -> None:
+        """Record a group's XLA unit, stage split and TF ops per event (only when present)."""
+        for attr, value in (("unit", unit), ("splits", split), ("ops", ops)):
+            if value:
+                getattr(self, attr).update(dict.fromkeys(idx.tolist(), value))
+
+    def _event(self, cat: int, name: str, op_type: str, tf_name: str) -> tuple:
+        """(label, basis, wait, generic, unit, split, ops) of a non-kernel event."""
+        L, B = LABEL, BASIS
+        if cat == CAT["step"]:
+            return L["runtime"], B["runtime"], False, True, None, None, None
+        if cat == CAT["xla_compile"] or tfops.COMPILER_EVENT.search(name):
+            unit = tfops.cluster_of(tf_name, name) if cat == CAT["xla_compile"] else None
+            return L["xla_compile"], B["op_type"], False, False, unit, None, None
+        if cat == CAT["xla_run"]:
+            unit = tfops.cluster_of(tf_name, name)
+            if self.tr.format == "timeline":
+                return self._cluster_run(unit)
+            return L["xla_run"], B["op_type"], False, False, unit, None, None
+        if tfops.is_input_wait(op_type, name):
+            return L["input_wait"], B["op_type"], True, False, None, None, None
+        if name.startswith(tfops.MAKE_ITERATOR_PREFIX):  # tf.data building an iterator (each epoch)
+            return L["runtime"], B["tf_data"], False, False, None, None, None
+        if name.startswith(tfops.TFDATA_ITERATOR_PREFIX):
+            kind = re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1])
+            if kind in tfops.TFDATA_ASYNC_KINDS or \
+                    name.rsplit("::", 1)[-1] in tfops.TFDATA_ASYNC_KINDS:
+                return L["input_wait"], B["tf_data"], True, False, None, None, None
+            if kind in tfops.TFDATA_KIND_STAGE:
+                return L[tfops.TFDATA_KIND_STAGE[kind]], B["tf_data"], False, False, None, None, None
+            # generic: the stage of the work nested inside, else runtime (see _tfdata_fill)
+            return L["runtime"], B["tf_data"], False, True, None, None, None
+        if op_type and (op_type in self.function_ops or op_type.startswith(tfops.FUNCTION_OP_PREFIX)):
+            if op_type in self.function_ops:  # the unit is known from the kernels inside
+                return L["xla_run"], B["op_type"], False, False, None, None, None
+            return L["runtime"], B["runtime"], False, False, None, None, None
+        if op_type or cat == CAT["op"] or cat == CAT["queue"] or cat == CAT["tf_data"]:
+            stage, basis = _op_rule(op_type or name, tf_name)
+            if stage:
+                gen = basis == "op_type" and stage == "runtime"
+                return L[stage], B[basis], False, gen, None, None, None
+            if cat in (CAT["op"], CAT["queue"]):
+                return UNMAPPED, B["unmapped"], False, True, None, None, None
+        if name.startswith(tfops.XLA_RUNTIME_PREFIXES):
+            return (L["xla_run"], B["runtime"], name.startswith(tfops.WAIT_EVENT_PREFIXES), False,
+                    None, None,
+                    None)
+        if name.startswith(tfops.WAIT_EVENT_PREFIXES):
+            return L["runtime"], B["runtime"], True, True, None, None, None
+        if cat in (CAT["runtime"], CAT["python"]) or name.startswith(tfops.RUNTIME_PREFIXES):
+            return L["runtime"], B["runtime"], False, True, None, None, None
+        return UNMAPPED, B["unmapped"], False, True, None, None, None
+
+    def _cluster_run(self, unit: str) -> tuple:
+        """A timeline's _XlaRun (no kernel events inside): rule 7."""
+        L, B = LABEL, BASIS
+        ref = self.reference.get(_cluster_key(unit, self.tr.meta.get("xla_aliases", {})))
+        members = self.units.get(unit)
+        ops = members.ops if members else None
+        if ref:
+            split = sorted(ref.items(), key=lambda kv: -kv[1])
+            if len(split) == 1:
+                return split[0][0], B["cluster_profile"], False, False, unit, None, ops
+            return split[0][0], B["cluster_profile"], False, False, unit, split, ops
+        if members:
+            stages = {s for s in members.stages if s in PIPELINE_STAGES}
+            if len(stages) == 1 and set(members.stages) <= stages | {"runtime", "unmapped"}:
+                return L[stages.pop()], B["cluster_members"], False, False, unit, None, ops
+        return L["xla_run"], B["op_type"], False, False, unit, None, ops
+
+    def _kernel(self, module: str, hlo_op: str) -> tuple:
+        """An XLA kernel event: (label, basis, split, ops, unit) through the HLO (rule 2)."""
+        L, B = LABEL, BASIS
+        mod = self.tr.hlo.get(module)
+        if mod is None:
+            return L["xla_run"], B["op_type"], None, None, _unit_guess(module)
+        unit = self.module_unit[module]
+        weights = mod.tf_op_weights(hlo_op)
+        ops = [o for o in weights if o[1] not in tfops.XLA_ARG_OPS]
+        per: dict[int, float] = defaultdict(float)
+        for (t, n), (_, elems) in weights.items():
+            if n in tfops.XLA_ARG_OPS:
+                continue
+            s = stage_of_op(t, n)
+            per[L[s] if s and s in PIPELINE_STAGES else L["xla_run"]] += elems
+        if not per:
+            # no TF op behind this kernel (copies, layout changes): the unit's stage if it has
+            # only one, else time inside the cluster that cannot be split
+            stages = {s for s in self.units[unit].stages if s in PIPELINE_STAGES}
+            if len(stages) == 1:
+                return L[stages.pop()], B["hlo"], None, ops, unit
+            return L["xla_run"], B["op_type"], None, ops, unit
+        if len(per) == 1:
+            return next(iter(per)), B["hlo"], None, ops, unit
+        total = sum(per.values())
+        split = sorted(((lab, w / total) for lab, w in per.items()), key=lambda kv: -kv[1])
+        return split[0][0], B["hlo_split"], split, ops, unit
+
+    # --- context: nesting, dataflow ----------------------------------------------------
+
+    def nest(self, generic: np.ndarray) -> None:
+        """Parents per lane; launches of compiled code and compiles found from what they hold;
+        generic events inherit the stage of the op they run inside."""
+        ev = self.ev
+        nest = self.tr.nesting
+        self.parent = nest.parent
+        walk = nest.walk()   # parents before their children
+        end_marks = [i for i, n in enumerate(self.names) if n.startswith(tfops.XLA_KERNEL_END_MARK)]
+        real_child = walk[~np.isin(ev.name[walk], end_marks)]
+        has_child = np.zeros(len(ev), bool)   # a child that is not just an "end: <kernel>" mark
+        has_child[self.parent[real_child]] = True
+        walk = walk.tolist()
+        # Launches of compiled code: an executor or function-call event holding XLA's runtime
+        # directly runs compiled code (xla_run); holding compiler work directly, it compiled
+        # first (xla_compile). Kernels tell which unit it launched.
+        comp, run = LABEL["xla_compile"], LABEL["xla_run"]
+        rt, b_rt = LABEL["runtime"], BASIS["runtime"]
+        xla_rt = (self.label == run) & (self.basis == b_rt)
+        own_compile = (self.label == comp) & (ev.category != CAT["xla_compile"]) & \
+            (self.basis == BASIS["op_type"])   # the compiler's own events, not _XlaCompile
+        direct_xla, direct_comp = np.zeros(len(ev), bool), np.zeros(len(ev), bool)
+        for i in reversed(walk):
+            p = int(self.parent[i])
+            direct_xla[p] |= bool(xla_rt[i]) or ev.category[i] == CAT["xla_kernel"]
+            direct_comp[p] |= bool(own_compile[i])
+            if i in self.unit and p not in self.unit and self.label[p] in (rt, run):
+                self.unit[p] = self.unit[i]
+        region = self.tr.strings.lookup(tfops.WORKER_REGION)
+        launch = generic & (self.label == rt) & (self.basis == b_rt) & ~self.wait & \
+            (ev.name != (region if region is not None else -1))
+        self.label[launch & direct_xla] = run
+        self.label[(launch | (self.label == run)) & direct_comp] = comp
+        generic[launch & (direct_xla | direct_comp)] = False
+        inherit = frozenset(PIPELINE) | {run, comp, LABEL["input_wait"]}
+        for i in walk:
+            p = int(self.parent[i])
+            if generic[i] and self.label[p] in inherit and i not in self.splits:
+                self.label[i] = self.label[p]
+                self.basis[i] = BASIS["inherited"]
+                self.wait[i] = self.wait[i] or self.wait[p]
+                if p in self.splits:
+                    self.splits[i] = self.splits[p]
+                if p in self.unit:
+                    self.unit[i] = self.unit[p]
+        if region is not None:
+            # a worker region with no work inside (at most the "end: <kernel>" mark XLA:CPU
+            # leaves where a kernel's parallel partition finished) ran shards of other ops
+            self.orphan = (ev.name == region) & ~has_child & (self.parent < 0) & \
+                (self.label == LABEL["runtime"]) & (self.basis == BASIS["runtime"])
+            self.basis[self.orphan] = BASIS["concurrent_op"]
+        self._tfdata_fill(has_child)
+
+    def _tfdata_fill(self, has_child: np.ndarray) -> None:
+        """Generic ``Iterator::*`` events take the stage of the work nested in them."""
+        ev = self.ev
+        cand = np.flatnonzero((self.basis == BASIS["tf_data"]) & (self.label == LABEL["runtime"])
+                              & has_child)
+        if not len(cand):
+            return
+        cset = set(cand.tolist())
+        acc: dict[int, Counter] = defaultdict(Counter)
+        for j in np.flatnonzero(np.isin(self.parent, cand)):
+            if self.label[j] in PIPELINE:
+                acc[int(self.parent[j])][int(self.label[j])] += float(ev.dur[j])
+        for p in cset:
+            if acc.get(p):
+                self.label[p] = acc[p].most_common(1)[0][0]
+
+    def dataflow(self) -> None:
+        """Timeline dataflow (``input0..N``): Minimum/Maximum fed by a jitter -> clip; a gather
+        fed by a shuffle -> shuffle; an op still unmapped whose consumers all belong to one
+        stage (a random draw feeding a jitter) -> that stage."""
+        ev = self.ev
+        if not len(ev.input_ids):
+            return
+        label_of_node: dict[int, int] = {}
+        for i in np.flatnonzero(ev.tf_name > 0):
+            label_of_node.setdefault(int(ev.tf_name[i]), int(self.label[i]))
+        lookup = self.tr.strings.lookup
+        clip_types = {lookup(t) for t in CLIP_OPS} - {None}
+        gather_types = {lookup(t) for t in GATHER_OPS} - {None}
+        consumers: dict[int, list[int]] = defaultdict(list)   # node -> consumer events
+        producers: dict[int, list[int]] = defaultdict(list)   # node -> its events
+        ptr, ids = ev.input_ptr, ev.input_ids
+        for i in np.flatnonzero(np.diff(ptr) > 0):
+            for x in ids[ptr[i]:ptr[i + 1]]:
+                consumers[int(x)].append(int(i))
+        for i in np.flatnonzero(ev.tf_name > 0):
+            producers[int(ev.tf_name[i])].append(int(i))
+        # worklists: when an op gets a stage, its producers and consumers are looked at again;
+        # the rules that follow a jitter or a shuffle first, the consumers' stage after them
+        for by_consumers in (False, True):
+            todo = [int(i) for i in np.flatnonzero(self.label == UNMAPPED)]
+            queued = set(todo)
+            while todo:
+                i = todo.pop()
+                queued.discard(i)
+                if self.label[i] != UNMAPPED:
+                    continue
+                node = int(ev.tf_name[i])
+                src = {label_of_node.get(int(x), UNMAPPED) for x in ev.inputs_of(i)}
+                if ev.op_type[i] in clip_types and src & JITTER:
+                    new = LABEL["clip"]
+                elif ev.op_type[i] in gather_types and LABEL["shuffle"] in src:
+                    new = LABEL["shuffle"]
+                else:
+                    dst = {int(self.label[j]) for j in consumers.get(node, ())}
+                    if not (by_consumers and len(dst) == 1 and dst <= PIPELINE):
+                        continue
+                    new = dst.pop()
+                self.label[i], self.basis[i] = new, BASIS["dataflow"]
+                label_of_node[node] = new
+                again = list(consumers.get(node, ()))
+                for x in ev.inputs_of(i):
+                    again.extend(producers.get(int(x), ()))
+                for j in again:
+                    if j not in queued and self.label[j] == UNMAPPED:
+                        queued.add(j)
+                        todo.append(j)
+
+
+def _groups(*cols: np.ndarray, mask: np.ndarray):
+    """(key tuple, event indices) for every distinct combination of ``cols`` among ``mask``."""
+    idx = np.flatnonzero(mask)
+    if not len(idx):
+        return
+    keys = np.stack([c[idx].astype(np.int64) for c in cols], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    order = np.argsort(inv, kind="stable")
+    cuts = np.flatnonzero(np.diff(inv[order])) + 1
+    for k, members in zip(uniq, np.split(idx[order], cuts)):
+        yield tuple(int(x) for x in k), members
+
+
+def _unit_guess(module: str) -> str:
+    m = tfops.FUNCTION_MODULE.match(module)
+    return "_" + m.group(1) if m else re.sub(r"__XlaCompiledKernel.*$", "", module)
+
+
+def _cluster_key(unit: str, aliases: dict) -> str:
+    return aliases.get(unit, unit)
+
+
+def _cluster_profile(ref: StageMap) -> dict[str, dict[int, float]]:
+    """Per cluster of a profile: the fraction of its kernel time per label."""
+    ev = ref.trace.events
+    acc: dict[str, Counter] = defaultdict(Counter)
+    for i in np.flatnonzero(ev.category == CAT["xla_kernel"]):
+        unit = ref.unit.get(int(i))
+        if not unit:
+            continue
+        for lab, frac in ref.fractions(int(i)):
+            acc[unit][lab] += frac * float(ev.dur[i])
+    out = {}
+    for unit, c in acc.items():
+        total = sum(c.values())
+        if total > 0:
+            out[unit] = {lab: v / total for lab, v in c.items() if v > 0}
+    return out
+
+
+def map_stages(trace: Trace, reference: StageMap | None = None) -> StageMap:
+    """Label every event of ``trace`` (see the module docstring) and write the labels into
+    ``trace.events.stage`` as string ids (0 = unmapped). ``reference``: the StageMap of a
+    profile of the same run, used to split a timeline's cluster runs (rule 7)."""
+    m = _Mapper(trace, reference)
+    generic = m.own()
+    m.nest(generic)
+    m.dataflow()
+    ids = np.array([0] + [trace.strings.id(s) for s in LABELS[1:]], dtype=np.int32)
+    trace.events.stage = ids[m.label]
+    return StageMap(trace=trace, label=m.label, basis=m.basis, wait=m.wait, orphan=m.orphan,
+                    input=inputs.inside_input(trace),
+                    parent=m.parent, splits=m.splits, ops=m.ops, unit=m.unit, units=m.units)

@@ -1,0 +1,68 @@
+"""What each row of a trace is: the role of every process and lane (thread), from names alone.
+
+Roles drive both the words the legend prints and which events the analyses count as work:
+``/gpu:0/stream:all`` repeats every kernel of the per-stream rows, a ``<gpu> Compute`` row of a
+timeline is the host launching kernels (not the GPU running them), the Python thread of an
+xprof trace sits inside ``session.run`` for the whole step, and so on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from compare.model.events import CAT, Trace
+from compare.vocabulary.rows import device_of, gpu_of, thread_base, thread_role  # noqa: F401 (re-exported)
+from compare.vocabulary.rows import process_role as _role_of
+
+
+def process_role(trace: Trace, pid: int) -> str:
+    """The role of process ``pid`` (see :func:`compare.vocabulary.rows.process_role`)."""
+    p = trace.processes[pid]
+    return _role_of(p.kind, p.name)
+
+
+def lane_role(trace: Trace, pid: int, tid: int) -> str:
+    """For timeline rows: ``lane``; for threads and device lines, the role their name gives
+    (:func:`compare.vocabulary.rows.thread_role`)."""
+    if trace.format == "timeline":
+        return "lane"
+    return thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
+
+
+def process_roles(trace: Trace) -> dict[int, str]:
+    return {pid: process_role(trace, pid) for pid in trace.processes}
+
+
+def busy_mask(trace: Trace) -> np.ndarray:
+    """Events that count as a row being busy: not step markers, not Python waiting inside
+    session.run, not xprof's derived device lines."""
+    ev = trace.events
+    m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
+    if trace.format != "timeline":
+        for p, t in trace.lanes:
+            if lane_role(trace, p, t) in ("python", "derived"):
+                m &= ~((ev.pid == p) & (ev.tid == t))
+    return m
+
+
+def work_mask(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
+    """Busy events (see :func:`busy_mask`) with each piece of work counted once: the GPU
+    tracer writes every kernel to ``stream:all`` and to its ``stream:N``, and every copy to
+    ``memcpy`` and to its ``stream:N``, so when per-stream rows exist only they count."""
+    ev = trace.events
+    roles = roles or process_roles(trace)
+    m = busy_mask(trace)
+    gpus_with_streams = {gpu_of(trace.processes[p].name) for p, r in roles.items()
+                         if r == "gpu_stream"}
+    drop_pids = [p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_memcpy") and
+                 gpu_of(trace.processes[p].name) in gpus_with_streams]
+    if drop_pids:
+        m &= ~np.isin(ev.pid, drop_pids)
+    return m
+
+
+def on_gpu(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
+    """Events the GPU itself ran (kernels and copies), as opposed to host-side work."""
+    roles = roles or process_roles(trace)
+    pids = [p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_stream", "gpu_memcpy",
+                                                  "gpu_device")]
+    return np.isin(trace.events.pid, pids)

@@ -1,0 +1,395 @@
+"""The order of operations in one step: a dependency graph of the step's ops, the ops in
+dataflow order, and the critical path (the longest chain of dependent work).
+
+This answers the seed's "How do I determine the sequence of operations taking place?".
+
+Where dependencies come from, by trace kind:
+
+- timeline.py traces record each op's inputs (``args.input0..N``, from the executor's
+  ``timeline_label``) and draw a flow arrow per tensor that crosses rows. Edges: producer →
+  consumer by node name (``name:1`` is output 1 of ``name``, ``^name`` a control input, and a
+  ``/_N`` suffix is a Send/Recv TF inserted between devices), ``_Send`` → its ``_Recv``, and
+  on GPU rows: the host launch → its kernels, kernel → next kernel on the same CUDA stream (a
+  stream runs in order), a producer's last kernel → a consumer's first kernel, a copy
+  ``edge_N_<tensor>`` after its producer and before the kernels that use the tensor.
+- TensorBoard profiles record no op inputs. The fallback is honest and weaker: consecutive ops
+  on one thread (a thread runs one op at a time) plus any flow arrows the trace has.
+
+The dataflow order lists ops by depth (0 = depends on no op of this step, k = its latest
+dependency has depth k-1), ties by start time: ops of one depth do not depend on each other.
+The critical path uses only edges that are consistent with time (the dependency ended before
+the dependent started), weighs each op by its duration inside the step, and so is never
+longer than the step's wall time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from compare.analysis import rows
+from compare.analysis.steps import StepChoice
+from compare.model.events import CAT, Trace
+from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFFIX
+from compare.vocabulary.rows import MEMCPY_PREFIX
+
+EPS_US = 1e-3
+
+
+@dataclasses.dataclass
+class SeqOp:
+    index: int                  # event index in the trace
+    depth: int
+    start_us: float             # from the step's start
+    dur_us: float
+    op: str
+    name: str
+    row: str                    # process, and lane or thread
+    after: list[str]            # names of the ops it depends on
+
+
+@dataclasses.dataclass
+class Sequence:
+    basis: str                  # what the dependencies were built from, in words
+    inputs_recorded: bool       # the trace records op inputs (timeline.py); else ops are in
+                                # time order (depth is then a position on a thread)
+    edge_counts: dict[str, int]
+    ops: list[SeqOp]            # dataflow order
+    edges: np.ndarray           # (k, 2) event indices: dependency -> dependent
+    time_inconsistent: int      # edges whose dependency ended after the dependent started
+    critical: list[SeqOp]       # the critical path, in order
+    critical_us: float
+    wall_us: float
+
+    def as_dict(self, limit: int = 2000) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+             if f.name not in ("edges", "ops", "critical")}
+        d["critical"] = [_op_dict(o) for o in self.critical]
+        d["ops"] = [_op_dict(o) for o in self.ops[:limit]]
+        d["ops_total"] = len(self.ops)
+        d["critical_share"] = self.critical_us / self.wall_us if self.wall_us else 0.0
+        return d
+
+
+def _op_dict(o: SeqOp) -> dict:
+    return {"index": o.index, "depth": o.depth, "start_us": o.start_us, "dur_us": o.dur_us,
+            "op": o.op, "name": o.name, "row": o.row, "after": list(o.after)}
+
+
+def _nodes(trace: Trace, choice: StepChoice, work: np.ndarray) -> np.ndarray:
+    """The step's ops: its work events; in traces whose events nest, only TF-op-level ones
+    (events naming a TF op, tf.data iterator events) and, on rows that have none of those,
+    the outermost events."""
+    ev = trace.events
+    idx = np.flatnonzero(work & (ev.step == choice.step.num))
+    if trace.format == "timeline" or not len(idx):
+        return idx
+    tf_data = CAT["tf_data"]
+    keep = []
+    for _, _, lane in trace.iter_lanes(idx):
+        op_level = lane[(ev.op_type[lane] != 0) | (ev.category[lane] == tf_data)]
+        cand = op_level if len(op_level) else lane
+        keep.append(_outermost(ev.ts[cand], ev.ts[cand] + ev.dur[cand], cand))
+    return np.sort(np.concatenate(keep)) if keep else idx[:0]
+
+
+def _outermost(ts: np.ndarray, end: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    order = np.lexsort((-(end - ts), ts))
+    out, reach = [], -np.inf
+    for j in order:
+        if ts[j] >= reach - EPS_US:
+            out.append(idx[j])
+        reach = max(reach, end[j])
+    return np.array(out, dtype=np.int64)
+
+
+class _Graph:
+    def __init__(self) -> None:
+        self.edges: dict[tuple[int, int], str] = {}
+
+    def add(self, u: int, v: int, kind: str) -> None:
+        if u != v and (u, v) not in self.edges:
+            self.edges[(u, v)] = kind
+
+
+class _Timeline:
+    """A timeline step's nodes by kind, and which event produced a node name by a time."""
+
+    def __init__(self, trace: Trace, nodes: np.ndarray, roles: dict[int, str]) -> None:
+        ev, names = trace.events, trace.strings.names
+        self.trace, self.ev, self.names = trace, ev, names
+        self.role = {int(i): roles[int(ev.pid[i])] for i in nodes}
+        self.host = [int(i) for i in nodes if self.role[int(i)] in ("cpu_ops", "gpu_launch",
+                                                                    "other")]
+        self.kernels = [int(i) for i in nodes if self.role[int(i)] in ("gpu_stream",
+                                                                       "gpu_stream_all")]
+        self.copies = [int(i) for i in nodes if names[ev.name[i]].startswith(MEMCPY_PREFIX)]
+        self.by_name: dict[str, list[int]] = defaultdict(list)
+        for i in sorted(self.host, key=lambda i: ev.ts[i]):
+            self.by_name[names[ev.tf_name[i]]].append(i)
+        self.kernels_of: dict[int, list[int]] = defaultdict(list)
+
+    def producer(self, name: str, before: float, exclude: int) -> int | None:
+        """The last host op named ``name`` (or its Send/Recv base) that started by ``before``."""
+        for candidate in (name, SEND_RECV_SUFFIX.sub("", name)):
+            best = None
+            for u in self.by_name.get(candidate, ()):
+                if self.ev.ts[u] <= before and u != exclude:
+                    best = u
+            if best is not None:
+                return best
+        return None
+
+
+def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int, str]) -> None:
+    t = _Timeline(trace, nodes, roles)
+    _launch_edges(t, g)
+    _input_edges(t, g)
+    _copy_edges(t, g)
+    by_stream: dict[int, list[int]] = defaultdict(list)
+    for k in t.kernels:
+        if t.role[k] == "gpu_stream":
+            by_stream[int(t.ev.pid[k])].append(k)
+    for ks in by_stream.values():
+        ks.sort(key=lambda i: t.ev.ts[i])
+        for a, b in zip(ks, ks[1:]):
+            g.add(a, b, "stream order")
+
+
+def _launch_edges(t: _Timeline, g: _Graph) -> None:
+    """Each GPU kernel after the host op that launched it (the tracer names it alike)."""
+    ev, names = t.ev, t.names
+    for k in sorted(t.kernels, key=lambda i: ev.ts[i]):
+        if names[ev.name[k]].startswith(MEMCPY_PREFIX):
+            continue
+        u = t.producer(names[ev.tf_name[k]], ev.ts[k], -1)
+        if u is not None:
+            g.add(u, k, "launch")
+            if t.role[k] == "gpu_stream":
+                t.kernels_of[u].append(k)
+
+
+def _input_edges(t: _Timeline, g: _Graph) -> None:
+    """Producer to consumer by the inputs a timeline records; Send to its Recv."""
+    ev, names = t.ev, t.names
+    for v in t.host:
+        for sid in ev.inputs_of(v):
+            u = t.producer(names[sid], ev.ts[v], v)
+            if u is None:
+                continue
+            g.add(u, v, "input")
+            if t.kernels_of.get(u) and t.kernels_of.get(v):
+                g.add(t.kernels_of[u][-1], t.kernels_of[v][0], "gpu data")
+        if names[ev.op_type[v]] in RECV_OPS:
+            base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]])
+            sends = [u for u in t.host if names[ev.op_type[u]] in SEND_OPS and
+                     ev.ts[u] <= ev.ts[v] and
+                     SEND_RECV_SUFFIX.sub("", names[ev.tf_name[u]]) == base]
+            if sends:
+                g.add(max(sends, key=lambda u: ev.ts[u]), v, "send/recv")
+
+
+def _copy_edges(t: _Timeline, g: _Graph) -> None:
+    """A copy after the op that made its tensor; the ops (or kernels) that read it after it."""
+    ev, names = t.ev, t.names
+    streams = any(r == "gpu_stream" for r in t.role.values())
+    for c in t.copies:
+        if t.role[c] == "gpu_memcpy" and streams:
+            continue  # the same copy is on its stream row
+        m = COPY_EDGE.match(names[ev.tf_name[c]])
+        if not m:
+            continue
+        tensor = m.group(1)
+        u = t.producer(tensor, ev.ts[c], -1)
+        if u is not None:
+            g.add(t.kernels_of[u][-1] if t.kernels_of.get(u) else u, c, "copy")
+        for v in t.host:
+            if names[ev.op_type[v]] in RECV_OPS:
+                if SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]]) == tensor and \
+                        ev.ts[v] >= ev.ts[c]:
+                    g.add(c, v, "copy")  # the receiving op gets the copied tensor
+            elif t.kernels_of.get(v) and any(SEND_RECV_SUFFIX.sub("", names[s]) == tensor
+                                             for s in ev.inputs_of(v)):
+                g.add(c, t.kernels_of[v][0], "copy")  # the kernels that read it wait for it
+
+
+def _thread_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> None:
+    for _, _, lane in trace.iter_lanes(nodes):
+        for a, b in zip(lane, lane[1:]):
+            g.add(int(a), int(b), "thread order")
+
+
+def _flow_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> int:
+    """Bind flow arrows to the nodes they start and end in; return how many arrows bound."""
+    f = trace.flows
+    if not len(f.ts) or not len(nodes):
+        return 0
+    ev = trace.events
+    lo, hi = float(ev.ts[nodes].min()), float((ev.ts[nodes] + ev.dur[nodes]).max())
+    ids = np.unique(f.id[(f.ts >= lo - EPS_US) & (f.ts <= hi + EPS_US)])
+    keep = np.isin(f.id, ids)  # arrows with an end among these ops, both ends kept
+    if not keep.any():
+        return 0
+    f = type(f)(*(getattr(f, c)[keep] for c in ("id", "phase", "pid", "tid", "ts", "name")))
+    lanes = {}
+    for pid, tid, lane in trace.iter_lanes(nodes):
+        lanes[(pid, tid)] = (lane, ev.ts[lane], ev.ts[lane] + ev.dur[lane])
+
+    def at(pid: int, tid: int, t: float, start: bool) -> int | None:
+        got = lanes.get((pid, tid))
+        if got is None:
+            return None
+        lane, ts, end = got
+        k = int(np.searchsorted(ts, t, side="left" if start else "right")) - (0 if start else 1)
+        if start:  # the flow starts where a producer ends
+            k -= 1
+        if 0 <= k < len(lane) and ts[k] - EPS_US <= t <= end[k] + EPS_US:
+            return int(lane[k])
+        return None
+
+    ends: dict[int, list] = defaultdict(lambda: [None, []])
+    for j in range(len(f.ts)):
+        rec = ends[int(f.id[j])]
+        if f.phase[j] == 0:
+            rec[0] = (int(f.pid[j]), int(f.tid[j]), float(f.ts[j]))
+        else:
+            rec[1].append((int(f.pid[j]), int(f.tid[j]), float(f.ts[j])))
+    bound = 0
+    for start, stops in ends.values():
+        if start is None:
+            continue
+        u = at(*start, start=True)
+        if u is None:
+            continue
+        for stop in stops:
+            v = at(*stop, start=False)
+            if v is not None and v != u:
+                before = len(g.edges)
+                g.add(u, v, "flow")
+                bound += len(g.edges) > before
+    return bound
+
+
+def _order(nodes: list[int], edges: dict[tuple[int, int], str], ts: np.ndarray
+           ) -> tuple[list[int], dict[int, int]]:
+    """Kahn's algorithm, ready nodes by start time; returns (order, depth). Nodes left in a
+    cycle (only possible with flow arrows that contradict time) follow by time."""
+    succ: dict[int, list[int]] = defaultdict(list)
+    indeg = {n: 0 for n in nodes}
+    for (u, v) in edges:
+        if u in indeg and v in indeg:
+            succ[u].append(v)
+            indeg[v] += 1
+    depth = {n: 0 for n in nodes}
+    heap = [(ts[n], n) for n in nodes if indeg[n] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, u = heapq.heappop(heap)
+        order.append(u)
+        for v in succ[u]:
+            depth[v] = max(depth[v], depth[u] + 1)
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(heap, (ts[v], v))
+    if len(order) < len(nodes):
+        done = set(order)
+        order += sorted((n for n in nodes if n not in done), key=lambda n: ts[n])
+    return order, depth
+
+
+def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, end: np.ndarray,
+              lo: float, hi: float) -> tuple[list[int], float]:
+    """The heaviest chain over time-consistent edges; weights are durations inside [lo, hi]."""
+    w = {n: max(0.0, min(end[n], hi) - max(ts[n], lo)) for n in nodes}
+    order, _ = _order(nodes, {e: "" for e in edges}, ts)
+    pred: dict[int, list[int]] = defaultdict(list)
+    for u, v in edges:
+        pred[v].append(u)
+    best, back = {}, {}
+    for n in order:
+        b, arg = 0.0, None
+        for u in pred.get(n, ()):
+            if u in best and best[u] > b:
+                b, arg = best[u], u
+        best[n] = b + w[n]
+        back[n] = arg
+    if not best:
+        return [], 0.0
+    tail = max(best, key=lambda n: (best[n], -ts[n]))
+    path = [tail]
+    while back[path[-1]] is not None:
+        path.append(back[path[-1]])
+    return path[::-1], float(best[tail])
+
+
+def build(trace: Trace, choice: StepChoice) -> Sequence:
+    """The dependency graph, dataflow order and critical path of the chosen step."""
+    ev = trace.events
+    roles = rows.process_roles(trace)
+    work = rows.work_mask(trace, roles)
+    nodes = _nodes(trace, choice, work)
+    g = _Graph()
+    recorded = trace.format == "timeline" and len(ev.input_ids) > 0
+    if trace.format == "timeline":
+        _timeline_edges(trace, nodes, g, roles)
+    else:
+        _thread_edges(trace, nodes, g)
+    flows = _flow_edges(trace, nodes, g)
+    counts: dict[str, int] = defaultdict(int)
+    for kind in g.edges.values():
+        counts[kind] += 1
+    if trace.format == "timeline":
+        basis = ("op inputs recorded in the trace (args input0..N)" if recorded else
+                 "the trace's rows only: it records no op inputs")
+        if any(k in counts for k in ("launch", "stream order", "gpu data", "copy")):
+            basis += ", GPU launches, stream order and copies"
+        if flows:
+            basis += f" and {flows} flow arrows that added an edge"
+    else:
+        basis = ("per-thread order (a thread runs one op at a time)"
+                 + (f" and {flows} flow arrows" if flows else "")
+                 + ": this trace does not record which op fed which, so the order of ops on "
+                   "different threads is by time and the path below follows threads, a lower "
+                   "bound of the true dependencies")
+    ts, end = ev.ts, ev.ts + ev.dur
+    node_list = [int(i) for i in nodes]
+    order, depth = _order(node_list, g.edges, ts)
+    consistent = [(u, v) for (u, v) in g.edges if end[u] <= ts[v] + EPS_US]
+    path, length = _critical(node_list, consistent, ts, end, choice.lo, choice.hi)
+    after: dict[int, list[int]] = defaultdict(list)
+    for (u, v) in g.edges:
+        after[v].append(u)
+    names = trace.strings.names
+
+    def seq_op(i: int) -> SeqOp:
+        label = names[ev.op_type[i]] or names[ev.name[i]]
+        deps = sorted(after.get(i, ()), key=lambda u: ts[u])
+        return SeqOp(i, depth[i], float(ts[i] - choice.lo), float(ev.dur[i]), label,
+                     names[ev.tf_name[i]] or names[ev.name[i]], _row(trace, i),
+                     [names[ev.tf_name[u]] or names[ev.name[u]] for u in deps])
+
+    # with op inputs, list by dataflow depth; without, per-thread order makes depth a mere
+    # position on the thread, so the honest order is the topological one (by time)
+    ordered = sorted(order, key=lambda i: (depth[i], ts[i])) if recorded else order
+    edges = np.array(list(g.edges), dtype=np.int64).reshape(-1, 2)
+    return Sequence(basis=basis, inputs_recorded=recorded, edge_counts=dict(counts),
+                    ops=[seq_op(i) for i in ordered], edges=edges,
+                    time_inconsistent=len(g.edges) - len(consistent),
+                    critical=[seq_op(i) for i in path], critical_us=length,
+                    wall_us=float(choice.step.dur))
+
+
+def _row(trace: Trace, i: int) -> str:
+    ev = trace.events
+    pid, tid = int(ev.pid[i]), int(ev.tid[i])
+    p = trace.processes.get(pid)
+    pname = rows.device_of(p.name) if p else f"pid {pid}"
+    short = re.sub(r"^/job:[^/]+/replica:\d+/task:\d+", "", pname)
+    if trace.format == "timeline":
+        return f"{short} lane {tid}"
+    name = trace.lanes.get((pid, tid))
+    return f"{short} {rows.thread_base(name)}" if name else f"{short} tid {tid}"

@@ -1,0 +1,71 @@
+"""Which step of a trace to explain, and why.
+
+A trace's first step usually carries one-time work (XLA compilation, thread pools starting,
+files opening), so the default is a steady step: the one whose duration is the median of the
+steps after the first. The caller may ask for a step by number instead.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from common.errors import InputError
+from compare.model.events import Step, Trace
+
+
+@dataclasses.dataclass
+class StepChoice:
+    step: Step
+    reason: str                 # one sentence: why this step
+    count: int                  # steps in the trace
+    first_us: float             # duration of the first step
+    median_us: float            # median duration of the steps after the first (or of all)
+    min_us: float
+    max_us: float
+
+    @property
+    def lo(self) -> float:
+        return self.step.ts
+
+    @property
+    def hi(self) -> float:
+        return self.step.ts + self.step.dur
+
+    def as_dict(self) -> dict:
+        return {"num": self.step.num, "name": self.step.name, "start_us": self.step.ts,
+                "wall_us": self.step.dur, "reason": self.reason, "steps_in_trace": self.count,
+                "first_step_us": self.first_us, "median_step_us": self.median_us,
+                "min_step_us": self.min_us, "max_step_us": self.max_us}
+
+
+def choose(trace: Trace, num: int | None = None) -> StepChoice:
+    """The step to explain: ``num`` if given (an :class:`InputError` if the trace has no such
+    step), else a steady one (see the module docstring)."""
+    steps = sorted(trace.steps, key=lambda s: s.ts)
+    if not steps:
+        raise InputError(f"{trace.source}: the trace has no events to explain")
+    durs = np.array([s.dur for s in steps])
+    later = durs[1:] if len(durs) > 1 else durs
+    stats = dict(count=len(steps), first_us=float(durs[0]), median_us=float(np.median(later)),
+                 min_us=float(durs.min()), max_us=float(durs.max()))
+    if num is not None:
+        match = [s for s in steps if s.num == num]
+        if not match:
+            nums = [s.num for s in steps]
+            have = f"{nums[0]}..{nums[-1]}" if len(nums) > 1 else str(nums[0])
+            raise InputError(f"{trace.source}: no step {num}; the trace has step(s) {have}")
+        return StepChoice(match[0], f"you asked for step {num}", **stats)
+    if len(steps) == 1:
+        what = "session run" if trace.format == "timeline" else "step"
+        return StepChoice(steps[0], f"the trace holds one {what}", **stats)
+    if len(steps) == 2:
+        return StepChoice(steps[1], "the second of two steps (a first step usually carries "
+                                    "one-time work such as XLA compilation)", **stats)
+    median = float(np.median(later))
+    k = 1 + int(np.argmin(np.abs(later - median)))
+    return StepChoice(steps[k], f"a steady step: its duration is the median of steps "
+                                f"{steps[1].num}..{steps[-1].num}; the first step "
+                                f"({durs[0] / 1e3:.1f} ms) is left out, as a first step "
+                                f"usually carries one-time work (XLA compilation, thread pools "
+                                f"and allocators warming up, files opening)", **stats)

@@ -1,0 +1,235 @@
+"""The library: what ``compare.run`` and ``compare.explain`` do, as calls with plain arguments.
+
+    from compare.api import compare_traces, explain_trace
+    report = compare_traces("old/timeline.json", "new/trace.json.gz", out="runs/cmp")
+    print(report.comparison.verdict.comparison)
+
+:func:`run_and_compare` runs both pipelines first (each in a process of its own). Every bad
+input raises :class:`common.errors.InputError` (its message is one line naming the input).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from common import atomic
+from common.errors import InputError, say
+from common.inputs import check_file, resolve_images
+from common.tflog import native_stderr_to
+from compare.analysis import comparison
+from compare.analysis.comparison import SIDES, Side
+from compare.analysis.explanation import Explanation, explain
+from compare.load import LoadError, load
+from compare.model.events import Trace
+from compare.output import report as report_mod
+from compare.output.report import Report
+from compare.pipelines import run_in_child
+from compare.viewers.tensorboard import screenshot_profile
+from modern.data_service import check_service
+
+#: What ``screenshot=True`` saves into the run folder.
+SCREENSHOT = "profile_tab.png"
+#: The traces beside an xprof run folder that are cross-checked against it.
+CROSS_CHECKS = (("timeline.json", "steady"), ("timeline_first.json", "first"))
+
+
+class Phases:
+    """Times each phase of a job and tells ``progress`` (a line per phase) as it goes."""
+
+    def __init__(self, progress: Callable[[str], None] | None = None) -> None:
+        self.t0 = time.monotonic()
+        self.marks: dict[str, float] = {}
+        self._phase: tuple[str, float] | None = None
+        self._progress = progress
+
+    def phase(self, name: str, text: str) -> None:
+        self.end()
+        self._phase = (name, time.monotonic())
+        self.say(text)
+
+    def end(self) -> None:
+        if self._phase:
+            self.marks[self._phase[0]] = round(time.monotonic() - self._phase[1], 2)
+            self._phase = None
+
+    def say(self, text: str) -> None:
+        if self._progress:
+            self._progress(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
+
+
+def explain_trace(trace: Trace | str | os.PathLike, step: int | None = None) -> Explanation:
+    """The seed's four questions for one trace (a loaded Trace or any path we read)."""
+    return explain(trace if isinstance(trace, Trace) else load(trace), step)
+
+
+def default_out() -> Path:
+    """``runs/<timestamp>``, numbered when that exists."""
+    base = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
+def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
+                   out: str | os.PathLike | None = None, verbose: bool = False,
+                   progress: Callable[[str], None] | None = None) -> Report:
+    """Compare two existing traces (any format we read) and write the report into ``out``
+    (new or empty; default ``runs/<timestamp>``). A bad trace leaves nothing behind."""
+    for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
+        if not Path(p).exists():
+            raise LoadError(f"{p}: no such file or folder")
+    out = atomic.prepare_out_dir(out or default_out())
+    log = None if verbose else out / "tf.log"
+    sources = {"legacy": (Path(legacy), "given with --legacy"),
+               "modern": (Path(modern), "given with --modern")}
+    try:
+        with native_stderr_to(log):
+            return analyse_and_write(out, sources, Phases(progress))
+    except (InputError, KeyboardInterrupt):
+        _remove_if_only_log(out)
+        raise
+
+
+def _remove_if_only_log(out: Path) -> None:
+    """A bad trace leaves nothing behind but an empty folder we made (and our log)."""
+    if out.is_dir() and all(c.name == "tf.log" for c in out.iterdir()):
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@dataclasses.dataclass
+class RunOptions:
+    """What ``compare.run`` runs: images (files or folders; default matplotlib's
+    grace_hopper.jpg), profiled steps per pipeline, seed, an optional tf.data service for
+    modern's input, and whether to screenshot TensorBoard's profile tab."""
+
+    images: list[str] = dataclasses.field(default_factory=list)
+    steps: int = 20
+    seed: int = 0
+    data_service: str | None = None
+    screenshot: bool = False
+
+
+def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | None = None,
+                    verbose: bool = False,
+                    progress: Callable[[str], None] | None = None) -> Report:
+    """Run legacy, then modern, each in its own process and profiled, into ``out/legacy`` and
+    ``out/modern``; compare them and write the report into ``out``. An interrupt
+    (KeyboardInterrupt) carries ``kept``: what of the run was kept, and where."""
+    opts = options or RunOptions()
+    _preflight(opts)
+    out = atomic.prepare_out_dir(out or default_out())
+    log = None if verbose else out / "tf.log"
+    say(f"compare.run: run folder {out}" + (f"; TensorFlow's log goes to {log}" if log else ""))
+    clock = Phases(progress)
+    runs: dict[str, dict] = {}
+    try:
+        _run_sides(out, opts, log, clock, runs)
+        shot = _screenshot(out, clock) if opts.screenshot else None
+        with native_stderr_to(log):
+            report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs, shot)
+    except KeyboardInterrupt as e:  # the CLI says where: complete runs, a side's partial
+        kept = [f"{out / k} (complete run)" for k in runs]
+        kept += [f"{out / k / 'partial'} (interrupted run)" for k in SIDES
+                 if k not in runs and (out / k / "partial").is_dir()]
+        e.kept = [*kept, *getattr(e, "kept", [])]
+        raise
+    return report
+
+
+def _preflight(opts: RunOptions) -> None:
+    """Cheap checks before anything is created or run for minutes."""
+    for path in resolve_images(opts.images):
+        check_file(path)
+    if importlib.util.find_spec("modern") is None or \
+            importlib.util.find_spec("modern.runner") is None:
+        raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
+                         "existing traces with --legacy TRACE --modern TRACE")
+    if opts.data_service:  # it answers and has workers
+        check_service(opts.data_service)
+
+
+def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
+               runs: dict) -> None:
+    clock.phase("legacy", f"running legacy ({opts.steps} steps, queue runners, XLA "
+                          f"auto-clustering as in the seed) ...")
+    runs["legacy"] = run_in_child("legacy", out / "legacy", opts.images, opts.steps, opts.seed,
+                                  log)
+    clock.say(_run_line("legacy", runs["legacy"]))
+    where = f" on the tf.data service at {opts.data_service}" if opts.data_service else ""
+    clock.phase("modern", f"running modern ({opts.steps} steps, tf.data{where} + "
+                          f"jit_compile) ...")
+    runs["modern"] = run_in_child("modern", out / "modern", opts.images, opts.steps, opts.seed,
+                                  log, data_service=opts.data_service)
+    clock.say(_run_line("modern", runs["modern"]))
+
+
+def _run_line(side: str, run: dict) -> str:
+    return (f"{side}: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
+            f"{run['steady_median_s'] * 1e3:.1f} ms/step")
+
+
+def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
+    sources = {k: (out / k, "TensorBoard profile (xplane through xprof), steps marked, HLO "
+                            "included") for k in SIDES}
+    svc = runs["modern"].get("data_service")
+    if svc:
+        sources["modern"] = (out / "modern", sources["modern"][1] + (
+            f"; input pipeline on the tf.data service at {svc['address']} "
+            f"({svc['worker_count']} worker(s), {svc['processing_mode']}): its read, decode and "
+            f"resize ran in the workers' processes, not in this trace"))
+    return sources
+
+
+def _screenshot(out: Path, clock: Phases) -> str | None:
+    """TensorBoard's profile tab over the run folder, saved as ``out/profile_tab.png``; its
+    name, or None (with one line saying why) when it cannot be taken."""
+    clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
+                              "chromium) ...")
+    try:
+        with tempfile.TemporaryDirectory(prefix="compare-screenshot-") as tmp:
+            png = Path(tmp) / SCREENSHOT
+            names = screenshot_profile(out, png, work_dir=tmp)
+            atomic.write_bytes(out / SCREENSHOT, png.read_bytes())
+    except InputError as e:
+        say(f"compare.run: no screenshot: {e}")
+        return None
+    clock.say(f"{out / SCREENSHOT}: the profile tab lists {', '.join(names)}")
+    return SCREENSHOT
+
+
+def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Phases,
+                      tensorboard_logdir: str | None = None, runs: dict | None = None,
+                      screenshot: str | None = None) -> Report:
+    """Load, analyse and compare the two sources; write the report into ``out``."""
+    clock.phase("convert", "converting profiles (xprof) and loading traces ...")
+    traces = {k: load(path) for k, (path, _) in sources.items()}
+    clock.phase("map", "mapping events to stages ...")
+    sides = {k: comparison.side(k, traces[k], note) for k, (_, note) in sources.items()}
+    for k, (path, _) in sources.items():
+        _add_cross_checks(sides[k], path, traces[k])
+    clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
+    report = report_mod.build(comparison.compare(sides["legacy"], sides["modern"]), sides,
+                              tensorboard_logdir, screenshot)
+    report.runs = runs or None
+    clock.end()
+    report.elapsed_s = dict(clock.marks)
+    report_mod.write(out, report, sides)
+    return report
+
+
+def _add_cross_checks(side: Side, path: Path, trace: Trace) -> None:
+    """Our run folders hold timeline.py traces beside the profile: map them as a cross check."""
+    if not (path.is_dir() and trace.format == "xprof"):
+        return
+    for name, against in CROSS_CHECKS:
+        if (path / name).is_file():
+            side.cross_checks.append(comparison.cross_check(side, load(path / name), name,
+                                                            against))

@@ -1,0 +1,512 @@
+"""Turns chunks of trace events into the columns of one :class:`compare.model.events.Trace`,
+knowing each tool's dialect (timeline.py args, xprof's long names, groups and step markers);
+infers steps when the trace marks none."""
+from __future__ import annotations
+
+from collections import Counter
+from itertools import compress, repeat
+from operator import is_
+
+import numpy as np
+
+from compare.load import chrome_json
+from compare.model.events import (
+    STRING_COLUMNS,
+    Counters,
+    EventBuilder,
+    Flows,
+    Process,
+    Step,
+    Strings,
+    Trace,
+)
+from compare.vocabulary.ops import SOURCE_NODE, category_of
+from compare.vocabulary.rows import process_kind
+
+#: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
+_I64 = 1 << 63
+#: Timestamps and durations beyond this many µs are damage, skipped (see chrome_json).
+MAX_TIME_US = chrome_json.MAX_TIME_US
+
+
+def _int_in(value, bound: int, default):
+    """``value`` as an int in [-bound, bound), else ``default``."""
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return n if -bound <= n < bound else default
+
+
+def _input_name(v: str) -> str:
+    """The producer node of a timeline input: ``a/b`` from ``a/b:1``; ``^a/b`` is a control
+    input from ``a/b``."""
+    return v.split(":", 1)[0] if ":" in v and not v.startswith("^") else v.lstrip("^")
+
+
+class Builder:
+    """Turns chunks of raw event dicts into columns; knows the dialect quirks."""
+
+    def __init__(self, strings: Strings, warnings: list[str]) -> None:
+        self.s = strings
+        self.warnings = warnings
+        self.ev = EventBuilder()
+        self.proc_names: dict[int, str] = {}
+        self.proc_sort: dict[int, int] = {}
+        self.lanes: dict[tuple[int, int], str] = {}
+        self.counters: list[tuple] = []   # rows of the current chunk, then flushed into:
+        self.counter_chunks: list[tuple] = []
+        self.flows: list[tuple] = []
+        self.flow_chunks: list[tuple] = []
+        self.objects: dict[int, int] = {}
+        self.open_b: dict[tuple[int, int], list[dict]] = {}
+        self.skipped: dict[str, int] = {}
+        self.steps: dict[int, Step] = {}
+        self.group_step: dict[int, int] = {}
+        self.timeline_style = False
+        self.xprof_style = False
+
+    def is_plain(self) -> bool:
+        """Nothing here depends on events outside this builder's own: no open B/E pairs, no
+        steps or groups, nothing skipped or warned about (see :func:`_add_in_halves`)."""
+        return not (self.open_b or self.steps or self.group_step or self.skipped
+                    or self.warnings or self.counters or self.flows or self.xprof_style)
+
+    def export(self) -> dict:
+        """This builder's columns and tables, to be :meth:`absorb` ed by another process."""
+        self._flush()
+        return {"names": self.s.names, "chunks": self.ev.chunks,
+                "input_lengths": self.ev.input_lengths, "input_ids": self.ev.input_ids,
+                "proc_names": self.proc_names, "proc_sort": self.proc_sort, "lanes": self.lanes,
+                "counter_chunks": self.counter_chunks, "flow_chunks": self.flow_chunks,
+                "objects": self.objects, "timeline_style": self.timeline_style}
+
+    def absorb(self, other: dict) -> None:
+        """Append the events of an :meth:`export` ed builder that read the events after ours,
+        as if this builder had read them itself (its string ids mapped onto ours)."""
+        remap = np.asarray(self.s.ids(other["names"]), dtype=np.int32)
+        for col, parts in other["chunks"].items():
+            if col in STRING_COLUMNS:
+                parts = [remap[p] for p in parts]
+            self.ev.chunks[col].extend(parts)
+        self.ev.input_lengths.extend(other["input_lengths"])
+        self.ev.input_ids.extend(remap[p] for p in other["input_ids"])
+        self.counter_chunks.extend((pid, remap[name], ts, value)
+                                   for pid, name, ts, value in other["counter_chunks"])
+        self.flow_chunks.extend((*f[:5], remap[f[5]]) for f in other["flow_chunks"])
+        self.proc_names.update(other["proc_names"])
+        self.proc_sort.update(other["proc_sort"])
+        self.lanes.update(other["lanes"])
+        for pid, n in other["objects"].items():
+            self.objects[pid] = self.objects.get(pid, 0) + n
+        self.timeline_style = self.timeline_style or other["timeline_style"]
+
+    def skip(self, why: str, n: int = 1) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + n
+
+    def add(self, events: list) -> None:
+        if isinstance(events, chrome_json.TypedChunk):
+            if self._add_typed(events):
+                return
+            events = chrome_json._loads(events.text, self.warnings)
+        self._add_dicts(events)
+        self._flush()
+
+    def _add_dicts(self, events: list) -> None:
+        xs, bs = [], []
+        for e in events:
+            if type(e) is not dict:
+                self.skip("entries that are not JSON objects")
+                continue
+            if not e:
+                continue  # xprof ends its list with an empty object
+            ph = e.get("ph")
+            if ph == "X":
+                xs.append(e)
+            elif ph in ("B", "E"):
+                bs.append(e)
+            elif ph == "M":
+                self._meta(e)
+            elif ph == "C":
+                self._counter(e)
+            elif ph in ("s", "t", "f"):
+                self._flow(e)
+            elif ph in ("N", "O", "D"):
+                pid = e.get("pid")
+                if isinstance(pid, int) and ph == "N":
+                    self.objects[pid] = self.objects.get(pid, 0) + 1
+            elif ph in ("i", "I", "R", "P", "b", "e", "n", "S", "T", "F", "c"):
+                pass  # instants, marks, async and sample events: not used by our analyses
+            else:
+                self.skip(f"events with unknown ph {str(ph)[:10]!r}")
+        if bs:
+            xs.extend(self._close_pairs(bs))
+        if xs:
+            self._complete(xs)
+
+    def _flush(self) -> None:
+        """Move counter and flow rows gathered one by one into numpy chunks (small memory)."""
+        if self.counters:
+            c = self.counters
+            self.counter_chunks.append((np.array([x[0] for x in c], np.int64),
+                                        np.array([x[1] for x in c], np.int32),
+                                        np.array([x[2] for x in c], np.float64),
+                                        np.array([x[3] for x in c], np.float64)))
+            self.counters = []
+        if self.flows:
+            f = self.flows
+            self.flow_chunks.append((np.array([x[0] for x in f], np.int64),
+                                     np.array([x[1] for x in f], np.int8),
+                                     np.array([x[2] for x in f], np.int64),
+                                     np.array([x[3] for x in f], np.int64),
+                                     np.array([x[4] for x in f], np.float64),
+                                     np.array([x[5] for x in f], np.int32)))
+            self.flows = []
+
+    # --- the fast path -------------------------------------------------------------------
+
+    def _add_typed(self, chunk: list) -> bool:
+        """Take a chunk of typed events (see :mod:`compare.load.chrome_json`) in bulk; return False
+        (having changed nothing) for the dict path to take it instead when its complete
+        events are not all timeline.py's (xprof and other tools: the dict path reads their
+        args)."""
+        cj = chrome_json
+        types = list(map(type, chunk))
+        present = set(types)
+
+        def of(*classes) -> list:
+            if not present.intersection(classes):
+                return []
+            if len(present) == 1:
+                return chunk
+            if len(classes) == 1:  # C-level selection: map(is_) then compress
+                return list(compress(chunk, map(is_, types, repeat(classes[0]))))
+            return [e for e, t in zip(chunk, types) if t in classes]
+
+        xs = of(cj.XEvent)
+        x_cols = self._typed_complete(xs) if xs else None
+        if xs and x_cols is None:
+            return False
+        # commit from here on: nothing above changed the builder
+        for e in of(cj.MEvent):
+            self._meta({"pid": e.pid, "tid": e.tid, "name": e.name, "args": e.args})
+        # an object event's pid may be any JSON value (a list is unhashable): ints only
+        for pid, n in Counter([e.pid for e in of(cj.NEvent) if type(e.pid) is int]).items():
+            self.objects[pid] = self.objects.get(pid, 0) + n
+        cs = of(cj.CEvent)
+        if cs:
+            self._typed_counters(cs)
+        fl = of(*cj.FLOWS.values())
+        if fl:
+            sid = self.s.id
+            phase = {cls: k for k, cls in enumerate(cj.FLOWS.values())}
+            self.flows.extend((e.id, phase[type(e)], e.pid, e.tid, e.ts, sid(e.name)) for e in fl)
+        self._flush()
+        if x_cols is not None:
+            self.timeline_style = True
+            self.ev.extend(**x_cols)
+        return True
+
+    def _typed_complete(self, xs: list) -> dict | None:
+        """Columns of timeline.py complete events (args ``{name, op, input0..}``), or None
+        when any event's args are not timeline.py's."""
+        args = [e.args for e in xs]
+        ops = [a.get("op") for a in args]
+        if set(map(type, ops)) != {str}:
+            return None  # not every event is timeline.py's (xprof, other tools): dict path
+        pid = np.array([e.pid for e in xs])
+        tid = np.array([e.tid for e in xs])
+        if pid.dtype.kind not in "iu" or tid.dtype.kind not in "iu":
+            return None  # beyond 64 bits
+        ts = np.array([e.ts for e in xs], dtype=np.float64)
+        dur = np.array([e.dur for e in xs], dtype=np.float64)
+        names = [e.name for e in xs]
+        tf_names = [a.get("name") for a in args]
+        tf_names = [n if type(n) is str else "" for n in tf_names]
+        pairs = [(j, v) for j, a in enumerate(args) if len(a) > 2
+                 for k, v in a.items() if k[:5] == "input" and type(v) is str]
+        if pairs:
+            owner, values = zip(*pairs)
+            lengths = np.bincount(np.asarray(owner), minlength=len(args))
+            # _input_name, inlined: the producer node of each input
+            inputs = [v.partition(":")[0] if v[:1] != "^" else v.lstrip("^") for v in values]
+        else:
+            lengths, inputs = np.zeros(len(args), dtype=np.int64), []
+        sid = self.s.ids
+        name_ids, op_ids = sid(names), sid(ops)
+        return dict(pid=pid.astype(np.int64), tid=tid.astype(np.int64), ts=ts, dur=dur,
+                    name=name_ids, op_type=op_ids, tf_name=sid(tf_names),
+                    category=self._categories(name_ids, op_ids), input_lengths=lengths,
+                    input_ids=sid(inputs))
+
+    def _typed_counters(self, cs: list) -> None:
+        names = [e.name for e in cs]
+        vals = [e.args.get(n) for e, n in zip(cs, names)]
+        if set(map(len, (e.args for e in cs))) == {1} and None not in vals:
+            # timeline.py: one value per event, keyed by the allocator that names the series
+            self._flush()  # keep the order of rows gathered before
+            self.counter_chunks.append((
+                np.array([e.pid for e in cs], np.int64), np.array(self.s.ids(names), np.int32),
+                np.array([e.ts for e in cs], np.float64), np.array(vals, np.float64)))
+            return
+        sid = self.s.id
+        for e, name in zip(cs, names):
+            for k, v in e.args.items():
+                series = name if k == name else f"{name}.{k}" if name else k
+                self.counters.append((e.pid, sid(series), e.ts, float(v)))
+
+    def _categories(self, name_ids: list[int], op_ids: list[int]) -> np.ndarray:
+        """``_category`` per distinct (name, op type) pair, spread back over the events."""
+        key = np.asarray(name_ids, np.int64) * (1 << 31) + np.asarray(op_ids, np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        names = self.s.names
+        cats = np.array([category_of(names[int(k >> 31)], names[int(k & ((1 << 31) - 1))], "",
+                                   False) for k in uniq], dtype=np.int8)
+        return cats[inv]
+
+    # --- event kinds ---------------------------------------------------------------------
+
+    def _meta(self, e: dict) -> None:
+        pid, name, args = e.get("pid"), e.get("name"), e.get("args") or {}
+        if not isinstance(pid, int) or not -_I64 <= pid < _I64 or not isinstance(args, dict):
+            self.skip("metadata events without pid")
+            return
+        if name == "process_name":
+            self.proc_names[pid] = str(args.get("name", pid))
+        elif name == "process_sort_index" and isinstance(args.get("sort_index"), int):
+            self.proc_sort[pid] = args["sort_index"]
+        elif name == "thread_name" and isinstance(e.get("tid"), int) and \
+                -_I64 <= e["tid"] < _I64:
+            self.lanes[(pid, e["tid"])] = str(args.get("name", e["tid"]))
+
+    def _counter(self, e: dict) -> None:
+        pid, ts, args = e.get("pid"), e.get("ts"), e.get("args")
+        if not isinstance(pid, int) or not isinstance(ts, (int, float)) or not isinstance(args, dict):
+            self.skip("counter events without pid/ts/args")
+            return
+        if not (-_I64 <= pid < _I64 and -MAX_TIME_US <= ts <= MAX_TIME_US):
+            self.skip("counter events with pid or ts out of range")
+            return
+        base = str(e.get("name", ""))
+        for k, v in args.items():
+            if isinstance(v, (int, float)) and -1e308 <= v <= 1e308:
+                series = base if k == base else f"{base}.{k}" if base else k
+                self.counters.append((pid, self.s.id(series), float(ts), float(v)))
+
+    def _flow(self, e: dict) -> None:
+        pid, tid, ts = e.get("pid"), e.get("tid"), e.get("ts")
+        fid = e.get("id")
+        if not (isinstance(pid, int) and isinstance(tid, int) and isinstance(ts, (int, float))
+                and -_I64 <= pid < _I64 and -_I64 <= tid < _I64
+                and -MAX_TIME_US <= ts <= MAX_TIME_US):
+            self.skip("flow events without pid/tid/ts")
+            return
+        if isinstance(fid, str):
+            try:
+                fid = int(fid, 0)
+            except ValueError:
+                fid = hash(fid)
+        if not isinstance(fid, int):
+            self.skip("flow events without id")
+            return
+        if not -_I64 <= fid < _I64:
+            fid = hash(fid)
+        self.flows.append((fid, "stf".index(e["ph"]), pid, tid, float(ts),
+                           self.s.id(str(e.get("name", "")))))
+
+    def _close_pairs(self, bs: list[dict]) -> list[dict]:
+        out = []
+        for e in sorted(bs, key=lambda e: e.get("ts") if isinstance(e.get("ts"), (int, float))
+                        else 0):
+            key = (e.get("pid"), e.get("tid"))
+            if not isinstance(key[0], int) or not isinstance(key[1], int) or \
+                    not isinstance(e.get("ts"), (int, float)):
+                self.skip("B/E events without pid/tid/ts")
+                continue
+            stack = self.open_b.setdefault(key, [])
+            if e["ph"] == "B":
+                stack.append(e)
+            elif stack:
+                b = stack.pop()
+                x = dict(b)
+                x["ph"] = "X"
+                x["dur"] = e["ts"] - b["ts"]
+                if isinstance(e.get("args"), dict):
+                    x["args"] = {**(b.get("args") or {}), **e["args"]}
+                out.append(x)
+            else:
+                self.skip("E events without a matching B")
+        return out
+
+    def _complete(self, xs: list[dict]) -> None:
+        good = [e for e in xs if self._usable(e)]
+        if not good:
+            return
+        names, op_types, tf_names, groups, hmods, hops, cats = [], [], [], [], [], [], []
+        in_lengths, in_ids = [], []
+        for e in good:
+            name = e.get("name")
+            name = name if isinstance(name, str) else str(name or "")
+            args = e.get("args")
+            op_type = tf_name = hlo_op = hlo_mod = ""
+            group, n_in, step_marker = -1, 0, False
+            if type(args) is dict and args:
+                if isinstance(args.get("op"), str):  # timeline.py: args {name, op, input0..N}
+                    op_type, tf_name, n_in = self._timeline_args(args, in_ids)
+                else:
+                    op_type, tf_name, hlo_op, hlo_mod, group = self._xprof_args(args, name)
+                    step_marker = self._step_marker(e, args, name, group)
+            names.append(name)
+            op_types.append(op_type)
+            tf_names.append(tf_name)
+            groups.append(group)
+            hmods.append(hlo_mod)
+            hops.append(hlo_op)
+            cats.append(category_of(name, op_type, hlo_op, step_marker))
+            in_lengths.append(n_in)
+        self.ev.extend(
+            pid=[e["pid"] for e in good], tid=[e["tid"] for e in good],
+            ts=[float(e["ts"]) for e in good], dur=[float(e["dur"]) for e in good],
+            name=self.s.ids(names), op_type=self.s.ids(op_types), tf_name=self.s.ids(tf_names),
+            category=cats, group=groups, hlo_module=self.s.ids(hmods), hlo_op=self.s.ids(hops),
+            input_lengths=in_lengths, input_ids=in_ids)
+
+    def _usable(self, e: dict) -> bool:
+        """A complete event whose pid, tid, ts and dur fit the columns; else counted as why."""
+        pid, tid, ts, dur = e.get("pid"), e.get("tid"), e.get("ts"), e.get("dur")
+        if not isinstance(pid, int) or not isinstance(tid, int):
+            self.skip("complete events without integer pid/tid")
+        elif not (-_I64 <= pid < _I64 and -_I64 <= tid < _I64):
+            self.skip("complete events with pid/tid beyond 64 bits")
+        elif not isinstance(ts, (int, float)):
+            self.skip("complete events without ts")
+        elif not isinstance(dur, (int, float)):
+            self.skip("complete events without dur")
+        elif not (-MAX_TIME_US <= ts <= MAX_TIME_US and dur <= MAX_TIME_US):
+            self.skip("complete events with ts/dur not finite or beyond 1e18 us")
+        elif dur < 0:
+            self.skip("complete events with negative dur")
+        else:
+            return True
+        return False
+
+    def _timeline_args(self, args: dict, in_ids: list[int]) -> tuple[str, str, int]:
+        """(op type, node name, number of inputs) of a timeline.py event; its inputs'
+        producer names are appended to ``in_ids``."""
+        self.timeline_style = True
+        tf_name = args.get("name") if isinstance(args.get("name"), str) else ""
+        n_in = 0
+        for k, v in args.items():
+            if k.startswith("input") and isinstance(v, str):
+                in_ids.append(self.s.id(_input_name(v)))
+                n_in += 1
+        return args["op"], tf_name, n_in
+
+    def _xprof_args(self, args: dict, name: str) -> tuple[str, str, str, str, int]:
+        """(op type, node name, HLO op, HLO module, group id) of an xprof event."""
+        op_type = tf_name = hlo_op = hlo_mod = ""
+        ln = args.get("long_name")
+        if isinstance(ln, str):  # xprof: "tf/node/name:OpType"
+            self.xprof_style = True
+            tf_name, _, op_type = ln.rpartition(":")
+            if not tf_name:
+                tf_name, op_type = op_type, name
+        ho = args.get("hlo_op")
+        if isinstance(ho, str):
+            hlo_op = ho
+            hm = args.get("hlo_module")
+            hlo_mod = hm if isinstance(hm, str) else ""
+        return op_type, tf_name, hlo_op, hlo_mod, _int_in(args.get("group_id"), _I64, -1)
+
+    def _step_marker(self, e: dict, args: dict, name: str, group: int) -> bool:
+        """An xprof step marker (``step_num`` and ``step_name`` args): record the step."""
+        if "step_name" not in args:
+            return False
+        num = _int_in(args.get("step_num"), 1 << 31, None)  # the step column is int32
+        if num is None:
+            return False
+        if num not in self.steps:
+            self.steps[num] = Step(num, float(e["ts"]), float(e["dur"]), name)
+        if group >= 0:
+            self.group_step[group] = num
+        return True
+
+    # --- finish --------------------------------------------------------------------------
+
+    def finish(self, source: str, rest: dict) -> Trace:
+        unclosed = sum(len(v) for v in self.open_b.values())
+        if unclosed:
+            self.skip("B events never closed by an E", unclosed)
+        for why, n in sorted(self.skipped.items()):
+            self.warnings.append(f"skipped {n} {why}")
+        events = self.ev.freeze()
+        pids = set(self.proc_names) | {int(p) for p in np.unique(events.pid)}
+        processes = {p: Process(p, self.proc_names.get(p, f"pid {p}"),
+                                process_kind(self.proc_names.get(p, "")), self.proc_sort.get(p))
+                     for p in sorted(pids)}
+        fmt = "timeline" if self.timeline_style else "xprof" if (
+            self.xprof_style or any(p.kind == "host" for p in processes.values())) else "chrome"
+        self._flush()
+        if self.counter_chunks:
+            counters = Counters(*(np.concatenate(col) for col in zip(*self.counter_chunks)))
+        else:
+            counters = Counters.empty()
+        if self.flow_chunks:
+            flows = Flows(*(np.concatenate(col) for col in zip(*self.flow_chunks)))
+        else:
+            flows = Flows.empty()
+        meta = {k: v for k, v in rest.items() if k != "traceEvents" and not isinstance(v, (list, dict))}
+        trace = Trace(source=source, format=fmt, strings=self.s, processes=processes,
+                      lanes=dict(self.lanes), events=events, counters=counters, flows=flows,
+                      objects=self.objects, warnings=self.warnings, meta=meta)
+        trace.steps = sorted(self.steps.values(), key=lambda st: st.ts)
+        if not trace.steps:
+            trace.steps = _infer_steps(trace)
+        _assign_steps(trace, self.group_step)
+        return trace
+
+
+def _infer_steps(trace: Trace) -> list[Step]:
+    """Steps when the trace marks none: each ``_SOURCE`` node of a timeline starts a session run
+    (TF's executor runs it first); otherwise the whole trace is one step. Every device's
+    executor runs its own ``_SOURCE`` (a GPU run has one on the CPU and one on the GPU), so a
+    new run starts only at a ``_SOURCE`` of a device already seen in the current run."""
+    ev = trace.events
+    if not len(ev):
+        return []
+    src = trace.strings.lookup(SOURCE_NODE)
+    starts = np.zeros(0)
+    if src is not None:
+        hit = np.flatnonzero(ev.tf_name == src)
+        hit = hit[np.lexsort((ev.pid[hit], ev.ts[hit]))]
+        firsts, seen = [], set()
+        for i in hit:
+            pid = int(ev.pid[i])
+            if not firsts or pid in seen:
+                firsts.append(float(ev.ts[i]))
+                seen = set()
+            seen.add(pid)
+        starts = np.array(firsts)
+    t0, t1 = float(ev.ts.min()), float(ev.end.max())
+    if len(starts) <= 1:
+        return [Step(0, t0, t1 - t0, "whole trace")]
+    bounds = list(starts) + [t1]
+    bounds[0] = min(bounds[0], t0)
+    return [Step(i, float(bounds[i]), float(bounds[i + 1] - bounds[i]), f"session run {i}")
+            for i in range(len(starts))]
+
+
+def _assign_steps(trace: Trace, group_step: dict[int, int]) -> None:
+    ev = trace.events
+    ev.step = trace.step_of(ev.ts)
+    if group_step:
+        groups = np.array(list(group_step.keys()), dtype=np.int64)
+        nums = np.array(list(group_step.values()), dtype=np.int32)
+        order = np.argsort(groups)
+        groups, nums = groups[order], nums[order]
+        pos = np.searchsorted(groups, ev.group)
+        pos = np.clip(pos, 0, len(groups) - 1)
+        hit = groups[pos] == ev.group
+        ev.step[hit] = nums[pos[hit]]

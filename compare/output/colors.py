@@ -1,0 +1,43 @@
+"""One colour per stage, the same in every artifact.
+
+Chrome's trace viewer (chrome://tracing, and TensorBoard's) colours an event by its ``cname``,
+which must be one of catapult's reserved colour names; the PNGs use the same RGB values, so a
+stage looks alike in the plots and the merged trace. Perfetto ignores ``cname`` and colours by
+event name, which is why the merged trace also carries a stage row per lane whose events are
+named by stage.
+"""
+from __future__ import annotations
+
+from compare.vocabulary.labels import LABELS
+
+#: label -> (catapult reserved colour name, RGB)
+STAGE_COLORS: dict[str, tuple[str, tuple[int, int, int]]] = {
+    "read": ("thread_state_iowait", (255, 140, 0)),
+    "decode": ("rail_animation", (244, 74, 63)),
+    "resize": ("detailed_memory_dump", (180, 0, 180)),
+    "crop": ("thread_state_runnable", (133, 160, 210)),
+    "flip": ("background_memory_dump", (0, 180, 180)),
+    "brightness": ("startup", (230, 230, 0)),
+    "saturation": ("rail_response", (67, 135, 253)),
+    "contrast": ("good", (0, 125, 0)),
+    "clip": ("olive", (100, 100, 0)),
+    "assemble": ("thread_state_unknown", (199, 155, 125)),
+    "shuffle": ("thread_state_uninterruptible", (182, 125, 143)),
+    "xla_compile": ("terrible", (180, 0, 0)),
+    "xla_run": ("cq_build_passed", (153, 238, 102)),
+    "input_wait": ("light_memory_dump", (0, 0, 180)),
+    "runtime": ("generic_work", (125, 125, 125)),
+    "idle": ("grey", (221, 221, 221)),
+    "unmapped": ("black", (0, 0, 0)),
+}
+assert set(STAGE_COLORS) == set(LABELS)
+
+
+def cname(label: str) -> str:
+    return STAGE_COLORS[label][0]
+
+
+def rgb01(label: str) -> tuple[float, float, float]:
+    """The stage's colour as matplotlib wants it."""
+    r, g, b = STAGE_COLORS[label][1]
+    return (r / 255, g / 255, b / 255)

@@ -1,0 +1,374 @@
+"""An :class:`compare.analysis.explanation.Explanation` in plain words: a header, "In short",
+then one section per question of the seed. :func:`answers` gives each section on its own
+(report.md shows them per run); :func:`to_text` is what ``compare.explain`` prints."""
+from __future__ import annotations
+
+import textwrap
+
+from compare.analysis.explanation import Explanation
+from compare.analysis.mapping import stage_of_op
+from compare.fmt import duration as ms
+from compare.fmt import size
+from compare.vocabulary.ops import XLA_OP_WORDS
+from compare.vocabulary.thresholds import COMPUTE_NOTABLE
+
+#: The seed's four questions (question.md), and the key of the section answering each.
+QUESTIONS = {
+    "pids": "What is denoted by different pids in the plot?",
+    "xla": "How do I understand the overhead of XLA compiler and what does _XLA_LAUNCH mean "
+           "in the plot?",
+    "sequence": "How do I determine the sequence of operations taking place?",
+    "interpret": "How do I interpret this plot? (where the time went, the bottleneck, what to "
+                 "try next)",
+}
+WIDTH = 100
+
+
+class Lines:
+    """Wrapped lines of text, built up by calls."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, text: str = "", indent: int = 0, hang: int = 2) -> None:
+        if not text:
+            self.lines.append("")
+            return
+        pad = " " * indent
+        self.lines.extend(textwrap.wrap(text, WIDTH, initial_indent=pad,
+                                        subsequent_indent=pad + " " * hang,
+                                        break_on_hyphens=False) or [pad])
+
+    def text(self) -> str:
+        return "\n".join(self.lines).strip("\n")
+
+
+def to_text(e: Explanation) -> str:
+    """The whole report: header, "In short", and the four numbered sections."""
+    sections = answers(e)
+    parts = [header(e)]
+    for n, key in enumerate(QUESTIONS, 1):
+        title = f"{n}. {QUESTIONS[key]}"
+        parts += ["", title, "=" * min(len(title), WIDTH), sections[key]]
+    return "\n".join(parts) + "\n"
+
+
+def answers(e: Explanation) -> dict[str, str]:
+    """Each question's section (keyed as :data:`QUESTIONS`), and ``summary``: "In short"."""
+    return {"summary": summary(e), "pids": pids(e), "xla": xla(e), "sequence": sequence(e),
+            "interpret": interpret(e)}
+
+
+# --------------------------------------------------------------------------------------------
+# header and summary
+
+def header(e: Explanation) -> str:
+    out = Lines()
+    c, step = e.choice, e.choice.step
+    out(f"Trace: {e.trace_source}")
+    out(f"What it is: {e.legend.format_words}.", hang=4)
+    out(f"Step explained: step {step.num} ({step.name}), {ms(step.dur)} wall, chosen because "
+        f"{c.reason}. The trace has {c.count} step(s)"
+        + (f": first {ms(c.first_us)}, median of the rest {ms(c.median_us)}, shortest "
+           f"{ms(c.min_us)}, longest {ms(c.max_us)}" if c.count > 1 else "")
+        + ". Pick another with --step N.", hang=4)
+    if e.warnings:
+        out("Warnings (the trace is damaged; this report uses what could be read):")
+        for w in e.warnings:
+            out(f"- {w}", indent=2)
+    out()
+    out("In short:")
+    out.lines.append(summary(e))
+    return out.text()
+
+
+def summary(e: Explanation) -> str:
+    out = Lines()
+    x, v, sq = e.xla, e.verdict, e.sequence
+    out(f"- {v.headline}", indent=2)
+    if x.compiles:
+        out(f"- XLA compiled {x.compiles} time(s), {ms(x.compile_us)} of compile work in all"
+            + (f"; recompiled: {', '.join(x.recompiled)}" if x.recompiled else
+               "; no recompilation") + ".", indent=2)
+    elif x.launch_style != "none":
+        out(f"- XLA ran {sum(1 for u in x.units.values() if u.runs)} cluster(s); none compiled "
+            f"in this trace (it shows steady calls only).", indent=2)
+    else:
+        out("- No XLA in this trace.", indent=2)
+    if v.facts.gpu_busy_share is not None:
+        out(f"- The GPU ran kernels {v.facts.gpu_busy_share:.0%} of the step; the "
+            f"'<gpu> Compute' row is the host launching them.", indent=2)
+    out(f"- Critical path: {ms(sq.critical_us)} of the {ms(sq.wall_us)} step "
+        f"({sq.critical_us / sq.wall_us:.0%})." if sq.wall_us else "- No critical path.",
+        indent=2)
+    return out.text()
+
+
+# --------------------------------------------------------------------------------------------
+# 1. pids
+
+def pids(e: Explanation) -> str:
+    out = Lines()
+    lg = e.legend
+    out("Each pid is one row group of the viewer (a 'process'); each tid inside it is one "
+        "row. " + lg.tids_words)
+    empty: dict[str, list] = {}
+    for p in lg.processes:
+        if not p.events and not p.tensors and p.role != "allocator":
+            empty.setdefault(p.meaning, []).append(p)
+            continue
+        _process(out, e, p)
+    for meaning, group in empty.items():
+        out()
+        out("pid " + ", ".join(str(p.pid) for p in group) + "  "
+            + ", ".join(p.name for p in group), indent=2, hang=4)
+        out(f"{meaning}.", indent=6)
+    return out.text()
+
+
+def _process(out: Lines, e: Explanation, p) -> None:
+    lg, step = e.legend, e.choice.step
+    busy = (f" Busy {p.busy_share:.0%} of step {step.num} ({ms(p.busy_us)})"
+            + (f", {p.parallelism:.2f} rows busy at once on average" if
+               p.parallelism > 1.05 else "") + "." if p.events else "")
+    out()
+    out(f"pid {p.pid}  {p.name}", indent=2)
+    out(f"{p.meaning}.{busy}", indent=6)
+    if p.role == "allocator":
+        _memory(out, e)
+    shown = [ln for ln in p.lanes if ln.events or lg.tids_are == "threads"]
+    for ln in shown[:10]:
+        out(f"{ln.name}: {ln.meaning}; busy {ln.busy_share:.0%}.", indent=6, hang=4)
+    if len(shown) > 10:
+        out(f"... and {len(shown) - 10} more rows", indent=6)
+
+
+def _memory(out: Lines, e: Explanation) -> None:
+    step = e.choice.step
+    for m in e.legend.memory:
+        at = (f"; in step {step.num} up to {size(m.step_peak_bytes)}"
+              if m.step_peak_bytes else f"; no sample in step {step.num}")
+        out(f"{m.allocator}: peak {size(m.peak_bytes)} at +{ms(m.peak_at_us)} from "
+            f"the trace start{at}", indent=6)
+    if any(not m.step_peak_bytes for m in e.legend.memory) and e.trace_format == "timeline" \
+            and e.choice.count > 1:
+        out("(timeline.py tracks tensors by name, so when several session runs share "
+            "a trace only the last run's allocations are drawn.)", indent=6)
+
+
+# --------------------------------------------------------------------------------------------
+# 2. XLA
+
+def xla(e: Explanation) -> str:
+    out = Lines()
+    x = e.xla
+    for op, words in XLA_OP_WORDS.items():
+        if op in e.ops_present or op == "_XlaLaunch":
+            note = "" if op in e.ops_present else " (not in this trace)"
+            out(f"{op}{note}: {words}", indent=2, hang=4)
+    out()
+    if x.launch_style == "none":
+        out("This trace shows no XLA ops: nothing was compiled by XLA (or XLA ran inside "
+            "ops this trace does not name).")
+        return out.text()
+    _xla_totals(out, e)
+    units = sorted((u for u in x.units.values() if u.runs or u.compiles),
+                   key=lambda u: -(u.compile_us + u.run_us))
+    out()
+    out("Per cluster (largest first): first call vs steady call shows the compile.")
+    for u in units[:8]:
+        _xla_unit(out, u)
+    if len(units) > 8:
+        out(f"... and {len(units) - 8} more (all in --json).", indent=2)
+    if x.launch_style == "launch" and any(u.compiles for u in units):
+        u = max(units, key=lambda u: u.compile_us)
+        out()
+        out(f"How to read the overhead: {u.name}'s first _XlaLaunch took "
+            f"{ms(u.launch_first_us)} and a steady one {ms(u.launch_steady_us)}, so about "
+            f"{ms(u.first_compile_us)} of the first call was compilation, paid once per "
+            f"input shape: as long as {u.first_compile_us / e.choice.step.dur:.0f} steps like "
+            f"step {e.choice.step.num}.")
+    return out.text()
+
+
+def _xla_totals(out: Lines, e: Explanation) -> None:
+    x, xs, step = e.xla, e.xla_step, e.choice.step
+    style = {"launch": "TF 1.x style: one _XlaLaunch per cluster",
+             "function": "tf.function(jit_compile=True): one call per function, which "
+                         "compiles on its first call for each input shape and then runs "
+                         "the compiled program; its XLA kernels show inside the call"
+             }.get(x.launch_style, "_XlaCompile + _XlaRun per cluster")
+    ran = sum(1 for u in x.units.values() if u.runs)
+    idle = len(x.units) - ran
+    out(f"This trace: {ran} cluster(s) or function(s) ran"
+        + (f" ({idle} more known from the cluster list did not run here)" if idle else "")
+        + f", {style}. "
+        + (f"Compiles: {x.compiles}, {ms(x.compile_us)} in all. " if x.compiles else
+           "Compiles: none in this trace (every call found its program in the cache). ")
+        + f"Runs: {ms(x.run_us)} in all. "
+        + ("Recompilation: yes, " + ", ".join(x.recompiled) + " compiled more than once "
+           "(new input shapes)." if x.recompiled else
+           "Recompilation: none (no cluster compiled twice)."))
+    out(f"In step {step.num}: compiling {ms(xs.compile_us)} of wall time "
+        f"({xs.compile_share:.0%} of the step), running clusters {ms(xs.run_us)} "
+        f"({xs.run_share:.0%})"
+        + (f"; the clusters' kernels ran {ms(xs.device_us)} on the GPU "
+           f"({xs.device_us / step.dur:.0%} of the step; _XlaRun on the host only launches "
+           f"them)" if xs.device_us else "") + ".")
+
+
+def _xla_unit(out: Lines, u) -> None:
+    parts = [f"{u.runs} run(s)"]
+    if u.compiles:
+        parts.append(f"compiled {u.compiles}x for {ms(u.compile_us)} (in step(s) "
+                     f"{', '.join(map(str, u.compile_steps))})")
+    if u.first_call_us and u.runs > 1:
+        parts.append(f"first call {ms(u.first_call_us)}")
+    elif u.first_call_us:
+        parts.append(f"the call took {ms(u.first_call_us)}")
+    if u.steady_call_us:
+        parts.append(f"steady call {ms(u.steady_call_us)}")
+    if u.lookup_us:
+        parts.append(f"cache lookup {ms(u.lookup_us)}")
+    if u.device_us:
+        parts.append(f"its kernels ran {ms(u.device_us)} on the GPU")
+    out(f"{u.name}: " + ", ".join(parts) + ".", indent=2, hang=4)
+    if any(t and not n.startswith("XLA_") for t, n in u.members):
+        out(_members(u.members) + ".", indent=6, hang=2)
+
+
+def _members(members: list) -> str:
+    scopes: dict[str, None] = {}
+    types: dict[str, int] = {}
+    members = [(t, n) for t, n in members if t and not n.startswith("XLA_")]
+    unplaced = 0
+    for op_type, op_name in members:
+        types[op_type] = types.get(op_type, 0) + 1
+        stage = stage_of_op(op_type, op_name)
+        if stage:
+            scopes.setdefault(stage, None)
+        else:
+            unplaced += 1
+    top = sorted(types.items(), key=lambda kv: -kv[1])[:6]
+    stages = ", ".join(scopes) if scopes else "no stage we know"
+    extra = f" (and {unplaced} op(s) no stage rule places)" if unplaced else ""
+    return (f"holds {len(members)} TF ops, from {stages}{extra}; mostly "
+            + ", ".join(f"{t} x{n}" for t, n in top))
+
+
+# --------------------------------------------------------------------------------------------
+# 3. sequence
+
+def sequence(e: Explanation) -> str:
+    out = Lines()
+    sq = e.sequence
+    if e.trace_format == "timeline":
+        out("How to see it in the viewer: click an op; its args list the ops it consumed "
+            "(input0, input1, ...; ':1' means output 1, '^' a control dependency), and arrows "
+            "join producer and consumer when they sit on different rows. An op starts once "
+            "all its inputs exist, so the order is the dataflow, not the row.")
+    else:
+        out("How to see it in the viewer: this kind of trace does not record which op fed "
+            "which; read each thread top to bottom (parents contain children) and left to "
+            "right, and follow any flow arrows between threads.")
+    out(f"Built from: {sq.basis}. Dependencies: "
+        + (", ".join(f"{n} {k}" for k, n in sorted(sq.edge_counts.items())) or "none") + ".")
+    if sq.time_inconsistent:
+        n = sq.time_inconsistent
+        out(f"({n} {'dependency overlaps' if n == 1 else 'dependencies overlap'} in time (the "
+            f"dependent op started before the other ended, e.g. a kernel starting while its "
+            f"launch was still running); the critical path skips {'it' if n == 1 else 'those'}.)")
+    out()
+    _op_list(out, e)
+    out()
+    _critical_path(out, e)
+    return out.text()
+
+
+def _op_list(out: Lines, e: Explanation) -> None:
+    sq, step = e.sequence, e.choice.step
+    if sq.inputs_recorded:
+        out(f"Ops of step {step.num} in dataflow order (depth 0 needs no other op of the step; "
+            f"ops at one depth do not depend on each other; ties by start time):")
+    else:
+        out(f"Ops of step {step.num} in time order (no inputs are recorded, so 'after' is the "
+            f"op before it on the same thread, or a flow arrow):")
+    crit = {o.index for o in sq.critical}
+    limit = max(sq.wall_us * 0.01, 1.0)
+    shown = [o for o in sq.ops if o.index in crit or o.dur_us >= limit] \
+        if len(sq.ops) > 40 else sq.ops
+    first = "depth" if sq.inputs_recorded else "#"
+    out(f"{first:>5} {'start':>9} {'took':>9}  op (node) on row  <- after", indent=2)
+    position = {o.index: k for k, o in enumerate(sq.ops)}
+    for o in shown[:40]:
+        mark = "*" if o.index in crit else " "
+        after = f"  <- {', '.join(o.after[:2])}{' ...' if len(o.after) > 2 else ''}" \
+            if o.after else ""
+        col = o.depth if sq.inputs_recorded else position[o.index]
+        out(f"{col:>5} {'+' + ms(o.start_us):>9} {ms(o.dur_us):>9} {mark}{o.op} "
+            f"({o.name}) on {o.row}{after}", indent=2, hang=28)
+    hidden = len(sq.ops) - min(len(shown), 40)
+    if hidden > 0:
+        out(f"... {hidden} more ops not shown (under 1 % of the step and off the critical "
+            f"path; all in --json). * = on the critical path.", indent=2)
+    else:
+        out("* = on the critical path.", indent=2)
+
+
+def _critical_path(out: Lines, e: Explanation) -> None:
+    sq = e.sequence
+    limit = max(sq.wall_us * 0.01, 1.0)
+    share = sq.critical_us / sq.wall_us if sq.wall_us else 0
+    out(f"Critical path (the longest chain of dependent work): {ms(sq.critical_us)} of the "
+        f"{ms(sq.wall_us)} step ({share:.0%}). "
+        + ("The rest of the step is time when the next op of the chain was not running: "
+           "waiting to be scheduled, for a free thread, or for something the trace does not "
+           "show." if share < 0.9 else "The step is essentially this chain: shorten it to "
+                                      "shorten the step."))
+    big = [o for o in sq.critical if o.dur_us >= limit] if len(sq.critical) > 12 \
+        else sq.critical
+    out(" -> ".join(f"{o.op} {o.name} ({ms(o.dur_us)})" for o in big[:16])
+        + (f" (+{len(sq.critical) - len(big[:16])} short ops)"
+           if len(sq.critical) > len(big[:16]) else ""), indent=2, hang=4)
+
+
+# --------------------------------------------------------------------------------------------
+# 4. interpret
+
+def interpret(e: Explanation) -> str:
+    out = Lines()
+    lg, v, step = e.legend, e.verdict, e.choice.step
+    out(f"Step {step.num} took {ms(step.dur)}. How busy each row was (time when at least one "
+        f"of its boxes was open, not the sum of boxes):")
+    for p in lg.processes:
+        if p.events:
+            out(f"{p.busy_share:>5.0%}  {p.name}", indent=2, hang=7)
+    out()
+    out("Where the time went, by op type (self time: a box's time minus the boxes inside it; "
+        "summed over rows, so shares pass 100 % when ops overlap):")
+    for t in lg.top_ops:
+        out(f"{t.share:>5.0%} {ms(t.self_us):>9}  {t.op} on the {t.where} x{t.count}; longest "
+            f"{t.largest} ({ms(t.largest_us)})", indent=2, hang=18)
+    if lg.runtime_us:
+        out(f"{lg.runtime_us / step.dur:>5.0%} {ms(lg.runtime_us):>9}  TF runtime around the "
+            f"ops (executor, thread pools, XLA launch plumbing, _XlaMerge; summed over "
+            f"rows, waits inside them included), not listed above", indent=2, hang=18)
+    out()
+    out(f"Verdict: {v.headline}")
+    for fnd in v.findings:
+        tag = {"high": "!!", "moderate": "! ", "low": "ok", "info": "  "}[fnd.level]
+        out(f"[{tag}] {fnd.text}", indent=2, hang=5)
+    out()
+    out("What to try next:")
+    for k, fnd in enumerate(_to_try(e)[:5], 1):
+        out(f"{k}. {fnd.try_next[0].upper()}{fnd.try_next[1:]}.", indent=2, hang=3)
+    return out.text()
+
+
+def _to_try(e: Explanation) -> list:
+    v = e.verdict
+    todo = [f for f in v.findings if f.try_next and (
+        f.level in ("high", "moderate") or f.kind == "xla_overhead" or
+        f.kind == "compute" and f.share >= COMPUTE_NOTABLE)] \
+        or [f for f in v.findings if f.try_next]
+    return sorted(todo, key=lambda f: (f.kind != v.bottleneck, f.level != "high", -f.share))

@@ -1,0 +1,77 @@
+"""The comparison's artifacts in a run folder: ``report.md``, ``report.json`` (validated against
+``compare/output/report.schema.json`` in the tests), ``stages.png``, ``timelines.png``,
+``merged_trace.json.gz``.
+
+They are written into a staging folder and moved into place together at the end, so an
+interrupted run leaves either the whole report or none of it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+from common import atomic
+from compare.analysis.comparison import Comparison, Side
+from compare.analysis.explanation import explain
+from compare.output import explain_text, merged_trace, plots, report_json, report_md
+from compare.output.stage_order import stage_order
+
+SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
+         "timelines_png": "timelines.png", "merged_trace": "merged_trace.json.gz"}
+
+
+@dataclasses.dataclass
+class Report:
+    """Everything report.json and report.md hold: the comparison, the seed's four questions
+    answered for each side, the files and how to open them, and (when compare.run ran the
+    pipelines) their run records and the phases' times."""
+
+    comparison: Comparison
+    answers: dict[str, dict[str, str]]      # side -> question key (and "summary") -> text
+    files: dict[str, str]
+    tensorboard: str | None = None
+    screenshot: str | None = None
+    runs: dict | None = None
+    elapsed_s: dict[str, float] | None = None
+    merged_trace: dict | None = None
+    out: Path | None = None                 # the folder it was written into
+
+
+def answers(side: Side) -> dict[str, str]:
+    """The seed's four questions answered for one side by compare.explain (for a steady step,
+    with the XLA summary the side already holds), plus ``summary``; the sequence answer starts
+    with the order of the stages' work in that step."""
+    out = explain_text.answers(explain(side.trace, xla=side.xla))
+    out["sequence"] = stage_order(side) + "\n\n" + out["sequence"]
+    return out
+
+
+def build(comparison: Comparison, sides: dict[str, Side], tensorboard_logdir: str | None = None,
+          screenshot: str | None = None) -> Report:
+    """``screenshot``: the file name of TensorBoard's profile tab saved beside report.md."""
+    return Report(comparison, {k: answers(s) for k, s in sides.items()}, dict(FILES),
+                  f"tensorboard --logdir {tensorboard_logdir}" if tensorboard_logdir else None,
+                  screenshot)
+
+
+def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> list[Path]:
+    """Write every artifact into ``out`` (all or nothing); returns the paths written."""
+    out = Path(out)
+    staging = out / f".report-staging-{os.getpid()}"
+    staging.mkdir(parents=True, exist_ok=False)
+    try:
+        runs = {k: s.attribution for k, s in sides.items()}
+        report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs)
+        plots.stages_png(staging / FILES["stages_png"], report.comparison)
+        plots.timelines_png(staging / FILES["timelines_png"], runs)
+        atomic.write_json(staging / FILES["report_json"], report_json.to_json(report))
+        atomic.write_text(staging / FILES["report_md"], report_md.render(report))
+        written = atomic.move_into(staging, out)
+        report.out = out
+        return written
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

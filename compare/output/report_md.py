@@ -1,0 +1,204 @@
+"""``report.md``: a :class:`compare.output.report.Report` for people, one function per section."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from compare.analysis.attribution import SPLIT_KEYS
+from compare.analysis.comparison import SIDES, Comparison, StageRow
+from compare.fmt import duration
+from compare.output.colors import STAGE_COLORS
+from compare.output.explain_text import QUESTIONS
+from compare.vocabulary.thresholds import ESTIMATED_NOTABLE
+
+if TYPE_CHECKING:
+    from compare.output.report import Report
+
+#: The seed's questions in the seed's order, keyed as compare.explain keys them.
+QUESTION_ORDER = ("interpret", "xla", "sequence", "pids")
+
+
+def ms(us: float | None) -> str:
+    """A table cell: a dash for nothing."""
+    return duration(us, zero="–")
+
+
+def render(r: "Report") -> str:
+    c = r.comparison
+    parts = [_head(r), _verdict(c), _stages(c), _split(c), _xla(c), _how(c), _questions(r),
+             _files()]
+    return "\n".join(line for part in parts for line in part) + "\n"
+
+
+def _ops(ops: list[str], n: int = 4) -> str:
+    shown = ", ".join(f"`{o}`" for o in ops[:n])
+    return shown + (f" (+{len(ops) - n})" if len(ops) > n else "")
+
+
+def _head(r: "Report") -> list[str]:
+    lines = ["# Legacy vs modern: where the time goes", ""]
+    for k, s in r.comparison.sides.items():
+        src = s.source
+        lines.append(f"- **{k}**: `{src.path}` ({src.format})" + (f": {src.note}" if src.note
+                                                                  else ""))
+    if r.tensorboard:
+        lines.append(f"- Open the profiles: `{r.tensorboard}` (runs `legacy` and `modern`, "
+                     "Profile tab).")
+    if r.screenshot:
+        lines += ["", f"![TensorBoard's profile tab over this run folder, both sessions listed]"
+                      f"({r.screenshot})"]
+    return lines + [""]
+
+
+def _verdict(c: Comparison) -> list[str]:
+    return ["## Verdict", "", f"- {c.verdict.comparison}"] + \
+        [f"- {c.verdict.sides[k]}" for k in SIDES] + [""]
+
+
+def _stage_line(row: StageRow) -> str:
+    cells = row.cells
+    est = [f"{k} {cells[k].estimated_us / cells[k].us:.0%}" for k in SIDES
+           if cells[k].us and cells[k].estimated_us >= ESTIMATED_NOTABLE * cells[k].us]
+    name = row.stage + (f" (estimated: {', '.join(est)})" if est else "")
+    ratio = f"{row.ratio:.2f}x" if row.ratio else "–"
+    a, b = cells["legacy"], cells["modern"]
+    return (f"| {name} | {ms(a.us)} | {ms(b.us)} | {ratio} | {ms(a.cpu_us)} | {ms(b.cpu_us)} | "
+            f"{ms(a.first_us)} | {ms(b.first_us)} | {_ops(a.ops)} | {_ops(b.ops)} |")
+
+
+def _stages(c: Comparison) -> list[str]:
+    lines = ["## Stages per steady step", "",
+             "Median over steady steps of wall time (see *How the numbers are made*); "
+             "CPU time beside it; the first step (start-up, compiles) apart.", "",
+             "| stage | legacy | modern | legacy/modern | legacy cpu | modern cpu | "
+             "legacy first step | modern first step | legacy ops | modern ops |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines += [_stage_line(row) for row in c.stages
+              if any(cell.us or cell.cpu_us or cell.first_us for cell in row.cells.values())]
+    lg, md = c.sides["legacy"], c.sides["modern"]
+    lines.append(f"| **unmapped** | {ms(lg.unmapped_us)} | {ms(md.unmapped_us)} | | | | | | "
+                 f"{_ops([o.op for o in lg.unmapped_ops])} | "
+                 f"{_ops([o.op for o in md.unmapped_ops])} |")
+    a, b = lg.steps, md.steps
+    lines.append(f"| **step** | {ms(a.median_us)} | {ms(b.median_us)} | "
+                 + (f"{a.median_us / b.median_us:.2f}x" if b.median_us else "–")
+                 + f" | | | {ms(a.first_us)} | {ms(b.first_us)} | | |")
+    return lines + [
+        "", "Stage medians are taken per stage, so they need not add up to the median step; "
+        "`report.json` also has each row's mean over steady steps (`*_mean_us`), which do add "
+        "up to the mean step, and the split of the steady step closest to the median "
+        "(`steps.*.representative`, the top bars below).", "", "![stages](stages.png)", ""]
+
+
+def _split(c: Comparison) -> list[str]:
+    lines = ["## The step, split", "",
+             "Each instant of a step counted once: waiting for or reading input, compiling, "
+             "computing, runtime only (executor, dispatch, Python), or idle.", "",
+             "| | " + " | ".join(SPLIT_KEYS) + " | steps |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for k in SIDES:
+        st = c.sides[k].steps
+        step = st.median_us or 1.0
+        lines.append(f"| {k} (steady median) | " + " | ".join(
+            f"{ms(st.split_us[s])} ({st.split_us[s] / step:.0%})" for s in SPLIT_KEYS)
+            + f" | {st.steady_count} of {st.count} |")
+        if st.first_split_us:
+            lines.append(f"| {k} (first step) | " + " | ".join(
+                ms(st.first_split_us[s]) for s in SPLIT_KEYS) + " | 1 |")
+    return lines + [
+        "", "Stretches of TF's own runtime on a TF thread with no op inside, 100 us or longer, "
+        "are counted as waiting (the thread waits for another, is descheduled, or does "
+        "something the trace does not show; executor bookkeeping takes microseconds), thread "
+        "time summed over threads: "
+        + ", ".join(f"{k} {ms(c.sides[k].steps.blocked_us)} per steady step" for k in SIDES)
+        + ".", "", "![one steady step of each run](timelines.png)", ""]
+
+
+def _xla(c: Comparison) -> list[str]:
+    lines = ["## XLA", ""]
+    for k in SIDES:
+        x = c.sides[k].xla
+        lines.append(f"**{k}** ({x.launch_style}): {x.compiles} compile(s), "
+                     f"{ms(x.compile_us)} compiling, {ms(x.run_us)} running compiled code over "
+                     f"the whole trace"
+                     + (f"; recompiled: {', '.join(x.recompiled)}" if x.recompiled else "") + ".")
+        lines += _xla_units(k, x.units or {}) + [""]
+    return lines
+
+
+def _xla_units(k: str, units: dict) -> list[str]:
+    ran = [(n, u) for n, u in units.items() if u.ops and (u.runs or u.compiles)]
+    idle = sum(1 for u in units.values() if not (u.runs or u.compiles))
+    lines = []
+    if idle:
+        lines.append(f"({idle} more compiled module(s) in the profile's metadata did not run "
+                     f"in this trace; they are listed in report.json.)")
+    if not ran:
+        return lines
+    lines += ["", "| unit | TF ops | stages | compiles | compile | runs | run |",
+              "|---|---:|---|---:|---:|---:|---:|"]
+    for n, u in sorted(ran, key=lambda kv: -kv[1].run_us)[:12]:
+        stages = ", ".join(f"{s} {cnt}" for s, cnt in u.stages.items())
+        lines.append(f"| `{n}` | {len(u.ops)} | {stages} | {u.compiles} | "
+                     f"{ms(u.compile_us)} | {u.runs} | {ms(u.run_us)} |")
+    if len(ran) > 12:
+        lines.append(f"| … {len(ran) - 12} more in report.json | | | | | | |")
+    lines += ["", f"<details><summary>The TF ops in each of {k}'s units</summary>", ""]
+    for n, u in ran:
+        lines.append(f"- `{n}`: " + ", ".join(f"`{o}`" for o in u.ops[:60])
+                     + (f" … (+{len(u.ops) - 60})" if len(u.ops) > 60 else ""))
+    return lines + ["", "</details>"]
+
+
+def _how(c: Comparison) -> list[str]:
+    lines = ["## How the numbers are made", "", c.attribution_note, "",
+             "Stages come from our name scopes first, TensorFlow's own API scopes second, op "
+             "types third; XLA kernels map through the HLO of their module to the TF ops fused "
+             "into them. Estimates used here:", ""]
+    used = {b for s in c.sides.values() for b in s.estimates_used}
+    lines += [f"- **{basis}**: {text}" for basis, text in c.estimates.items() if basis in used]
+    if not used:
+        lines.append("- none: every number is measured")
+    lines.append("")
+    for k in SIDES:
+        for cc in c.sides[k].cross_checks:
+            lines += _cross_check(k, cc, c.sides[k].source.format)
+    return lines
+
+
+def _cross_check(k: str, cc, fmt: str) -> list[str]:
+    what = "first step" if cc.against == "first" else "steady step"
+    top = sorted(cc.stages_us.items(), key=lambda kv: -kv[1])[:8]
+    return [f"Cross-check, {k} {what}: `{cc.trace}` ({cc.format}) against the {fmt} trace — "
+            f"step {ms(cc.step_us)} vs {ms(cc.source_step_us)}; XLA there: "
+            f"{cc.xla.compiles} compile(s), {ms(cc.xla.compile_us)}.", "",
+            "| stage | " + " | ".join(s for s, _ in top) + " |",
+            "|---|" + "---:|" * len(top),
+            f"| `{cc.trace}` | " + " | ".join(ms(v) for _, v in top) + " |",
+            f"| {fmt} | " + " | ".join(ms(cc.source_stages_us.get(s, 0.0)) for s, _ in top)
+            + " |", ""]
+
+
+def _questions(r: "Report") -> list[str]:
+    lines = ["## The four questions", "",
+             "The seed's questions, answered for each run by `compare.explain` (for its steady "
+             "step closest to the median; `python -m compare.explain TRACE` gives the same for "
+             "any one trace).", ""]
+    for key in QUESTION_ORDER:
+        lines += [f"### {QUESTIONS[key]}", ""]
+        for k in SIDES:
+            lines += [f"**{k}**", "", "```text", r.answers[k][key], "```", ""]
+    return lines
+
+
+def _files() -> list[str]:
+    lines = ["## Files", "",
+             "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
+             "- `stages.png`, `timelines.png`: the stage bars and one steady step of each run.",
+             "- `merged_trace.json.gz`: both runs in one Chrome trace. TensorBoard's profile "
+             "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
+             "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "
+             "`· stages` row shows its work by stage; chrome://tracing colours events by "
+             "stage, Perfetto colours by name (so the stage rows match across runs).", "",
+             "| stage | colour |", "|---|---|"]
+    lines += [f"| {lab} | rgb{rgb} (`{cname}`) |" for lab, (cname, rgb) in STAGE_COLORS.items()]
+    return lines + [""]

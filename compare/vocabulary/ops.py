@@ -1,0 +1,200 @@
+"""TensorFlow's op types and trace event names, and what each kind is.
+
+One table per kind of name, read by the loader (event categories), the mapper (stages), the
+XLA summary, the verdict, the legend and the sequence alike, so that one trace's op is never
+classified two ways. Names are as TF 1.x timelines, TF2 timelines and xprof traces write them.
+"""
+from __future__ import annotations
+
+import re
+
+from common.hlo import CLUSTER_MODULE, FUNCTION_MODULE  # noqa: F401  (read from there)
+from compare.model.events import CAT
+
+# --- XLA -----------------------------------------------------------------------------------
+
+#: Compiles a cluster, or on later calls only looks the executable up in a cache (TF2, TF1 >= 1.12).
+XLA_COMPILE_OPS = frozenset({"_XlaCompile"})
+#: One op that runs a whole cluster, compiling it first on its first call (TF 1.x; XLA devices).
+XLA_LAUNCH_OPS = frozenset({"_XlaLaunch", "XlaLaunch", "XlaLaunchV2"})
+#: Ops that run compiled code: the run half of TF2's pair, and the launch ops.
+XLA_RUN_OPS = frozenset({"_XlaRun"}) | XLA_LAUNCH_OPS
+#: Joins the compiled path with TF's fallback path.
+XLA_MERGE_OPS = frozenset({"_XlaMerge"})
+XLA_OPS = XLA_COMPILE_OPS | XLA_RUN_OPS | XLA_MERGE_OPS
+
+#: What each XLA op is, in words (the seed asked what _XLA_LAUNCH means).
+XLA_OP_WORDS = {
+    "_XlaLaunch": ("TF 1.x: one op that runs a whole XLA cluster (a group of TF ops XLA "
+                   "compiled into one program). Its first call compiles the cluster first, so "
+                   "it is long; later calls only run it. First call minus a steady call is "
+                   "the compile time."),
+    "_XlaCompile": ("TF 1.x from 1.12 on and TF2: the compile half of the old _XlaLaunch. It "
+                    "compiles the cluster the first time (or for new input shapes) and "
+                    "afterwards only looks the program up in a cache (tens of microseconds)."),
+    "_XlaRun": ("the run half: executes the compiled program. Everything inside the cluster "
+                "happens inside this one box, so the TF ops it replaced no longer show."),
+    "_XlaMerge": ("joins the compiled path with TF's fallback path (used if XLA declines to "
+                  "compile); it takes a few microseconds."),
+}
+
+#: XLA's compiler at work (xprof TraceMe names): events nested in a compile op or a function
+#: call that compiled. A cache lookup shows none of these.
+COMPILER_EVENT = re.compile(
+    r"(Compiler::|^HLO passes|^XlaCompilationCache::Compile|^DeviceCompiler::Compile|"
+    r"^Compile$|^JitCompiler::|^FusionCompiler::|^Lower\w*Pass$|^MlirBridge|^ConvertMlir|"
+    r"^CompileGraph|^BuildXlaOps|^EncapsulateSubgraphs|^MarkForCompilation|^XlaJitCompiled|"
+    r"^IrEmitter|^LLVM|^OptimizeHloModule|^RunHloPasses|^RunBackend|^ObjectLoader|"
+    r"^ThunkEmitter)")
+#: The mark XLA:CPU leaves where a kernel's parallel partition finished (not work).
+XLA_KERNEL_END_MARK = "end: "
+#: XLA's runtime around compiled kernels (time inside compiled code that cannot be split).
+XLA_RUNTIME_PREFIXES = ("CpuExecutable::", "ThunkExecutor::", "Populate ", "end: ",
+                        "BlockUntilReady")
+#: Events around compiled kernels that are XLA's runtime or a worker thread, not the op that
+#: launched the compiled code.
+NOT_A_LAUNCH_PREFIXES = XLA_RUNTIME_PREFIXES + ("ThreadpoolListener::",)
+#: ``cluster_3`` in a node name ``cluster_3_1/xla_run``.
+CLUSTER_OF = re.compile(r"(cluster_\d+)(?:_\d+)?/")
+#: XLA:CPU's executable running a module's kernels.
+XLA_EXECUTE_PREFIX = "CpuExecutable::"
+#: Pseudo-ops XLA puts in a module's metadata for its arguments and results (no TF op).
+XLA_ARG_OPS = frozenset({"XLA_Args", "XLA_Retvals"})
+#: The TF op of a ``tf.function`` call: ``__inference_<fn>_<N>``.
+FUNCTION_OP_PREFIX = "__inference_"
+
+
+def cluster_of(tf_name: str, fallback: str) -> str:
+    """``cluster_3`` from ``cluster_3_1/xla_run``; otherwise the node name itself."""
+    m = CLUSTER_OF.match(tf_name or "")
+    return m.group(1) if m else (tf_name or fallback)
+
+
+# --- input: queues, readers, tf.data -------------------------------------------------------
+
+#: The step blocks in these until an input element is there.
+INPUT_WAIT_OPS = frozenset({
+    "IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
+    "MultiDeviceIteratorGetNextFromShard",
+    "QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2", "QueueDequeue",
+    "QueueDequeueMany", "QueueDequeueUpTo"})
+#: TF1 readers: read the next record, first taking a file name from their queue (which may
+#: block); in a session's graph they run inside the step.
+READER_OPS = frozenset({
+    "ReaderReadV2", "ReaderRead", "ReaderReadUpToV2", "ReaderReadUpTo"})
+#: xprof's names for the step waiting on an iterator.
+INPUT_WAIT_EVENT_PREFIXES = ("IteratorGetNextOp::",)
+INPUT_WAIT_EVENT_SUFFIXES = ("IteratorGetNext", "IteratorGetNextSync")
+#: Event category "queue": TF1 queue and reader ops.
+QUEUE_OP = re.compile(r"^(QueueDequeue|QueueEnqueue|ReaderRead|FIFOQueue|RandomShuffleQueue|"
+                      r"PaddingFIFOQueue|QueueClose|QueueSize)")
+#: Event category "tf_data": iterator ops and tf.data's own events.
+TFDATA_OP = re.compile(r"^(IteratorGetNext|MakeIterator|AnonymousIterator|IteratorV2|"
+                       r"Iterator::|OptionalGetValue|MultiDeviceIterator)")
+#: tf.data iterators that produce ahead on threads of their own: their event on the consumer's
+#: side is a wait for those threads.
+TFDATA_ASYNC_KINDS = frozenset({
+    "Prefetch", "ParallelMap", "ParallelInterleave", "ParallelBatch", "MapAndBatch",
+    "DataService", "ParallelFilter", "LegacyParallelInterleave", "ParallelMapV2"})
+#: tf.data iterator kinds that are one pipeline stage's work.
+TFDATA_KIND_STAGE = {"Shuffle": "shuffle", "ShuffleAndRepeat": "shuffle", "Batch": "assemble",
+                     "PaddedBatch": "assemble", "TensorSlices": "read", "TFRecord": "read",
+                     "TextLine": "read", "FixedLengthRecord": "read", "ListFiles": "read",
+                     "MatchingFiles": "read"}
+
+
+def is_input_wait(op_type: str, name: str = "") -> bool:
+    """The step waiting for an input element (an iterator or a queue dequeue)."""
+    return (op_type in INPUT_WAIT_OPS or name in INPUT_WAIT_OPS
+            or name.endswith(INPUT_WAIT_EVENT_SUFFIXES)
+            or name.startswith(INPUT_WAIT_EVENT_PREFIXES))
+
+
+def is_get_next(op_or_name: str) -> bool:
+    """An iterator's ``GetNext`` (tf.data), whose total time tells whether input was ready."""
+    return op_or_name.startswith("IteratorGetNext")
+
+
+def reads_input(ops: list[str]) -> bool:
+    """Some of ``ops`` read input (TF1 readers) rather than only wait for it."""
+    return any(op in READER_OPS for op in ops)
+
+
+def is_input_op(op_type: str, name: str = "") -> bool:
+    """Input the step itself waits for or reads: a wait (see :func:`is_input_wait`) or a TF1
+    reader's read inside the step."""
+    return is_input_wait(op_type, name) or op_type in READER_OPS or name in READER_OPS
+
+
+# --- TF's runtime ----------------------------------------------------------------------------
+
+#: Graph plumbing and control flow: executor work that computes nothing of a pipeline.
+GRAPH_PLUMBING_OPS = frozenset({
+    "_XlaMerge", "Switch", "Merge", "Identity", "IdentityN", "NoOp", "Const", "_Retval",
+    "_Arg", "_Send", "_Recv", "_HostSend", "_HostRecv", "Enter", "Exit", "NextIteration",
+    "LoopCond", "ControlTrigger", "PartitionedCall", "StatefulPartitionedCall",
+    "MakeIterator", "AnonymousIteratorV3", "AnonymousIteratorV2", "DeleteIterator",
+    "OptionalGetValue", "OptionalHasValue"})
+SEND_OPS = frozenset({"_Send", "_HostSend"})
+RECV_OPS = frozenset({"_Recv", "_HostRecv"})
+#: The ``/_N`` suffix TF gives a Send/Recv pair it inserts between devices.
+SEND_RECV_SUFFIX = re.compile(r"/_\d+$")
+#: A GPU copy's node name in a timeline: ``edge_<N>_<tensor>``.
+COPY_EDGE = re.compile(r"^edge_\d+_(.+)$")
+#: Executor, eager-dispatch and thread-pool TraceMe names (exact) of category "runtime".
+RUNTIME_EVENTS = frozenset({
+    "ExecutorState::Process", "SessionRun", "ThreadpoolListener::Region",
+    "ExecutorDoneCallback", "ParallelFor", "ExecutorState::ProcessAsync::Start",
+    "ExecutorState::ProcessAsync::Done", "EagerExecute", "EagerLocalExecute", "FunctionRun",
+    "EagerKernelExecute", "ExecutorState::Process::Process"})
+#: XLA runtime event names (exact) of category "runtime".
+XLA_RUNTIME_EVENTS = frozenset({
+    "CpuExecutable::ExecuteAsyncOnStream", "ThunkExecutor::Execute", "BlockUntilReady",
+    "CpuExecutable::Execute", "XlaCompileOnDemandOp::Compute"})
+#: Prefixes of TF runtime events: executor, eager dispatch, XLA's runtime, allocators.
+RUNTIME_PREFIXES = (
+    "ExecutorState::", "ThreadpoolListener::", "SessionRun", "ExecutorDoneCallback",
+    "ParallelFor", "EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun",
+    "TFE_", "KernelAndDeviceFunc::", "EagerCopyToDevice", "ValidateInputTypeAndPlacement",
+    "InstantiatedCapturedFunction::", "CpuExecutable::", "ThunkExecutor::", "Populate ",
+    "end: ", "BlockUntilReady", "XlaCompileOnDemandOp", "PjRt", "ProcessFunctionLibraryRuntime",
+    "FunctionLibraryRuntime", "MemoryAllocation", "Allocate",
+    "ParallelInterleaveDatasetOp", "ParallelMapDatasetOp", "PrefetchDatasetOp",
+    "tf_data", "BFCAllocator", "EagerContext", "CallFrame", "ExecuteAsync")
+#: A thread inside these is blocked on other threads, not working: a session waiting for its
+#: executor, a caller waiting for a function's ops (which run on other threads or nest inside).
+WAIT_EVENT_PREFIXES = ("SessionRun", "BlockUntilReady", "FunctionRun", "KernelAndDeviceFunc::Run")
+#: tf.data building an iterator (once per epoch).
+MAKE_ITERATOR_PREFIX = "MakeIterator::"
+TFDATA_ITERATOR_PREFIX = "Iterator::"
+#: An Eigen worker's region: shards of whatever op runs elsewhere when nothing nests inside.
+WORKER_REGION = "ThreadpoolListener::Region"
+#: The node every TF executor runs first in a session run (timelines mark runs with it).
+SOURCE_NODE = "_SOURCE"
+
+
+def category_of(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
+    """The loader's event category (index into ``CATEGORIES``), from names alone."""
+    if step_marker:
+        return CAT["step"]
+    t = op_type or name
+    if t in XLA_COMPILE_OPS:
+        return CAT["xla_compile"]
+    if t in XLA_RUN_OPS:
+        return CAT["xla_run"]
+    if hlo_op:
+        return CAT["xla_kernel"]
+    if TFDATA_OP.match(t) or name.startswith(TFDATA_ITERATOR_PREFIX):
+        return CAT["tf_data"]
+    if QUEUE_OP.match(t):
+        return CAT["queue"]
+    if t in XLA_MERGE_OPS or name in XLA_RUNTIME_EVENTS or name.startswith(("Populate ",
+                                                                            "end: ")):
+        return CAT["runtime"]
+    if name in RUNTIME_EVENTS or name.startswith(("ExecutorState::", "ThreadpoolListener::")):
+        return CAT["runtime"]
+    if name.startswith("$"):
+        return CAT["python"]
+    if op_type:
+        return CAT["op"]
+    return CAT["other"]
