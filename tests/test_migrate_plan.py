@@ -364,3 +364,35 @@ def test_the_scan_benchmark_runs():
     rows = [ln.split() for ln in proc.stdout.splitlines()[1:]]
     assert [r[0] for r in rows] == ["pipelines", "long_string", "small_functions"]
     assert all(float(r[3]) >= 0 for r in rows)
+
+
+def test_readers_made_in_a_comprehension_read_in_parallel():
+    """The TF1 reading guide's pattern: one reader per copy, all on one filename queue."""
+    p = only("import tensorflow as tf\n"
+             "def read(q):\n"
+             "    _, line = tf.TextLineReader().read(q)\n"
+             "    return tf.decode_csv(line, record_defaults=[[0.]])\n"
+             "def inputs(files, n, threads):\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    copies = [read(q) for _ in range(threads)]\n"
+             "    return tf.train.shuffle_batch_join(copies, n, 200, 100)\n")
+    assert ("ds = ds.interleave(tf.data.TextLineDataset, cycle_length=threads, "
+            "num_parallel_calls=tf.data.AUTOTUNE)") in p.chain
+    assert "ds = ds.map(inputs_example, num_parallel_calls=threads)" in p.chain
+
+
+def test_read_up_to_and_compressed_records():
+    p = only("import tensorflow as tf\n"
+             "q = tf.train.string_input_producer(files)\n"
+             "r = tf.TFRecordReader(options=tf.python_io.TFRecordOptions(\n"
+             "    tf.python_io.TFRecordCompressionType.GZIP))\n"
+             "_, s = r.read_up_to(q, 64)\n"
+             "b = tf.train.batch([s], 32, enqueue_many=True)\n")
+    assert ('ds = ds.flat_map(lambda f: tf.data.TFRecordDataset(f, compression_type="GZIP"))\n'
+            "ds = ds.batch(64)\nds = ds.unbatch()\nds = ds.batch(32, drop_remainder=True)"
+            ) in p.chain
+    unknown = only("import tensorflow as tf\n"
+                   "q = tf.train.string_input_producer(files)\n"
+                   "_, s = tf.TFRecordReader(options=opts).read(q)\n"
+                   "b = tf.train.batch([s], 32)\n")
+    assert [u.line for u in unknown.unresolved] == [3]

@@ -277,6 +277,9 @@ def _read(run, node: ast.Call, fr, reader: ReaderV, queue: Val) -> Val:
     stream = Stream("records", node, fr.fn.qualname, fr.path,
                     queue=queue if isinstance(queue, QueueV) else None, reader=reader,
                     loop=fr.loop)
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "read_up_to":
+        pos, kw = run.args_of(node, fr)
+        stream.args["up_to"] = pos[1] if len(pos) > 1 else kw.get("num_records")
     run.world.streams.append(stream)
     return ListV([Tensor(stream, key=True), Tensor(stream)], run.render(node, fr)())
 

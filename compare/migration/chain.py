@@ -126,10 +126,11 @@ class _Render:
                 f"{records}(f)")
             records = f"lambda f: {body}.map(lambda record: (f, record))"
         note = f"  # unresolved: the record dataset for {st.origin}" if records == "..." else ""
+        up_to = [self.op(f"batch({st.up_to.text})")] if st.up_to is not None else []
         if st.readers is None or st.readers.is_value(1):
-            return [self.op(f"flat_map({records}){note}")]
+            return [self.op(f"flat_map({records}){note}")] + up_to
         return [self.op(f"interleave({records}, cycle_length={st.readers.text}, "
-                        f"num_parallel_calls={AUTOTUNE}){note}")]
+                        f"num_parallel_calls={AUTOTUNE}){note}")] + up_to
 
     def map(self, st: m.MapStage) -> list[str]:
         out = []
@@ -200,7 +201,16 @@ def _record_dataset(st: m.ReadStage) -> str:
         return f"lambda f: tf.data.FixedLengthRecordDataset(f, {size}{extra})"
     if st.reader == "text_line" and "skip_header_lines" in a:
         return f"lambda f: tf.data.TextLineDataset(f).skip({a['skip_header_lines'].text})"
+    compression = compression_type(a.get("options"))
+    if st.reader == "tfrecord" and compression:
+        return f'lambda f: tf.data.TFRecordDataset(f, compression_type="{compression}")'
     return _TF2_READERS.get(st.reader, "...")
+
+
+def compression_type(options: m.Code | None) -> str:
+    """GZIP or ZLIB from a TFRecordReader's ``options`` as written; "" when none or unknown."""
+    text = options.text.upper() if options is not None else ""
+    return next((c for c in ("GZIP", "ZLIB") if c in text), "")
 
 
 def _drop(st: m.BatchStage) -> str:

@@ -414,13 +414,16 @@ class Run:
         return Sym(self.render(node, fr), node=node)
 
     def ev_ListComp(self, node: ast.AST, fr: Frame) -> Val:
-        inner = Frame(fr.fn, {}, fr.depth, fr, fr.path, fr.guards, fr.loop, fr.me)
+        first = node.generators[0]
+        count = self.loop_count(first.iter, self.ev(first.iter, fr), fr)
+        inner = Frame(fr.fn, {}, fr.depth, fr, fr.path, fr.guards,
+                      count if count.text else fr.loop, fr.me)
         for gen in node.generators:
             self.assign(gen.target, Sym(self.render(gen.target, fr)), inner)
         elt = node.elt if hasattr(node, "elt") else node.value
         val = self.ev(elt, inner)
-        if tensors_in(val):
-            return ListV([val], "", loop=Sym(""))
+        if tensors_in(val):  # [read(q) for _ in range(n)]: n copies, each reading
+            return ListV([val], self.render(node, fr)(), loop=count if count.text else None)
         return Sym(self.render(node, fr), listish=True, node=node)
 
     ev_SetComp = ev_GeneratorExp = ev_DictComp = ev_ListComp

@@ -125,6 +125,7 @@ class ReadStage:
     readers: Code | None = None
     key_used: bool = False
     target: str = ""
+    up_to: Code | None = None  # read_up_to(queue, n): records come n at a time
     kind: str = "read"
 
     def to_dict(self) -> dict:
@@ -133,7 +134,8 @@ class ReadStage:
                 "read": self.read.to_dict(), "made": self.made.to_dict() if self.made else None,
                 "args": {k: v.to_dict() for k, v in self.args.items()},
                 "readers": self.readers.to_dict() if self.readers else None,
-                "key_used": self.key_used}
+                "key_used": self.key_used,
+                "up_to": self.up_to.to_dict() if self.up_to else None}
 
 
 @dataclasses.dataclass

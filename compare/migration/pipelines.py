@@ -209,12 +209,18 @@ class _Builder:
                 "record format decides the record dataset (TFRecordDataset for a TFRecordReader, "
                 "FixedLengthRecordDataset, TextLineDataset, ...)"))
         made = self.site(r.node, r.fn) if r.node is not None else None
+        options = self.code(r.args.get("options"))
+        if options is not None and not _chain.compression_type(options):
+            self.unresolved.append(m.Unresolved(
+                f"options={options.text} of the reader", r.node.lineno,
+                "its compression is not written out here: pass it to TFRecordDataset as "
+                "compression_type (\"GZIP\" or \"ZLIB\")"))
         key_used = bool(stream.key_ids) or any(
             t.key and t.stream is stream for t in tensors_in(self.end.inputs))
         return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
                            {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
                            self.code(stream.loop) if stream.loop is not None else None, key_used,
-                           stream.target)
+                           stream.target, self.code(stream.args.get("up_to")))
 
     def queue_source(self, q: QueueV, stream: Stream | None) -> m.Source:
         if q.kind == "producer":
