@@ -115,7 +115,7 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
         parsed = parse(text, name, notebook)
         result = scan(parsed.tree, parsed.text)
         where = parsed.where if parsed.cells else None
-        found, notes = _pipelines.build(Module(parsed.tree, result), where=where)
+        found, notes = _plan_pipelines(result, parsed, where)
     except RecursionError:
         raise InputError(f"{name}: nested too deeply to analyse") from None
     finally:
@@ -125,6 +125,19 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
     notes = parsed.notes + ([_assumed_tf_note()] if result.assumed_tf else []) + notes
     return MigrationReport(name, result.findings, _plan.plan(result.findings, found),
                            _plan.upgrade_note(result.findings), found, notes)
+
+
+def _plan_pipelines(result, parsed: Parsed, where) -> tuple[list[Pipeline], list[str]]:
+    """The pipelines; when planning them fails on an unforeseen construct, none, and a note
+    that says so (the findings do not depend on it), rather than no report at all."""
+    try:
+        return _pipelines.build(Module(parsed.tree, result), where=where)
+    except RecursionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure of the planner on a strange script
+        return [], [f"Planning the pipelines failed on this script ({type(e).__name__}: {e}); "
+                    "the findings below are complete, the per-pipeline plans are missing. "
+                    "Please report it with the script."]
 
 
 def _relocate_findings(findings: list[Finding], parsed: Parsed) -> None:

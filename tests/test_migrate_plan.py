@@ -396,3 +396,26 @@ def test_read_up_to_and_compressed_records():
                    "_, s = tf.TFRecordReader(options=opts).read(q)\n"
                    "b = tf.train.batch([s], 32)\n")
     assert [u.line for u in unknown.unresolved] == [3]
+
+
+def test_a_producer_queue_dequeued_directly():
+    """The PTB reader: a range producer's dequeue indexes a tensor made once, outside the map."""
+    p = only("import tensorflow as tf\n"
+             "def producer(raw, batch_size, steps):\n"
+             "    data = tf.reshape(tf.convert_to_tensor(raw), [batch_size, -1])\n"
+             "    i = tf.train.range_input_producer(10, shuffle=False).dequeue()\n"
+             "    x = tf.strided_slice(data, [0, i * steps], [batch_size, (i + 1) * steps])\n"
+             "    return x\n")
+    assert p.chain.split("\n")[:3] == ["ds = tf.data.Dataset.range(10)", "ds = ds.repeat()",
+                                       "ds = ds.map(producer_example, "
+                                       "num_parallel_calls=tf.data.AUTOTUNE)"]
+    assert [s.line for s in p.variants[0].maps()[0].steps] == [5]
+
+
+def test_a_planner_failure_is_a_note_not_a_crash(monkeypatch):
+    def boom(*args, **kwargs):
+        raise KeyError("unforeseen")
+    monkeypatch.setattr(pipelines, "build", boom)
+    report = analyze_source(READ.format(producer="", batch="tf.train.batch([x], n)"), "t.py")
+    assert report.pipelines == [] and report.findings
+    assert "Planning the pipelines failed" in report.notes[-1] and "KeyError" in report.notes[-1]

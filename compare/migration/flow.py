@@ -48,6 +48,7 @@ from compare.migration.values import (
     Val,
     fold,
     merge,
+    primary,
     tensors_in,
 )
 
@@ -277,9 +278,7 @@ class Run:
         stream that is not floating: a graph tensor joins the stream it is combined with)."""
         tensors = [t for v in vals for t in tensors_in(v)]
         if tensors:
-            real = [t for t in tensors if t.stream is not self.floating]
-            return Tensor((real or tensors)[0].stream,
-                          frozenset().union(*(t.deps for t in tensors)))
+            return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)))
         params = [v.param for v in vals if isinstance(v, Sym) and v.param]
         text = self.render(node, fr)
         if fr.depth and isinstance(const, (bool, int, float, str, type(None))) and not (
@@ -327,7 +326,7 @@ class Run:
                 return base.items[index.const]
         if isinstance(base, (Tensor, ListV)) and tensors_in(base):
             t = tensors_in(base)
-            return Tensor(t[0].stream, frozenset().union(*(x.deps for x in t)))
+            return Tensor(primary(t), frozenset().union(*(x.deps for x in t)))
         return self.combine(node, [base, index], fr)
 
     def ev_List(self, node: ast.List | ast.Tuple, fr: Frame) -> Val:
@@ -476,9 +475,8 @@ class Run:
                    if t.deps or id(t.stream) not in made_here]
         if not tensors:
             return None
-        real = [t for t in tensors if t.stream is not self.floating]
         step = StepRec(len(self.world.steps) + 1, node, fr.fn.qualname,
-                       (real or tensors)[0].stream, fr.guards, list(self.cur_calls),
+                       primary(tensors), fr.guards, list(self.cur_calls),
                        list(self.cur_external), fr.loop.text if fr.loop is not None else "")
         self.world.steps[step.id] = step
         for t in tensors:

@@ -445,6 +445,16 @@ def tensors_in(val: Val | None, depth: int = 0) -> list:
     return []
 
 
+#: Which stream a tensor computed from several belongs to: a queue's, a reader's or a producer's
+#: before an entry parameter's, before a graph constant's.
+_STREAM_RANK = {"float": 2, "param": 1}
+
+
+def primary(tensors: list) -> Stream:
+    """The stream of a value computed from these tensors (see :data:`_STREAM_RANK`)."""
+    return min(tensors, key=lambda t: _STREAM_RANK.get(t.stream.kind, 0)).stream
+
+
 def merge(vals: list) -> Val:
     """One value for several alternatives (both branches of an ``if``)."""
     vals = [v for v in vals if v is not None]
@@ -462,7 +472,7 @@ def merge(vals: list) -> Val:
         return ListV([merge([v.items[i] for v in vals]) for i in range(len(first.items))],
                      first.text, first.loop or next((v.loop for v in vals if v.loop), None))
     if tensors and (isinstance(first, Tensor) or not isinstance(first, (ListV, ObjV))):
-        return Tensor(tensors[0].stream, frozenset().union(*(t.deps for t in tensors)),
+        return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)),
                       first.text)
     if all(isinstance(v, Sym) for v in vals):
         quals = [v.qual for v in vals if v.qual]
