@@ -74,8 +74,8 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
                                     "one-time work such as XLA compilation)", **stats)
     median = float(np.median(later))
     k = 1 + int(np.argmin(np.abs(later - median)))
-    return StepChoice(steps[k], f"a steady step: its duration is the median of steps "
-                                f"{steps[1].num}..{steps[-1].num}; the first step "
+    return StepChoice(steps[k], f"a steady step: its duration is the median of the "
+                                f"{len(steps) - 1} steps after the first; the first step "
                                 f"({durs[0] / 1e3:.1f} ms) is left out, as a first step "
                                 f"usually carries one-time work (XLA compilation, thread pools "
                                 f"and allocators warming up, files opening)", **stats)

@@ -312,7 +312,7 @@ def _serialised(f: Facts, cls: str) -> list[Finding]:
         what = (f"{f.busiest_row} was busy {f.busiest_share:.0%} of the step with "
                 f"{f.parallelism:.2f} ops running at once on average, and {off_path:.0%} of "
                 f"the step was work off the critical path that could have overlapped")
-    if not serial:
+    if not serial or _launch(f, cls):  # a thread busy launching kernels: launch says it
         return []
     return [Finding(
         "serialised", "high" if f.busiest_share >= 0.8 else "moderate", f.busiest_share,
@@ -346,7 +346,7 @@ def _launch(f: Facts, cls: str) -> list[Finding]:
             la.kernels < LAUNCH_MIN_KERNELS or la.kernel_median_us >= LAUNCH_SHORT_US:
         return []
     ops = (f"; {la.host_ops} ops, {la.host_ops_short} of them under {LAUNCH_SHORT_US:.0f} us"
-           if la.host_ops else "")
+           if la.host_ops >= LAUNCH_MIN_KERNELS else "")
     xla = f.tiny_clusters or "_XlaLaunch" in f.top_op or f.top_op_category == "xla_run"
     return [Finding(
         "launch", "high", la.busy_share,
