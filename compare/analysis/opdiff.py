@@ -56,6 +56,7 @@ class OpStat:
     count: float = 0.0
     unit: str = ""                  # the XLA cluster/function it ran inside, if any
     group: str = ""                 # its group in the generic view
+    key: tuple[str, str] = ("", "")  # (normalised node name, op type)
 
     @property
     def us(self) -> float:
@@ -80,6 +81,8 @@ class OpDiff:
     b_host_us: float = 0.0
     b_device_us: float = 0.0
     members: list[str] = dataclasses.field(default_factory=list)   # fused: the ops it holds
+    into: str = ""                  # fused: the side ("legacy"/"modern") whose cluster holds them
+    keys: dict[str, list[tuple[str, str]]] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def delta_us(self) -> float:
@@ -145,7 +148,8 @@ def op_table(a: TraceAnalysis, gmap: GroupMap) -> SideOps:
             st = out.get((name, op_type))
             if st is None:
                 st = out[(name, op_type)] = OpStat(op_type, unit=unit,
-                                                   group=GROUPS[gmap.group[src]])
+                                                   group=GROUPS[gmap.group[src]],
+                                                   key=(name, op_type))
             if dev:
                 st.device_us += us * frac
             else:
@@ -154,6 +158,22 @@ def op_table(a: TraceAnalysis, gmap: GroupMap) -> SideOps:
             if frac == 1.0:
                 spans[op_type].append((float(ev.ts[i]), float(ev.ts[i] + ev.dur[i])))
     return SideOps(out, {t: _union(v) / n_steps for t, v in spans.items()})
+
+
+def event_keys(a: TraceAnalysis) -> dict[int, tuple[str, str]]:
+    """Event -> the (name, type) key of the op it ran (an XLA kernel: its largest TF op; an
+    xprof kernel: its TF op), for every event that names one."""
+    tr, ev, names = a.trace, a.trace.events, a.trace.strings.names
+    kops = kernel_ops(tr)
+    weights = _XlaWeights(a)
+    out: dict[int, tuple[str, str]] = {}
+    cand = np.flatnonzero(((ev.op_type > 0) | (ev.hlo_op > 0)) | np.isin(
+        np.arange(len(ev)), list(kops.op_of)))
+    for i in cand.tolist():
+        keys = _keys(a, kops.op_of.get(i, i), weights, names)
+        name, op_type, _, _ = max(keys, key=lambda k: k[2])
+        out[i] = (name, op_type)
+    return out
 
 
 def _union(spans: list[tuple[float, float]]) -> float:
@@ -247,6 +267,7 @@ def _row(op: str, a: list[OpStat], b: list[OpStat], match: str,
                  tot(a, "host_us"), tot(a, "device_us"), tot(b, "host_us"), tot(b, "device_us"),
                  members or [])
     row.status = _status(row.a_us, row.b_us) if a and b else ("removed" if a else "added")
+    row.keys = {"legacy": [s.key for s in a], "modern": [s.key for s in b]}
     return row
 
 
@@ -280,7 +301,8 @@ def _fused(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat],
             former = [gone.pop(k) for k in ops]
             a, b = (former, runs) if side_new == "modern" else (runs, former)
             row = _row(owner, a, b, "xla", members=sorted(k[0] for k in ops))
-            row.type, row.status, row.group = runs[0].type, "fused", "xla_run"
+            row.type, row.status, row.group, row.into = runs[0].type, "fused", "xla_run", \
+                side_new
             rows.append(row)
     return rows
 
