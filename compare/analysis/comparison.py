@@ -17,9 +17,9 @@ from collections import defaultdict
 import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES
+from compare.analysis import opdiff, parity
 from compare.analysis.analyse import TraceAnalysis, analyse
 from compare.analysis.attribution import Attribution, attribute
-from compare.analysis import opdiff, parity
 from compare.analysis.comparison_verdict import Verdicts, verdicts
 from compare.analysis.groups import GroupMap, group_times, map_groups
 from compare.analysis.mapping import StageMap, map_stages

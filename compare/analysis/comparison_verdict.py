@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from compare.analysis.opdiff import scopes_of
 from compare.fmt import duration as ms
 from compare.vocabulary.thresholds import (
     CHANGE_NOTABLE,
@@ -14,8 +15,6 @@ from compare.vocabulary.thresholds import (
     UNTRACED_NOTABLE,
     input_class,
 )
-
-from compare.analysis.opdiff import scopes_of
 
 if TYPE_CHECKING:  # the types only; comparison imports this module
     from compare.analysis.comparison import Comparison, SideResult

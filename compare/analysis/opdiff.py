@@ -139,25 +139,64 @@ def op_table(a: TraceAnalysis, gmap: GroupMap) -> SideOps:
     idx = np.flatnonzero(counted)
     own = tr.self_time(idx) / n_steps
     gpu = on_gpu(tr)[idx]
+    src = _sources(idx, kops.op_of)        # an xprof kernel counts for its TF op
+    uniq, inv = _name_groups(ev, src)
+    host = np.bincount(inv, own * ~gpu, minlength=len(uniq))
+    dev = np.bincount(inv, own * gpu, minlength=len(uniq))
+    count = np.bincount(inv, minlength=len(uniq)) / n_steps
     out: dict[Key, OpStat] = {}
     weights = _XlaWeights(a)
-    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for i, us, dev in zip(idx.tolist(), own.tolist(), gpu.tolist()):
-        src = kops.op_of.get(i, i)        # an xprof kernel counts for its TF op
-        for name, op_type, frac, unit in _keys(a, src, weights, names):
+    whole: dict[int, str] = {}               # name group -> op type, when one op has it all
+    for g, rep in enumerate(uniq.tolist()):
+        keys = _keys(a, rep, weights, names)
+        for name, op_type, frac, unit in keys:
             st = out.get((name, op_type))
             if st is None:
                 st = out[(name, op_type)] = OpStat(op_type, unit=unit,
-                                                   group=GROUPS[gmap.group[src]],
+                                                   group=GROUPS[gmap.group[rep]],
                                                    key=(name, op_type))
-            if dev:
-                st.device_us += us * frac
-            else:
-                st.host_us += us * frac
-            st.count += 1.0 / n_steps
-            if frac == 1.0:
-                spans[op_type].append((float(ev.ts[i]), float(ev.ts[i] + ev.dur[i])))
-    return SideOps(out, {t: _union(v) / n_steps for t, v in spans.items()})
+            st.host_us += float(host[g]) * frac
+            st.device_us += float(dev[g]) * frac
+            st.count += float(count[g])
+        if len(keys) == 1:
+            whole[g] = keys[0][1]
+    return SideOps(out, _type_wall(ev, idx, inv, whole, n_steps))
+
+
+def _sources(idx: np.ndarray, op_of: dict[int, int]) -> np.ndarray:
+    """Per event of ``idx``, the event that names its op (itself, or an xprof kernel's TF
+    op)."""
+    src = idx.copy()
+    if op_of:
+        pos = {int(i): k for k, i in enumerate(idx.tolist())}
+        for k, op in op_of.items():
+            if k in pos:
+                src[pos[k]] = op
+    return src
+
+
+def _name_groups(ev, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a representative event per distinct name tuple, each event's group): the keys are
+    decided once per group."""
+    if not len(src):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cols = np.stack([getattr(ev, c)[src].astype(np.int64) for c in
+                     ("name", "op_type", "tf_name", "category", "hlo_module", "hlo_op")], axis=1)
+    _, first, inv = np.unique(cols, axis=0, return_index=True, return_inverse=True)
+    return src[first], inv.reshape(-1)
+
+
+def _type_wall(ev, idx: np.ndarray, inv: np.ndarray, whole: dict[int, str],
+               n_steps: int) -> dict[str, float]:
+    """Per op type, the union of its events' intervals per steady step."""
+    types: dict[str, list[int]] = defaultdict(list)
+    for g, t in whole.items():
+        types[t].append(g)
+    out = {}
+    for t, groups in types.items():
+        sel = idx[np.isin(inv, groups)]
+        out[t] = _union(ev.ts[sel], ev.end[sel]) / n_steps
+    return out
 
 
 def event_keys(a: TraceAnalysis) -> dict[int, tuple[str, str]]:
@@ -165,25 +204,25 @@ def event_keys(a: TraceAnalysis) -> dict[int, tuple[str, str]]:
     xprof kernel: its TF op), for every event that names one."""
     tr, ev, names = a.trace, a.trace.events, a.trace.strings.names
     kops = kernel_ops(tr)
+    idx = np.flatnonzero((ev.op_type > 0) | (ev.hlo_op > 0))
+    idx = np.union1d(idx, np.fromiter(kops.op_of, np.int64, len(kops.op_of)))
+    src = _sources(idx, kops.op_of)
+    uniq, inv = _name_groups(ev, src)
     weights = _XlaWeights(a)
-    out: dict[int, tuple[str, str]] = {}
-    cand = np.flatnonzero(((ev.op_type > 0) | (ev.hlo_op > 0)) | np.isin(
-        np.arange(len(ev)), list(kops.op_of)))
-    for i in cand.tolist():
-        keys = _keys(a, kops.op_of.get(i, i), weights, names)
-        name, op_type, _, _ = max(keys, key=lambda k: k[2])
-        out[i] = (name, op_type)
-    return out
+    per = [max(_keys(a, rep, weights, names), key=lambda k: k[2])[:2] for rep in uniq.tolist()]
+    return {int(i): per[g] for i, g in zip(idx.tolist(), inv.tolist())}
 
 
-def _union(spans: list[tuple[float, float]]) -> float:
-    """Total length of the union of intervals."""
-    total, end = 0.0, -np.inf
-    for t0, t1 in sorted(spans):
-        if t1 > end:
-            total += t1 - max(t0, end)
-            end = t1
-    return total
+def _union(t0: np.ndarray, t1: np.ndarray) -> float:
+    """Total length of the union of intervals [t0, t1)."""
+    if not len(t0):
+        return 0.0
+    order = np.argsort(t0, kind="stable")
+    t0, t1 = t0[order], t1[order]
+    reach = np.maximum.accumulate(t1)
+    start = np.concatenate([[True], t0[1:] > reach[:-1]])   # a new stretch begins here
+    ends = np.concatenate([reach[np.flatnonzero(start)[1:] - 1], [reach[-1]]])
+    return float(np.sum(ends - t0[start]))
 
 
 class _XlaWeights:

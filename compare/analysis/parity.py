@@ -236,9 +236,14 @@ def _batch(sides, labels, rows, steps) -> list[Caveat]:
             min(_name_matched_share(rows, k)
                                                    for k in sides) < UNIFORM_SCALE_SHARE:
         return []
+    # ops compiled by XLA on either side are faster or slower for that reason: left out
+    compiled = {k: {key for key, st in s.ops.ops.items() if st.unit} for k, s in sides.items()}
+    if bool(compiled["legacy"]) != bool(compiled["modern"]):
+        return []   # XLA on one side only: not the same graph (and its threads compete)
     matched = [r for r in rows if r.match == "name" and r.group in ("compute", "preprocessing",
                                                                       "optimizer")
-               and r.a_us > 0 and r.b_us > 0]
+               and r.a_us > 0 and r.b_us > 0
+               and not any(key in compiled[k] for k, keys in r.keys.items() for key in keys)]
     if len(matched) < 5:
         return []
     dev = all(r.a_device_us and r.b_device_us for r in matched[:5])
