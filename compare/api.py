@@ -30,6 +30,8 @@ from compare.model.events import Trace
 from compare.output import report as report_mod
 from compare.output.report import Report
 from compare.pipelines import run_in_child
+from compare.viewers.tensorboard import screenshot_profile
+from modern.data_service import check_service
 
 #: What ``screenshot=True`` saves into the run folder.
 SCREENSHOT = "profile_tab.png"
@@ -169,8 +171,6 @@ def _preflight(opts: RunOptions) -> None:
         raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
                          "existing traces with --legacy TRACE --modern TRACE")
     if opts.data_service:  # it answers and has workers
-        from modern.data_service import check_service  # imports TensorFlow: only when asked
-
         check_service(opts.data_service)
 
 
@@ -209,8 +209,6 @@ def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
 def _screenshot(out: Path, clock: Phases) -> str | None:
     """TensorBoard's profile tab over the run folder, saved as ``out/profile_tab.png``; its
     name, or None (with one line saying why) when it cannot be taken."""
-    from compare.viewers.tensorboard import screenshot_profile  # starts a browser: only asked
-
     clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
                               "chromium) ...")
     try:

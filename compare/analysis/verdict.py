@@ -354,9 +354,12 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
            sequence: Sequence) -> Verdict:
     """Measure the facts of the chosen step and judge them."""
     ev = trace.events
-    idx = np.flatnonzero((ev.step == choice.step.num) & rows.work_mask(trace))
+    in_step = ev.step == choice.step.num
+    idx = np.flatnonzero(in_step & rows.work_mask(trace))
     ops = inputs.input_ops(trace)
-    st = _Step(trace, choice, idx, idx[ops[idx]])
+    # input ops on every row, the step's own (Python) thread too: an eager next(iterator)
+    # waits there, and the step split counts it (compare.analysis.inputs)
+    st = _Step(trace, choice, idx, np.flatnonzero(in_step & ops))
     f = Facts(wall_us=float(st.wall), tids_are=legend.tids_are)
     _measure_input(st, f, ops)
     f.compile_us = step_compile_us(trace, xla, choice)
@@ -372,7 +375,7 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
 
 def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
     ev, names = st.trace.events, st.trace.strings.names
-    f.input_wait_us = inputs.input_us(st.trace, st.idx, st.lo, st.hi, ops)
+    f.input_wait_us = inputs.input_us(st.trace, st.waits, st.lo, st.hi, ops)
     f.input_ops = sorted({names[ev.op_type[i] or ev.name[i]] for i in st.waits})
     gn = [i for i in st.waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
     if gn:
@@ -381,7 +384,7 @@ def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
 
 def _measure_gaps(st: _Step, f: Facts) -> None:
     """Idle time and the three longest gaps, with the ops around them."""
-    tr, idx = st.trace, st.idx
+    tr, idx = st.trace, np.union1d(st.idx, st.waits)   # waiting for input is not idle
     a, b = tr.events.ts[idx], tr.events.ts[idx] + tr.events.dur[idx]
     f.idle_us = st.wall - intervals.union_us(a, b, st.lo, st.hi)
     gs, ge = intervals.gaps(a, b, st.lo, st.hi)
