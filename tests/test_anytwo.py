@@ -78,7 +78,7 @@ def test_model_side(tf_name, model_side):
     ("StridedSlice", "strided_slice_3", False, None),      # a trace with no image pipeline
     ("Pack", "stack", True, "assemble"),
     ("StatelessShuffle", "stateless_shuffle/StatelessShuffle", True, "shuffle"),
-    ("Pack", "model/stack", True, None),                   # a scope of the model's
+    ("Pack", "gradients/stack", True, None),               # the backward pass's
     ("Slice", "crop_3/Slice", False, "crop"),              # our scope is evidence itself
     ("AdjustSaturation", "x/AdjustSaturation", False, "saturation"),  # an image op type
     ("RefSwitch", "global_step/cond/read/Switch", True, None),  # a variable's read/

@@ -171,7 +171,7 @@ def _api_scope(op_name: str) -> str | None:
 def _op_rule(op_type: str, op_name: str, weak_ok: bool = True) -> tuple[str | None, str]:
     """(stage, basis) of a TF op by rules 1, 3-5. A node under a backward-pass or optimizer
     scope is never a pipeline stage's by API scope or op type; a generic op type is one only
-    when ``weak_ok`` and the node carries no scope but the pipeline's (:func:`_plain`)."""
+    when ``weak_ok`` (the trace shows an image pipeline)."""
     if op_type in FIXED_OP_TYPES:
         return OP_TYPE_LABEL[op_type], "op_type"
     s = _our_scope(op_name)
@@ -182,8 +182,7 @@ def _op_rule(op_type: str, op_name: str, weak_ok: bool = True) -> tuple[str | No
     if s:
         return s, "api_scope"
     s = OP_TYPE_LABEL.get(op_type)
-    if s in PIPELINE_STAGES and (model_side or op_type in GENERIC_OP_TYPES and not (
-            weak_ok and _plain(op_type, op_name))):
+    if s in PIPELINE_STAGES and (model_side or op_type in GENERIC_OP_TYPES and not weak_ok):
         s = None
     return (s, "op_type") if s else (None, "unmapped")
 
@@ -205,7 +204,8 @@ def _snake(op_type: str) -> str:
 
 def _plain(op_type: str, op_name: str) -> bool:
     """Every scope of ``op_name`` (wrappers aside) is ours, a TF API scope of the pipeline's,
-    or the op's own wrapper: nothing says the node belongs to something else."""
+    or the op's own wrapper: nothing says the node belongs to something else (the consumers'
+    stage rule pulls in only such nodes, or those of the consumers' own block)."""
     own = _snake(op_type)
     for part in strip_wrappers(op_name or "").split("/")[:-1]:
         base = SCOPE_SUFFIX.sub("", GRAPPLER_REWRITE.sub("", part))
@@ -213,6 +213,13 @@ def _plain(op_type: str, op_name: str) -> bool:
                 or base == own):
             return False
     return True
+
+
+def _same_block(node: str, users: list[str]) -> bool:
+    """The node sits in the same enclosing scope as every op that consumes it (one block of
+    the program: a random draw beside the jitter it feeds)."""
+    parent = node.rpartition("/")[0]
+    return bool(parent) and all(u.rpartition("/")[0] == parent for u in users)
 
 
 def pipeline_evidence(trace: Trace) -> bool:
@@ -522,9 +529,11 @@ class _Mapper:
                 elif ev.op_type[i] in gather_types and LABEL["shuffle"] in src:
                     new = LABEL["shuffle"]
                 else:
-                    dst = {int(self.label[j]) for j in consumers.get(node, ())}
-                    if not (by_consumers and len(dst) == 1 and dst <= PIPELINE
-                            and _plain(names[ev.op_type[i]], names[node])):
+                    users = consumers.get(node, ())
+                    dst = {int(self.label[j]) for j in users}
+                    if not (by_consumers and len(dst) == 1 and dst <= PIPELINE and (
+                            _plain(names[ev.op_type[i]], names[node])
+                            or _same_block(names[node], [names[ev.tf_name[j]] for j in users]))):
                         continue
                     new = dst.pop()
                 self.label[i], self.basis[i] = new, BASIS["dataflow"]
