@@ -397,7 +397,8 @@ def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -
     cluster runs are split as the profile measured them) beside the side's own numbers for the
     same kind of step (``against``: "steady" = the side's steady median, "first" = its first
     step)."""
-    smap = map_stages(other, reference=side.smap)
+    other_xla = summarize(other)
+    smap = map_stages(other, reference=side.smap, lookups=other_xla.lookup_events)
     att = attribute(other, smap)
     rows = att.steady or att.steps
     wall = np.median(np.stack([s.wall for s in rows]), axis=0) if rows else np.zeros(len(LABELS))
@@ -411,4 +412,4 @@ def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -
     return CrossCheck(label, other.format, len(att.steps), against,
                       float(np.median([s.dur for s in rows])) if rows else 0.0,
                       round(float(mine_step), 1), by_stage(wall), by_stage(mine),
-                      xla_totals(summarize(other)))
+                      xla_totals(other_xla))

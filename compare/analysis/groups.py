@@ -10,7 +10,8 @@ Rules, first match wins:
 3. The event's op type and node name (:func:`compare.vocabulary.groups.group_of_op`).
 4. Its row: a ``memcpy`` row is copies; tf.data and reader threads are input; kernels on a GPU
    stream with no TF op named are compute.
-5. The mapper's overhead label (input_wait -> input, xla_compile, xla_run, runtime).
+5. The mapper's overhead label (input_wait -> input, xla_compile, xla_run, runtime); an
+   ``_XlaCompile`` the mapper found to be a cache lookup is runtime.
 6. Events that rules 3-5 call runtime or leave open (a CUDA launch, an executor event) and that
    run inside another event take that event's group (a kernel launch inside ``Conv2D`` is
    ``Conv2D``'s work).
@@ -111,6 +112,9 @@ def map_groups(trace: Trace, smap: StageMap) -> GroupMap:
     for k, op in kops.op_of.items():
         group[k], scope[k] = group[op], scope[op]
     group[kops.launches], generic[kops.launches] = GROUP["runtime"], False
+    # an _XlaCompile the mapper found to be a cache lookup is XLA's dispatch plumbing
+    lookup = (ev.category == CAT["xla_compile"]) & (smap.label == LABEL["runtime"])
+    group[lookup], generic[lookup] = GROUP["runtime"], False
     _inherit(trace, group, scope, generic)
     return GroupMap(group, [names[k] for k in scope.tolist()])
 

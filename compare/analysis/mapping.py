@@ -589,12 +589,18 @@ def _cluster_profile(ref: StageMap) -> dict[str, dict[int, float]]:
     return out
 
 
-def map_stages(trace: Trace, reference: StageMap | None = None) -> StageMap:
+def map_stages(trace: Trace, reference: StageMap | None = None,
+               lookups: list[int] | None = None) -> StageMap:
     """Label every event of ``trace`` (see the module docstring) and write the labels into
     ``trace.events.stage`` as string ids (0 = unmapped). ``reference``: the StageMap of a
-    profile of the same run, used to split a timeline's cluster runs (rule 7)."""
+    profile of the same run, used to split a timeline's cluster runs (rule 7). ``lookups``:
+    the ``_XlaCompile`` calls that only looked their program up in the cache (the XLA
+    summary decides, :attr:`compare.analysis.xla.XlaSummary.lookup_events`): XLA's dispatch
+    plumbing, runtime, not compilation."""
     m = _Mapper(trace, reference)
     generic = m.own()
+    if lookups:
+        m.label[lookups], m.basis[lookups] = LABEL["runtime"], BASIS["op_type"]
     m.nest(generic)
     m.dataflow()
     ids = np.array([0] + [trace.strings.id(s) for s in LABELS[1:]], dtype=np.int32)
