@@ -16,6 +16,7 @@ from compare.analysis.steps import StepChoice
 from compare.model import intervals
 from compare.model.events import CAT, Trace
 from compare.vocabulary import ops as tfops
+from compare.vocabulary.groups import FEED_NODE, is_collective
 from compare.vocabulary.thresholds import (
     AUTOTUNE_KERNELS,
     FIRST_STEP_FACTOR,
@@ -218,8 +219,8 @@ def communication(trace: Trace, choice: StepChoice, idx: np.ndarray,
     ev, names = trace.events, trace.strings.names
     keys = np.unique(np.stack([ev.op_type[idx], ev.name[idx]]), axis=1) if len(idx) else \
         np.zeros((2, 0), np.int32)
-    coll_ops = {int(o) for o, n in keys.T if tfops.is_collective(names[o], names[n])}
-    coll_names = {int(n) for o, n in keys.T if tfops.is_collective(names[o], names[n])}
+    coll_ops = {int(o) for o, n in keys.T if is_collective(names[o], names[n])}
+    coll_names = {int(n) for o, n in keys.T if is_collective(names[o], names[n])}
     hit = idx[np.isin(ev.op_type[idx], list(coll_ops)) & (ev.op_type[idx] != 0) |
               np.isin(ev.name[idx], list(coll_names))]
     out = Communication()
@@ -257,4 +258,4 @@ def feeds(trace: Trace, idx: np.ndarray) -> list[str]:
     for i in idx:  # a fed placeholder often shows only as an op's input
         ids.update(ev.inputs_of(int(i)).tolist())
     return sorted({tfops.SEND_RECV_SUFFIX.sub("", names[n]) for n in ids
-                   if tfops.FEED_NODE.match(names[n])})[:6]
+                   if FEED_NODE.match(names[n])})[:6]

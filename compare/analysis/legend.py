@@ -16,7 +16,7 @@ from compare.analysis.attribution import segments
 from compare.analysis.steps import StepChoice
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
-from compare.vocabulary.ops import is_collective
+from compare.vocabulary.groups import is_collective
 
 
 @dataclasses.dataclass

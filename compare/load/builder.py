@@ -22,7 +22,7 @@ from compare.model.events import (
     Strings,
     Trace,
 )
-from compare.vocabulary.ops import CUDA_CALL_ARG, SOURCE_NODE, category_of, kernel_op
+from compare.vocabulary.ops import CUDA_CALL_ARG, SOURCE_NODE, XLA_OPS, category_of, kernel_op
 from compare.vocabulary.rows import HOST_PLANE_PREFIX, process_kind
 
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
@@ -369,8 +369,10 @@ class Builder:
             groups.append(group)
             hmods.append(hlo_mod)
             hops.append(hlo_op)
-            # a kernel's category comes from its own name: a kernel is not its op's call
-            cat = category_of(name, op_type, hlo_op, step_marker)
+            # a kernel that names its TF op is that op's work ("op"), never a call of an XLA
+            # op: the XLA summary counts _XlaRun calls on the host, not their kernels
+            cat = category_of(name, op_type, hlo_op, step_marker) if not kernel_type else \
+                CAT["op"] if kernel_type not in XLA_OPS else category_of(name, "", "", False)
             if not op_type and not kernel_type and type(args) is dict and CUDA_CALL_ARG in args \
                     and self.proc_names.get(e["pid"], "").startswith(HOST_PLANE_PREFIX):
                 cat = CAT["runtime"]  # the GPU tracer's record of a CUDA call on a host thread

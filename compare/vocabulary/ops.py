@@ -209,8 +209,10 @@ KERNEL_OP_ARGS = ("tf_op", "level 0", "annotation")
 #: The GPU tracer's records carry this arg: on a device a kernel or copy, on a host thread the
 #: CUDA call that launched it (``cuLaunchKernel`` named after the kernel, a copy, a sync).
 CUDA_CALL_ARG = "correlation_id"
-#: Copies name the op that needed them in the same args; they stay copies, not that op.
-COPY_NAME = re.compile(r"^(MEMCPY|Memcpy|MemcpyH2D|MemcpyD2H|MemcpyD2D|MemcpyP2P|Memset)", re.I)
+#: The GPU tracer's copies and memsets (TF1 ``MEMCPYHtoD``, xprof ``MemcpyH2D``, ``Memset``,
+#: the CUDA calls behind them); a copy names the op that needed it in the same args as a
+#: kernel does, and stays a copy, not that op.
+COPY_NAME = re.compile(r"^(?:MEMCPY|Memcpy|memcpy|cuMemcpy|cudaMemcpy|Memset|MEMSET)")
 
 
 def kernel_op(args: dict, name: str) -> tuple[str, str]:
@@ -228,21 +230,6 @@ def kernel_op(args: dict, name: str) -> tuple[str, str]:
     return "", ""
 
 
-# --- collectives -----------------------------------------------------------------------------
-
-#: Ops and kernels that move data between devices or hosts (all-reduce and friends): a step
-#: waiting on them is waiting for communication, not computing.
-COLLECTIVE = re.compile(
-    r"(Nccl|nccl|AllReduce|Allreduce|AllGather|Allgather|ReduceScatter|CollectiveReduce|"
-    r"CollectiveGather|CollectiveBcast|CollectivePermute|AllToAll|CrossReplicaSum|"
-    r"all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)")
-
-
-def is_collective(op_type: str, name: str = "") -> bool:
-    """A collective op or kernel (see :data:`COLLECTIVE`), by op type or event name."""
-    return bool(COLLECTIVE.search(op_type) or (name and COLLECTIVE.search(name)))
-
-
 # --- step marks ------------------------------------------------------------------------------
 
 #: Keras' TraceMe around each call of its training function (TF 2.2 on), and the eager
@@ -258,8 +245,5 @@ ITERATOR_CREATION_OPS = frozenset({
     "OneShotIterator", "MakeIterator", "IteratorV2", "Iterator", "AnonymousIterator",
     "AnonymousIteratorV2", "AnonymousIteratorV3", "MultiDeviceIterator",
     "MultiDeviceIteratorInit", "IteratorFromStringHandleV2"})
-#: TF1 placeholders fed by ``feed_dict`` show as these nodes in a timeline (``_arg_x_0_0``,
-#: ``_recv_x_0``): the step was fed from Python, outside what the trace records.
-FEED_NODE = re.compile(r"^_(arg|recv)_")
 #: xprof host threads that launch one GPU's kernels (TF's private GPU threads).
 GPU_LAUNCH_THREADS = ("tf_gpu_private",)

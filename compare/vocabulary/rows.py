@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from compare.vocabulary.ops import COPY_NAME
+
 GPU_DEVICE = re.compile(r"(/gpu:\d+|/device:GPU:\d+|/device:XLA_GPU:\d+)", re.I)
 STREAM = re.compile(r"/stream:(\w+)", re.I)
 #: xprof lines on a device plane derived from the kernels (they repeat the kernels' time).
@@ -14,12 +16,9 @@ DERIVED_LINES = frozenset({
 #: The GPU tracer names copies MEMCPYHtoD, MEMCPYDtoH, MEMCPYDtoD... (timelines); xprof
 #: MemcpyH2D, MemcpyD2H, MemcpyD2D, MemcpyP2P, and memsets Memset.
 MEMCPY_PREFIX = "MEMCPY"
-COPY_PREFIXES = ("MEMCPY", "Memcpy", "MemcpyH2D", "Memset", "MEMSET")
-
-
 def is_copy(name: str) -> bool:
-    """A GPU copy or memset (not a kernel), by the event's name."""
-    return name.startswith(COPY_PREFIXES)
+    """A GPU copy or memset (not a kernel), by the event's name (``ops.COPY_NAME``)."""
+    return bool(COPY_NAME.match(name))
 #: xprof's host plane (``/host:CPU``): real threads.
 HOST_PLANE_PREFIX = "/host:"
 #: Process kinds whose rows record no work (memory counters, tensor lifetimes).
