@@ -75,7 +75,7 @@ def parse_address(text: str, flag: str = "--data_service") -> Address:
     return Address(m.group("host"), port)
 
 
-def _get_workers_call(channel):
+def get_workers_call(channel):
     """The dispatcher's ``GetWorkers`` RPC on ``channel``; returns worker addresses."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
@@ -95,34 +95,50 @@ def _get_workers_call(channel):
                                request_serializer=bytes, response_deserializer=cls.FromString)
 
 
-def list_workers(address: Address, wait_s: float = 0.0) -> list[str]:
+def list_workers(address: Address, wait_s: float = 0.0,
+                 answer_timeout_s: float = ANSWER_TIMEOUT_S) -> list[str]:
     """The workers registered with the dispatcher at ``address`` (their ``host:port``).
 
     Nothing listening there, or a host name that does not resolve, is asked again for up to
     ``wait_s`` seconds (a dispatcher still starting); each try waits up to
-    :data:`ANSWER_TIMEOUT_S` for an answer. No answer is an :class:`InputError`. A worker that
-    stopped stays listed until the dispatcher's worker timeout expires.
+    ``answer_timeout_s`` for an answer. No answer is an :class:`InputError`. A worker that
+    stopped stays listed for good: TF's dispatcher only logs a worker that stopped
+    heartbeating (``DetectMissingWorkers``), it never unregisters it
+    (:class:`modern.service_watch.ServiceWatch` probes the workers themselves).
     """
     import grpc
 
     deadline = time.monotonic() + wait_s
     with grpc.insecure_channel(address.hostport) as channel:
-        call = _get_workers_call(channel)
+        call = get_workers_call(channel)
         while True:
             try:
-                reply = call(b"", timeout=ANSWER_TIMEOUT_S)  # GetWorkersRequest is empty
-                return [w.address for w in reply.workers]
+                return ask_workers(call, answer_timeout_s)
             except grpc.RpcError as e:
                 last = e
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.2)
-    detail = (last.details() or "").lower()
-    reason = ("cannot resolve the host name" if "resolv" in detail
-              else "connection refused" if "refused" in detail
-              else f"no answer in {ANSWER_TIMEOUT_S:g} s"
-              if last.code() == grpc.StatusCode.DEADLINE_EXCEEDED else last.details())
-    raise InputError(f"{address.target}: no tf.data service dispatcher there ({reason})")
+    raise InputError(f"{address.target}: no tf.data service dispatcher there "
+                     f"({no_answer_reason(last, answer_timeout_s)})")
+
+
+def ask_workers(call, timeout_s: float) -> list[str]:
+    """One ``GetWorkers`` call (from :func:`get_workers_call`): the workers' addresses; a
+    dispatcher that does not answer raises ``grpc.RpcError``."""
+    reply = call(b"", timeout=timeout_s)  # GetWorkersRequest is empty
+    return [w.address for w in reply.workers]
+
+
+def no_answer_reason(e, timeout_s: float) -> str:
+    """Why a dispatcher did not answer (a ``grpc.RpcError``), in a few words."""
+    import grpc
+
+    detail = (e.details() or "").lower()
+    return ("cannot resolve the host name" if "resolv" in detail
+            else "connection refused" if "refused" in detail
+            else f"no answer in {timeout_s:g} s"
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED else e.details())
 
 
 def check_service(text: str) -> dict:
