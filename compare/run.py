@@ -1,7 +1,7 @@
 """``python -m compare.run``: run both pipelines, compare them stage by stage, write the report.
 
     python -m compare.run [--out DIR] [--images A.jpg,B/] [--steps N] [--seed S] [--verbose]
-                          [--data_service grpc://HOST:PORT] [--screenshot]
+                          [--data_service grpc://HOST:PORT [--service_timeout S]] [--screenshot]
     python -m compare.run --legacy TRACE --modern TRACE [--out DIR]
 
 The first form runs the legacy pipeline and then the modern one, each in its own process and
@@ -41,6 +41,9 @@ def _define_flags() -> None:
     flags.DEFINE_string("data_service", None, "Run modern's input pipeline on the workers of "
                         "this tf.data service dispatcher (grpc://HOST:PORT); legacy is "
                         "unchanged.")
+    flags.DEFINE_float("service_timeout", None, "With --data_service: the longest a read from "
+                       "the service may wait, in seconds (modern.run --service_timeout).",
+                       lower_bound=0.1)
     flags.DEFINE_boolean("screenshot", False, "Also open the run folder in TensorBoard and "
                          "headless Chromium (Debian's chromium) and save the profile tab, both "
                          "sessions listed, as profile_tab.png (shown in report.md).")
@@ -110,6 +113,8 @@ def _run_and_compare() -> int:
             importlib.util.find_spec("modern.runner") is None:
         raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
                          "existing traces with --legacy TRACE --modern TRACE")
+    if FLAGS.service_timeout is not None and not FLAGS.data_service:
+        raise InputError("--service_timeout goes with --data_service")
     if FLAGS.data_service:  # before legacy runs for minutes: it answers and has workers
         from modern.data_service import check_service
 
@@ -129,7 +134,8 @@ def _run_and_compare() -> int:
         clock.phase("modern", f"running modern ({FLAGS.steps} steps, tf.data{where} + "
                               f"jit_compile) ...")
         runs["modern"] = run_in_child("modern", out / "modern", FLAGS.images, FLAGS.steps,
-                                      FLAGS.seed, log, data_service=FLAGS.data_service)
+                                      FLAGS.seed, log, data_service=FLAGS.data_service,
+                                      service_timeout=FLAGS.service_timeout)
         clock.say(_run_line("modern", runs["modern"]))
         screenshot = _screenshot(out, clock) if FLAGS.screenshot else None
         with native_stderr_to(log):

@@ -172,6 +172,27 @@ def distribute(ds, target: str):
         compression=COMPRESSION))
 
 
+def exposure_warning(role: str, port: int | None) -> str:
+    """The warning a dispatcher or worker prints first: who can reach it and what they can do.
+
+    TensorFlow cannot bind a tf.data service server to one interface: ``GrpcDataServerBase::
+    Start`` (``tensorflow/core/data/service/server_lib.cc``) always listens on
+    ``"0.0.0.0:" + port`` (``ss -ltn`` shows ``*:PORT``, IPv4 and IPv6), with no option in
+    ``DispatcherConfig`` or ``WorkerConfig`` to change it, and the ``grpc`` protocol has no
+    authentication. The dispatcher builds every dataset graph a client registers (to split
+    it), the workers run them.
+    """
+    import getpass
+
+    where = f"port {port}" if port else "its port"
+    return (f"WARNING: this {role} listens on {where} of EVERY network interface, not only "
+            f"127.0.0.1 (TensorFlow's tf.data service always binds 0.0.0.0 and offers no way "
+            f"to choose), without authentication: anyone who can reach the port can send "
+            f"dataset graphs that this process runs as user {getpass.getuser()!r} (graph ops "
+            f"read and write files). Run it on a private network, or let a firewall admit only "
+            f"your own hosts to this port (README, 'Who can get in').")
+
+
 def this_host() -> str:
     """The name other machines would use for this one (its host name)."""
     return socket.gethostname()
