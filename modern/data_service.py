@@ -247,6 +247,10 @@ def bound_address(server, host: str) -> Address:
     return Address(host, int(server._address.rsplit(":", 1)[1]))  # TF: "localhost:<bound port>"
 
 
+#: How long :func:`local_cluster` lets its servers stop after an exception before killing them.
+STOP_AFTER_FAILURE_S = 5.0
+
+
 @dataclass(frozen=True)
 class LocalCluster:
     """A running :func:`local_cluster`: the dispatcher's address and the server processes' ids."""
@@ -260,9 +264,10 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
     """A dispatcher and ``workers`` workers on this machine, each its own
     ``python -m modern.service`` process on 127.0.0.1 (as on separate hosts, elements travel
     over gRPC); yields a :class:`LocalCluster` once every worker has registered, and stops
-    them with SIGTERM on exit (workers first). For the benchmark and for trying the service on
-    one machine. A server that fails to start, or does not stop cleanly (exit 0 within 30 s),
-    is an :class:`InputError` quoting its last stderr line.
+    them with SIGTERM on exit (workers first). For the benchmark and for trying the service on one machine. A
+    server that fails to start, or does not stop cleanly (exit 0 within 30 s), is an
+    :class:`InputError` quoting its last stderr line. Left by an exception (a signal, a
+    failed run), the servers get :data:`STOP_AFTER_FAILURE_S` seconds and are then killed.
     """
     servers: list[tuple[subprocess.Popen, object]] = []
 
@@ -283,15 +288,23 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
                              f"listening: {last_line(log)}")
         return line
 
-    def stop_all() -> list[str]:
+    def stop_all(grace_s: float, together: bool) -> list[str]:
+        # workers first, each given grace_s; or (together) all at once with one shared
+        # deadline. What has not exited by then is killed.
+        order = list(reversed(servers))
+        deadline = time.monotonic() + grace_s
         failures = []
-        for proc, log in reversed(servers):
+        for proc, _ in order if together else ():
             proc.send_signal(signal.SIGTERM)
+        for proc, log in order:
+            if not together:
+                proc.send_signal(signal.SIGTERM)
+                deadline = time.monotonic() + grace_s
             try:
-                code = proc.wait(timeout=30)
+                code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
-                code = f"killed after 30 s ({proc.wait()})"
+                code = f"killed after {grace_s:g} s ({proc.wait()})"
             if code != 0:
                 failures.append(f"{' '.join(proc.args[2:4])}: exit {code}: {last_line(log)}")
             log.close()
@@ -309,8 +322,8 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
             time.sleep(0.2)
         yield LocalCluster(dispatcher, tuple(proc.pid for proc, _ in servers))
     except BaseException:
-        stop_all()
+        stop_all(STOP_AFTER_FAILURE_S, together=True)  # a client may still hold requests
         raise
-    failures = stop_all()
+    failures = stop_all(30.0, together=False)
     if failures:
         raise InputError("local tf.data service did not stop cleanly: " + "; ".join(failures))

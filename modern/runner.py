@@ -115,19 +115,16 @@ class ServiceSteps:
       job: :class:`common.errors.RunFailed` naming what went and how many steps were done.
 
     ``make_service() -> step_fn`` builds the service iterator's step (on the helper thread:
-    creating the iterator already talks to the dispatcher). :meth:`report` is what run.json
-    adds to ``data_service``.
+    creating the iterator already talks to the dispatcher); ``reads``: a
+    :class:`modern.service_watch.ServiceReads` (or a stand-in with ``call``, ``address``,
+    ``timeout_s``, ``watch`` and the context manager). :meth:`report` is what run.json adds to
+    ``data_service``.
     """
 
-    def __init__(self, info: dict, count: int, make_service, make_local, timeout_s: float,
-                 progress=None):
-        from modern.data_service import parse_address
-        from modern.service_watch import ServiceReads
-
+    def __init__(self, reads, count: int, make_service, make_local, progress=None):
         self._count, self._make_local = count, make_local
         self._progress = progress or (lambda line: None)
-        self._reads = ServiceReads(parse_address(info["address"]), info["workers"], timeout_s,
-                                   notify=self._progress)
+        self._reads = reads
         self._make_service = make_service
         self._service = self._local = None
         self._seen: set[int] = set()
@@ -139,9 +136,13 @@ class ServiceSteps:
 
         self._reads.__enter__()
         try:
-            self._service = self._reads.call(self._make_service)
-        except Stall as stall:
-            self._give_up(stall)
+            try:
+                self._service = self._reads.call(self._make_service)
+            except Stall as stall:
+                self._give_up(stall)
+        except BaseException:
+            self._reads.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -255,7 +256,8 @@ def _service_steps(paths: list[str], seed: int, steps: int, augment_fn, info: di
     images a local run reads, and it ends on the workers with the run (an abandoned endless
     job keeps tasks there)."""
     from modern import augment, pipeline
-    from modern.service_watch import DEFAULT_TIMEOUT_S
+    from modern.data_service import parse_address
+    from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads
 
     def make_service():
         ds = pipeline.build(paths, seed=seed, count=steps, data_service=info["address"])
@@ -265,5 +267,7 @@ def _service_steps(paths: list[str], seed: int, steps: int, augment_fn, info: di
         return augment.make_step(augment_fn, iter(pipeline.build(paths, seed=seed,
                                                                  indices=indices)))
 
-    return ServiceSteps(info, steps, make_service, make_local,
-                        DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, progress)
+    say = progress or (lambda line: None)
+    reads = ServiceReads(parse_address(info["address"]), info["workers"],
+                         DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, notify=say)
+    return ServiceSteps(reads, steps, make_service, make_local, say)
