@@ -117,12 +117,12 @@ class Modern:
     end; SIGINT and SIGTERM are handled while a read is blocked."""
 
     def __init__(self, paths: list[str], seed: int, jit: bool, data_service: str | None = None,
-                 count: int | None = None):
+                 count: int | None = None, service_timeout_s: float | None = None):
         from modern import augment, pipeline
 
         self.ds = pipeline.build(paths, seed=seed, count=count, data_service=data_service)
         self.augment_fn = augment.make_augment(jit)
-        self.reads = _service_reads(data_service) if data_service else None
+        self.reads = _service_reads(data_service, service_timeout_s) if data_service else None
         self.restart()
 
     def _call(self, fn):
@@ -155,14 +155,14 @@ class Modern:
             self.reads.__exit__(None, None, None)
 
 
-def _service_reads(target: str):
+def _service_reads(target: str, timeout_s: float | None):
     """Bounded reads from the service at ``target`` (its workers as registered now)."""
     from modern.data_service import list_workers, parse_address
-    from modern.service_watch import ServiceReads
+    from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads
 
     address = parse_address(target)
-    return ServiceReads(address, list_workers(address), notify=lambda line: say(
-        f"benchmarks: {line}")).__enter__()
+    return ServiceReads(address, list_workers(address), timeout_s or DEFAULT_TIMEOUT_S,
+                        notify=lambda line: say(f"benchmarks: {line}")).__enter__()
 
 
 class Floor:
