@@ -146,7 +146,9 @@ def _run_and_compare() -> int:
                 sources["modern"] = (out / "modern", sources["modern"][1] + (
                     f"; input pipeline on the tf.data service at {svc['address']} "
                     f"({svc['worker_count']} worker(s), {svc['processing_mode']}): its read, "
-                    f"decode and resize ran in the workers' processes, not in this trace"))
+                    f"decode and resize ran in the workers' processes, not in this trace"
+                    + (f" (except for {svc['reproduced_count']} element(s) a lost worker held, "
+                       f"made again in this process)" if svc.get("reproduced_count") else "")))
             report = _analyse_and_write(out, sources, clock, tensorboard_logdir=str(out),
                                         runs=runs, screenshot=screenshot)
     except KeyboardInterrupt as e:  # run_cli says where: complete runs, a side's partial

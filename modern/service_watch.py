@@ -1,8 +1,8 @@
 """Bounded waits on the tf.data service: what a client does when a worker, the dispatcher or the
 network goes away.
 
-TensorFlow 2.21's own client does not end such waits (measured, ``distributed_epoch``, BUILD.md
-"When the service loses a server"): a worker killed mid-job takes the elements it held with it
+TensorFlow 2.21's own client does not end such waits (measured, ``distributed_epoch``; BUILD.md,
+"what TF 2.21 does when a server is lost"): a worker killed mid-job takes the elements it held with it
 and the job never finishes, so a client that waits for them waits for good; the dispatcher only
 logs a worker that stopped heartbeating, it neither unregisters it nor hands its elements to
 another; a client whose dispatcher is gone retries it for good; and all of it happens inside
