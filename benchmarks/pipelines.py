@@ -111,30 +111,58 @@ class Legacy:
 
 class Modern:
     """The tf.data pipeline feeding the augmentation, compiled by XLA or not; its input on the
-    tf.data service at ``data_service`` if given."""
+    tf.data service at ``data_service`` if given. There every read is bounded
+    (:class:`modern.service_watch.ServiceReads`): a service that stops delivering (a worker or
+    the dispatcher lost) ends the benchmark with one line, exit 1, instead of a wait without
+    end; SIGINT and SIGTERM are handled while a read is blocked."""
 
     def __init__(self, paths: list[str], seed: int, jit: bool, data_service: str | None = None,
-                 count: int | None = None):
+                 count: int | None = None, service_timeout_s: float | None = None):
         from modern import augment, pipeline
 
         self.ds = pipeline.build(paths, seed=seed, count=count, data_service=data_service)
         self.augment_fn = augment.make_augment(jit)
+        self.reads = _service_reads(data_service, service_timeout_s) if data_service else None
         self.restart()
 
+    def _call(self, fn):
+        if self.reads is None:
+            return fn()
+        from common.errors import RunFailed
+        from modern.service_watch import Stall
+
+        try:
+            return self.reads.call(fn)
+        except Stall as stall:
+            what, hint = stall.describe(self.reads.address)
+            raise RunFailed(what + (f"; {hint}" if hint else "")) from None
+
     def step(self):
-        return self.step_fn()
+        return self._call(self.step_fn)
 
     def restart(self) -> None:
         from modern import augment
 
         self.stop()  # the old iterator's threads end before new ones start
-        self.step_fn = augment.make_step(self.augment_fn, iter(self.ds))
+        self.step_fn = self._call(lambda: augment.make_step(self.augment_fn, iter(self.ds)))
 
     def stop(self) -> None:
         self.step_fn = None  # its iterator is captured by the step: released with it
 
     def close(self) -> None:
-        self.it = None  # a service client stops reading before its servers are stopped
+        self.stop()  # a service client stops reading before its servers are stopped
+        if self.reads is not None:
+            self.reads.__exit__(None, None, None)
+
+
+def _service_reads(target: str, timeout_s: float | None):
+    """Bounded reads from the service at ``target`` (its workers as registered now)."""
+    from modern.data_service import list_workers, parse_address
+    from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads
+
+    address = parse_address(target)
+    return ServiceReads(address, list_workers(address), timeout_s or DEFAULT_TIMEOUT_S,
+                        notify=lambda line: say(f"benchmarks: {line}")).__enter__()
 
 
 class Floor:

@@ -4,6 +4,8 @@ line on stderr and exit code 2 (never a traceback).
 The wrapper also owns interruptions: SIGINT and SIGTERM both raise :class:`Interrupted` in the
 main thread (Python's default SIGTERM kills without running any cleanup), so staging folders
 are tidied and partial results kept; the CLI then says where they are and exits 128 + signal.
+A run that cannot finish for a reason outside the input (:class:`RunFailed`: its tf.data
+service went away) keeps its partial results the same way and exits :data:`EXIT_FAILED`.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from common.tflog import quiet_env
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_FAILED = 1
 
 
 class InputError(Exception):
@@ -27,6 +30,16 @@ class InputError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+class RunFailed(Exception):
+    """A run that could not finish although its input was fine (e.g. its tf.data service went
+    away): one line saying what happened and how far the run got. Like :class:`Interrupted`,
+    ``kept`` lists where partial results were saved (:func:`common.atomic.staged` fills it)."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+        self.kept: list[str] = []
 
 
 class Interrupted(KeyboardInterrupt):
@@ -104,8 +117,9 @@ def say(line: str) -> None:
 
 
 def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str) -> int:
-    """Run ``main(argv)``; map InputError (and OSError, MemoryError) to one line + exit 2, and
-    SIGINT / SIGTERM to one line saying where partial results are + exit 128 + signal."""
+    """Run ``main(argv)``; map InputError (and OSError, MemoryError) to one line + exit 2,
+    RunFailed to one line + exit 1, and SIGINT / SIGTERM to one line saying where partial
+    results are + exit 128 + signal."""
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         rc = main(argv)
@@ -113,6 +127,10 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
     except InputError as e:
         _say(f"{prog}: error: {e}")
         return EXIT_BAD_INPUT
+    except RunFailed as e:
+        kept = f"; partial results kept in {', '.join(e.kept)}" if e.kept else ""
+        _say(f"{prog}: error: {e}{kept}")
+        return EXIT_FAILED
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
         kept = getattr(e, "kept", [])

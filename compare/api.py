@@ -125,13 +125,15 @@ def _remove_if_only_log(out: Path) -> None:
 class RunOptions:
     """What ``compare.run`` runs: images (files or folders; default matplotlib's
     grace_hopper.jpg), profiled steps per pipeline, seed, an optional tf.data service for
-    modern's input, and whether to screenshot TensorBoard's profile tab."""
+    modern's input (and the longest a read from it may wait, seconds; default modern.run's),
+    and whether to screenshot TensorBoard's profile tab."""
 
     images: list[str] = dataclasses.field(default_factory=list)
     steps: int = 20
     seed: int = 0
     data_service: str | None = None
     screenshot: bool = False
+    service_timeout: float | None = None
 
 
 def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | None = None,
@@ -186,7 +188,8 @@ def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
     clock.phase("modern", f"running modern ({opts.steps} steps, tf.data{where} + "
                           f"jit_compile) ...")
     runs["modern"] = run_in_child("modern", out / "modern", opts.images, opts.steps, opts.seed,
-                                  log, data_service=opts.data_service)
+                                  log, data_service=opts.data_service,
+                                  service_timeout=opts.service_timeout)
     clock.say(_run_line("modern", runs["modern"]))
 
 
@@ -203,7 +206,9 @@ def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
         sources["modern"] = (out / "modern", sources["modern"][1] + (
             f"; input pipeline on the tf.data service at {svc['address']} "
             f"({svc['worker_count']} worker(s), {svc['processing_mode']}): its read, decode and "
-            f"resize ran in the workers' processes, not in this trace"))
+            f"resize ran in the workers' processes, not in this trace"
+            + (f" (except for {svc['reproduced_count']} element(s) a lost worker held, made again "
+               f"in this process)" if svc.get("reproduced_count") else "")))
     return sources
 
 

@@ -1,7 +1,7 @@
 """``python -m compare.run``: run both pipelines, compare them stage by stage, write the report.
 
     python -m compare.run [--out DIR] [--images A.jpg,B/] [--steps N] [--seed S] [--verbose]
-                          [--data_service grpc://HOST:PORT] [--screenshot]
+                          [--data_service grpc://HOST:PORT [--service_timeout S]] [--screenshot]
     python -m compare.run --legacy TRACE --modern TRACE [--out DIR] [--labels A,B]
 
 The first form runs the legacy pipeline and then the modern one, each in its own process and
@@ -44,6 +44,9 @@ def _define_flags() -> None:
     flags.DEFINE_string("data_service", None, "Run modern's input pipeline on the workers of "
                         "this tf.data service dispatcher (grpc://HOST:PORT); legacy is "
                         "unchanged.")
+    flags.DEFINE_float("service_timeout", None, "With --data_service: the longest a read from "
+                       "the service may wait, in seconds (modern.run --service_timeout).",
+                       lower_bound=0.1)
     flags.DEFINE_boolean("screenshot", False, "Also open the run folder in TensorBoard and "
                          "headless Chromium (Debian's chromium) and save the profile tab, both "
                          "sessions listed, as profile_tab.png (shown in report.md).")
@@ -72,8 +75,10 @@ def _main(argv: list[str]) -> int:
                                 labels=labels)
         _print_summary(report, t0, tensorboard=False)
         return 0
+    if FLAGS.service_timeout is not None and not FLAGS.data_service:
+        raise InputError("--service_timeout goes with --data_service")
     options = RunOptions(FLAGS.images, FLAGS.steps, FLAGS.seed, FLAGS.data_service,
-                         FLAGS.screenshot)
+                         FLAGS.screenshot, FLAGS.service_timeout)
     report = run_and_compare(FLAGS.out, options, FLAGS.verbose, say, labels=labels)
     _print_summary(report, t0, tensorboard=True)
     return 0
