@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 from typing import Callable, Iterator
+
+from absl import app, flags
+
+from common.tflog import quiet_env
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -68,8 +73,6 @@ def signals_deferred() -> Iterator[None]:
 def tf_error_line(e: BaseException) -> str:
     """The first line of a TensorFlow error's message, without TF's ``{{function_node ...}}``
     prefix and ``[Op:...]`` suffix."""
-    import re
-
     msg = getattr(e, "message", None) or str(e) or type(e).__name__
     msg = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", msg)
     msg = re.sub(r"\s*\[Op:[^\]]*\]", "", msg)
@@ -134,11 +137,7 @@ def cli_main(prog: str, define_flags: Callable[[], None], main: Callable[[list[s
              quiet_tf: bool = True) -> None:
     """The whole life of one of our absl CLIs: define its flags, parse them (a bad flag is bad
     input too: one line, exit 2), run ``main`` under :func:`run_cli`, exit with its code."""
-    from absl import app, flags
-
     if quiet_tf:
-        from common.tflog import quiet_env
-
         quiet_env()
     define_flags()
 

@@ -28,7 +28,7 @@ _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 
 
 def default_image() -> str:
     """matplotlib's bundled ``grace_hopper.jpg`` (600x512): present on any machine with matplotlib."""
-    import matplotlib
+    import matplotlib  # lazy: only to find its bundled image (~0.2 s to import)
 
     return str(Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg")
 
@@ -138,7 +138,7 @@ def preflight(paths: list[str]) -> list[tuple[int, int]]:
 
     Runs eagerly, outside any graph, so errors name the file instead of a graph node.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow takes seconds to import
 
     shapes = []
     for path in paths:

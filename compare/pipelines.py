@@ -7,6 +7,7 @@ our one-line error and exit code 2, which the parent repeats.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -15,9 +16,11 @@ import sys
 import threading
 from pathlib import Path
 
-from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError
-
-SIDES = ("legacy", "modern")
+from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError, run_cli, say
+from common.tflog import quiet_python_logs
+from compare.analysis.comparison import SIDES
+from legacy.runner import run_legacy
+from modern.runner import run_modern
 
 
 def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int,
@@ -25,19 +28,11 @@ def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed
     """Run ``side`` in this process (what the child does); returns its run.json. Progress
     lines go to stderr, which the parent keeps in its log. ``data_service`` (modern only):
     the tf.data service dispatcher whose workers run modern's input pipeline."""
-    from common.errors import say
-
     def progress(line: str) -> None:
         say(f"{side}: {line}")
 
     if side == "legacy":
-        from legacy.runner import run_legacy
-
         return run_legacy(out, images, steps, xla=True, seed=seed, progress=progress)
-    try:
-        from modern.runner import run_modern
-    except ImportError as e:
-        raise InputError(f"the modern pipeline is not available here ({e})") from None
     return run_modern(out, images, steps, jit=True, seed=seed, progress=progress,
                       data_service=data_service)
 
@@ -108,10 +103,6 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _child(argv: list[str]) -> int:
-    import argparse
-
-    from common.tflog import quiet_python_logs
-
     p = argparse.ArgumentParser(prog="compare.pipelines")
     p.add_argument("side", choices=SIDES)
     p.add_argument("out")
@@ -127,6 +118,4 @@ def _child(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from common.errors import run_cli
-
     sys.exit(run_cli(_child, sys.argv[1:], f"compare.pipelines {' '.join(sys.argv[1:2])}"))

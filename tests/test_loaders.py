@@ -66,7 +66,11 @@ def test_first_timeline_shows_compiles_and_steady_one_does_not(legacy_run):
     assert first.compiles >= 1 and first.compile_us > 10_000
     assert steady.compiles == 0 and steady.run_us > 0
     profile = xla.summarize(load(out))
-    assert profile.compiles == first.compiles and not profile.recompiled
+    # every cluster compiles once in the profiled session; the first timeline comes from a
+    # second session, whose compiles TF may serve faster than COMPILE_MIN_US under load, so
+    # it can count fewer (seen: 25-43 of 43 on a loaded 2-core machine), never more
+    assert profile.compiles >= 1 and not profile.recompiled
+    assert first.compiles <= profile.compiles
 
 
 def test_self_time_of_nested_events_is_not_double_counted(legacy_run):

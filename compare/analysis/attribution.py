@@ -35,6 +35,7 @@ from collections import defaultdict
 import numpy as np
 
 from compare.analysis.mapping import StageMap
+from compare.analysis.rows import lane_roles
 from compare.model.events import CAT, Trace
 from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
 from compare.vocabulary.rows import NOT_WORK_KINDS, is_stream_all
@@ -133,7 +134,7 @@ def segments(trace: Trace):
     (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's."""
     ev = trace.events
     nest = trace.nesting
-    keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace)))
+    keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace))) & ~_derived(trace)
     has_kids = np.zeros(len(ev), bool)
     has_kids[nest.parent[nest.parent >= 0]] = True
     leaf = np.flatnonzero(keep & ~has_kids & (nest.end > ev.ts))
@@ -156,6 +157,14 @@ def segments(trace: Trace):
     e, t0, t1 = e[ok], t0[ok], t1[ok]
     order = np.lexsort((t0, ev.tid[e], ev.pid[e]))
     return e[order], t0[order], t1[order]
+
+
+def _derived(trace: Trace) -> np.ndarray:
+    """Events on xprof's device lines derived from the kernels ("TensorFlow Ops", "Steps",
+    "XLA Modules"...): they repeat the stream rows' time and are not work of their own."""
+    if trace.format == "timeline":
+        return np.zeros(len(trace.events), bool)
+    return lane_roles(trace) == "derived"
 
 
 def _not_work_pids(trace: Trace) -> set[int]:
@@ -185,9 +194,10 @@ def attribute(trace: Trace, smap: StageMap) -> Attribution:
         a, b = st.ts, st.ts + st.dur
         m = (seg_t1 > a) & (seg_t0 < b)
         idx = np.flatnonzero(m)
-        out.append(_one_step(st, smap, seg_ev[idx], np.clip(seg_t0[idx], a, b),
-                             np.clip(seg_t1[idx], a, b), seg_lane_pid[idx], seg_lane_tid[idx],
-                             markers.get(st.num), blocked[idx], smap.input[seg_ev[idx]]))
+        seg = _Segments(seg_ev[idx], np.clip(seg_t0[idx], a, b), np.clip(seg_t1[idx], a, b),
+                        seg_lane_pid[idx], seg_lane_tid[idx], blocked[idx],
+                        smap.input[seg_ev[idx]])
+        out.append(_one_step(st, smap, seg, markers.get(st.num)))
     return Attribution(trace, smap, out, markers, (seg_ev, seg_t0, seg_t1), blocked)
 
 
@@ -205,64 +215,93 @@ def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray
     return runtime
 
 
-def _one_step(st, smap: StageMap, e, t0, t1, pid, tid, crit, blocked, inp) -> StepTimes:
-    label = smap.label[e].astype(np.int64)
-    wait = smap.wait[e] | blocked
-    orphan = smap.orphan[e]
+@dataclasses.dataclass
+class _Segments:
+    """One step's innermost-event segments, clipped to the step: the event of each, its span,
+    its lane, whether it is blocked runtime, whether it is the step's input."""
+
+    e: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    blocked: np.ndarray
+    input: np.ndarray
+
+
+class _Sweep:
+    """The step cut at every segment boundary into elementary intervals ``dt``: how many of
+    some segments cover each (:meth:`count`), and what each segment gets from a per-interval
+    quantity (:meth:`over`)."""
+
+    def __init__(self, lo: float, hi: float, t0: np.ndarray, t1: np.ndarray) -> None:
+        bounds = np.unique(np.concatenate([[lo, hi], t0, t1]))
+        self.dt = np.diff(bounds)
+        self.k0 = np.searchsorted(bounds, t0)
+        self.k1 = np.searchsorted(bounds, t1)
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        d = np.zeros(len(self.dt) + 1)
+        np.add.at(d, self.k0[mask], 1)
+        np.add.at(d, self.k1[mask], -1)
+        return np.cumsum(d)[:len(self.dt)]
+
+    def over(self, per_k: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Sum of ``per_k`` over each masked segment's intervals."""
+        pre = np.concatenate([[0.0], np.cumsum(per_k)])
+        return pre[self.k1[mask]] - pre[self.k0[mask]]
+
+
+def _safe(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, x, 1.0)
+
+
+def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
+    label = smap.label[seg.e].astype(np.int64)
+    wait = smap.wait[seg.e] | seg.blocked
+    orphan = smap.orphan[seg.e]
     is_op = np.isin(label, list(PIPELINE | {LABEL["xla_run"], LABEL["xla_compile"], UNMAPPED})) \
         & ~wait & ~orphan
     work = ~wait
-    bounds = np.unique(np.concatenate([[st.ts, st.ts + st.dur], t0, t1]))
-    dt = np.diff(bounds)
-    k0 = np.searchsorted(bounds, t0)
-    k1 = np.searchsorted(bounds, t1)
-    nk = len(dt)
-
-    def count(mask) -> np.ndarray:
-        d = np.zeros(nk + 1)
-        np.add.at(d, k0[mask], 1)
-        np.add.at(d, k1[mask], -1)
-        return np.cumsum(d)[:nk]
-
-    def over(per_k: np.ndarray, mask) -> np.ndarray:
-        """Sum of ``per_k`` over each masked segment's intervals."""
-        pre = np.concatenate([[0.0], np.cumsum(per_k)])
-        return pre[k1[mask]] - pre[k0[mask]]
-
-    n_work, n_wait, n_op, n_orph = count(work), count(wait), count(is_op), count(orphan)
-    safe = lambda x: np.where(x > 0, x, 1.0)  # noqa: E731
-    g = np.where(n_work > 0, dt / safe(n_work), 0.0)              # wall per working thread
-    h = np.where((n_work == 0) & (n_wait > 0), dt / safe(n_wait), 0.0)
-    seg_wall = np.zeros(len(e))
-    seg_cpu = t1 - t0
-    seg_wall[work] = over(g, work)
-    seg_wall[wait] = over(h, wait)
-    seg_cpu = np.where(wait, 0.0, seg_cpu)
+    sw = _Sweep(st.ts, st.ts + st.dur, seg.t0, seg.t1)
+    n_work, n_wait, n_op = sw.count(work), sw.count(wait), sw.count(is_op)
+    n_orph = sw.count(orphan)
+    g = np.where(n_work > 0, sw.dt / _safe(n_work), 0.0)           # wall per working thread
+    h = np.where((n_work == 0) & (n_wait > 0), sw.dt / _safe(n_wait), 0.0)
+    seg_wall = np.zeros(len(seg.e))
+    seg_wall[work] = sw.over(g, work)
+    seg_wall[wait] = sw.over(h, wait)
+    seg_cpu = np.where(wait, 0.0, seg.t1 - seg.t0)
     # orphan worker time: credited to the ops running at that instant, else runtime
-    cpu_orph = n_orph * dt
-    wall_orph = n_orph * g
     has_op = n_op > 0
-    extra_cpu = np.zeros(len(e))
-    extra_wall = np.zeros(len(e))
-    extra_cpu[is_op] = over(np.where(has_op, cpu_orph / safe(n_op), 0.0), is_op)
-    extra_wall[is_op] = over(np.where(has_op, wall_orph / safe(n_op), 0.0), is_op)
-    orphan_cpu_left = float(np.sum(np.where(has_op, 0.0, cpu_orph)))
-    orphan_wall_left = float(np.sum(np.where(has_op, 0.0, wall_orph)))
+    extra_cpu, extra_wall = np.zeros(len(seg.e)), np.zeros(len(seg.e))
+    extra_cpu[is_op] = sw.over(np.where(has_op, n_orph * sw.dt / _safe(n_op), 0.0), is_op)
+    extra_wall[is_op] = sw.over(np.where(has_op, n_orph * g / _safe(n_op), 0.0), is_op)
+    wall, cpu, est, by_w, by_c = _by_label(
+        smap, seg.e, np.where(orphan, 0.0, seg_wall) + extra_wall,
+        np.where(orphan, 0.0, seg_cpu) + extra_cpu, extra_wall)
+    wall[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * g)))
+    cpu[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * sw.dt)))
+    wall[LABEL["idle"]] += float(np.sum(np.where((n_work == 0) & (n_wait == 0), sw.dt, 0.0)))
+    return StepTimes(st.num, st.ts, st.dur, wall, cpu, est,
+                     _split(label, wait, orphan, is_op, sw, seg, crit, n_op),
+                     by_w, by_c, float(extra_wall.sum()),
+                     float(np.sum((seg.t1 - seg.t0)[seg.blocked])))
 
-    wall = np.zeros(_NL)
-    cpu = np.zeros(_NL)
-    est = np.zeros(_NL)
+
+def _by_label(smap: StageMap, e: np.ndarray, w: np.ndarray, c: np.ndarray,
+              credited: np.ndarray):
+    """Per label: wall, CPU and estimated wall; per event: wall and CPU. ``credited``: the
+    part of ``w`` credited from worker regions (an estimate)."""
+    wall, cpu, est = np.zeros(_NL), np.zeros(_NL), np.zeros(_NL)
     by_w: dict[int, float] = defaultdict(float)
     by_c: dict[int, float] = defaultdict(float)
-    own_w = np.where(orphan, 0.0, seg_wall)
-    own_c = np.where(orphan, 0.0, seg_cpu)
     est_bases = {BASIS[b] for b in ESTIMATES}
     ev_idx, inv = np.unique(e, return_inverse=True)
-    sw = np.bincount(inv, own_w + extra_wall, minlength=len(ev_idx))
-    sc = np.bincount(inv, own_c + extra_cpu, minlength=len(ev_idx))
-    xw = np.bincount(inv, extra_wall, minlength=len(ev_idx))
-    for j, i in enumerate(ev_idx):
-        i = int(i)
+    sw = np.bincount(inv, w, minlength=len(ev_idx))
+    sc = np.bincount(inv, c, minlength=len(ev_idx))
+    xw = np.bincount(inv, credited, minlength=len(ev_idx))
+    for j, i in enumerate(ev_idx.tolist()):
         if sw[j] == 0 and sc[j] == 0:
             continue
         by_w[i] += sw[j]
@@ -272,39 +311,32 @@ def _one_step(st, smap: StageMap, e, t0, t1, pid, tid, crit, blocked, inp) -> St
             wall[lab] += sw[j] * frac
             cpu[lab] += sc[j] * frac
             est[lab] += (sw[j] if estimated else xw[j]) * frac
-    wall[LABEL["runtime"]] += orphan_wall_left
-    cpu[LABEL["runtime"]] += orphan_cpu_left
-    idle = float(np.sum(np.where((n_work == 0) & (n_wait == 0), dt, 0.0)))
-    wall[LABEL["idle"]] += idle
-    return StepTimes(st.num, st.ts, st.dur, wall, cpu, est,
-                     _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op, inp),
-                     dict(by_w), dict(by_c), float(extra_wall.sum()),
-                     float(np.sum((t1 - t0)[blocked])))
+    return wall, cpu, est, dict(by_w), dict(by_c)
 
 
-def _split(label, wait, orphan, is_op, dt, pid, tid, crit, count, n_op, inp) -> dict:
+def _split(label, wait, orphan, is_op, sw: _Sweep, seg: _Segments, crit, n_op) -> dict:
     lab_in = LABEL["input_wait"]
     compile_ = (label == LABEL["xla_compile"]) & ~wait
     compute = is_op & ~compile_
     runtime = ~wait & ~is_op & ~compile_ & ~orphan & (label != lab_in)
     # the step's input: an input op (or inside one) on any of its threads, or its own thread
     # waiting for input (:mod:`compare.analysis.inputs`)
-    c_in = count(inp) > 0
+    c_in = sw.count(seg.input) > 0
     if crit is not None:
-        c_in |= count((pid == crit[0]) & (tid == crit[1]) & (label == lab_in)) > 0
-    c_comp = count(compile_) > 0
-    c_cpu = (count(compute) > 0) | ((count(orphan) > 0) & (n_op > 0))
-    c_rt = (count(runtime) > 0) | (count(orphan) > 0) | (count(~wait & (label == lab_in)) > 0)
-    w_in = count(wait & (label == lab_in)) > 0
-    w_cpu = count(wait & (label == LABEL["xla_run"])) > 0
-    w_rt = count(wait) > 0
+        c_in |= sw.count((seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == lab_in)) > 0
+    c_comp = sw.count(compile_) > 0
+    c_cpu = (sw.count(compute) > 0) | ((sw.count(orphan) > 0) & (n_op > 0))
+    c_rt = (sw.count(runtime) > 0) | (sw.count(orphan) > 0) | (sw.count(~wait & (label == lab_in)) > 0)
+    w_in = sw.count(wait & (label == lab_in)) > 0
+    w_cpu = sw.count(wait & (label == LABEL["xla_run"])) > 0
+    w_rt = sw.count(wait) > 0
     out = dict.fromkeys(SPLIT_KEYS, 0.0)
-    taken = np.zeros(len(dt), bool)
+    taken = np.zeros(len(sw.dt), bool)
     for key, mask in (("input_wait", c_in), ("compile", c_comp), ("compute", c_cpu),
                       ("runtime", c_rt), ("input_wait", w_in), ("compute", w_cpu),
                       ("runtime", w_rt)):
         sel = mask & ~taken
-        out[key] += float(dt[sel].sum())
+        out[key] += float(sw.dt[sel].sum())
         taken |= sel
-    out["idle"] = float(dt[~taken].sum())
+    out["idle"] = float(sw.dt[~taken].sum())
     return out

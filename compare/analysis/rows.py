@@ -28,6 +28,17 @@ def lane_role(trace: Trace, pid: int, tid: int) -> str:
     return thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
 
 
+def lane_roles(trace: Trace) -> np.ndarray:
+    """Per event, its lane's role (:func:`lane_role`), as an array of strings; one look-up
+    per distinct lane."""
+    ev = trace.events
+    if not len(ev):
+        return np.zeros(0, dtype=object)
+    lanes, inv = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0, return_inverse=True)
+    roles = np.array([lane_role(trace, int(p), int(t)) for p, t in lanes], dtype=object)
+    return roles[inv.reshape(-1)]
+
+
 def process_roles(trace: Trace) -> dict[int, str]:
     return {pid: process_role(trace, pid) for pid in trace.processes}
 

@@ -115,78 +115,105 @@ class _Graph:
             self.edges[(u, v)] = kind
 
 
-def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int, str]) -> None:
-    ev = trace.events
-    names = trace.strings.names
-    role = {int(i): roles[int(ev.pid[i])] for i in nodes}
-    host = [int(i) for i in nodes if role[int(i)] in ("cpu_ops", "gpu_launch", "other")]
-    gpu_kernels = [int(i) for i in nodes if role[int(i)] in ("gpu_stream", "gpu_stream_all")]
-    copies = [int(i) for i in nodes if names[ev.name[i]].startswith(MEMCPY_PREFIX)]
-    by_name: dict[str, list[int]] = defaultdict(list)
-    for i in sorted(host, key=lambda i: ev.ts[i]):
-        by_name[names[ev.tf_name[i]]].append(i)
+class _Timeline:
+    """A timeline step's nodes by kind, and which event produced a node name by a time."""
 
-    def producer(name: str, before: float, exclude: int) -> int | None:
+    def __init__(self, trace: Trace, nodes: np.ndarray, roles: dict[int, str]) -> None:
+        ev, names = trace.events, trace.strings.names
+        self.trace, self.ev, self.names = trace, ev, names
+        self.role = {int(i): roles[int(ev.pid[i])] for i in nodes}
+        self.host = [int(i) for i in nodes if self.role[int(i)] in ("cpu_ops", "gpu_launch",
+                                                                    "other")]
+        self.kernels = [int(i) for i in nodes if self.role[int(i)] in ("gpu_stream",
+                                                                       "gpu_stream_all")]
+        self.copies = [int(i) for i in nodes if names[ev.name[i]].startswith(MEMCPY_PREFIX)]
+        self.by_name: dict[str, list[int]] = defaultdict(list)
+        for i in sorted(self.host, key=lambda i: ev.ts[i]):
+            self.by_name[names[ev.tf_name[i]]].append(i)
+        self.kernels_of: dict[int, list[int]] = defaultdict(list)
+
+    def producer(self, name: str, before: float, exclude: int) -> int | None:
+        """The last host op named ``name`` (or its Send/Recv base) that started by ``before``."""
         for candidate in (name, SEND_RECV_SUFFIX.sub("", name)):
             best = None
-            for u in by_name.get(candidate, ()):
-                if ev.ts[u] <= before and u != exclude:
+            for u in self.by_name.get(candidate, ()):
+                if self.ev.ts[u] <= before and u != exclude:
                     best = u
             if best is not None:
                 return best
         return None
 
-    kernels_of: dict[int, list[int]] = defaultdict(list)
-    launch_of = {}
-    for k in sorted(gpu_kernels, key=lambda i: ev.ts[i]):
+
+def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int, str]) -> None:
+    t = _Timeline(trace, nodes, roles)
+    _launch_edges(t, g)
+    _input_edges(t, g)
+    _copy_edges(t, g)
+    by_stream: dict[int, list[int]] = defaultdict(list)
+    for k in t.kernels:
+        if t.role[k] == "gpu_stream":
+            by_stream[int(t.ev.pid[k])].append(k)
+    for ks in by_stream.values():
+        ks.sort(key=lambda i: t.ev.ts[i])
+        for a, b in zip(ks, ks[1:]):
+            g.add(a, b, "stream order")
+
+
+def _launch_edges(t: _Timeline, g: _Graph) -> None:
+    """Each GPU kernel after the host op that launched it (the tracer names it alike)."""
+    ev, names = t.ev, t.names
+    for k in sorted(t.kernels, key=lambda i: ev.ts[i]):
         if names[ev.name[k]].startswith(MEMCPY_PREFIX):
             continue
-        u = producer(names[ev.tf_name[k]], ev.ts[k], -1)
+        u = t.producer(names[ev.tf_name[k]], ev.ts[k], -1)
         if u is not None:
             g.add(u, k, "launch")
-            launch_of[k] = u
-            if role[k] == "gpu_stream":
-                kernels_of[u].append(k)
-    for v in host:
-        for sid in trace.events.inputs_of(v):
-            u = producer(names[sid], ev.ts[v], v)
+            if t.role[k] == "gpu_stream":
+                t.kernels_of[u].append(k)
+
+
+def _input_edges(t: _Timeline, g: _Graph) -> None:
+    """Producer to consumer by the inputs a timeline records; Send to its Recv."""
+    ev, names = t.ev, t.names
+    for v in t.host:
+        for sid in ev.inputs_of(v):
+            u = t.producer(names[sid], ev.ts[v], v)
             if u is None:
                 continue
             g.add(u, v, "input")
-            if kernels_of.get(u) and kernels_of.get(v):
-                g.add(kernels_of[u][-1], kernels_of[v][0], "gpu data")
-        op = names[ev.op_type[v]]
-        if op in RECV_OPS:
+            if t.kernels_of.get(u) and t.kernels_of.get(v):
+                g.add(t.kernels_of[u][-1], t.kernels_of[v][0], "gpu data")
+        if names[ev.op_type[v]] in RECV_OPS:
             base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]])
-            sends = [u for u in host if names[ev.op_type[u]] in SEND_OPS and ev.ts[u] <= ev.ts[v]
-                     and SEND_RECV_SUFFIX.sub("", names[ev.tf_name[u]]) == base]
+            sends = [u for u in t.host if names[ev.op_type[u]] in SEND_OPS and
+                     ev.ts[u] <= ev.ts[v] and
+                     SEND_RECV_SUFFIX.sub("", names[ev.tf_name[u]]) == base]
             if sends:
                 g.add(max(sends, key=lambda u: ev.ts[u]), v, "send/recv")
-    for c in copies:
-        if role[c] == "gpu_memcpy" and any(r == "gpu_stream" for r in role.values()):
+
+
+def _copy_edges(t: _Timeline, g: _Graph) -> None:
+    """A copy after the op that made its tensor; the ops (or kernels) that read it after it."""
+    ev, names = t.ev, t.names
+    streams = any(r == "gpu_stream" for r in t.role.values())
+    for c in t.copies:
+        if t.role[c] == "gpu_memcpy" and streams:
             continue  # the same copy is on its stream row
         m = COPY_EDGE.match(names[ev.tf_name[c]])
         if not m:
             continue
         tensor = m.group(1)
-        u = producer(tensor, ev.ts[c], -1)
+        u = t.producer(tensor, ev.ts[c], -1)
         if u is not None:
-            g.add(kernels_of[u][-1] if kernels_of.get(u) else u, c, "copy")
-        for v in host:
+            g.add(t.kernels_of[u][-1] if t.kernels_of.get(u) else u, c, "copy")
+        for v in t.host:
             if names[ev.op_type[v]] in RECV_OPS:
-                if SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]]) == tensor and ev.ts[v] >= ev.ts[c]:
+                if SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]]) == tensor and \
+                        ev.ts[v] >= ev.ts[c]:
                     g.add(c, v, "copy")  # the receiving op gets the copied tensor
-            elif kernels_of.get(v) and any(SEND_RECV_SUFFIX.sub("", names[s]) == tensor
-                                           for s in ev.inputs_of(v)):
-                g.add(c, kernels_of[v][0], "copy")  # the kernels that read it wait for it
-    by_stream: dict[int, list[int]] = defaultdict(list)
-    for k in gpu_kernels:
-        if role[k] == "gpu_stream":
-            by_stream[int(ev.pid[k])].append(k)
-    for ks in by_stream.values():
-        ks.sort(key=lambda i: ev.ts[i])
-        for a, b in zip(ks, ks[1:]):
-            g.add(a, b, "stream order")
+            elif t.kernels_of.get(v) and any(SEND_RECV_SUFFIX.sub("", names[s]) == tensor
+                                             for s in ev.inputs_of(v)):
+                g.add(c, t.kernels_of[v][0], "copy")  # the kernels that read it wait for it
 
 
 def _thread_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> None:

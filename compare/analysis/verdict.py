@@ -29,6 +29,8 @@ import dataclasses
 import numpy as np
 
 from compare.analysis import inputs, rows
+from compare.analysis.legend import Legend
+from compare.analysis.sequence import Sequence
 from compare.analysis.steps import StepChoice
 from compare.analysis.xla import XlaSummary
 from compare.fmt import duration as ms
@@ -117,13 +119,17 @@ def input_class(facts: Facts) -> str:
 
 
 def judge(f: Facts) -> Verdict:
-    """The verdict for a step's facts."""
-    wall = f.wall_us or 1.0
-    out: list[Finding] = []
+    """The verdict for a step's facts: every finding, then the one that leads."""
     cls = input_class(f)
-    share = f.input_wait_us / wall
+    out: list[Finding] = []
+    for rule in FINDINGS:
+        out.extend(rule(f, cls))
+    return _lead(out, f, cls)
+
+
+def _input(f: Facts, cls: str) -> list[Finding]:
+    share = f.input_wait_us / (f.wall_us or 1.0)
     ops = ", ".join(f.input_ops) or "input ops"
-    tfdata = any(tfops.is_get_next(o) for o in f.input_ops)
     waiting = "waiting for or reading" if tfops.reads_input(f.input_ops) else "waiting for"
     if cls == "not input-bound":
         why = (f"IteratorGetNext took {ms(f.get_next_us)} (50 us or less: the input is "
@@ -132,55 +138,68 @@ def judge(f: Facts) -> Verdict:
                f"{waiting} input ({ops}) took {ms(f.input_wait_us)}, {share:.0%} of the "
                f"step (under 5 %)" if f.input_wait_us else
                "the step shows no input wait (no IteratorGetNext, queue dequeue or reader op)")
-        out.append(Finding("input", "low", share, f"Not input-bound: {why}.", ""))
-    else:
-        level = "high" if cls == "highly input-bound" else "moderate"
-        fix = ("add .prefetch(tf.data.AUTOTUNE) at the end of the tf.data pipeline, run map "
-               "with num_parallel_calls=tf.data.AUTOTUNE, .cache() decoded data if it fits, "
-               "and read files with interleave; TensorBoard's input-pipeline page shows the "
-               "slow tf.data stage" if tfdata else
-               "move reading and decoding into tf.data (parallel map with num_parallel_calls="
-               "tf.data.AUTOTUNE, then .prefetch(tf.data.AUTOTUNE)); while on queues, give "
-               "the queue runners more threads (tf.train.batch(..., num_threads=N)) and a "
-               "larger capacity so a dequeue finds data waiting")
-        out.append(Finding("input", level, share,
-                           f"{cls.capitalize()}: the step spent {ms(f.input_wait_us)} {waiting} "
-                           f"input ({ops}), {share:.0%} of its {ms(f.wall_us)} (thresholds: "
-                           f"5 % moderately, 20 % highly).", fix))
-    cshare = f.compile_us / wall
-    if f.compile_us:
-        level = ("high" if cshare >= COMPILE_DOMINATES else
-                 "moderate" if cshare >= COMPILE_NOTABLE else "info")
-        out.append(Finding(
-            "compile", level, cshare,
-            f"{'Compile-bound' if level == 'high' else 'XLA compiles in this step'}: "
-            f"{ms(f.compile_us)}, {cshare:.0%} of the step, is XLA compilation.",
-            "judge speed on steady steps (this one pays a one-time compile); keep input shapes "
-            "fixed so each cluster compiles once (resize or pad to one shape, batch with "
-            "drop_remainder=True)"))
-    if f.recompiled:
-        out.append(Finding(
-            "recompile", "moderate", 0.0,
-            f"Recompilation: {', '.join(f.recompiled)} compiled more than once in this trace, "
-            f"so its input shapes (or constants) changed between calls.",
-            "make the shapes static (padded_batch or drop_remainder=True, fixed image size) "
-            "or keep shape-varying ops out of the compiled cluster"))
-    ishare = f.idle_us / wall
-    if ishare >= IDLE_NOTABLE:
-        level = "high" if ishare >= IDLE_BOUND else "moderate"
-        g = f.gaps[0] if f.gaps else None
-        where = (f"; the longest gap, {ms(g['dur_us'])} at +{ms(g['start_us'])}, came after "
-                 f"{g['after'] or 'the step start'} and before {g['before'] or 'the step end'}"
-                 if g else "")
-        out.append(Finding(
-            "idle", level, ishare,
-            f"Idle gaps: for {ms(f.idle_us)} ({ishare:.0%} of the step) no op of this step "
-            f"ran{where}.",
-            "find what the executor waited for: profile the same steps with the TensorBoard "
-            "profiler (tf.profiler.experimental.start/stop), which shows every host thread; "
-            "usual causes are queue-runner threads or other session runs competing for the "
-            "CPU, Python between ops (feed_dict) and the time between session runs"))
-    serial = False
+        return [Finding("input", "low", share, f"Not input-bound: {why}.", "")]
+    tfdata = any(tfops.is_get_next(o) for o in f.input_ops)
+    fix = ("add .prefetch(tf.data.AUTOTUNE) at the end of the tf.data pipeline, run map "
+           "with num_parallel_calls=tf.data.AUTOTUNE, .cache() decoded data if it fits, "
+           "and read files with interleave; TensorBoard's input-pipeline page shows the "
+           "slow tf.data stage" if tfdata else
+           "move reading and decoding into tf.data (parallel map with num_parallel_calls="
+           "tf.data.AUTOTUNE, then .prefetch(tf.data.AUTOTUNE)); while on queues, give "
+           "the queue runners more threads (tf.train.batch(..., num_threads=N)) and a "
+           "larger capacity so a dequeue finds data waiting")
+    level = "high" if cls == "highly input-bound" else "moderate"
+    return [Finding("input", level, share,
+                    f"{cls.capitalize()}: the step spent {ms(f.input_wait_us)} {waiting} "
+                    f"input ({ops}), {share:.0%} of its {ms(f.wall_us)} (thresholds: "
+                    f"5 % moderately, 20 % highly).", fix)]
+
+
+def _compile(f: Facts, cls: str) -> list[Finding]:
+    if not f.compile_us:
+        return []
+    share = f.compile_us / (f.wall_us or 1.0)
+    level = ("high" if share >= COMPILE_DOMINATES else
+             "moderate" if share >= COMPILE_NOTABLE else "info")
+    return [Finding(
+        "compile", level, share,
+        f"{'Compile-bound' if level == 'high' else 'XLA compiles in this step'}: "
+        f"{ms(f.compile_us)}, {share:.0%} of the step, is XLA compilation.",
+        "judge speed on steady steps (this one pays a one-time compile); keep input shapes "
+        "fixed so each cluster compiles once (resize or pad to one shape, batch with "
+        "drop_remainder=True)")]
+
+
+def _recompile(f: Facts, cls: str) -> list[Finding]:
+    if not f.recompiled:
+        return []
+    return [Finding(
+        "recompile", "moderate", 0.0,
+        f"Recompilation: {', '.join(f.recompiled)} compiled more than once in this trace, "
+        f"so its input shapes (or constants) changed between calls.",
+        "make the shapes static (padded_batch or drop_remainder=True, fixed image size) "
+        "or keep shape-varying ops out of the compiled cluster")]
+
+
+def _idle(f: Facts, cls: str) -> list[Finding]:
+    share = f.idle_us / (f.wall_us or 1.0)
+    if share < IDLE_NOTABLE:
+        return []
+    g = f.gaps[0] if f.gaps else None
+    where = (f"; the longest gap, {ms(g['dur_us'])} at +{ms(g['start_us'])}, came after "
+             f"{g['after'] or 'the step start'} and before {g['before'] or 'the step end'}"
+             if g else "")
+    return [Finding(
+        "idle", "high" if share >= IDLE_BOUND else "moderate", share,
+        f"Idle gaps: for {ms(f.idle_us)} ({share:.0%} of the step) no op of this step ran{where}.",
+        "find what the executor waited for: profile the same steps with the TensorBoard "
+        "profiler (tf.profiler.experimental.start/stop), which shows every host thread; "
+        "usual causes are queue-runner threads or other session runs competing for the "
+        "CPU, Python between ops (feed_dict) and the time between session runs")]
+
+
+def _serialised(f: Facts, cls: str) -> list[Finding]:
+    wall = f.wall_us or 1.0
     if f.tids_are == "threads":
         serial = (f.worker_rows >= 2 and f.busiest_share >= SERIAL_BUSY and
                   f.others_share < SERIAL_OTHERS)
@@ -194,50 +213,72 @@ def judge(f: Facts) -> Verdict:
         what = (f"{f.busiest_row} was busy {f.busiest_share:.0%} of the step with "
                 f"{f.parallelism:.2f} ops running at once on average, and {off_path:.0%} of "
                 f"the step was work off the critical path that could have overlapped")
-    if serial:
-        out.append(Finding(
-            "serialised", "high" if f.busiest_share >= 0.8 else "moderate", f.busiest_share,
-            f"One row serialises the work: {what}.",
-            "let independent work overlap: raise ConfigProto(inter_op_parallelism_threads=N), "
-            "and split per-image work so it can run in parallel (tf.data map with "
-            "num_parallel_calls; the seed's five crops do not depend on each other)"))
-    if f.gpu_busy_share is not None and f.gpu_busy_share < GPU_IDLE:
-        out.append(Finding(
-            "gpu_idle", "high" if f.gpu_busy_share < 0.25 else "moderate",
-            1 - f.gpu_busy_share,
-            f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the step and "
-            f"waited the rest (for input, copies or the host launching kernels).",
-            "keep the GPU fed: prefetch to the device (tf.data.experimental.prefetch_to_device"
-            " or .prefetch), larger batches, fewer and larger kernels (XLA: "
-            "tf.function(jit_compile=True))"))
-    if f.tiny_clusters >= TINY_CLUSTERS_NOTABLE:
-        out.append(Finding(
-            "xla_overhead", "info", f.xla_overhead_us / wall,
-            f"XLA bookkeeping: {f.tiny_clusters} clusters run in under "
-            f"{TINY_CLUSTER_US:.0f} us each; with their cache lookups (_XlaCompile) and merges "
-            f"(_XlaMerge) that is {ms(f.xla_overhead_us)} per step spent on XLA plumbing.",
-            "tiny clusters cost more to launch than they save: compile one larger function "
-            "(tf.function(jit_compile=True)) or turn auto-clustering off for this graph"))
-    if f.top_op:
-        what = (f"XLA clusters ({f.top_op})" if f.top_op_category == "xla_run" else f.top_op)
-        calls = (f"{f.top_op_count} {'kernels' if f.top_op_where == 'GPU' else 'executions'}; "
-                 f"the longest, {f.top_op_name}, "
-                 f"{f.top_op_name_share:.0%}" if f.top_op_count > 1 else f.top_op_name)
-        out.append(Finding(
-            "compute", "high" if f.top_op_share >= COMPUTE_DOMINATES else "info", f.top_op_share,
-            f"The largest cost is {what} on the {f.top_op_where}: {f.top_op_share:.0%} of the "
-            f"step by self time ({calls}). The critical path covers {f.critical_share:.0%} of "
-            f"the step.",
-            f"start with {f.top_op_name or f.top_op}, the largest cost: "
-            + ("see which TF ops the cluster holds (question 2) and its kernels in the "
-               "TensorBoard profiler; if it is slower than the same ops without XLA "
-               "(global_jit_level OFF), keep those ops out of the cluster"
-               if f.top_op_category == "xla_run" else
-               "make it cheaper (smaller inputs, a faster kernel, fewer calls) or take it off "
-               "the critical path")))
+    if not serial:
+        return []
+    return [Finding(
+        "serialised", "high" if f.busiest_share >= 0.8 else "moderate", f.busiest_share,
+        f"One row serialises the work: {what}.",
+        "let independent work overlap: raise ConfigProto(inter_op_parallelism_threads=N), "
+        "and split per-image work so it can run in parallel (tf.data map with "
+        "num_parallel_calls; the seed's five crops do not depend on each other)")]
+
+
+def _gpu_idle(f: Facts, cls: str) -> list[Finding]:
+    if f.gpu_busy_share is None or f.gpu_busy_share >= GPU_IDLE:
+        return []
+    return [Finding(
+        "gpu_idle", "high" if f.gpu_busy_share < 0.25 else "moderate", 1 - f.gpu_busy_share,
+        f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the step and "
+        f"waited the rest (for input, copies or the host launching kernels).",
+        "keep the GPU fed: prefetch to the device (tf.data.experimental.prefetch_to_device"
+        " or .prefetch), larger batches, fewer and larger kernels (XLA: "
+        "tf.function(jit_compile=True))")]
+
+
+def _xla_overhead(f: Facts, cls: str) -> list[Finding]:
+    if f.tiny_clusters < TINY_CLUSTERS_NOTABLE:
+        return []
+    return [Finding(
+        "xla_overhead", "info", f.xla_overhead_us / (f.wall_us or 1.0),
+        f"XLA bookkeeping: {f.tiny_clusters} clusters run in under "
+        f"{TINY_CLUSTER_US:.0f} us each; with their cache lookups (_XlaCompile) and merges "
+        f"(_XlaMerge) that is {ms(f.xla_overhead_us)} per step spent on XLA plumbing.",
+        "tiny clusters cost more to launch than they save: compile one larger function "
+        "(tf.function(jit_compile=True)) or turn auto-clustering off for this graph")]
+
+
+def _compute(f: Facts, cls: str) -> list[Finding]:
+    if not f.top_op:
+        return []
+    what = f"XLA clusters ({f.top_op})" if f.top_op_category == "xla_run" else f.top_op
+    calls = (f"{f.top_op_count} {'kernels' if f.top_op_where == 'GPU' else 'executions'}; "
+             f"the longest, {f.top_op_name}, {f.top_op_name_share:.0%}"
+             if f.top_op_count > 1 else f.top_op_name)
+    advice = ("see which TF ops the cluster holds (question 2) and its kernels in the "
+              "TensorBoard profiler; if it is slower than the same ops without XLA "
+              "(global_jit_level OFF), keep those ops out of the cluster"
+              if f.top_op_category == "xla_run" else
+              "make it cheaper (smaller inputs, a faster kernel, fewer calls) or take it off "
+              "the critical path")
+    return [Finding(
+        "compute", "high" if f.top_op_share >= COMPUTE_DOMINATES else "info", f.top_op_share,
+        f"The largest cost is {what} on the {f.top_op_where}: {f.top_op_share:.0%} of the "
+        f"step by self time ({calls}). The critical path covers {f.critical_share:.0%} of "
+        f"the step.",
+        f"start with {f.top_op_name or f.top_op}, the largest cost: {advice}")]
+
+
+#: The finding rules, in the order findings are listed.
+FINDINGS = (_input, _compile, _recompile, _idle, _serialised, _gpu_idle, _xla_overhead,
+            _compute)
+
+
+def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
+    """The leading finding and the headline. When several are high, a compile and then an
+    input wait lead (they cause the others: an idle GPU, a long first _XlaLaunch); else the
+    largest share."""
     highs = [x for x in out if x.level == "high"]
     if highs:
-        # a compile or an input wait causes the rest (an idle GPU, a long first _XlaLaunch)
         lead = min(highs, key=lambda x: (_CAUSES.get(x.kind, len(_CAUSES)), -x.share))
         words = (f"The step is {cls}" if lead.kind == "input" else
                  f"The step is busy computing in {f.top_op} on the {f.top_op_where}"
@@ -281,102 +322,152 @@ def _phrase(x: Finding, f: Facts, cls: str) -> str:
 # --------------------------------------------------------------------------------------------
 # measuring
 
-def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend, sequence) -> Verdict:
+@dataclasses.dataclass
+class _Step:
+    """What the measurements of one step share."""
+
+    trace: Trace
+    choice: StepChoice
+    idx: np.ndarray           # the step's work events
+    waits: np.ndarray         # its input ops
+
+    @property
+    def lo(self) -> float:
+        return self.choice.lo
+
+    @property
+    def hi(self) -> float:
+        return self.choice.hi
+
+    @property
+    def wall(self) -> float:
+        return self.choice.step.dur
+
+    def busy_share(self, k: np.ndarray) -> float:
+        ev = self.trace.events
+        if not self.wall:
+            return 0.0
+        return intervals.union_us(ev.ts[k], ev.ts[k] + ev.dur[k], self.lo, self.hi) / self.wall
+
+
+def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
+           sequence: Sequence) -> Verdict:
     """Measure the facts of the chosen step and judge them."""
     ev = trace.events
-    names = trace.strings.names
-    num, lo, hi, wall = choice.step.num, choice.lo, choice.hi, choice.step.dur
-    roles = rows.process_roles(trace)
-    work = rows.work_mask(trace, roles)
-    step_idx = np.flatnonzero((ev.step == num) & work)
-    f = Facts(wall_us=float(wall), tids_are=legend.tids_are)
-
+    in_step = ev.step == choice.step.num
+    idx = np.flatnonzero(in_step & rows.work_mask(trace))
     ops = inputs.input_ops(trace)
-    waits = step_idx[ops[step_idx]]
-    f.input_wait_us = inputs.input_us(trace, step_idx, lo, hi, ops)
-    f.input_ops = sorted({names[ev.op_type[i] or ev.name[i]] for i in waits})
-    gn = [i for i in waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
+    # input ops on every row, the step's own (Python) thread too: an eager next(iterator)
+    # waits there, and the step split counts it (compare.analysis.inputs)
+    st = _Step(trace, choice, idx, np.flatnonzero(in_step & ops))
+    f = Facts(wall_us=float(st.wall), tids_are=legend.tids_are)
+    _measure_input(st, f, ops)
+    f.compile_us = step_compile_us(trace, xla, choice)
+    f.recompiled = list(xla.recompiled)
+    _measure_gaps(st, f)
+    _measure_rows(st, f, legend)
+    _measure_gpu(st, f, legend)
+    _measure_xla_overhead(st, f, xla)
+    _measure_top_op(st, f, legend)
+    f.critical_share = sequence.critical_us / st.wall if st.wall else 0.0
+    return judge(f)
+
+
+def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
+    ev, names = st.trace.events, st.trace.strings.names
+    f.input_wait_us = inputs.input_us(st.trace, st.waits, st.lo, st.hi, ops)
+    f.input_ops = sorted({names[ev.op_type[i] or ev.name[i]] for i in st.waits})
+    gn = [i for i in st.waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
     if gn:
         f.get_next_us = float(sum(ev.dur[i] for i in gn))
 
-    f.compile_us = step_compile_us(trace, xla, choice)
-    f.recompiled = list(xla.recompiled)
 
-    a, b = ev.ts[step_idx], ev.ts[step_idx] + ev.dur[step_idx]
-    f.idle_us = wall - intervals.union_us(a, b, lo, hi)
-    gs, ge = intervals.gaps(a, b, lo, hi)
-    order = np.argsort(-(ge - gs))[:3]
-    last = choice.step.num == max(s.num for s in trace.steps)
-    for k in order:
-        before = step_idx[np.abs(a - ge[k]) < 1e-6]
-        after = step_idx[np.abs(b - gs[k]) < 1e-6]
-        nxt = _name(trace, before) or ("the next step (the time between two steps counts to "
-                                       "the earlier one)" if not last else "")
-        f.gaps.append({"start_us": float(gs[k] - lo), "dur_us": float(ge[k] - gs[k]),
-                       "after": _name(trace, after), "before": nxt})
+def _measure_gaps(st: _Step, f: Facts) -> None:
+    """Idle time and the three longest gaps, with the ops around them."""
+    tr, idx = st.trace, np.union1d(st.idx, st.waits)   # waiting for input is not idle
+    a, b = tr.events.ts[idx], tr.events.ts[idx] + tr.events.dur[idx]
+    f.idle_us = st.wall - intervals.union_us(a, b, st.lo, st.hi)
+    gs, ge = intervals.gaps(a, b, st.lo, st.hi)
+    last = st.choice.step.num == max(s.num for s in tr.steps)
+    for k in np.argsort(-(ge - gs))[:3]:
+        before = idx[np.abs(a - ge[k]) < 1e-6]
+        after = idx[np.abs(b - gs[k]) < 1e-6]
+        nxt = _name(tr, before) or ("the next step (the time between two steps counts to "
+                                    "the earlier one)" if not last else "")
+        f.gaps.append({"start_us": float(gs[k] - st.lo), "dur_us": float(ge[k] - gs[k]),
+                       "after": _name(tr, after), "before": nxt})
 
-    # the busiest row by work other than waiting for input (a long dequeue is not serial work)
-    busy_ev = rows.busy_mask(trace)
-    mine = np.flatnonzero((ev.step == num) & busy_ev)
-    mine = mine[~np.isin(mine, waits)]
 
-    def work_share(sel: np.ndarray) -> float:
-        k = mine[sel]
-        return intervals.union_us(ev.ts[k], ev.ts[k] + ev.dur[k], lo, hi) / wall if wall else 0.0
+#: Thread roles whose work can serialise a step.
+_WORKER_ROLES = ("inter_op", "tf_data", "eigen", "reader", "runtime", "other")
 
+
+def _measure_rows(st: _Step, f: Facts, legend: Legend) -> None:
+    """The busiest row by work other than waiting for input (a long dequeue is not serial
+    work), and how busy the others were."""
+    ev = st.trace.events
+    mine = np.flatnonzero((ev.step == st.choice.step.num) & rows.busy_mask(st.trace))
+    mine = mine[~np.isin(mine, st.waits)]
     if legend.tids_are == "threads":
-        workers = [(f"{p.name} {ln.name}", work_share((ev.pid[mine] == p.pid) &
-                                                       (ev.tid[mine] == ln.tid)))
-                   for p in legend.processes for ln in p.lanes
-                   if ln.role in ("inter_op", "tf_data", "eigen", "reader", "runtime", "other")
-                   and ln.events]
-        workers.sort(key=lambda x: -x[1])
+        workers = sorted(((f"{p.name} {ln.name}", st.busy_share(
+            mine[(ev.pid[mine] == p.pid) & (ev.tid[mine] == ln.tid)]))
+            for p in legend.processes for ln in p.lanes
+            if ln.role in _WORKER_ROLES and ln.events), key=lambda x: -x[1])
         if workers:
             f.busiest_row, f.busiest_share = workers[0]
             f.worker_rows = len(workers)
             rest = [s for _, s in workers[1:]]
             f.others_share = float(np.mean(rest)) if rest else 0.0
-    else:
-        hosts = [p for p in legend.processes if p.role == "cpu_ops" and p.events]
-        if hosts:
-            shares = [work_share(ev.pid[mine] == p.pid) for p in hosts]
-            k = int(np.argmax(shares))
-            f.busiest_row = rows.device_of(hosts[k].name)
-            f.busiest_share, f.parallelism = shares[k], hosts[k].parallelism
-            f.worker_rows = len(hosts[k].lanes)
+        return
+    hosts = [p for p in legend.processes if p.role == "cpu_ops" and p.events]
+    if hosts:
+        shares = [st.busy_share(mine[ev.pid[mine] == p.pid]) for p in hosts]
+        k = int(np.argmax(shares))
+        f.busiest_row = rows.device_of(hosts[k].name)
+        f.busiest_share, f.parallelism = shares[k], hosts[k].parallelism
+        f.worker_rows = len(hosts[k].lanes)
 
+
+def _measure_gpu(st: _Step, f: Facts, legend: Legend) -> None:
+    """The share of the step the GPU ran kernels (copies left out)."""
     gpu_rows = [p for p in legend.processes if p.role in ("gpu_stream_all", "gpu_stream",
                                                           "gpu_device")]
-    if gpu_rows:
-        pids = [p.pid for p in gpu_rows if p.role == "gpu_stream_all"] or \
-               [p.pid for p in gpu_rows]
-        k = np.flatnonzero((ev.step == num) & np.isin(ev.pid, pids) & rows.busy_mask(trace))
-        k = k[[not names[ev.name[i]].startswith(MEMCPY_PREFIX) for i in k]] if len(k) else k
-        f.gpu_busy_share = intervals.union_us(ev.ts[k], ev.ts[k] + ev.dur[k], lo, hi) / wall
+    if not gpu_rows:
+        return
+    ev, names = st.trace.events, st.trace.strings.names
+    pids = [p.pid for p in gpu_rows if p.role == "gpu_stream_all"] or [p.pid for p in gpu_rows]
+    k = np.flatnonzero((ev.step == st.choice.step.num) & np.isin(ev.pid, pids)
+                       & rows.busy_mask(st.trace))
+    k = k[[not names[ev.name[i]].startswith(MEMCPY_PREFIX) for i in k]] if len(k) else k
+    f.gpu_busy_share = st.busy_share(k)
 
+
+def _measure_xla_overhead(st: _Step, f: Facts, xla: XlaSummary) -> None:
+    """Tiny clusters, and what their lookups, merges and runs cost in this step."""
     tiny = {u.name for u in xla.units.values() if u.runs and
             (u.run_steady_us or u.run_first_us) < TINY_CLUSTER_US}
     f.tiny_clusters = len(tiny)
-    if tiny:
-        compiled = {i for i, _, _ in xla.compile_calls}
-        for i in step_idx:
-            op = names[ev.op_type[i]]
-            tf_name = names[ev.tf_name[i]]
-            if (op in tfops.XLA_COMPILE_OPS and int(i) not in compiled) or \
-                    op in tfops.XLA_MERGE_OPS or (op in tfops.XLA_RUN_OPS and
-                                                  tfops.cluster_of(tf_name, tf_name) in tiny):
-                f.xla_overhead_us += float(ev.dur[i])
+    if not tiny:
+        return
+    ev, names = st.trace.events, st.trace.strings.names
+    compiled = {i for i, _, _ in xla.compile_calls}
+    for i in st.idx:
+        op, tf_name = names[ev.op_type[i]], names[ev.tf_name[i]]
+        if (op in tfops.XLA_COMPILE_OPS and int(i) not in compiled) or \
+                op in tfops.XLA_MERGE_OPS or (op in tfops.XLA_RUN_OPS and
+                                              tfops.cluster_of(tf_name, tf_name) in tiny):
+            f.xla_overhead_us += float(ev.dur[i])
 
-    # compiles and input waits have findings of their own
+
+def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:
+    """The op with the most self time (compiles and input have findings of their own)."""
     tops = [t for t in legend.top_ops if t.category != "xla_compile" and
             not tfops.is_input_op(t.op, t.op)]
     if tops:
         t = tops[0]
         f.top_op, f.top_op_where, f.top_op_count, f.top_op_share, f.top_op_category = (
             t.op, t.where, t.count, t.share, t.category)
-        f.top_op_name, f.top_op_name_share = t.largest, t.largest_us / wall
-    f.critical_share = sequence.critical_us / wall if wall else 0.0
-    return judge(f)
+        f.top_op_name, f.top_op_name_share = t.largest, t.largest_us / st.wall
 
 
 def step_compile_us(trace: Trace, xla: XlaSummary, choice: StepChoice) -> float:

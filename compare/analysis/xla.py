@@ -67,6 +67,8 @@ class XlaSummary:
     #: indices of the events that ran compiled code: _XlaRun / _XlaLaunch calls and the
     #: launches of jit_compile functions (their compile, if any, is in ``compile_calls``)
     run_events: list[int] = dataclasses.field(default_factory=list)
+    #: indices of the _XlaCompile calls that only looked their program up in the cache
+    lookup_events: list[int] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"compile_us": self.compile_us, "run_us": self.run_us, "compiles": self.compiles,
@@ -82,87 +84,142 @@ def _unit_dict(u: XlaUnit) -> dict:
     return d
 
 
-def summarize(trace: Trace) -> XlaSummary:
-    ev = trace.events
-    names = trace.strings.names
-    cat = ev.category
-    units: dict[str, XlaUnit] = {}
-    compile_calls: list[tuple[int, str, float]] = []
+class _Units:
+    """The units of a trace, found by name as its XLA events are read."""
 
-    keys: dict[tuple[int, int], str] = {}
-    anonymous: set[str] = set()   # units named by their op only: the trace names no node
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.units: dict[str, XlaUnit] = {}
+        self.compile_calls: list[tuple[int, str, float]] = []
+        self.lookup_events: list[int] = []
+        self.anonymous: set[str] = set()   # named by their op only: the trace names no node
+        self._keys: dict[tuple[int, int], str] = {}
 
-    def unit(i: int) -> XlaUnit:
+    def of(self, i: int) -> XlaUnit:
+        ev, names = self.trace.events, self.trace.strings.names
         ids = (int(ev.tf_name[i]), int(ev.name[i]))
-        key = keys.get(ids)
+        key = self._keys.get(ids)
         if key is None:
-            key = keys[ids] = tfops.cluster_of(names[ids[0]], names[ids[1]])
+            key = self._keys[ids] = tfops.cluster_of(names[ids[0]], names[ids[1]])
             if not ids[0]:
-                anonymous.add(key)
-        u = units.get(key)
+                self.anonymous.add(key)
+        u = self.units.get(key)
         if u is None:
-            u = units[key] = XlaUnit(key)
+            u = self.units[key] = XlaUnit(key)
         return u
 
+    def compiled(self, u: XlaUnit, i: int, us: float) -> None:
+        u.compiles += 1
+        u.compile_us += us
+        if u.compiles == 1:
+            u.first_compile_us = us
+        self.compile_calls.append((int(i), u.name, us))
+
+
+def summarize(trace: Trace) -> XlaSummary:
+    """Every XLA unit of the trace: compiles, runs, first and steady calls, members."""
+    ev = trace.events
+    found = _Units(trace)
     # GPU trace rows (stream, memcpy) repeat a cluster's name on each of its kernels: those are
     # the kernels of one call, not calls.
     calls = ~np.isin(ev.pid, [p.pid for p in trace.processes.values()
                               if p.kind in ("stream", "memcpy")])
-    compile_idx = np.flatnonzero((cat == CAT["xla_compile"]) & calls)
-    compile_idx = compile_idx[np.argsort(ev.ts[compile_idx], kind="stable")]
-    nested_compile = _has_nested_compiler_work(trace, compile_idx)
+    compile_idx = _by_time(ev, np.flatnonzero((ev.category == CAT["xla_compile"]) & calls))
+    run_idx = _by_time(ev, np.flatnonzero((ev.category == CAT["xla_run"]) & calls))
+    first_compile_op = _compile_ops(found, compile_idx)
+    launches = _run_ops(found, run_idx)
+    for i in np.flatnonzero(device_kernels(trace)):
+        found.of(i).device_us += float(ev.dur[i])
+    _launch_compiles(found, launches)
+    _call_costs(found.units, launches, first_compile_op)
+    _members(trace, found.units)
+    function_launches = _function_units(trace, found.units, found.compile_calls)
+    found.compile_calls.sort(key=lambda c: ev.ts[c[0]])
+    for i, name, _ in found.compile_calls:
+        found.units[name].compile_steps.append(int(ev.step[i]))
+    style = "launch" if launches else "compile+run" if len(compile_idx) or len(run_idx) else (
+        "function" if function_launches else "none")
+    units = found.units
+    return XlaSummary(
+        units=units,
+        compile_us=float(sum(u.compile_us for u in units.values())),
+        run_us=float(sum(u.run_us for u in units.values())),
+        compiles=int(sum(u.compiles for u in units.values())),
+        recompiled=sorted(u.name for u in units.values()
+                          if u.compiles > 1 and u.name not in found.anonymous),
+        launch_style=style,
+        compile_calls=found.compile_calls,
+        run_events=sorted(int(i) for i in run_idx) + sorted(function_launches),
+        lookup_events=sorted(found.lookup_events))
+
+
+def _by_time(ev, idx: np.ndarray) -> np.ndarray:
+    return idx[np.argsort(ev.ts[idx], kind="stable")]
+
+
+def _compile_ops(found: _Units, compile_idx: np.ndarray) -> dict[str, float]:
+    """Count ``_XlaCompile`` calls, compiles and cache lookups; returns each unit's first
+    compile op's duration. A call compiled when the compiler's events nest inside it (xprof)
+    or, in a timeline that cannot show them, when it took :data:`COMPILE_MIN_US` or more."""
+    ev = found.trace.events
+    nested = _has_nested_compiler_work(found.trace, compile_idx)
     lookups: dict[str, list[float]] = {}
-    first_compile_op: dict[str, float] = {}
+    first: dict[str, float] = {}
     for i in compile_idx:
-        u = unit(i)
+        u = found.of(i)
         u.calls += 1
-        first_compile_op.setdefault(u.name, float(ev.dur[i]))
-        real = nested_compile[i] if nested_compile is not None else ev.dur[i] >= COMPILE_MIN_US
-        if real:
-            u.compiles += 1
-            u.compile_us += float(ev.dur[i])
-            if u.compiles == 1:
-                u.first_compile_us = float(ev.dur[i])
-            compile_calls.append((int(i), u.name, float(ev.dur[i])))
+        first.setdefault(u.name, float(ev.dur[i]))
+        if nested[i] if nested is not None else ev.dur[i] >= COMPILE_MIN_US:
+            found.compiled(u, i, float(ev.dur[i]))
         else:
             lookups.setdefault(u.name, []).append(float(ev.dur[i]))
+            found.lookup_events.append(int(i))
+    for name, durs in lookups.items():
+        found.units[name].lookup_us = _median(durs)
+    return first
 
+
+def _run_ops(found: _Units, run_idx: np.ndarray) -> dict[str, list[int]]:
+    """Count ``_XlaRun``/``_XlaLaunch`` calls and time; returns the launches per unit."""
+    tr = found.trace
+    ev = tr.events
+    launch_ops = {tr.strings.lookup(n) for n in tfops.XLA_LAUNCH_OPS}
     launches: dict[str, list[int]] = {}
     runs: dict[str, list[float]] = {}
-    run_idx = np.flatnonzero((cat == CAT["xla_run"]) & calls)
-    run_idx = run_idx[np.argsort(ev.ts[run_idx], kind="stable")]
-    launch_ops = {trace.strings.lookup(n) for n in tfops.XLA_LAUNCH_OPS}
     for i in run_idx:
-        u = unit(i)
+        u = found.of(i)
         u.runs += 1
         u.run_us += float(ev.dur[i])
         runs.setdefault(u.name, []).append(float(ev.dur[i]))
         if ev.op_type[i] in launch_ops or ev.name[i] in launch_ops:
             launches.setdefault(u.name, []).append(int(i))
-    for i in np.flatnonzero(device_kernels(trace)):
-        unit(i).device_us += float(ev.dur[i])
     for name, durs in runs.items():
-        u = units[name]
+        u = found.units[name]
         u.run_first_us = durs[0]
         u.run_steady_us = _median(durs[1:]) if len(durs) > 1 else 0.0
-    for name, durs in lookups.items():
-        units[name].lookup_us = _median(durs)
+    return launches
+
+
+def _launch_compiles(found: _Units, launches: dict[str, list[int]]) -> None:
+    """TF1's ``_XlaLaunch`` compiles inside its call: a call far longer than the steady one
+    (first call, new input shape) compiled for its excess."""
+    ev = found.trace.events
     for name, idx in launches.items():
-        u = units[name]
+        u = found.units[name]
         durs = [float(ev.dur[i]) for i in idx]
         u.calls = max(u.calls, len(durs))
         u.launch_first_us = durs[0]
-        if len(durs) > 1 and u.compiles == 0:
-            u.launch_steady_us = steady = _median(durs[1:])
-            # a call that takes far longer than the steady one compiled (first call, new shape)
-            for k, i in enumerate(idx):
-                extra = durs[k] - steady
-                if extra >= COMPILE_MIN_US and durs[k] >= COMPILE_LAUNCH_FACTOR * steady:
-                    u.compiles += 1
-                    u.compile_us += extra
-                    if u.compiles == 1:
-                        u.first_compile_us = extra
-                    compile_calls.append((int(i), name, extra))
+        if len(durs) < 2 or u.compiles:
+            continue
+        u.launch_steady_us = steady = _median(durs[1:])
+        for k, i in enumerate(idx):
+            extra = durs[k] - steady
+            if extra >= COMPILE_MIN_US and durs[k] >= COMPILE_LAUNCH_FACTOR * steady:
+                found.compiled(u, i, extra)
+
+
+def _call_costs(units: dict[str, XlaUnit], launches: dict, first_compile_op: dict) -> None:
+    """A unit's first and steady call in all: the launch, or the compile op plus the run."""
     for u in units.values():
         if u.name in launches:
             u.first_call_us = u.launch_first_us
@@ -171,6 +228,9 @@ def summarize(trace: Trace) -> XlaSummary:
             u.first_call_us = first_compile_op.get(u.name, 0.0) + u.run_first_us
             u.steady_call_us = u.lookup_us + u.run_steady_us if u.run_steady_us else 0.0
 
+
+def _members(trace: Trace, units: dict[str, XlaUnit]) -> None:
+    """The TF ops each unit holds: from our legacy runs' sidecar, or the xplane's HLO."""
     for key, members in trace.meta.get("xla_members", {}).items():
         units.setdefault(key, XlaUnit(key)).members = list(members)
     for mod in trace.hlo.values():
@@ -179,25 +239,6 @@ def summarize(trace: Trace) -> XlaSummary:
         if target is None:
             target = units.setdefault(key, XlaUnit(key))
         target.members = mod.all_tf_ops()
-
-    function_launches = _function_units(trace, units, compile_calls)
-    functions = bool(function_launches)
-    compile_calls.sort(key=lambda c: ev.ts[c[0]])
-    steps = ev.step
-    for i, name, _ in compile_calls:
-        units[name].compile_steps.append(int(steps[i]))
-    style = "launch" if launches else "compile+run" if len(compile_idx) else (
-        "compile+run" if len(run_idx) else "function" if functions else "none")
-    return XlaSummary(
-        units=units,
-        compile_us=float(sum(u.compile_us for u in units.values())),
-        run_us=float(sum(u.run_us for u in units.values())),
-        compiles=int(sum(u.compiles for u in units.values())),
-        recompiled=sorted(u.name for u in units.values()
-                          if u.compiles > 1 and u.name not in anonymous),
-        launch_style=style,
-        compile_calls=compile_calls,
-        run_events=sorted(int(i) for i in run_idx) + sorted(function_launches))
 
 
 def _median(values: list[float]) -> float:

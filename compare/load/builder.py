@@ -29,6 +29,17 @@ _I64 = 1 << 63
 MAX_TIME_US = chrome_json.MAX_TIME_US
 
 
+def _int_in(value, bound: int, default):
+    """``value`` as an int in [-bound, bound), else ``default``."""
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return n if -bound <= n < bound else default
+
+
 def _input_name(v: str) -> str:
     """The producer node of a timeline input: ``a/b`` from ``a/b:1``; ``^a/b`` is a control
     input from ``a/b``."""
@@ -330,80 +341,23 @@ class Builder:
         return out
 
     def _complete(self, xs: list[dict]) -> None:
-        good = []
-        for e in xs:
-            pid, tid, ts, dur = e.get("pid"), e.get("tid"), e.get("ts"), e.get("dur")
-            if not isinstance(pid, int) or not isinstance(tid, int):
-                self.skip("complete events without integer pid/tid")
-            elif not (-_I64 <= pid < _I64 and -_I64 <= tid < _I64):
-                self.skip("complete events with pid/tid beyond 64 bits")
-            elif not isinstance(ts, (int, float)):
-                self.skip("complete events without ts")
-            elif not isinstance(dur, (int, float)):
-                self.skip("complete events without dur")
-            elif not (-MAX_TIME_US <= ts <= MAX_TIME_US and dur <= MAX_TIME_US):
-                self.skip("complete events with ts/dur not finite or beyond 1e18 us")
-            elif dur < 0:
-                self.skip("complete events with negative dur")
-            else:
-                good.append(e)
+        good = [e for e in xs if self._usable(e)]
         if not good:
             return
         names, op_types, tf_names, groups, hmods, hops, cats = [], [], [], [], [], [], []
         in_lengths, in_ids = [], []
-        sid = self.s.id
         for e in good:
             name = e.get("name")
             name = name if isinstance(name, str) else str(name or "")
             args = e.get("args")
             op_type = tf_name = hlo_op = hlo_mod = ""
-            group = -1
-            n_in = 0
-            step_marker = False
+            group, n_in, step_marker = -1, 0, False
             if type(args) is dict and args:
-                op = args.get("op")
-                if isinstance(op, str):  # timeline.py: args {name, op, input0..N}
-                    self.timeline_style = True
-                    op_type = op
-                    tf_name = args.get("name") if isinstance(args.get("name"), str) else ""
-                    for k, v in args.items():
-                        if k.startswith("input") and isinstance(v, str):
-                            in_ids.append(sid(_input_name(v)))
-                            n_in += 1
+                if isinstance(args.get("op"), str):  # timeline.py: args {name, op, input0..N}
+                    op_type, tf_name, n_in = self._timeline_args(args, in_ids)
                 else:
-                    ln = args.get("long_name")
-                    if isinstance(ln, str):  # xprof: "tf/node/name:OpType"
-                        self.xprof_style = True
-                        tf_name, _, op_type = ln.rpartition(":")
-                        if not tf_name:
-                            tf_name, op_type = op_type, name
-                    ho = args.get("hlo_op")
-                    if isinstance(ho, str):
-                        hlo_op = ho
-                        hm = args.get("hlo_module")
-                        hlo_mod = hm if isinstance(hm, str) else ""
-                    g = args.get("group_id")
-                    if g is not None:
-                        try:
-                            group = int(g)
-                        except (TypeError, ValueError, OverflowError):
-                            group = -1
-                        if not -_I64 <= group < _I64:
-                            group = -1
-                    sn = args.get("step_num")
-                    if sn is not None and "step_name" in args:
-                        try:
-                            num = int(sn)
-                        except (TypeError, ValueError, OverflowError):
-                            num = None
-                        if num is not None and not -(1 << 31) <= num < 1 << 31:
-                            num = None  # the step column is int32
-                        if num is not None:
-                            step_marker = True
-                            if num not in self.steps:
-                                self.steps[num] = Step(num, float(e["ts"]), float(e["dur"]), name)
-                            if group >= 0:
-                                self.group_step[group] = num
+                    op_type, tf_name, hlo_op, hlo_mod, group = self._xprof_args(args, name)
+                    step_marker = self._step_marker(e, args, name, group)
             names.append(name)
             op_types.append(op_type)
             tf_names.append(tf_name)
@@ -418,6 +372,66 @@ class Builder:
             name=self.s.ids(names), op_type=self.s.ids(op_types), tf_name=self.s.ids(tf_names),
             category=cats, group=groups, hlo_module=self.s.ids(hmods), hlo_op=self.s.ids(hops),
             input_lengths=in_lengths, input_ids=in_ids)
+
+    def _usable(self, e: dict) -> bool:
+        """A complete event whose pid, tid, ts and dur fit the columns; else counted as why."""
+        pid, tid, ts, dur = e.get("pid"), e.get("tid"), e.get("ts"), e.get("dur")
+        if not isinstance(pid, int) or not isinstance(tid, int):
+            self.skip("complete events without integer pid/tid")
+        elif not (-_I64 <= pid < _I64 and -_I64 <= tid < _I64):
+            self.skip("complete events with pid/tid beyond 64 bits")
+        elif not isinstance(ts, (int, float)):
+            self.skip("complete events without ts")
+        elif not isinstance(dur, (int, float)):
+            self.skip("complete events without dur")
+        elif not (-MAX_TIME_US <= ts <= MAX_TIME_US and dur <= MAX_TIME_US):
+            self.skip("complete events with ts/dur not finite or beyond 1e18 us")
+        elif dur < 0:
+            self.skip("complete events with negative dur")
+        else:
+            return True
+        return False
+
+    def _timeline_args(self, args: dict, in_ids: list[int]) -> tuple[str, str, int]:
+        """(op type, node name, number of inputs) of a timeline.py event; its inputs'
+        producer names are appended to ``in_ids``."""
+        self.timeline_style = True
+        tf_name = args.get("name") if isinstance(args.get("name"), str) else ""
+        n_in = 0
+        for k, v in args.items():
+            if k.startswith("input") and isinstance(v, str):
+                in_ids.append(self.s.id(_input_name(v)))
+                n_in += 1
+        return args["op"], tf_name, n_in
+
+    def _xprof_args(self, args: dict, name: str) -> tuple[str, str, str, str, int]:
+        """(op type, node name, HLO op, HLO module, group id) of an xprof event."""
+        op_type = tf_name = hlo_op = hlo_mod = ""
+        ln = args.get("long_name")
+        if isinstance(ln, str):  # xprof: "tf/node/name:OpType"
+            self.xprof_style = True
+            tf_name, _, op_type = ln.rpartition(":")
+            if not tf_name:
+                tf_name, op_type = op_type, name
+        ho = args.get("hlo_op")
+        if isinstance(ho, str):
+            hlo_op = ho
+            hm = args.get("hlo_module")
+            hlo_mod = hm if isinstance(hm, str) else ""
+        return op_type, tf_name, hlo_op, hlo_mod, _int_in(args.get("group_id"), _I64, -1)
+
+    def _step_marker(self, e: dict, args: dict, name: str, group: int) -> bool:
+        """An xprof step marker (``step_num`` and ``step_name`` args): record the step."""
+        if "step_name" not in args:
+            return False
+        num = _int_in(args.get("step_num"), 1 << 31, None)  # the step column is int32
+        if num is None:
+            return False
+        if num not in self.steps:
+            self.steps[num] = Step(num, float(e["ts"]), float(e["dur"]), name)
+        if group >= 0:
+            self.group_step[group] = num
+        return True
 
     # --- finish --------------------------------------------------------------------------
 

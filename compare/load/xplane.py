@@ -37,7 +37,7 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     except InputError as e:
         raise LoadError(f"{e}; we read {FORMATS_WE_READ}" if "not JSON" in str(e) else str(e)) from None
     try:
-        from xprof.convert import raw_to_tool_data
+        from xprof.convert import raw_to_tool_data  # lazy: loads xprof's native library
 
         data, _ = raw_to_tool_data.xspace_to_tool_data(paths, "trace_viewer", {})
     except Exception as e:  # xprof raises assorted types; any of them means unusable input

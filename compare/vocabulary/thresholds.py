@@ -55,3 +55,28 @@ RUNTIME_NOTABLE = 0.15
 UNTRACED_NOTABLE = 0.10
 #: A stage row's estimated part is flagged in report.md from this share of the row.
 ESTIMATED_NOTABLE = 0.05
+
+# --- op diff and the two traces' comparability -------------------------------------------
+#: An op whose time differs by at most this share of its larger side (or OP_SAME_US) is "same".
+OP_SAME_SHARE, OP_SAME_US = 0.05, 1.0
+#: A difference in step time (or an op's) is named in the verdict only from this share of the
+#: slower step; with a single step on either side, from STEP_NOISE_SINGLE (one profiled step
+#: of the same program varies by about that much from run to run), and never below the
+#: spread (max - min) of either side's steady steps.
+CHANGE_NOTABLE = 0.05
+STEP_NOISE_SINGLE = 0.10
+#: An op type's total change is named instead of its nodes when it is this many times the
+#: largest node's change (many nodes moving together: "MatMul x6 -21.6 ms").
+TYPE_OVER_NODE = 1.5
+#: First run: one op taking this share of a step while the same op takes at most
+#: FIRST_RUN_RATIO times less on the other side (cuBLAS/cuDNN set-up, autotuning, a first
+#: GPU kernel) is one-time work.
+FIRST_RUN_OP_SHARE, FIRST_RUN_RATIO = 0.50, 50.0
+#: Batch size or input shape: of the compute time matched by node name, at least this share
+#: scaled the same way by at least this factor (every op's work grows with the batch).
+UNIFORM_SCALE_SHARE, UNIFORM_SCALE_FACTOR = 0.80, 2.0
+#: Host dispatch masks a device gain when the device's time per step fell by at least
+#: CHANGE_NOTABLE of the step while the device is busy at most MASKED_DEVICE_BUSY of it.
+MASKED_DEVICE_BUSY = 0.50
+#: Different programs: less than this share of either side's op time matches by name.
+SAME_PROGRAM_SHARE = 0.20
