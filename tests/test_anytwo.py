@@ -263,3 +263,17 @@ def test_fused_only_into_the_cluster_that_holds_the_op():
 ])
 def test_name_normalisation(name, normal, scoped):
     assert normalise(name) == normal and scope_key(normal) == scoped
+
+
+def test_noise_is_the_uncertainty_of_the_medians_not_the_spread_of_steps():
+    # 19 steady steps each side varying by an interquartile range of 50 % (a loaded machine):
+    # a 4x speed-up is far beyond what that spread makes uncertain
+    from compare.analysis.parity import StepBasis, noise_share
+
+    noisy = noise_share([StepBasis(16_800, 0.5, 19, 0.0), StepBasis(4_100, 0.5, 19, 0.0)])
+    assert 0.05 <= noisy < 0.25
+    assert abs(16_800 - 4_100) > noisy * 16_800
+    # few steps: the same spread cannot be told apart as finely
+    assert noise_share([StepBasis(16_800, 0.5, 3, 0.0), StepBasis(4_100, 0.5, 3, 0.0)]) > noisy
+    # a single steady step on a side: at least the single-step floor
+    assert noise_share([StepBasis(1_000, 0.0, 1, 0.0), StepBasis(1_000, 0.0, 5, 0.0)]) >= 0.10
