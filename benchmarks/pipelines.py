@@ -24,8 +24,8 @@ times the batch, and stops the iterator right after it, so that no pipeline's ba
 threads run while another is timed. The legacy session keeps running: its queue holds file
 names only, all its work happens inside ``sess.run``. Legacy first runs
 ``--legacy_warmup_epochs`` passes over the image set untimed: its auto-clustered XLA compiles
-every cluster again for each image size the second time it sees that size (~0.8 s per size
-here), which would otherwise land in the early rounds.
+every cluster again for each image size the second time it sees that size (BENCHMARKS.md,
+the legacy pipeline's XLA), which would otherwise land in the early rounds.
 
 Each batch is also timed in process CPU time (``time.process_time``: all threads of this
 process), reported as ``cpu_ms_per_image`` and, paired per round, ``ratios_cpu``: on a machine
@@ -226,7 +226,7 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
     one too, like for like) reads exactly ``warmup + batch`` images per round, and CPU is taken
     over each whole round (one finite job, start-up included), this process's and the server
     processes': a finite job ends on the workers with the round, where abandoned endless jobs
-    left tasks behind that kept a worker's stop waiting for up to 29 s (measured)."""
+    left tasks behind that kept a worker's stop waiting for up to 29 s."""
     first = {}
     for name in ("legacy", "modern", *(services or {})):
         if name in names:
@@ -272,7 +272,7 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
             p.close()
         pipes.clear()
         # Dropped iterators can sit in reference cycles; a tf.data service client that is not
-        # collected keeps its workers' stop waiting on its requests (measured: up to 134 s).
+        # collected keeps its workers' stop waiting on its requests.
         gc.collect()
     ips = {name: statistics.median(v) for name, v in per_round.items()}
     cpu = {name: statistics.median(v) for name, v in per_round_cpu.items()}

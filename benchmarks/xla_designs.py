@@ -1,7 +1,7 @@
 """``python -m benchmarks.xla_designs [--rounds N] [--designs 1,2,3,4]``: the augmentation designs
 the port went through, each with and without XLA, timed side by side in one process.
 
-Reproduces the design table in BUILD.md ("Modern port: what XLA:CPU did and what we changed"):
+Reproduces the design table in BENCHMARKS.md ("Modern port: what XLA:CPU did and what we changed"):
 
 1. random draws inside the compiled function (``tf.image.stateless_random_*``): XLA fuses each
    scalar draw's random-number generator into every per-pixel loop;

@@ -24,9 +24,9 @@ def _clusters(partition_graphs) -> dict[str, tuple]:
 
     The rank, not the node, because the plumbing around a cluster is not deterministic: TF
     routes some int32 inputs of a cluster's fallback call through a ``cluster_N_1/int32_id_n``
-    IdentityN in one session and straight into ``stateful_partitioned_call`` in another (seen on
-    TF 2.21 in about one run in eight, for the resize cluster's int32 outputs), so naming the
-    consumer node made the resize cluster fail to alias.
+    IdentityN in some sessions and straight into ``stateful_partitioned_call`` in others (real
+    partition graphs of both are test fixtures; docs/decisions.md), so naming the consumer node
+    made the resize cluster fail to alias.
     """
     nodes = [n for pg in partition_graphs for n in pg.node]
     prefix_of = {}

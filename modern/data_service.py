@@ -160,10 +160,8 @@ def distribute(ds, target: str):
     """``ds`` processed on the tf.data service at ``target`` in ``distributed_epoch`` mode.
 
     Elements travel uncompressed (:data:`COMPRESSION`): they are float32 crops (2.9 MB an
-    image), which compress badly (zlib level 1: to 84-88 %; snappy, TF's "AUTO", does less),
-    while snappy cost the client 1.6 ms and the worker 1.4 ms of CPU per image here (client
-    7.1 vs 5.5 ms, 117 vs 149 images/s with one worker) -- and the client's CPU is what
-    scaling out is meant to free.
+    image), which compress badly, and compressing costs the client CPU that scaling out is
+    meant to free (numbers: BENCHMARKS.md, "Modern on tf.data service").
     """
     import tensorflow as tf
 

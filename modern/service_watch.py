@@ -1,7 +1,7 @@
 """Bounded waits on the tf.data service: what a client does when a worker, the dispatcher or the
 network goes away.
 
-TensorFlow 2.21's own client does not end such waits (measured, ``distributed_epoch``; BUILD.md,
+TensorFlow 2.21's own client does not end such waits (measured, ``distributed_epoch``; BENCHMARKS.md,
 "what TF 2.21 does when a server is lost"): a worker killed mid-job takes the elements it held with it
 and the job never finishes, so a client that waits for them waits for good; the dispatcher only
 logs a worker that stopped heartbeating, it neither unregisters it nor hands its elements to

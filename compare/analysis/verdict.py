@@ -52,6 +52,8 @@ from compare.vocabulary.thresholds import (
     GPU_IDLE,
     IDLE_BOUND,
     IDLE_NOTABLE,
+    INPUT_HIGH,
+    INPUT_MODERATE,
     LAUNCH_MIN_KERNELS,
     LAUNCH_ROW_BUSY,
     LAUNCH_SHORT_US,
@@ -169,11 +171,11 @@ def _input(f: Facts, cls: str) -> list[Finding]:
     ops = ", ".join(f.input_ops) or "input ops"
     waiting = "waiting for or reading" if tfops.reads_input(f.input_ops) else "waiting for"
     if cls == "not input-bound":
-        why = (f"IteratorGetNext took {ms(f.get_next_us)} (50 us or less: the input is "
+        why = (f"IteratorGetNext took {ms(f.get_next_us)} ({ms(GETNEXT_OK_US)} or less: the input is "
                f"ready when the step asks)" if f.get_next_us is not None and
                f.get_next_us <= GETNEXT_OK_US else
                f"{waiting} input ({ops}) took {ms(f.input_wait_us)}, {share:.0%} of the "
-               f"step (under 5 %)" if f.input_wait_us else _no_input_words(f))
+               f"step (under {INPUT_MODERATE:.0%})" if f.input_wait_us else _no_input_words(f))
         head = "Not input-bound" if f.input_wait_us or not f.feeds else \
             "Input cannot be judged from this trace"
         return [Finding("input", "low", share, f"{head}: {why}.", "")]
@@ -190,7 +192,7 @@ def _input(f: Facts, cls: str) -> list[Finding]:
     return [Finding("input", level, share,
                     f"{cls.capitalize()}: the step spent {ms(f.input_wait_us)} {waiting} "
                     f"input ({ops}), {share:.0%} of its {ms(f.wall_us)} (thresholds: "
-                    f"5 % moderately, 20 % highly).", fix)]
+                    f"{INPUT_MODERATE:.0%} moderately, {INPUT_HIGH:.0%} highly).", fix)]
 
 
 def _no_input_words(f: Facts) -> str:

@@ -7,7 +7,7 @@ user's own function called ``batch`` never matches. Methods on objects a recogni
 (``reader.read``, ``coord.join``) are :class:`MethodRule` s keyed by the kind of object.
 
 The pitfalls are the ones measured on TF 2.21 CPU while porting the seed script (see
-``/work/shared/design.md`` and BUILD.md); the pointers name the files of our own port.
+``/work/shared/design.md`` and BENCHMARKS.md); the pointers name the files of our own port.
 """
 from __future__ import annotations
 
@@ -60,8 +60,7 @@ PITFALLS: dict[str, str] = {
         "(\"Another profiling session active\"): use the profiler, or trace in a separate run."),
 }
 
-#: Where our port does the same job: (path, what it holds). Paths only: the modern files are
-#: being written in parallel, so no line numbers.
+#: Where our port does the same job: (path, what it holds). Paths only: line numbers drift.
 PORT: dict[str, tuple[str, str]] = {
     "modern/pipeline.py": ("modern/pipeline.py", "tf.data input: read, decode, resize, crops"),
     "modern/augment.py": ("modern/augment.py",

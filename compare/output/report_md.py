@@ -8,7 +8,7 @@ from compare.analysis.comparison import SIDES, Comparison, StageRow
 from compare.fmt import duration
 from compare.output.colors import STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
-from compare.vocabulary.thresholds import ESTIMATED_NOTABLE
+from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
 
 if TYPE_CHECKING:
     from compare.output.report import Report
@@ -174,8 +174,8 @@ def _split(c: Comparison) -> list[str]:
             lines.append(f"| {c.label(k)} (first step) | " + " | ".join(
                 ms(st.first_split_us[s]) for s in SPLIT_KEYS) + " | 1 |")
     return lines + [
-        "", "Stretches of TF's own runtime on a TF thread with no op inside, 100 us or longer, "
-        "are counted as waiting (the thread waits for another, is descheduled, or does "
+        "", f"Stretches of TF's own runtime on a TF thread with no op inside, "
+        f"{ms(BLOCKED_MIN_US)} or longer, are counted as waiting (the thread waits for another, is descheduled, or does "
         "something the trace does not show; executor bookkeeping takes microseconds), thread "
         "time summed over threads: "
         + ", ".join(f"{c.label(k)} {ms(c.sides[k].steps.blocked_us)} per steady step"

@@ -332,7 +332,7 @@ def screenshot_profile(logdir: str | os.PathLike, png_path: str | os.PathLike,
     Sessions list, check that every session of :func:`profile_runs` is listed, and save a PNG
     of the page to ``png_path``. Returns the session names the page listed.
 
-    It takes ~10-30 s and needs Debian's ``chromium`` (:class:`compare.viewers.browser.BrowserError`,
+    It takes tens of seconds and needs Debian's ``chromium`` (:class:`compare.viewers.browser.BrowserError`,
     an InputError, says so in one line if it is missing). TensorBoard's and Chromium's logs and Chromium's profile go to ``work_dir``
     (default: a temporary folder, removed afterwards). Both processes are always stopped.
     Note that TensorBoard's profile plugin writes its caches (``.cached_tools.json``,

@@ -21,8 +21,8 @@ def input_class(share: float) -> str:
 
 # --- XLA -----------------------------------------------------------------------------------
 #: A timeline ``_XlaCompile`` (or excess of a first ``_XlaLaunch``) this long is a compile,
-#: not a cache lookup: lookups take 10-100 µs, the smallest real compile (a constant-only
-#: cluster on XLA:CPU) 4.4 ms; under CPU contention a lookup stretched past 1 ms once.
+#: not a cache lookup: lookups take tens of µs, the smallest real compile (a constant-only
+#: cluster on XLA:CPU) a few ms (BENCHMARKS.md, "Where the thresholds come from").
 COMPILE_MIN_US = 3000.0
 #: A launch that takes this many times the steady call (and COMPILE_MIN_US more) compiled.
 COMPILE_LAUNCH_FACTOR = 3.0
