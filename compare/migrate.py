@@ -52,6 +52,8 @@ class MigrationReport:
     tf_upgrade_v2: str
     pipelines: list[Pipeline] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: The index of the script the plans were made from (for :mod:`compare.migration.emit`).
+    module: Module | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
         """The report as a JSON-ready dict (stable keys; see :mod:`compare.migration.render`)."""
@@ -115,7 +117,8 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
         parsed = parse(text, name, notebook)
         result = scan(parsed.tree, parsed.text)
         where = parsed.where if parsed.cells else None
-        found, notes = _plan_pipelines(result, parsed, where)
+        module = Module(parsed.tree, result)
+        found, notes = _plan_pipelines(module, where)
     except RecursionError:
         raise InputError(f"{name}: nested too deeply to analyse") from None
     finally:
@@ -124,14 +127,14 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
     _relocate_findings(result.findings, parsed)
     notes = parsed.notes + ([_assumed_tf_note()] if result.assumed_tf else []) + notes
     return MigrationReport(name, result.findings, _plan.plan(result.findings, found),
-                           _plan.upgrade_note(result.findings), found, notes)
+                           _plan.upgrade_note(result.findings), found, notes, module)
 
 
-def _plan_pipelines(result, parsed: Parsed, where) -> tuple[list[Pipeline], list[str]]:
+def _plan_pipelines(module: Module, where) -> tuple[list[Pipeline], list[str]]:
     """The pipelines; when planning them fails on an unforeseen construct, none, and a note
     that says so (the findings do not depend on it), rather than no report at all."""
     try:
-        return _pipelines.build(Module(parsed.tree, result), where=where)
+        return _pipelines.build(module, where=where)
     except RecursionError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure of the planner on a strange script
