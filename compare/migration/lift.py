@@ -22,8 +22,10 @@ from compare.migration.rules import rule_for
 from compare.migration.scan import walk
 from compare.migration.values import Exec, FrameRec, Module, Stream, own_nodes, tensors_in
 
-#: Rule categories of TF1 runtime plumbing: statements using them are dropped from a port.
+#: Rule categories of TF1 runtime plumbing: the port leaves out their uses (XLA scopes are
+#: unwrapped by :mod:`.rewrite`, the others' statements dropped with the pipeline's).
 RUNTIME_CATEGORIES = frozenset({"queue_runner", "session", "tracing", "xla_jit"})
+DROPPED_CATEGORIES = RUNTIME_CATEGORIES - {"xla_jit"}
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -185,7 +187,7 @@ class Lifter:
             if self.mod.call_is_structural(call):
                 return True
             rule = rule_for(self.mod.scan.resolved.get(id(call), ""))
-            if rule is not None and rule.category in RUNTIME_CATEGORIES:
+            if rule is not None and rule.category in DROPPED_CATEGORIES:
                 return True
         return False
 
@@ -255,6 +257,9 @@ class Lifter:
     def plain(self, x: Exec, ctx: _Ctx, depth: int) -> None:
         """A statement that builds no pipeline part: once, per example or per batch."""
         stmt = x.stmt
+        if depth == 0 and self.frames[0].info.name == "<module>" and isinstance(
+                stmt, (ast.Import, ast.ImportFrom, *_DEFS)):
+            return  # the script's own imports and definitions: copied where the port uses them
         lifted = (stmt, ctx, depth)
         if self.phase == "after":
             if depth == 0 and isinstance(stmt, ast.Return):
@@ -384,7 +389,8 @@ class Lifter:
             else:
                 self.taken.add(n)
         subs: dict[str, ast.expr] = {}
-        assigned = stored_names(info.node) - set(info.params)
+        assigned = {n.id for n in own_nodes(info.node) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, (ast.Store, ast.Del))}
         for param, arg in _bound_args(f, info).items():
             value = caller.rename(arg) if arg is not None else None
             if value is None:
