@@ -24,7 +24,7 @@ import textwrap
 from compare.migration import chain as _chain
 from compare.migration import model as m
 from compare.migration.lift import Lifted, Lifter, stored_names
-from compare.migration.rewrite import DRAWS, Rewriter, summary_call
+from compare.migration.rewrite import DRAWS, RESIZE_HELPER, RESIZE_V1, Rewriter, summary_call
 from compare.migration.values import MODULE, Module
 
 TODO = "# TODO(migrate): "
@@ -121,6 +121,7 @@ class _Emitter:
         self.globals_needed: list[str] = []
         self.taken = set(mod.by_name) | set(mod.classes) | set(mod.consts) | set(mod.imports)
         self.uses_draws = False
+        self.uses_resize = False
 
     # -- statements -------------------------------------------------------------------------
     def code(self, stmts: list[ast.stmt], locals_: set[str],
@@ -140,6 +141,7 @@ class _Emitter:
             new = rw.visit(stmt)
             self.notes += rw.notes
             draws += rw.draws
+            self.uses_resize |= rw.resizes > 0
             lines += [f"{TODO}{t}" for t in dict.fromkeys(rw.todos)]
             for s in new if isinstance(new, list) else [new] if new is not None else []:
                 text = ast.unparse(ast.fix_missing_locations(s))
@@ -152,7 +154,7 @@ class _Emitter:
         """Copy what these global names stand for; the random draws the copied helpers make."""
         draws = 0
         for name in sorted(names):
-            if name in _BUILTINS or name in ("tf", DRAWS):
+            if name in _BUILTINS or name in ("tf", DRAWS, RESIZE_V1):
                 continue
             if name in self.mod.by_name:
                 draws += self.helper(name)
@@ -333,6 +335,8 @@ class _Emitter:
             parts.append("\n".join(body))
         if self.uses_draws:
             parts.append(DRAWS_HELPER.strip("\n"))
+        if self.uses_resize:
+            parts.append(RESIZE_HELPER.strip("\n"))
         parts += [code for code, _d, _u in self.helpers.values() if code]
         parts += self.functions
         return "\n\n\n".join(parts) + "\n"

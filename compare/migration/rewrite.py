@@ -27,6 +27,34 @@ _OLD_PARAMS = {
 _STATELESS_KEYWORDS = {"multinomial": {"output_dtype": "dtype"}}
 #: The name of the per-example seed helper in the port.
 DRAWS = "_draws"
+#: TF1 resizes whose TF 2 form (tf.image.resize, half-pixel centres) gives other values: the
+#: port calls a helper that runs the same kernels with TF1's pixel centres (see RESIZE_HELPER).
+RESIZE_V1 = "_resize_images_v1"
+_V1_RESIZES = {"tensorflow.image.resize_images": None,
+               "tensorflow.image.resize_bilinear": "bilinear",
+               "tensorflow.image.resize_nearest_neighbor": "nearest",
+               "tensorflow.image.resize_bicubic": "bicubic",
+               "tensorflow.image.resize_area": "area"}
+RESIZE_HELPER = f'''
+def {RESIZE_V1}(images, size, method="bilinear", align_corners=False,
+                      preserve_aspect_ratio=False, name=None):
+    """TF 1's tf.image.resize_images (and resize_bilinear & co.): the same kernels with TF 1's
+    pixel centres, so the port's values match the script's (tf.image.resize moved the centres
+    by half a pixel). preserve_aspect_ratio is not supported."""
+    if preserve_aspect_ratio:
+        raise NotImplementedError("preserve_aspect_ratio: resize with tf.image.resize")
+    kind = {{0: "bilinear", 1: "nearest", 2: "bicubic", 3: "area"}}.get(method, method)
+    kind = getattr(kind, "value", kind)
+    images = tf.convert_to_tensor(images)
+    batch = images if images.shape.rank == 4 else images[tf.newaxis]
+    if kind == "area":
+        out = tf.raw_ops.ResizeArea(images=batch, size=size, align_corners=align_corners)
+    else:
+        op = {{"bilinear": tf.raw_ops.ResizeBilinear, "nearest": tf.raw_ops.ResizeNearestNeighbor,
+              "bicubic": tf.raw_ops.ResizeBicubic}}[kind]
+        out = op(images=batch, size=size, align_corners=align_corners, half_pixel_centers=False)
+    return out if images.shape.rank == 4 else out[0]
+'''
 
 
 def _chain(node: ast.AST) -> list[str] | None:
@@ -54,6 +82,7 @@ class Rewriter(ast.NodeTransformer):
         self.todos: list[str] = []
         self.notes: list[str] = []
         self.draws = 0
+        self.resizes = 0
 
     # -- names ------------------------------------------------------------------------------
     def qualified(self, node: ast.AST) -> str:
@@ -149,6 +178,14 @@ class Rewriter(ast.NodeTransformer):
         if rule is not None and rule.category == "stateful_random" and \
                 rule.id != "set_random_seed":
             return self.stateless(node, rule)
+        if qual in _V1_RESIZES:
+            self.resizes += 1
+            node.func = ast.copy_location(ast.Name(RESIZE_V1, ast.Load()), node.func)
+            if _V1_RESIZES[qual]:
+                node.keywords.append(ast.keyword("method", ast.Constant(_V1_RESIZES[qual])))
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [ast.keyword(k.arg, self.visit(k.value)) for k in node.keywords]
+            return node
         if old in tfnames.CASTS and node.args:
             node.args = [self.visit(a) for a in node.args]
             node.keywords = [k for k in node.keywords if k.arg != "name"]
@@ -230,4 +267,4 @@ def summary_call(mod: Module, stmt: ast.stmt) -> str | None:
     return None
 
 
-__all__ = ["DRAWS", "Rewriter", "summary_call"]
+__all__ = ["DRAWS", "RESIZE_HELPER", "RESIZE_V1", "Rewriter", "summary_call"]
