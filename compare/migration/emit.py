@@ -235,7 +235,7 @@ class _Emitter:
         setup, d0, used = self.code([c.apply(s) for s, c, _ in lifted.setup], locals_)
         lines = setup[:]
         example_name, after_name = f"{name}_example{suffix}", f"{name}_batch{suffix}"
-        example, seeded, used_ex = self.example_fn(lifted, example_name, v, locals_)
+        example, seeded, used_ex = self.example_fn(lifted, example_name, v, locals_, d0)
         after, used_af = self.after_fn(lifted, after_name, locals_)
         chain_lines, fatal, used_ch = self.chain(p, v, lifted, example_name if example else "",
                                                  after_name if after else "", seeded, locals_)
@@ -246,14 +246,16 @@ class _Emitter:
             lines.append("return ds")
         return lines, lifted, not fatal
 
-    def example_fn(self, lifted: Lifted, name: str, v: m.Variant,
-                   locals_: set[str]) -> tuple[list[str], bool, set[str]]:
+    def example_fn(self, lifted: Lifted, name: str, v: m.Variant, locals_: set[str],
+                   setup_draws: int = 0) -> tuple[list[str], bool, set[str]]:
+        """The map function; seeded when it, a helper it calls or a function the setup
+        defines (pix2pix's ``transform``) draws."""
         if lifted.returns is None:
             return [], False, set()
         stmts = list(lifted.element) + [c.apply(s) for s, c, _ in lifted.example]
         stmts.append(ast.Return(lifted.returns))
         body, draws, used = self.code(stmts, locals_, live=True)
-        draws += self.need(used)
+        draws += self.need(used) + setup_draws
         seeded = draws > 0
         self.uses_draws |= seeded
         tuple_element = _tuple_element(v)
