@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from common import atomic
 from common.errors import InputError, say
@@ -27,11 +27,12 @@ from compare.analysis.comparison import SIDES, Side
 from compare.analysis.explanation import Explanation, explain
 from compare.load import LoadError, load
 from compare.model.events import Trace
-from compare.output import report as report_mod
-from compare.output.report import Report
 from compare.pipelines import run_in_child
 from compare.viewers.tensorboard import screenshot_profile
 from modern.data_service import check_service
+
+if TYPE_CHECKING:
+    from compare.output.report import Report
 
 #: What ``screenshot=True`` saves into the run folder.
 SCREENSHOT = "profile_tab.png"
@@ -228,6 +229,8 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
                       screenshot: str | None = None,
                       labels: dict[str, str] | None = None) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``."""
+    from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
+
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
     traces = {k: load(path) for k, (path, _) in sources.items()}
     clock.phase("map", "mapping events to stages ...")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from compare.model.events import CAT, Trace
-from compare.vocabulary.rows import device_of, gpu_of, thread_base, thread_role  # noqa: F401 (re-exported)
+from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
 from compare.vocabulary.rows import process_role as _role_of
 
 
@@ -45,13 +45,17 @@ def process_roles(trace: Trace) -> dict[int, str]:
 
 def busy_mask(trace: Trace) -> np.ndarray:
     """Events that count as a row being busy: not step markers, not Python waiting inside
-    session.run, not xprof's derived device lines."""
+    session.run (ops that Python runs itself, eagerly, count), not xprof's derived device
+    lines."""
     ev = trace.events
     m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
     if trace.format != "timeline":
         for p, t in trace.lanes:
-            if lane_role(trace, p, t) in ("python", "derived"):
+            role = lane_role(trace, p, t)
+            if role == "derived":
                 m &= ~((ev.pid == p) & (ev.tid == t))
+            elif role == "python":  # it waits inside calls; ops it runs itself (eager) are work
+                m &= ~((ev.pid == p) & (ev.tid == t) & (ev.op_type == 0))
     return m
 
 

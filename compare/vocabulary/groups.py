@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from compare.vocabulary.ops import (
+    COPY_NAME,
     GRAPH_PLUMBING_OPS,
     INPUT_WAIT_OPS,
     QUEUE_OP,
@@ -69,11 +70,18 @@ OPTIMIZER_SCOPES = frozenset({
 COMMUNICATION_OP = re.compile(
     r"^(?:_?Nccl|Collective|AllReduce|AllGather|ReduceScatter|AllToAll|CollectivePermute|"
     r"all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|nccl)")
+
+
+def is_collective(op_type: str, name: str = "") -> bool:
+    """A collective op or kernel (NCCL, all-reduce...; not a Send/Recv), by op type or event
+    name (a GPU kernel's name, ``ncclAllReduceRingLLKernel_sum_f32``)."""
+    return bool(COMMUNICATION_OP.match(op_type) or (name and COMMUNICATION_OP.match(name)))
+
+
 COMMUNICATION_OPS = SEND_OPS | RECV_OPS | frozenset({"Send", "Recv", "RecvTensor"})
 
 # --- copies ----------------------------------------------------------------------------------
-#: The GPU tracer's copies (TF1 ``MEMCPYHtoD``, xprof ``MemcpyH2D``) and TF's copy kernels.
-COPY_NAME = re.compile(r"^(?:MEMCPY|Memcpy|memcpy|cuMemcpy|cudaMemcpy)")
+#: TF's copy kernels (the GPU tracer's copies: ``ops.COPY_NAME``).
 COPY_OPS = frozenset({"_CopyFromGpuToHost", "_CopyFromHostToGpu", "CopyToMesh"})
 
 # --- input -----------------------------------------------------------------------------------

@@ -56,6 +56,37 @@ UNTRACED_NOTABLE = 0.10
 #: A stage row's estimated part is flagged in report.md from this share of the row.
 ESTIMATED_NOTABLE = 0.05
 
+# --- first runs (one-time work) ------------------------------------------------------------
+#: One op execution launching this many GPU kernels or more is cuDNN/cuBLAS autotuning (it
+#: tries every algorithm on an op's first call; a steady call launches a handful).
+AUTOTUNE_KERNELS = 50
+#: A first step this many times the median of the later ones carries one-time work.
+FIRST_STEP_FACTOR = 5.0
+#: One execution this many times the median of the other executions of its op type (and at
+#: least OUTLIER_MIN_US) in a first step: a first call setting something up (cuDNN, cuBLAS).
+OUTLIER_FACTOR, OUTLIER_MIN_US = 20.0, 10_000.0
+#: A session run's ``_SOURCE`` node this long: the device was being set up in this run.
+SOURCE_MIN_US = 1_000.0
+#: One-time work covering this share of a first step or more leads the verdict.
+ONE_TIME_LEADS = 0.20
+
+# --- launch-bound steps --------------------------------------------------------------------
+#: The host rows launching GPU work busy this share of the step or more, the GPU running
+#: kernels less than GPU_IDLE of it, at least LAUNCH_MIN_KERNELS kernels whose median is
+#: shorter than LAUNCH_SHORT_US: the step is bound by launching many small ops.
+LAUNCH_ROW_BUSY = 0.50
+LAUNCH_MIN_KERNELS = 10
+LAUNCH_SHORT_US = 20.0
+
+# --- communication -------------------------------------------------------------------------
+#: Collectives (all-reduce and friends) running while the device computes nothing else, as a
+#: share of the step: notable from COMM_NOTABLE, the bottleneck from COMM_BOUND.
+COMM_NOTABLE, COMM_BOUND = 0.10, 0.30
+
+# --- words -----------------------------------------------------------------------------------
+#: "mostly" is said of a share from this on.
+MOSTLY = 0.50
+
 # --- op diff and the two traces' comparability -------------------------------------------
 #: An op whose time differs by at most this share of its larger side (or OP_SAME_US) is "same".
 OP_SAME_SHARE, OP_SAME_US = 0.05, 1.0
