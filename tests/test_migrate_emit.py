@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.errors import InputError
 from compare.migrate import analyze_file
 from compare.migration.check import compare_batches
 from compare.migration.checkrun import parse_call
 from compare.migration.emit import TODO, emit
-from common.errors import InputError
 from tests.conftest import run_module
 
 FIX = Path(__file__).resolve().parent / "fixtures"

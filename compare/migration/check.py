@@ -184,7 +184,7 @@ def run_check(script: str, port: str, target, opts: CheckOptions, out: Path) -> 
             sides[side] = _load(work / side)
         rows = compare_batches(sides["original"], sides["port"])
         bps = {k: sides[k][0].get("batches_per_s") for k in sides}
-        shutil.copy2(port, work / "port" / Path(port).name)
+        atomic.write_bytes(work / "port" / Path(port).name, Path(port).read_bytes())
         say("compare.migrate: comparing the profiles (compare.api.compare_traces) ...")
         compare_traces(work / "original" / "timeline.json", work / "port", out=out,
                        labels=dict(LABELS))

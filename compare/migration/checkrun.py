@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import importlib.util
-import json
 import os
 import sys
 import time

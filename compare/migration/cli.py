@@ -77,7 +77,7 @@ def _check(script: str, emitted: Emitted, f) -> int:
         port = f.port or f.emit
         if not port:
             port = str(Path(tmp) / (Path(script).stem + "_tfdata.py"))
-            Path(port).write_text(emitted.text, encoding="utf-8")
+            atomic.write_text(port, emitted.text)
         result = run_check(script, port, target, opts, out)
     sys.stdout.write(result.table() + "\n")
     if result.ok:
