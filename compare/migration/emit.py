@@ -320,8 +320,11 @@ class _Emitter:
         if self.uses_draws:
             imports.insert(0, "import contextlib")
         body, seen = [], set()
-        for name in self.globals_needed:
-            for s in _module_bindings(self.mod, name):
+        stmts = sorted({id(s): s for n in self.globals_needed
+                        for s in _module_bindings(self.mod, n)}.values(), key=lambda s: s.lineno)
+        for s in stmts:
+            name = next(n for n in self.globals_needed if s in _module_bindings(self.mod, n))
+            if True:
                 if id(s) in seen or isinstance(s, ast.ClassDef):
                     continue
                 seen.add(id(s))
@@ -430,7 +433,10 @@ def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
     excluded), in order."""
     out = []
     for s in mod.tree.body:
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and _root(
+                s.value.func) == name:
+            out.append(s)  # parser.add_argument(...): configures the name
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if s.name == name:
                 out.append(s)
         elif isinstance(s, (ast.Import, ast.ImportFrom)):
@@ -440,6 +446,12 @@ def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
                 stored_names(s):
             out.append(s)
     return out
+
+
+def _root(node: ast.AST) -> str:
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _import_text(s: ast.Import | ast.ImportFrom, name: str) -> str:

@@ -110,7 +110,11 @@ class Rewriter(ast.NodeTransformer):
             self.notes.append(f"{ast.unparse(node)} is {value!r} ({module} is gone from TF 2)")
             return ast.Constant(value)
         old = "tf" + qual[len("tensorflow"):]
+        if old.startswith("tf.python.platform."):  # flags, gfile: public as tf.flags, tf.gfile
+            old = "tf." + old[len("tf.python.platform."):]
         new = tfnames.tf2_name(old)
+        if new.name is None and tfnames.exists("tf.compat.v1." + old[3:]):
+            new = tfnames.Name2("tf.compat.v1." + old[3:], compat=True)
         if new.name is None:
             self.todos.append(f"{ast.unparse(node)} ({old}) has no TF 2 equivalent: replace it")
             return None
