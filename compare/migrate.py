@@ -52,6 +52,8 @@ class MigrationReport:
     tf_upgrade_v2: str
     pipelines: list[Pipeline] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: The index of the script the plans were made from (for :mod:`compare.migration.emit`).
+    module: Module | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
         """The report as a JSON-ready dict (stable keys; see :mod:`compare.migration.render`)."""
@@ -115,7 +117,8 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
         parsed = parse(text, name, notebook)
         result = scan(parsed.tree, parsed.text)
         where = parsed.where if parsed.cells else None
-        found, notes = _plan_pipelines(result, parsed, where)
+        module = Module(parsed.tree, result)
+        found, notes = _plan_pipelines(module, where)
     except RecursionError:
         raise InputError(f"{name}: nested too deeply to analyse") from None
     finally:
@@ -124,14 +127,14 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
     _relocate_findings(result.findings, parsed)
     notes = parsed.notes + ([_assumed_tf_note()] if result.assumed_tf else []) + notes
     return MigrationReport(name, result.findings, _plan.plan(result.findings, found),
-                           _plan.upgrade_note(result.findings), found, notes)
+                           _plan.upgrade_note(result.findings), found, notes, module)
 
 
-def _plan_pipelines(result, parsed: Parsed, where) -> tuple[list[Pipeline], list[str]]:
+def _plan_pipelines(module: Module, where) -> tuple[list[Pipeline], list[str]]:
     """The pipelines; when planning them fails on an unforeseen construct, none, and a note
     that says so (the findings do not depend on it), rather than no report at all."""
     try:
-        return _pipelines.build(Module(parsed.tree, result), where=where)
+        return _pipelines.build(module, where=where)
     except RecursionError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure of the planner on a strange script
@@ -158,6 +161,25 @@ def _define_flags() -> None:
     from absl import flags
 
     flags.DEFINE_boolean("json", False, "Print the report as JSON (findings, summary, plan).")
+    flags.DEFINE_string("emit", None, "Write the tf.data port of the script's input pipelines "
+                        "to this .py file (never run; an existing file is kept unless "
+                        "--overwrite).")
+    flags.DEFINE_boolean("overwrite", False, "Let --emit replace an existing file.")
+    flags.DEFINE_boolean("check", False, "Build the original (TF1, queue runners) and the port "
+                         "with --call, compare --batches batches of each and profile both into "
+                         "--out. IMPORTING THE SCRIPT RUNS ITS TOP-LEVEL CODE: each side runs in "
+                         "a child process, stopped after --timeout seconds.")
+    flags.DEFINE_string("call", None, "With --check: the pipeline function and its arguments "
+                        "(literals), e.g. \"distorted_inputs('data', 32)\"; a pipeline in "
+                        "top-level code is pipeline().")
+    flags.DEFINE_string("setup", "", "With --check: Python run in both modules before the call "
+                        "(e.g. \"import types; FLAGS = types.SimpleNamespace(train_dir='d')\").")
+    flags.DEFINE_integer("batches", 3, "With --check: batches compared per side.", lower_bound=1)
+    flags.DEFINE_string("out", None, "With --check: the report folder (new or empty; default "
+                        "runs/<timestamp>).")
+    flags.DEFINE_string("port", None, "With --check: check this port (e.g. one you finished by "
+                        "hand) instead of a freshly emitted one.")
+    flags.DEFINE_float("timeout", 300, "With --check: seconds each side may take.", lower_bound=1)
 
 
 def _main(argv: list[str]) -> int:
@@ -166,15 +188,19 @@ def _main(argv: list[str]) -> int:
     args = argv[1:]
     if not args:
         raise InputError("no script given: python -m compare.migrate SCRIPT.py|NOTEBOOK.ipynb "
-                         "[--json]")
+                         "[--json] [--emit OUT.py] [--check --call 'FUNC(ARGS)']")
     if len(args) > 1:
         raise InputError(f"one script at a time, got {len(args)}: {' '.join(args)}")
+    f = flags.FLAGS
     report = analyze_file(args[0])
-    if flags.FLAGS.json:
-        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
-    else:
-        sys.stdout.write(report.to_text())
-    return 0
+    if not (f.emit or f.check):
+        if f.json:
+            sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+        else:
+            sys.stdout.write(report.to_text())
+        return 0
+    from compare.migration import cli
+    return cli.emit_and_check(args[0], report, f)
 
 
 def main() -> None:

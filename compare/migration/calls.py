@@ -138,7 +138,7 @@ def _lambdas(run, vals: list, fr) -> list:
     out = []
     for v in vals:
         if isinstance(v, FuncV) and v.info.name == "<lambda>" and not v.info.params:
-            res = run.call_function(v.info, [], {}, fr, closure=v.closure)
+            res = run.call_function(v.info, [], {}, fr, closure=v.closure, call=v.info.node)
             if res is not None:
                 out.append(res)
     return out
@@ -203,7 +203,7 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
     if rid in _BATCHERS:
         inputs = named.get("tensors", named.get("tensors_list"))
         run.world.ends.append(End(last, node, fr.fn.qualname, fr.path, named, inputs,
-                                  construct=run.src.segment(node.func, 80)))
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
         return Sym(text, node=node)
     if rid == "slim_provider":
         return ProviderV(node, fr.fn.qualname, named, text)
@@ -218,7 +218,7 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
 def _iterator(run, node: ast.Call, fr, ds: DatasetV, method: str) -> Val:
     it = IteratorV(ds, node, fr.fn.qualname, run.src.segment(node, 120))
     run.world.ends.append(End("iterator", node, fr.fn.qualname, fr.path, dataset=ds,
-                              construct=method))
+                              construct=method, seq=run.cur_seq))
     return it
 
 
@@ -249,7 +249,7 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         method = None if run.presim else run.method_of(recv, attr)
         if method is not None:
             pos, kw = run.args_of(node, fr)
-            out = run.call_function(method, pos, kw, fr, bound=recv)
+            out = run.call_function(method, pos, kw, fr, bound=recv, call=node)
             if out is not None:
                 run.followed.add(id(node))
                 return out
@@ -299,7 +299,8 @@ def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
     if attr in ("dequeue_many", "dequeue_up_to"):
         n = pos[0] if pos else kw.get("n", Sym(""))
         run.world.ends.append(End(attr, node, fr.fn.qualname, fr.path, {"batch_size": n},
-                                  queue=q, construct=run.src.segment(node.func, 80)))
+                                  queue=q, construct=run.src.segment(node.func, 80),
+                                  seq=run.cur_seq))
         return Sym(run.render(node, fr), node=node)
     if attr == "close":
         q.closed = True
@@ -333,7 +334,7 @@ def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
     if isinstance(callee, FuncV):
         pos, kw = run.args_of(node, fr)
         out = run.call_function(callee.info, pos, kw, fr, bound=callee.bound,
-                                closure=callee.closure)
+                                closure=callee.closure, call=node)
         if out is not None:
             run.followed.add(id(node))
             return out
@@ -372,7 +373,7 @@ def _instance(run, node: ast.Call, fr, cls: ClassV) -> Val:
     obj = ObjV({}, run.render(node, fr)(), cls.info)
     if cls.info is not None and "__init__" in cls.info.methods:
         pos, kw = run.args_of(node, fr)
-        run.call_function(cls.info.methods["__init__"], pos, kw, fr, bound=obj)
+        run.call_function(cls.info.methods["__init__"], pos, kw, fr, bound=obj, call=node)
     return obj
 
 

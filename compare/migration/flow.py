@@ -31,6 +31,8 @@ from compare.migration.values import (
     ClassV,
     DatasetV,
     EnqueueV,
+    Exec,
+    FrameRec,
     FuncInfo,
     FuncV,
     IteratorV,
@@ -93,6 +95,7 @@ class Frame:
     guards: tuple[str, ...] = ()
     loop: Sym | None = None
     me: ObjV | None = None
+    fid: int = 0
 
     def bind(self, name: str, val: Val, clock: int) -> None:
         self.env.setdefault(name, []).append((clock, val))
@@ -121,6 +124,8 @@ class World:
     queues: list
     forks: list
     stopped: bool = False
+    log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
+    frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
 
 
 def _unparse_with(node: ast.AST, texts: dict) -> str:
@@ -162,6 +167,8 @@ class Run:
         self.presim = False  # running __init__ for self: its calls to methods are not followed
         self.floating = Stream("float", entry.node, entry.qualname, (entry.qualname,))
         self.fresh: int = 0  # streams made before the current statement began
+        self.cur_seq = -1  # the statement being executed (its Exec's seq)
+        self.parent_seq = -1  # the compound statement around it, in the same frame
 
     # -- text -------------------------------------------------------------------------------
     def render(self, node: ast.AST, fr: Frame) -> object:
@@ -451,12 +458,15 @@ class Run:
     def stmt(self, node: ast.stmt, fr: Frame) -> _Exit | None:
         if not self.budget.spend():
             raise _Stop()
+        log = self.world.log
+        log.append(Exec(len(log), fr.fid, node, self.parent_seq))
         method = getattr(self, "st_" + type(node).__name__, None)
         if method is None:
             return None
-        saved = self.cur_calls, self.cur_external, self.fresh
+        saved = self.cur_calls, self.cur_external, self.fresh, self.cur_seq, self.parent_seq
         self.cur_calls, self.cur_external = [], []
         self.fresh = len(self.world.streams)
+        self.cur_seq = self.parent_seq = len(log) - 1
         try:
             return method(node, fr)
         finally:
@@ -464,7 +474,11 @@ class Run:
                 for s in self.world.streams[self.fresh:]:
                     if not s.target and s.kind != "param":
                         s.target = self.src.segment(node.targets[0], 120)
-            self.cur_calls, self.cur_external, self.fresh = saved
+            for s in self.world.streams[self.fresh:]:
+                if s.seq < 0:
+                    s.seq = self.cur_seq
+            (self.cur_calls, self.cur_external, self.fresh, self.cur_seq,
+             self.parent_seq) = saved
 
     def touch(self, node: ast.stmt, fr: Frame, vals: list) -> StepRec | None:
         """Record ``node`` as a per-example step when it computed from per-example tensors."""
@@ -477,7 +491,8 @@ class Run:
             return None
         step = StepRec(len(self.world.steps) + 1, node, fr.fn.qualname,
                        primary(tensors), fr.guards, list(self.cur_calls),
-                       list(self.cur_external), fr.loop.text if fr.loop is not None else "")
+                       list(self.cur_external), fr.loop.text if fr.loop is not None else "",
+                       self.cur_seq)
         self.world.steps[step.id] = step
         for t in tensors:
             if t.key:
@@ -663,8 +678,16 @@ class Run:
         return None
 
     # -- running an entry -------------------------------------------------------------------
+    def new_frame(self, info: FuncInfo, caller: Frame | None, call: ast.AST | None) -> int:
+        """Record a call of ``info`` made by the statement being executed in ``caller``."""
+        fid = len(self.world.frames)
+        self.world.frames[fid] = FrameRec(fid, info, caller.fid if caller else -1,
+                                          self.cur_seq if caller else -1, call)
+        return fid
+
     def call_function(self, info: FuncInfo, pos: list, kw: dict, fr: Frame,
-                      bound: Val | None = None, closure: Frame | None = None) -> Val | None:
+                      bound: Val | None = None, closure: Frame | None = None,
+                      call: ast.AST | None = None) -> Val | None:
         """Run the script's own function with these arguments; None when it is not followed
         (too deep, recursive, or nothing per-example or structural in it)."""
         if fr.depth + 1 > MAX_DEPTH or info in self.stack:
@@ -675,13 +698,17 @@ class Run:
         if not relevant:
             return None
         callee = Frame(info, {}, fr.depth + 1, closure, fr.path + (info.qualname,),
-                       fr.guards, fr.loop, bound if isinstance(bound, ObjV) else None)
+                       fr.guards, fr.loop, bound if isinstance(bound, ObjV) else None,
+                       self.new_frame(info, fr, call))
         self.bind_params(info, args, kw, callee, fr)
         self.stack.append(info)
+        outer = self.parent_seq
+        self.parent_seq = -1
         try:
             out = self.block(info.body, callee)
         finally:
             self.stack.pop()
+            self.parent_seq = outer
         return out.value if out is not None and out.kind == "return" else Sym("None", None)
 
     def bind_params(self, info: FuncInfo, args: list, kw: dict, callee: Frame,
@@ -710,7 +737,7 @@ class Run:
 
     def entry_frame(self) -> Frame:
         info = self.entry
-        fr = Frame(info, {}, 0, None, (info.qualname,))
+        fr = Frame(info, {}, 0, None, (info.qualname,), fid=self.new_frame(info, None, None))
         if info.cls is not None and info.params:
             me = self.instance(info.cls, info.params[0])
             self.clock += 1
@@ -728,7 +755,8 @@ class Run:
         init = self.method_of(me, "__init__")
         if init is None or init.args is None:
             return me
-        fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me)
+        fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me,
+                   fid=self.new_frame(init, None, None))
         self.clock += 1
         fr.bind(init.params[0], me, self.clock)
         for name in init.params[1:]:

@@ -194,6 +194,7 @@ class MapStage:
     parallel_from: str = ""
     random: list[RandomDraw] = dataclasses.field(default_factory=list)
     kind: str = "map"
+    seqs: tuple[int, ...] = ()  # the executed statements (values.Exec) of its steps
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "name": self.name, "steps": [s.to_dict() for s in self.steps],
@@ -286,6 +287,7 @@ class Variant:
     source: Source
     stages: list[Stage]
     root_seed: Code | None = None
+    origin: object = None  # the symbolic run it came from (pipelines.Origin): for the emitter
 
     def maps(self) -> list[MapStage]:
         return [s for s in self.stages if isinstance(s, MapStage)]

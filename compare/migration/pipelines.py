@@ -59,6 +59,14 @@ def budget_for(statements: int) -> Budget:
     return Budget(BUDGET_FLOOR + BUDGET_PER_STATEMENT * statements)
 
 
+class Origin:
+    """The symbolic run a variant was built from (its world and end), kept for the code emitter
+    (:mod:`.emit`); not part of the plan's data."""
+
+    def __init__(self, world: World, end: End):
+        self.world, self.end = world, end
+
+
 @dataclasses.dataclass
 class _Found:
     world: World
@@ -119,7 +127,8 @@ class _Builder:
                     f"{name} (called on each example)", r.stmt.lineno,
                     "defined outside this file: it runs inside Dataset.map as it is; check it "
                     "for stateful random ops and TF1-only calls"))
-        stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs))
+        stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
+                           seqs=tuple(r.seq for r in recs))
         self.loop_variable_note(stream, recs)
         return stage
 
@@ -318,7 +327,8 @@ class _Builder:
                 self.stages.append(self.queue_stage(end.queue))
         else:
             source = self.batch_variant(end)
-        return m.Variant(tuple(self.world.decisions.items()), source, self.stages)
+        return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
+                         origin=Origin(self.world, end))
 
     def batch_variant(self, end: End) -> m.Source:
         inputs = end.inputs
@@ -476,7 +486,7 @@ def _implicit_ends(world: World, dequeued: set[str]) -> list[End]:
             continue
         if any(r.stream is s for r in world.steps.values()) or (
                 s.kind == "dequeue" and s.queue is not None and s.queue.enqueues):
-            out.append(End("stream", s.node, s.fn, s.path, stream=s))
+            out.append(End("stream", s.node, s.fn, s.path, stream=s, seq=s.seq))
     for q in world.queues:
         if id(q) not in used_queues and (q.kind == "producer" or q.enqueues) and not (
                 q.stored and q.stored in dequeued):

@@ -75,6 +75,7 @@ class Stream:
     param: str = ""
     key_ids: set = dataclasses.field(default_factory=set)
     target: str = ""  # what the script binds the elements to (``_, serialized_example``)
+    seq: int = -1  # the executed statement (:class:`Exec`) that began the stream
 
 
 @dataclasses.dataclass(eq=False)
@@ -206,6 +207,7 @@ class StepRec:
     calls: list = dataclasses.field(default_factory=list)  # (canonical name, call node)
     external: list = dataclasses.field(default_factory=list)
     loop: str = ""  # the iteration count of the loop around it, if any
+    seq: int = -1  # the executed statement (:class:`Exec`) it is
 
 
 @dataclasses.dataclass
@@ -223,6 +225,32 @@ class End:
     dataset: DatasetV | None = None
     stream: Stream | None = None
     construct: str = ""
+    seq: int = -1  # the executed statement (:class:`Exec`) holding the call
+
+
+@dataclasses.dataclass(eq=False)
+class Exec:
+    """One statement as the symbolic run executed it: in frame ``fid``, inside the compound
+    statement executed as ``parent`` (-1: at the top of its function's body). A code emitter
+    walks these to lift the script's own statements (:mod:`.emit`)."""
+
+    seq: int
+    fid: int
+    stmt: ast.stmt
+    parent: int = -1
+
+
+@dataclasses.dataclass(eq=False)
+class FrameRec:
+    """One call of a script function in the run: the function, and the statement of the caller
+    (``caller_seq``, in frame ``caller_fid``) that made it; ``call`` is the call node (None for
+    the entry and for a method run to build ``self``)."""
+
+    fid: int
+    info: "FuncInfo"
+    caller_fid: int = -1
+    caller_seq: int = -1
+    call: ast.AST | None = None
 
 
 @dataclasses.dataclass(eq=False)
