@@ -54,8 +54,12 @@ from typing import Callable
 
 from absl import app, flags
 
-from common.errors import InputError, run_cli, say
-from common.tflog import quiet_env
+from benchmarks.images import make_image_set, varied_sizes
+from common import atomic
+from common.errors import InputError, RunFailed, run_cli, say
+from common.tflog import native_stderr_to, quiet_env, quiet_python_logs
+from modern.data_service import list_workers, local_cluster, parse_address
+from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads, Stall
 
 FLAGS = flags.FLAGS
 PIPELINES = ("legacy", "modern", "modern_nojit", "floor")
@@ -83,9 +87,9 @@ class Legacy:
 
 
     def __init__(self, paths: list[str], seed: int):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: imports TensorFlow
 
-        from legacy import pipeline
+        from legacy import pipeline  # lazy: imports TensorFlow
 
         v1 = tf.compat.v1
         self.g = pipeline.build(paths, xla=True, seed=seed)
@@ -118,7 +122,7 @@ class Modern:
 
     def __init__(self, paths: list[str], seed: int, jit: bool, data_service: str | None = None,
                  count: int | None = None, service_timeout_s: float | None = None):
-        from modern import augment, pipeline
+        from modern import augment, pipeline  # lazy: imports TensorFlow
 
         self.ds = pipeline.build(paths, seed=seed, count=count, data_service=data_service)
         self.augment_fn = augment.make_augment(jit)
@@ -128,8 +132,6 @@ class Modern:
     def _call(self, fn):
         if self.reads is None:
             return fn()
-        from common.errors import RunFailed
-        from modern.service_watch import Stall
 
         try:
             return self.reads.call(fn)
@@ -141,7 +143,7 @@ class Modern:
         return self._call(self.step_fn)
 
     def restart(self) -> None:
-        from modern import augment
+        from modern import augment  # lazy: imports TensorFlow
 
         self.stop()  # the old iterator's threads end before new ones start
         self.step_fn = self._call(lambda: augment.make_step(self.augment_fn, iter(self.ds)))
@@ -157,8 +159,6 @@ class Modern:
 
 def _service_reads(target: str, timeout_s: float | None):
     """Bounded reads from the service at ``target`` (its workers as registered now)."""
-    from modern.data_service import list_workers, parse_address
-    from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads
 
     address = parse_address(target)
     return ServiceReads(address, list_workers(address), timeout_s or DEFAULT_TIMEOUT_S,
@@ -169,7 +169,7 @@ class Floor:
     """read + decode + resize only, same tf.data parallelism and prefetch."""
 
     def __init__(self, paths: list[str], seed: int):
-        from modern import pipeline
+        from modern import pipeline  # lazy: imports TensorFlow
 
         self.ds = pipeline.build_floor(paths, seed=seed)
         self.it = iter(self.ds)
@@ -355,7 +355,7 @@ def _loads(v) -> str:
 
 def machine() -> dict:
     """Where the numbers were taken: cores, load, versions."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     try:
         load = list(os.getloadavg())
@@ -409,9 +409,6 @@ def table(result: dict) -> str:
 def _main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from benchmarks.images import make_image_set, varied_sizes
-    from common import atomic
-    from common.tflog import native_stderr_to, quiet_python_logs
 
     quiet_python_logs()
     log = None if FLAGS.verbose else os.devnull
@@ -423,7 +420,6 @@ def _main(argv: list[str]) -> int:
         with contextlib.ExitStack() as stack:
             services, names = None, PIPELINES
             if FLAGS.data_service:
-                from modern.data_service import local_cluster
 
                 say("benchmarks: starting two local tf.data service clusters (1 and 2 workers) ...")
                 services = {f"service_{n}": stack.enter_context(local_cluster(n)) for n in (1, 2)}

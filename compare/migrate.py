@@ -27,10 +27,12 @@ import sys
 import tokenize
 from pathlib import Path
 
+from absl import flags
+
 from common.errors import InputError, cli_main
+from compare.migration import cli, render
 from compare.migration import pipelines as _pipelines
 from compare.migration import plan as _plan
-from compare.migration import render
 from compare.migration.model import Pipeline
 from compare.migration.scan import Finding, scan
 from compare.migration.source import Parsed, parse
@@ -158,7 +160,6 @@ def analyze_file(path: str | Path) -> MigrationReport:
 # -- CLI -------------------------------------------------------------------------------------
 
 def _define_flags() -> None:
-    from absl import flags
 
     flags.DEFINE_boolean("json", False, "Print the report as JSON (findings, summary, plan).")
     flags.DEFINE_string("emit", None, "Write the tf.data port of the script's input pipelines "
@@ -183,7 +184,6 @@ def _define_flags() -> None:
 
 
 def _main(argv: list[str]) -> int:
-    from absl import flags
 
     args = argv[1:]
     if not args:
@@ -199,7 +199,6 @@ def _main(argv: list[str]) -> int:
         else:
             sys.stdout.write(report.to_text())
         return 0
-    from compare.migration import cli
     return cli.emit_and_check(args[0], report, f)
 
 

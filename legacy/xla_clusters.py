@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from common.hlo import modules_from_xplanes
+from common.profiling import xplane_files
+
 _NUM = re.compile(r"cluster_\d+(_\d+)?")
 
 
@@ -65,8 +68,6 @@ def alias(reference_graphs, graphs) -> tuple[dict[str, str], int]:
 def describe(run_dir: Path, metas: dict) -> dict:
     """The sidecar ``xla_clusters.json``: members of each cluster (from the profile's HLO) and,
     per timeline file, which profile cluster each of its clusters is."""
-    from common.hlo import modules_from_xplanes
-    from common.profiling import xplane_files
 
     modules = modules_from_xplanes(xplane_files(run_dir), str(run_dir))
     members = {}

@@ -18,6 +18,7 @@ and workers wait for it without end -- and tells run.json how many workers there
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import re
 import signal
@@ -28,6 +29,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from typing import Iterator
+
+import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from common.errors import InputError
 
@@ -77,7 +81,6 @@ def parse_address(text: str, flag: str = "--data_service") -> Address:
 
 def get_workers_call(channel):
     """The dispatcher's ``GetWorkers`` RPC on ``channel``; returns worker addresses."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     f = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(name="modern/dispatcher_get_workers.proto",
@@ -106,7 +109,6 @@ def list_workers(address: Address, wait_s: float = 0.0,
     heartbeating (``DetectMissingWorkers``), it never unregisters it
     (:class:`modern.service_watch.ServiceWatch` probes the workers themselves).
     """
-    import grpc
 
     deadline = time.monotonic() + wait_s
     with grpc.insecure_channel(address.hostport) as channel:
@@ -132,7 +134,6 @@ def ask_workers(call, timeout_s: float) -> list[str]:
 
 def no_answer_reason(e, timeout_s: float) -> str:
     """Why a dispatcher did not answer (a ``grpc.RpcError``), in a few words."""
-    import grpc
 
     detail = (e.details() or "").lower()
     return ("cannot resolve the host name" if "resolv" in detail
@@ -163,7 +164,7 @@ def distribute(ds, target: str):
     image), which compress badly, and compressing costs the client CPU that scaling out is
     meant to free (numbers: BENCHMARKS.md, "Modern on tf.data service").
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     return ds.apply(tf.data.experimental.service.distribute(
         processing_mode=PROCESSING_MODE, service=parse_address(target).target,
@@ -180,7 +181,6 @@ def exposure_warning(role: str, port: int | None) -> str:
     authentication. The dispatcher builds every dataset graph a client registers (to split
     it), the workers run them.
     """
-    import getpass
 
     where = f"port {port}" if port else "its port"
     return (f"WARNING: this {role} listens on {where} of EVERY network interface, not only "
@@ -207,7 +207,7 @@ def start_dispatcher(port: int = 0, work_dir: str | None = None):
     With ``work_dir`` it journals its state there (fault-tolerant mode) and recovers the
     registered datasets and jobs after a restart with the same folder.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     svc = tf.data.experimental.service
     config = svc.DispatcherConfig(port=port, protocol=PROTOCOL, work_dir=work_dir,
@@ -228,7 +228,7 @@ def start_worker(dispatcher: Address, port: int = 0, host: str | None = None,
     otherwise wait for it without end.
     """
     list_workers(dispatcher, wait_s)
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     svc = tf.data.experimental.service
     config = svc.WorkerConfig(dispatcher_address=dispatcher.hostport,

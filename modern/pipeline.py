@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from common.stages import CROP_SIZE, NUM_CROPS, SHORT_SIDE, scope
 from modern import augment
+from modern.data_service import distribute
 
 AUTOTUNE = tf.data.AUTOTUNE
 #: The length of an "endless" stream: more images than any run reads.
@@ -158,7 +159,6 @@ def build(paths: list[str], seed: int = 0, shuffle_files: bool = True, count: in
     ds = ds.map(_no_autograph(lambda i, p: element(i, p, root)), num_parallel_calls=AUTOTUNE,
                 deterministic=True)
     if data_service:
-        from modern.data_service import distribute
 
         ds = distribute(ds.prefetch(AUTOTUNE), data_service)
     return ds.prefetch(AUTOTUNE)

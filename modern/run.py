@@ -11,6 +11,10 @@ from absl import flags
 
 from common import atomic
 from common.errors import InputError, cli_main, say
+from common.inputs import check_file, resolve_images
+from common.tflog import native_stderr_to, quiet_python_logs
+from modern.data_service import parse_address
+from modern.runner import run_modern
 from modern.service_watch import DEFAULT_TIMEOUT_S, LOST_GRACE_S
 
 FLAGS = flags.FLAGS
@@ -41,10 +45,6 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.out:
         raise InputError("--out DIR is required")
-    from common.inputs import check_file, resolve_images
-    from common.tflog import native_stderr_to, quiet_python_logs
-    from modern.data_service import parse_address
-    from modern.runner import run_modern
 
     if FLAGS.data_service is not None:
         parse_address(FLAGS.data_service)

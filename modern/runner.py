@@ -32,9 +32,14 @@ import gzip
 import os
 import time
 
-from common import atomic
-from common.errors import InputError, tf_error_line
+from common import atomic, profiling
+from common.errors import InputError, RunFailed, tf_error_line
+from common.inputs import preflight, resolve_images
+from common.profiling import xplane_files, xplane_to_trace_json
 from common.run_record import run_record
+from modern import data_service as service
+from modern.data_service import parse_address
+from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads, Stall
 
 STEP_NAME = "modern"
 
@@ -44,7 +49,6 @@ def select_images(paths: list[str], skip_bad: bool) -> tuple[list[str], list[tup
 
     Without ``skip_bad`` the first bad file raises :class:`InputError` naming it.
     """
-    from common.inputs import preflight
 
     if not skip_bad:
         return paths, preflight(paths), []
@@ -64,7 +68,6 @@ def select_images(paths: list[str], skip_bad: bool) -> tuple[list[str], list[tup
 def _profiled_step(step_fn, i: int, profiled: bool):
     """Step ``i`` of ``step_fn() -> (output, path, index)``, inside its step marker when
     ``profiled``: (output, path, index, wall seconds)."""
-    from common import profiling
 
     t0 = time.perf_counter()
     with profiling.step(STEP_NAME, i) if profiled else contextlib.nullcontext():
@@ -77,9 +80,8 @@ def _run_steps(next_step, steps: int, profile_dir=None, progress=None):
     :func:`_profiled_step`), profiled into ``profile_dir`` if given; returns (wall seconds,
     image paths, stream indices, last output). ``progress(line)`` hears when the first step is
     done."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
-    from common import profiling
 
     walls, keys, indices, out = [], [], [], None
     ctx = profiling.tensorboard_profile(profile_dir) if profile_dir else None
@@ -132,7 +134,6 @@ class ServiceSteps:
         self.reproduced_because: str | None = None
 
     def __enter__(self) -> "ServiceSteps":
-        from modern.service_watch import Stall
 
         self._reads.__enter__()
         try:
@@ -149,7 +150,6 @@ class ServiceSteps:
         self._reads.__exit__(*exc)
 
     def __call__(self, i: int, profiled: bool):
-        from modern.service_watch import Stall
 
         if self._local is None:
             try:
@@ -164,7 +164,6 @@ class ServiceSteps:
 
     def _give_up(self, stall) -> None:
         """Make the missing indices here, or raise RunFailed."""
-        from common.errors import RunFailed
 
         what, hint = stall.describe(self._reads.address)
         done = len(self._seen)
@@ -198,10 +197,7 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
     have workers (:func:`modern.data_service.check_service`). No read from it waits longer
     than ``service_timeout_s`` (default :data:`modern.service_watch.DEFAULT_TIMEOUT_S`); what
     happens when the service fails mid-run: :class:`ServiceSteps`."""
-    from common.inputs import resolve_images
-    from common.profiling import xplane_files, xplane_to_trace_json
-    from modern import augment
-    from modern import data_service as service
+    from modern import augment  # lazy: imports TensorFlow
 
     if steps < 1:
         raise InputError(f"--steps {steps}: need at least one step")
@@ -245,7 +241,7 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
 def _local_steps(paths: list[str], seed: int, augment_fn):
     """``next_step`` for a local run. The stream is endless, as a training input is: tf.data
     keeps reading ahead during every step, which the profile should show."""
-    from modern import augment, pipeline
+    from modern import augment, pipeline  # lazy: imports TensorFlow
 
     step_fn = augment.make_step(augment_fn, iter(pipeline.build(paths, seed=seed)))
     return lambda i, profiled: _profiled_step(step_fn, i, profiled)
@@ -256,9 +252,7 @@ def _service_steps(paths: list[str], seed: int, steps: int, augment_fn, info: di
     """``next_step`` for a run on the service. The job is exactly indices 0..steps-1, the
     images a local run reads, and it ends on the workers with the run (an abandoned endless
     job keeps tasks there)."""
-    from modern import augment, pipeline
-    from modern.data_service import parse_address
-    from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads
+    from modern import augment, pipeline  # lazy: imports TensorFlow
 
     def make_service():
         ds = pipeline.build(paths, seed=seed, count=steps, data_service=info["address"])

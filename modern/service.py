@@ -16,6 +16,7 @@ graphs clients send (:func:`modern.data_service.exposure_warning`).
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import time
@@ -23,6 +24,8 @@ import time
 from absl import flags
 
 from common.errors import InputError, cli_main, say
+from common.tflog import native_stderr_to
+from modern import data_service as ds
 
 FLAGS = flags.FLAGS
 PROG = "modern.service"
@@ -67,7 +70,6 @@ def serve_until_signalled() -> str:
 def _startup_log():
     """TensorFlow's import and server start-up chatter goes nowhere unless ``--verbose``; what
     the running server logs later (errors) stays on stderr."""
-    from common.tflog import native_stderr_to
 
     return native_stderr_to(None if FLAGS.verbose else os.devnull)
 
@@ -85,7 +87,6 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"expected one role: {' or '.join(ROLES)} ({got})")
     role = argv[1]
     _check_role_flags(role)
-    from modern import data_service as ds
 
     host = FLAGS.host or ds.this_host()
     port = (DEFAULT_DISPATCHER_PORT if role == "dispatcher" else 0) if FLAGS.port is None \
@@ -127,7 +128,6 @@ def stop_within(server, seconds: float) -> None:
     holds the GIL while it waits, so no Python thread could time it out: the watchdog is
     faulthandler's own C thread.
     """
-    import faulthandler
 
     with open(os.devnull, "a") as sink:  # the dump is not for users: they were told above
         faulthandler.dump_traceback_later(seconds, exit=True, file=sink)

@@ -29,6 +29,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import grpc
+
+from common.errors import tf_error_line
 from modern.data_service import (
     Address,
     ask_workers,
@@ -122,7 +125,6 @@ class ServiceWatch:
             return self._health
 
     def _loop(self) -> None:
-        import grpc
 
         with grpc.insecure_channel(self.address.hostport) as channel:
             call = get_workers_call(channel)
@@ -131,7 +133,6 @@ class ServiceWatch:
 
     def probe(self, call) -> Health:
         """Ask the dispatcher (``call``: its ``GetWorkers`` RPC) and every known worker once."""
-        import grpc
 
         try:
             listed, reason = ask_workers(call, PROBE_TIMEOUT_S), ""
@@ -255,9 +256,8 @@ def stall_from_error(e: BaseException, health: Health) -> Stall | None:
     """The :class:`Stall` a TensorFlow error from a service read means, if any: the end of the
     job (``OutOfRangeError``) or a dispatcher that no longer knows it (restarted without
     ``--work_dir``: "Iteration id N not found")."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
-    from common.errors import tf_error_line
 
     if isinstance(e, tf.errors.OutOfRangeError):
         return Stall("ended", 0.0, health)
@@ -372,7 +372,7 @@ class ServiceReads:
 
     def call(self, fn: Callable[[], object]):
         """``fn()`` on the helper thread, bounded as above."""
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: imports TensorFlow
 
         try:
             return self._thread.call(fn, self._check)

@@ -12,6 +12,7 @@ import ast
 import difflib
 import re
 
+from compare.migration import legend
 from compare.migration import model as m
 
 AUTOTUNE = "tf.data.AUTOTUNE"
@@ -19,11 +20,6 @@ INDENT = "    "
 _TF2_READERS = {"tfrecord": "tf.data.TFRecordDataset", "text_line": "tf.data.TextLineDataset"}
 _SHUFFLING = frozenset({"shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch",
                         "maybe_shuffle_batch_join"})
-
-
-def _short(qualname: str) -> str:
-    name = qualname.rsplit(".", 1)[-1]
-    return "pipeline" if name.startswith("<") else name
 
 
 _SIMPLE = re.compile(r"[\w.]+(\(.*\))?$")
@@ -92,7 +88,7 @@ class _Render:
             f = s.feeder
             specs = [f"tf.TensorSpec(shape={shape}, dtype={dtype})" for shape, dtype in f.signature]
             sig = specs[0] if len(specs) == 1 else "(" + ", ".join(specs) + ")"
-            return [f"{ds} = tf.data.Dataset.from_generator({generator_name(f)}, "
+            return [f"{ds} = tf.data.Dataset.from_generator({m.generator_name(f)}, "
                     f"output_signature={sig})"]
         if s.kind == "provider":
             shuffle = "True" if s.shuffle is None else s.shuffle.text
@@ -182,14 +178,6 @@ class _Render:
                 open_guards = o.guards
             out.append(INDENT * len(o.guards) + self.op(o.text))
         return out
-
-
-def generator_name(f: m.Feeder) -> str:
-    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder."""
-    base = _short(f.function) if f.function else "feeder"
-    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else "values"
-    fed = fed.replace("_placeholder", "").replace("placeholder", "") or "values"
-    return f"{base}_{fed}"
 
 
 def _record_dataset(st: m.ReadStage) -> str:
@@ -350,7 +338,7 @@ def _names_used(p: m.Pipeline) -> set[str]:
 def _name_maps(p: m.Pipeline) -> None:
     """Give each map stage a function name: ``<pipeline function>_example``, numbered when the
     pipeline has more than one map."""
-    base = _short(p.function)
+    base = m.short_name(p.function)
     count = max((len(v.maps()) for v in p.variants), default=0)
     for v in p.variants:
         for i, st in enumerate(v.maps(), 1):
@@ -420,5 +408,4 @@ def render(p: m.Pipeline) -> tuple[str, list[str]]:
     while ds in used:
         ds += "_"
     listed = [(v.when, _Render(ds, p, v).lines()) for v in p.variants]
-    from compare.migration import legend
     return "\n".join(_merge(listed)), legend.legend(p)

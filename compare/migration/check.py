@@ -15,12 +15,15 @@ Writes into ``--out DIR`` (new or empty): ``report.md``, ``report.json``, ``stag
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 from common import atomic
 from common.errors import InputError, say
@@ -120,9 +123,7 @@ class _SideFailed(Exception):
 
 
 def _load(dest: Path) -> tuple[dict, list[list]]:
-    import json
 
-    import numpy as np
     side = json.loads((dest / "side.json").read_text())
     data = np.load(dest / "batches.npz")
     n = 1 + max(int(k.split("_")[0][1:]) for k in data.files)
@@ -132,7 +133,6 @@ def _load(dest: Path) -> tuple[dict, list[list]]:
 
 def compare_batches(a: tuple[dict, list], b: tuple[dict, list]) -> list[Row]:
     """The table's rows: structure, then shape, dtype, value range and values per component."""
-    import numpy as np
     (sa, ba), (sb, bb) = a, b
     rows = [Row("element structure", sa["structure"], sb["structure"],
                 sa["structure"] == sb["structure"])]
@@ -154,7 +154,6 @@ def compare_batches(a: tuple[dict, list], b: tuple[dict, list]) -> list[Row]:
 
 
 def _values(j: int, a, b) -> list[Row]:
-    import numpy as np
     if a.dtype.kind in "fiub":
         ra = f"{a.min():.4g} .. {a.max():.4g}"
         rb = f"{b.min():.4g} .. {b.max():.4g}"
@@ -171,7 +170,7 @@ def _values(j: int, a, b) -> list[Row]:
 
 def run_check(script: str, port: str, target, opts: CheckOptions, out: Path) -> CheckResult:
     """Build, compare and profile both sides; write the report into ``out`` (new or empty)."""
-    from compare.api import compare_traces
+    from compare.api import compare_traces  # lazy: the comparison stack, only for --check
 
     out = atomic.prepare_out_dir(out)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.check-", dir=out.parent))

@@ -30,7 +30,12 @@ import time
 import types
 from pathlib import Path
 
+import numpy as np
+
+from common import atomic, profiling
 from common.errors import InputError, run_cli, tf_error_line
+from common.tflog import quiet_python_logs
+from compare.migration.tfnames import REMOVED_CONSTANTS
 
 #: Batches run before the timed ones (thread pools, files opening, first traces).
 WARMUP = 2
@@ -58,7 +63,6 @@ def tf1_module(tf) -> types.ModuleType:
 def install_tf1(tf) -> None:
     """Make ``import tensorflow`` (and TF1's removed tutorial modules) what a TF1 script
     expects, and switch to graph mode."""
-    from compare.migration.tfnames import REMOVED_CONSTANTS
 
     tf.compat.v1.disable_eager_execution()
     sys.modules["tensorflow"] = tf1_module(tf)
@@ -91,7 +95,7 @@ def _middle(tf, shape, minval, maxval, dtype):
 
 def _replacements(tf) -> dict:
     """(module, function name) -> the neutral version."""
-    from tensorflow.python.ops import random_ops, stateless_random_ops
+    from tensorflow.python.ops import random_ops, stateless_random_ops  # lazy: imports TensorFlow
 
     def uniform(shape, minval=0, maxval=None, dtype=tf.float32, seed=None, name=None, **_):
         return _middle(tf, shape, minval, maxval, dtype)
@@ -156,7 +160,7 @@ def _v1_order(tf) -> dict:
 
 
 def _tf2_order(tf) -> dict:
-    from tensorflow.python.data.ops import dataset_ops
+    from tensorflow.python.data.ops import dataset_ops  # lazy: imports TensorFlow
 
     files = dataset_ops.DatasetV2.list_files
 
@@ -292,7 +296,7 @@ def take_original(tf, a, n: int, traced: bool = False):
                 batches.append(sess.run(flat))
                 walls.append(time.perf_counter() - t0)
             if traced:
-                from tensorflow.python.client import timeline
+                from tensorflow.python.client import timeline  # lazy: imports TensorFlow
                 opts = v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE)
                 meta = v1.RunMetadata()
                 sess.run(flat, options=opts, run_metadata=meta)
@@ -334,9 +338,7 @@ def _structure(tf, value) -> str:
 # -- the child -------------------------------------------------------------------------------
 
 def _save(dest: Path, side: dict, batches: list) -> None:
-    import numpy as np
 
-    from common import atomic
     arrays = {f"b{i}_c{j}": np.asarray(x) for i, b in enumerate(batches) for j, x in enumerate(b)}
     with atomic.atomic_open(dest / "batches.npz", "wb") as f:
         np.savez(f, **arrays)
@@ -344,9 +346,8 @@ def _save(dest: Path, side: dict, batches: list) -> None:
 
 
 def run_side(a) -> None:
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
-    from common.tflog import quiet_python_logs
     quiet_python_logs()
     dest = Path(a.dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -356,7 +357,6 @@ def run_side(a) -> None:
             value, batches, _w, _t = take_original(tf, a, a.batches)
         side["structure"] = _structure(tf, value)
         _, _, walls, trace = take_original(tf, a, WARMUP + a.timed, traced=True)
-        from common import atomic
         atomic.write_text(dest / "timeline.json", trace)
     else:
         with neutral(tf, "port"):
@@ -371,7 +371,6 @@ def run_side(a) -> None:
 
 
 def _profile(it, dest: Path) -> None:
-    from common import profiling
     with profiling.tensorboard_profile(dest):
         for i in range(PROFILED):
             with profiling.step("port", i):
@@ -403,7 +402,7 @@ def _child(argv: list[str]) -> int:
     a = p.parse_args(argv)
     _name, a.args, a.kwargs = parse_call(a.call)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
     try:
         run_side(a)
     except InputError:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from common import atomic
 from common.errors import InputError
+from compare.migration.check import CheckOptions, run_check
 from compare.migration.checkrun import parse_call
 from compare.migration.emit import Emitted, emit
 
@@ -67,8 +68,7 @@ def _check_flags(f, emitted: Emitted):
 
 
 def _check(script: str, emitted: Emitted, f) -> int:
-    from compare.api import default_out
-    from compare.migration.check import CheckOptions, run_check
+    from compare.api import default_out  # lazy: the comparison stack, only for --check
 
     target = _check_flags(f, emitted)
     out = Path(f.out) if f.out else default_out()

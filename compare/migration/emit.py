@@ -23,7 +23,7 @@ import textwrap
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
-from compare.migration.lift import Lifted, Lifter, stored_names
+from compare.migration.lift import Lifted, Lifter, clone, stored_names
 from compare.migration.rewrite import DRAWS, RESIZE_HELPER, RESIZE_V1, Rewriter, summary_call
 from compare.migration.values import MODULE, Module
 
@@ -176,7 +176,6 @@ class _Emitter:
         self.helpers[name] = ("", 0, set())  # recursion guard
         if node is None:
             node = self.mod.by_name[name].node
-        from compare.migration.lift import clone
         copy = clone(node)
         if getattr(copy, "decorator_list", None):
             copy.decorator_list = []
@@ -381,7 +380,6 @@ def emit(report) -> Emitted:
 # -- small helpers ---------------------------------------------------------------------------
 
 def _clone(node: ast.AST) -> ast.AST:
-    from compare.migration.lift import clone
     return clone(node)
 
 

@@ -4,7 +4,6 @@ random draws and their seeds, and where each argument of the chain came from."""
 from __future__ import annotations
 
 from compare.migration import model as m
-from compare.migration.chain import generator_name
 
 #: Steps listed per map before the rest is summarised.
 MAX_STEP_LINES = 14
@@ -90,7 +89,7 @@ def _source_lines(s: m.Source) -> list[str]:
         f = s.feeder
         fed = ", ".join(f"{v} at line {ln}" for ln, v in f.feeds) or "nothing found"
         who = f"{f.function} ({'a thread target' if f.thread else 'Python code'})"
-        return [f"{generator_name(f)}: a generator made of {who}: its loop yields what it fed "
+        return [f"{m.generator_name(f)}: a generator made of {who}: its loop yields what it fed "
                 f"through feed_dict ({fed}) instead of running the enqueue op{where}"]
     if s.kind in ("files", "file_pattern", "rows", "range"):
         what = {"files": "files", "file_pattern": "files matching", "rows": "rows of",

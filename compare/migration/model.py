@@ -357,3 +357,17 @@ def relocate(p: Pipeline, where) -> None:
     for v in p.variants:
         fix(v)
     fix(p.unresolved)
+
+
+def short_name(qualname: str) -> str:
+    """The last part of a qualified function name; top-level code is ``pipeline``."""
+    name = qualname.rsplit(".", 1)[-1]
+    return "pipeline" if name.startswith("<") else name
+
+
+def generator_name(f: Feeder) -> str:
+    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder."""
+    base = short_name(f.function) if f.function else "feeder"
+    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else "values"
+    fed = fed.replace("_placeholder", "").replace("placeholder", "") or "values"
+    return f"{base}_{fed}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from compare.migration import tfnames
+from compare.migration.lift import RUNTIME_CATEGORIES
 from compare.migration.pipelines import STATELESS
 from compare.migration.rules import canonical, rule_for
 from compare.migration.values import Module
@@ -161,7 +162,6 @@ class Rewriter(ast.NodeTransformer):
         return node
 
     def runtime(self, node: ast.AST) -> bool:
-        from compare.migration.lift import RUNTIME_CATEGORIES
 
         qual = self.qualified(node) or (self.qualified(node.func) if isinstance(
             node, ast.Call) else "")
