@@ -21,7 +21,6 @@ ops' former time.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -33,6 +32,7 @@ from compare.analysis.rows import on_gpu, work_mask
 from compare.model.events import CAT
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import COPY_NAME, GROUPS, RUNTIME_OPS, strip_wrappers
+from compare.vocabulary.labels import SCOPE_SUFFIX
 from compare.vocabulary.thresholds import OP_SAME_SHARE, OP_SAME_US
 
 STATUSES = ("same", "changed", "added", "removed", "fused")
@@ -43,7 +43,6 @@ _OP_CATEGORIES = [CAT[c] for c in ("op", "queue", "tf_data", "xla_run", "xla_com
 #: input, communication and copies; they stay outside when the rest is fused.
 _UNCLUSTERABLE_GROUPS = frozenset({"input", "communication", "copy", "runtime", "xla_compile",
                                    "xla_run"})
-_N_SUFFIX = re.compile(r"_\d+$")
 
 
 @dataclasses.dataclass
@@ -103,12 +102,12 @@ def normalise(tf_name: str) -> str:
 
 def scope_key(name: str) -> str:
     """Pass 2's key: TF's ``_N`` uniquifying suffixes dropped from every part."""
-    return "/".join(_N_SUFFIX.sub("", p) for p in name.split("/"))
+    return "/".join(SCOPE_SUFFIX.sub("", p) for p in name.split("/"))
 
 
 def _type_key(op_type: str) -> str:
     """An op type without the number of a function call (``__inference_step_123``)."""
-    return _N_SUFFIX.sub("", op_type) if op_type.startswith(tfops.FUNCTION_OP_PREFIX) else op_type
+    return SCOPE_SUFFIX.sub("", op_type) if op_type.startswith(tfops.FUNCTION_OP_PREFIX) else op_type
 
 
 Key = tuple[str, str]   # (normalised node name, op type)
