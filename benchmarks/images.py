@@ -7,6 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from common import atomic
+from common.inputs import default_image
+
 
 def varied_sizes(n: int, seed: int = 0, short=(256, 640), aspect=(1.0, 2.0)) -> list[tuple[int, int]]:
     """``n`` (height, width) pairs: short side uniform in ``short``, long/short uniform in
@@ -24,10 +27,8 @@ def make_image_set(folder: str | os.PathLike, sizes: list[tuple[int, int]], seed
                    quality: int = 90) -> list[str]:
     """Write one JPEG per (height, width) into ``folder``: a random window of grace_hopper.jpg
     (at least half of each side) resized to that size. Returns the paths, in order."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
-    from common import atomic
-    from common.inputs import default_image
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -24,8 +24,8 @@ times the batch, and stops the iterator right after it, so that no pipeline's ba
 threads run while another is timed. The legacy session keeps running: its queue holds file
 names only, all its work happens inside ``sess.run``. Legacy first runs
 ``--legacy_warmup_epochs`` passes over the image set untimed: its auto-clustered XLA compiles
-every cluster again for each image size the second time it sees that size (~0.8 s per size
-here), which would otherwise land in the early rounds.
+every cluster again for each image size the second time it sees that size (BENCHMARKS.md,
+the legacy pipeline's XLA), which would otherwise land in the early rounds.
 
 Each batch is also timed in process CPU time (``time.process_time``: all threads of this
 process), reported as ``cpu_ms_per_image`` and, paired per round, ``ratios_cpu``: on a machine
@@ -43,6 +43,7 @@ freshly built pipeline before the rounds start.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import platform
@@ -54,8 +55,12 @@ from typing import Callable
 
 from absl import app, flags
 
-from common.errors import InputError, run_cli, say
-from common.tflog import quiet_env
+from benchmarks.images import make_image_set, varied_sizes
+from common import atomic
+from common.errors import InputError, RunFailed, run_cli, say
+from common.tflog import native_stderr_to, quiet_env, quiet_python_logs
+from modern.data_service import list_workers, local_cluster, parse_address
+from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads, Stall
 
 FLAGS = flags.FLAGS
 PIPELINES = ("legacy", "modern", "modern_nojit", "floor")
@@ -83,9 +88,9 @@ class Legacy:
 
 
     def __init__(self, paths: list[str], seed: int):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: imports TensorFlow
 
-        from legacy import pipeline
+        from legacy import pipeline  # lazy: imports TensorFlow
 
         v1 = tf.compat.v1
         self.g = pipeline.build(paths, xla=True, seed=seed)
@@ -111,37 +116,61 @@ class Legacy:
 
 class Modern:
     """The tf.data pipeline feeding the augmentation, compiled by XLA or not; its input on the
-    tf.data service at ``data_service`` if given."""
+    tf.data service at ``data_service`` if given. There every read is bounded
+    (:class:`modern.service_watch.ServiceReads`): a service that stops delivering (a worker or
+    the dispatcher lost) ends the benchmark with one line, exit 1, instead of a wait without
+    end; SIGINT and SIGTERM are handled while a read is blocked."""
 
     def __init__(self, paths: list[str], seed: int, jit: bool, data_service: str | None = None,
-                 count: int | None = None):
-        from modern import augment, pipeline
+                 count: int | None = None, service_timeout_s: float | None = None):
+        from modern import augment, pipeline  # lazy: imports TensorFlow
 
         self.ds = pipeline.build(paths, seed=seed, count=count, data_service=data_service)
         self.augment_fn = augment.make_augment(jit)
+        self.reads = _service_reads(data_service, service_timeout_s) if data_service else None
         self.restart()
 
+    def _call(self, fn):
+        if self.reads is None:
+            return fn()
+
+        try:
+            return self.reads.call(fn)
+        except Stall as stall:
+            what, hint = stall.describe(self.reads.address)
+            raise RunFailed(what + (f"; {hint}" if hint else "")) from None
+
     def step(self):
-        return self.step_fn()
+        return self._call(self.step_fn)
 
     def restart(self) -> None:
-        from modern import augment
+        from modern import augment  # lazy: imports TensorFlow
 
         self.stop()  # the old iterator's threads end before new ones start
-        self.step_fn = augment.make_step(self.augment_fn, iter(self.ds))
+        self.step_fn = self._call(lambda: augment.make_step(self.augment_fn, iter(self.ds)))
 
     def stop(self) -> None:
         self.step_fn = None  # its iterator is captured by the step: released with it
 
     def close(self) -> None:
-        self.it = None  # a service client stops reading before its servers are stopped
+        self.stop()  # a service client stops reading before its servers are stopped
+        if self.reads is not None:
+            self.reads.__exit__(None, None, None)
+
+
+def _service_reads(target: str, timeout_s: float | None):
+    """Bounded reads from the service at ``target`` (its workers as registered now)."""
+
+    address = parse_address(target)
+    return ServiceReads(address, list_workers(address), timeout_s or DEFAULT_TIMEOUT_S,
+                        notify=lambda line: say(f"benchmarks: {line}")).__enter__()
 
 
 class Floor:
     """read + decode + resize only, same tf.data parallelism and prefetch."""
 
     def __init__(self, paths: list[str], seed: int):
-        from modern import pipeline
+        from modern import pipeline  # lazy: imports TensorFlow
 
         self.ds = pipeline.build_floor(paths, seed=seed)
         self.it = iter(self.ds)
@@ -185,6 +214,17 @@ def first_output_s(name: str, paths: list[str], seed: int, services: dict | None
         p.close()
 
 
+@dataclasses.dataclass
+class _Rounds:
+    """Per pipeline, one number per round: images/s, CPU ms per image (this process), and the
+    service's server processes' CPU ms per image; the 1-minute load average per round."""
+
+    ips: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+    servers: dict[str, list[float]]
+    loads: list[float] = dataclasses.field(default_factory=list)
+
+
 def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 0,
             names: tuple[str, ...] = PIPELINES,
             progress: Callable[[str], None] | None = None, legacy_warmup_epochs: int = 2,
@@ -198,71 +238,81 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
     one too, like for like) reads exactly ``warmup + batch`` images per round, and CPU is taken
     over each whole round (one finite job, start-up included), this process's and the server
     processes': a finite job ends on the workers with the round, where abandoned endless jobs
-    left tasks behind that kept a worker's stop waiting for up to 29 s (measured)."""
-    first = {}
-    for name in ("legacy", "modern", *(services or {})):
-        if name in names:
-            first[name] = first_output_s(name, paths, seed, services)
+    left tasks behind that kept a worker's stop waiting."""
+    first = {name: first_output_s(name, paths, seed, services)
+             for name in ("legacy", "modern", *(services or {})) if name in names}
     per_round_count = warmup + batch if services else None
     pipes = {name: _make(name, paths, seed, services, per_round_count) for name in names}
+    data = _Rounds({n: [] for n in names}, {n: [] for n in names},
+                   {n: [] for n in services or {}})
     try:
         if "legacy" in pipes:
             for p in pipes.values():
                 p.stop()
             for _ in range(legacy_warmup_epochs * len(paths)):
                 pipes["legacy"].step()
-        per_round: dict[str, list[float]] = {name: [] for name in names}
-        per_round_cpu: dict[str, list[float]] = {name: [] for name in names}
-        per_round_servers: dict[str, list[float]] = {name: [] for name in services or {}}
-        loads = []
         for r in range(rounds):
             for name, p in pipes.items():
-                pids = services[name].pids if services and name in services else ()
-                r0, s0 = time.process_time(), _cpu_s(pids)
-                p.restart()
-                for _ in range(warmup):
-                    p.step()
-                c0, t0 = time.process_time(), time.perf_counter()
-                for _ in range(batch):
-                    p.step()
-                wall = time.perf_counter() - t0
-                p.stop()
-                per_round[name].append(batch / wall)
-                if services:
-                    # the whole round: one finite job, all the work its images took, wherever
-                    per_round_cpu[name].append(1e3 * (time.process_time() - r0) / (warmup + batch))
-                    if pids and s0 is not None:
-                        per_round_servers[name].append(1e3 * (_cpu_s(pids) - s0) / (warmup + batch))
-                else:
-                    per_round_cpu[name].append(1e3 * (time.process_time() - c0) / batch)
-            loads.append(_loadavg1())
+                _one_round(name, p, warmup, batch, services, data)
+            data.loads.append(_loadavg1())
             if progress:
                 progress(f"round {r + 1}/{rounds}: " + ", ".join(
-                    f"{n} {v[-1]:.0f}" for n, v in per_round.items()) + " images/s")
+                    f"{n} {v[-1]:.0f}" for n, v in data.ips.items()) + " images/s")
     finally:
         for p in pipes.values():
             p.close()
         pipes.clear()
         # Dropped iterators can sit in reference cycles; a tf.data service client that is not
-        # collected keeps its workers' stop waiting on its requests (measured: up to 134 s).
+        # collected keeps its workers' stop waiting on its requests.
         gc.collect()
-    ips = {name: statistics.median(v) for name, v in per_round.items()}
-    cpu = {name: statistics.median(v) for name, v in per_round_cpu.items()}
+    result = _summary(data, first)
+    result.update(legacy_warmup_epochs=legacy_warmup_epochs if "legacy" in names else 0,
+                  rounds=rounds, batch=batch, warmup=warmup)
+    return result
+
+
+def _one_round(name: str, p, warmup: int, batch: int, services: dict | None,
+               data: _Rounds) -> None:
+    """Time one round of one pipeline: ``warmup`` images untimed, then ``batch`` timed."""
+    pids = services[name].pids if services and name in services else ()
+    r0, s0 = time.process_time(), _cpu_s(pids)
+    p.restart()
+    for _ in range(warmup):
+        p.step()
+    c0, t0 = time.process_time(), time.perf_counter()
+    for _ in range(batch):
+        p.step()
+    wall = time.perf_counter() - t0
+    p.stop()
+    data.ips[name].append(batch / wall)
+    if services:
+        # the whole round: one finite job, all the work its images took, wherever
+        data.cpu[name].append(1e3 * (time.process_time() - r0) / (warmup + batch))
+        if pids and s0 is not None:
+            data.servers[name].append(1e3 * (_cpu_s(pids) - s0) / (warmup + batch))
+    else:
+        data.cpu[name].append(1e3 * (time.process_time() - c0) / batch)
+
+
+def _summary(data: _Rounds, first: dict) -> dict:
+    """Medians, ratios (of medians, and paired per round) and the per-round numbers."""
+    ips = {name: statistics.median(v) for name, v in data.ips.items()}
+    cpu = {name: statistics.median(v) for name, v in data.cpu.items()}
 
     def ratio(a: str, b: str) -> float | None:
         return ips[a] / ips[b] if a in ips and b in ips else None
 
     def paired(a: str, b: str) -> float | None:
         # median over rounds of the ratio within a round: both timed seconds apart
-        if a not in per_round or b not in per_round:
+        if a not in data.ips or b not in data.ips:
             return None
-        return statistics.median(x / y for x, y in zip(per_round[a], per_round[b]))
+        return statistics.median(x / y for x, y in zip(data.ips[a], data.ips[b]))
 
     def paired_cpu(a: str, b: str) -> float | None:
         # images per CPU second, a over b, paired per round
-        if a not in per_round_cpu or b not in per_round_cpu:
+        if a not in data.cpu or b not in data.cpu:
             return None
-        return statistics.median(y / x for x, y in zip(per_round_cpu[a], per_round_cpu[b]))
+        return statistics.median(y / x for x, y in zip(data.cpu[a], data.cpu[b]))
 
     pairs = {"modern_vs_legacy": ("modern", "legacy"), "jit_vs_nojit": ("modern", "modern_nojit"),
              "modern_vs_floor": ("modern", "floor")}
@@ -273,13 +323,11 @@ def measure(paths: list[str], rounds: int, batch: int, warmup: int, seed: int = 
         "cpu_ms_per_image": cpu,
         "ratios_cpu": {k: paired_cpu(a, b) for k, (a, b) in pairs.items()},
         "first_output_s": first,
-        "per_round_images_per_s": per_round,
-        "per_round_cpu_ms_per_image": per_round_cpu,
+        "per_round_images_per_s": data.ips,
+        "per_round_cpu_ms_per_image": data.cpu,
         "server_cpu_ms_per_image": {name: statistics.median(v) if v else None
-                                    for name, v in per_round_servers.items()},
-        "per_round_loadavg_1min": loads,
-        "legacy_warmup_epochs": legacy_warmup_epochs if "legacy" in names else 0,
-        "rounds": rounds, "batch": batch, "warmup": warmup,
+                                    for name, v in data.servers.items()},
+        "per_round_loadavg_1min": data.loads,
     }
     if set(SERVICE_PIPELINES) <= set(ips):
         service_pairs = {"workers_1_vs_local": ("service_1", "modern"),
@@ -327,7 +375,7 @@ def _loads(v) -> str:
 
 def machine() -> dict:
     """Where the numbers were taken: cores, load, versions."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     try:
         load = list(os.getloadavg())
@@ -381,9 +429,6 @@ def table(result: dict) -> str:
 def _main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from benchmarks.images import make_image_set, varied_sizes
-    from common import atomic
-    from common.tflog import native_stderr_to, quiet_python_logs
 
     quiet_python_logs()
     log = None if FLAGS.verbose else os.devnull
@@ -395,7 +440,6 @@ def _main(argv: list[str]) -> int:
         with contextlib.ExitStack() as stack:
             services, names = None, PIPELINES
             if FLAGS.data_service:
-                from modern.data_service import local_cluster
 
                 say("benchmarks: starting two local tf.data service clusters (1 and 2 workers) ...")
                 services = {f"service_{n}": stack.enter_context(local_cluster(n)) for n in (1, 2)}

@@ -1,7 +1,7 @@
 """``python -m benchmarks.xla_designs [--rounds N] [--designs 1,2,3,4]``: the augmentation designs
 the port went through, each with and without XLA, timed side by side in one process.
 
-Reproduces the design table in BUILD.md ("Modern port: what XLA:CPU did and what we changed"):
+Reproduces the design table in BENCHMARKS.md ("Modern port: what XLA:CPU did and what we changed"):
 
 1. random draws inside the compiled function (``tf.image.stateless_random_*``): XLA fuses each
    scalar draw's random-number generator into every per-pixel loop;
@@ -15,14 +15,18 @@ the work) and returns the (10, 221, 221, 3) output.
 """
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
 
+import numpy as np
 from absl import app, flags
 
+from common import augment_spec as spec
 from common.errors import InputError, run_cli
-from common.tflog import quiet_env
+from common.stages import CROP_SIZE, NUM_CROPS
+from common.tflog import native_stderr_to, quiet_env, quiet_python_logs
 
 FLAGS = flags.FLAGS
 DESIGNS = {
@@ -42,12 +46,9 @@ def _define_flags() -> None:
 
 def _bodies():
     """The augmentation body of each design, and a function making its arguments."""
-    import numpy as np
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
-    from common import augment_spec as spec
-    from common.stages import CROP_SIZE, NUM_CROPS
-    from modern import augment, pipeline
+    from modern import augment, pipeline  # lazy: imports TensorFlow
 
     def coloraugment(x, b, s, c):  # legacy's ops, one crop
         x = tf.clip_by_value(tf.image.adjust_brightness(x, b), 0.0, 1.0)
@@ -106,9 +107,9 @@ def _bodies():
 def measure(designs: list[str], rounds: int, calls: int) -> dict:
     """{design: {"xla": ms/call, "no_xla": ms/call, "xla_min", "no_xla_min", "first_xla_s"}}:
     medians and minimums over rounds (the minimum is the least disturbed by other load)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
-    from modern import augment
+    from modern import augment  # lazy: imports TensorFlow
 
     bodies = _bodies()
     fns = {}
@@ -144,9 +145,7 @@ def _main(argv: list[str]) -> int:
     if unknown:
         raise InputError(f"--designs: unknown {', '.join(unknown)} (choose from "
                          f"{', '.join(DESIGNS)})")
-    import os
 
-    from common.tflog import native_stderr_to, quiet_python_logs
 
     quiet_python_logs()
     with native_stderr_to(os.devnull):

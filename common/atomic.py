@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from common.errors import InputError, signals_deferred
+from common.errors import InputError, RunFailed, signals_deferred
 
 
 @contextlib.contextmanager
@@ -141,17 +141,18 @@ def staged(out: str | os.PathLike) -> Iterator[Path]:
     """A hidden staging folder ``out/.staging-<pid>`` for a run's artifacts.
 
     On success its entries move into ``out``. On an interrupt (SIGINT/SIGTERM, see
-    :func:`common.errors.run_cli`) whatever complete files were staged (e.g. the profile of the
-    steps that ran) are kept in ``out/partial`` with a ``partial.json`` saying so, and that
-    path is added to the exception's ``kept`` list; if nothing was staged, nothing is kept. On
-    any other error the staging folder is removed. Either way no staging folder is left.
+    :func:`common.errors.run_cli`) or a :class:`common.errors.RunFailed` whatever complete
+    files were staged (e.g. the profile of the steps that ran) are kept in ``out/partial`` with
+    a ``partial.json`` saying so, and that path is added to the exception's ``kept`` list; if
+    nothing was staged, nothing is kept. On any other error the staging folder is removed.
+    Either way no staging folder is left.
     """
     out = Path(out)
     staging = out / f".staging-{os.getpid()}"
     staging.mkdir()
     try:
         yield staging
-    except KeyboardInterrupt as e:
+    except (KeyboardInterrupt, RunFailed) as e:
         with signals_deferred():
             kept = _keep_partial(staging, out / PARTIAL_DIR, e)
         if kept:
@@ -174,11 +175,13 @@ def _keep_partial(staging: Path, dest: Path, why: BaseException) -> Path | None:
         shutil.rmtree(staging, ignore_errors=True)
         return None
     try:
+        failed = isinstance(why, RunFailed)
         write_json(staging / "partial.json", {
             "complete": False,
-            "interrupted_by": str(why) or type(why).__name__,
-            "note": "the run was interrupted; these files were complete when it stopped (e.g. "
-                    "the profile of the steps that ran); the run's other artifacts are missing",
+            "failed" if failed else "interrupted_by": str(why) or type(why).__name__,
+            "note": f"the run {'failed' if failed else 'was interrupted'}; these files were "
+                    f"complete when it stopped (e.g. the profile of the steps that ran); the "
+                    f"run's other artifacts are missing",
             "files": files,
         })
         os.rename(staging, dest)

@@ -4,17 +4,25 @@ line on stderr and exit code 2 (never a traceback).
 The wrapper also owns interruptions: SIGINT and SIGTERM both raise :class:`Interrupted` in the
 main thread (Python's default SIGTERM kills without running any cleanup), so staging folders
 are tidied and partial results kept; the CLI then says where they are and exits 128 + signal.
+A run that cannot finish for a reason outside the input (:class:`RunFailed`: its tf.data
+service went away) keeps its partial results the same way and exits :data:`EXIT_FAILED`.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 from typing import Callable, Iterator
 
+from absl import app, flags
+
+from common.tflog import quiet_env
+
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_FAILED = 1
 
 
 class InputError(Exception):
@@ -22,6 +30,16 @@ class InputError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+class RunFailed(Exception):
+    """A run that could not finish although its input was fine (e.g. its tf.data service went
+    away): one line saying what happened and how far the run got. Like :class:`Interrupted`,
+    ``kept`` lists where partial results were saved (:func:`common.atomic.staged` fills it)."""
+
+    def __init__(self, message: str):
+        super().__init__(" ".join(str(message).split()))
+        self.kept: list[str] = []
 
 
 class Interrupted(KeyboardInterrupt):
@@ -68,8 +86,6 @@ def signals_deferred() -> Iterator[None]:
 def tf_error_line(e: BaseException) -> str:
     """The first line of a TensorFlow error's message, without TF's ``{{function_node ...}}``
     prefix and ``[Op:...]`` suffix."""
-    import re
-
     msg = getattr(e, "message", None) or str(e) or type(e).__name__
     msg = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", msg)
     msg = re.sub(r"\s*\[Op:[^\]]*\]", "", msg)
@@ -101,8 +117,9 @@ def say(line: str) -> None:
 
 
 def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str) -> int:
-    """Run ``main(argv)``; map InputError (and OSError, MemoryError) to one line + exit 2, and
-    SIGINT / SIGTERM to one line saying where partial results are + exit 128 + signal."""
+    """Run ``main(argv)``; map InputError (and OSError, MemoryError) to one line + exit 2,
+    RunFailed to one line + exit 1, and SIGINT / SIGTERM to one line saying where partial
+    results are + exit 128 + signal."""
     previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         rc = main(argv)
@@ -110,6 +127,10 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
     except InputError as e:
         _say(f"{prog}: error: {e}")
         return EXIT_BAD_INPUT
+    except RunFailed as e:
+        kept = f"; partial results kept in {', '.join(e.kept)}" if e.kept else ""
+        _say(f"{prog}: error: {e}{kept}")
+        return EXIT_FAILED
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
         kept = getattr(e, "kept", [])
@@ -134,11 +155,7 @@ def cli_main(prog: str, define_flags: Callable[[], None], main: Callable[[list[s
              quiet_tf: bool = True) -> None:
     """The whole life of one of our absl CLIs: define its flags, parse them (a bad flag is bad
     input too: one line, exit 2), run ``main`` under :func:`run_cli`, exit with its code."""
-    from absl import app, flags
-
     if quiet_tf:
-        from common.tflog import quiet_env
-
         quiet_env()
     define_flags()
 

@@ -13,7 +13,10 @@ import dataclasses
 import re
 from functools import lru_cache
 
+from google.protobuf.message import DecodeError
+
 from common.errors import InputError
+from common.protos import HloProto, XSpace  # our own declarations: no TensorFlow import
 
 _SUFFIX = re.compile(r"\.\d+$")
 #: An XLA module of TF auto-clustering: ``cluster_3__XlaCompiledKernel_true__...``.
@@ -126,9 +129,7 @@ def _elements(shape) -> int:
 
 
 def parse_hlo_proto(data: bytes) -> HloModule:
-    from tensorflow.compiler.xla.service import hlo_pb2
-
-    proto = hlo_pb2.HloProto()
+    proto = HloProto()
     proto.ParseFromString(data)
     mod = proto.hlo_module
     ids = {c.id: c.name for c in mod.computations}
@@ -153,8 +154,6 @@ def modules_from_xplanes(paths: list[str], source: str) -> dict[str, HloModule]:
 
 @lru_cache(maxsize=16)
 def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
-    from google.protobuf.message import DecodeError
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     out: dict[str, HloModule] = {}
     for path in paths:
@@ -163,7 +162,7 @@ def _modules_cached(paths: tuple[str, ...], source: str) -> tuple:
                 data = f.read()
         except OSError as e:
             raise InputError(f"{path}: cannot read ({e.strerror})") from None
-        space = xplane_pb2.XSpace()
+        space = XSpace()
         try:
             space.ParseFromString(data)
         except (DecodeError, ValueError, RuntimeError):

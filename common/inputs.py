@@ -16,8 +16,8 @@ JPEG_SUFFIXES = (".jpg", ".jpeg", ".jpe", ".jfif")
 #: The aspect-preserving resize makes the short side 256; a 1x4000 image would become
 #: 256x1,024,000 (3 GB as float). Refuse images whose long side would exceed this after resize.
 MAX_RESIZED_LONG_SIDE = 16 * SHORT_SIDE
-#: Refuse decoded images above this many pixels (64 MP decodes to 0.8 GB as float32; an
-#: 8000x8000 legacy run measured 1.0 GB peak RSS and 0.5 s/step, see BUILD.md).
+#: Refuse decoded images above this many pixels; a 64 MP image (0.8 GB as float32) still runs
+#: (BENCHMARKS.md, docs/bad-input.md).
 MAX_PIXELS = 100_000_000
 #: Refuse image files above this size before reading them (a 100 MP JPEG at quality 100 is
 #: ~40 MB; anything far beyond is not a photo we should load into memory).
@@ -28,7 +28,7 @@ _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 
 
 def default_image() -> str:
     """matplotlib's bundled ``grace_hopper.jpg`` (600x512): present on any machine with matplotlib."""
-    import matplotlib
+    import matplotlib  # lazy: only to find its bundled image (~0.2 s to import)
 
     return str(Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg")
 
@@ -138,7 +138,7 @@ def preflight(paths: list[str]) -> list[tuple[int, int]]:
 
     Runs eagerly, outside any graph, so errors name the file instead of a graph node.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow takes seconds to import
 
     shapes = []
     for path in paths:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 from pathlib import Path
 from typing import Iterator
 
+from common.errors import tf_error_line
+
 
 @contextlib.contextmanager
 def tensorboard_profile(logdir: str | os.PathLike) -> Iterator[None]:
     """Profile everything inside into ``logdir/plugins/profile/<timestamp>/<host>.xplane.pb``."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow takes seconds to import
 
     options = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0,
                                                        device_tracer_level=1)
@@ -29,10 +32,6 @@ def tensorboard_profile(logdir: str | os.PathLike) -> Iterator[None]:
 def _write_error(e, logdir) -> OSError:
     """The profiler's failure to write its .xplane.pb (disk full, file too large) as the
     OSError it is: TF reports it as an OpError whose message is ``<path>; <strerror>``."""
-    import errno
-
-    from common.errors import tf_error_line
-
     msg = tf_error_line(e)
     path, _, why = msg.rpartition("; ")
     codes = {os.strerror(c): c for c in (errno.ENOSPC, errno.EFBIG, errno.EACCES, errno.EROFS,
@@ -42,7 +41,7 @@ def _write_error(e, logdir) -> OSError:
 
 def step(name: str, num: int):
     """The step marker TensorBoard's overview and input-pipeline pages need (``_r=1``)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow takes seconds to import
 
     return tf.profiler.experimental.Trace(name, step_num=num, _r=1)
 
@@ -54,7 +53,7 @@ def xplane_files(logdir: str | os.PathLike) -> list[str]:
 
 def xplane_to_trace_json(paths: list[str]) -> str:
     """The Chrome trace (JSON text) that TensorBoard's trace viewer shows for these xplanes."""
-    from xprof.convert import raw_to_tool_data
+    from xprof.convert import raw_to_tool_data  # lazy: loads xprof's native library
 
     data, _ = raw_to_tool_data.xspace_to_tool_data(list(paths), "trace_viewer", {})
     if not data:

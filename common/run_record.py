@@ -11,7 +11,7 @@ def run_record(pipeline: str, *, seed: int, paths: list[str], shapes: list[tuple
     """The shared part of run.json: versions, inputs, per-step wall times and images, the first
     step apart from the steady median (every step but the first), and the output's shape and
     dtype (``output``: a numpy array or a tf.Tensor)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TensorFlow takes seconds to import
 
     steady = walls[1:] or walls
     return {

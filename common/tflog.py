@@ -13,6 +13,8 @@ import sys
 import warnings
 from typing import Iterator
 
+import absl.logging
+
 
 def quiet_env(verbose: bool = False) -> None:
     """Set TF's log-level env vars; call before TensorFlow is imported."""
@@ -26,12 +28,7 @@ def quiet_python_logs() -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=UserWarning, module="tensorflow")
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
-    try:
-        import absl.logging
-
-        absl.logging.set_verbosity(absl.logging.ERROR)
-    except ImportError:  # pragma: no cover
-        pass
+    absl.logging.set_verbosity(absl.logging.ERROR)
 
 
 @contextlib.contextmanager

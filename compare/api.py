@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from common import atomic
 from common.errors import InputError, say
@@ -27,9 +27,12 @@ from compare.analysis.comparison import SIDES, Side
 from compare.analysis.explanation import Explanation, explain
 from compare.load import LoadError, load
 from compare.model.events import Trace
-from compare.output import report as report_mod
-from compare.output.report import Report
 from compare.pipelines import run_in_child
+from compare.viewers.tensorboard import screenshot_profile
+from modern.data_service import check_service
+
+if TYPE_CHECKING:
+    from compare.output.report import Report
 
 #: What ``screenshot=True`` saves into the run folder.
 SCREENSHOT = "profile_tab.png"
@@ -78,9 +81,12 @@ def default_out() -> Path:
 
 def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
-                   progress: Callable[[str], None] | None = None) -> Report:
+                   progress: Callable[[str], None] | None = None,
+                   labels: dict[str, str] | None = None) -> Report:
     """Compare two existing traces (any format we read) and write the report into ``out``
-    (new or empty; default ``runs/<timestamp>``). A bad trace leaves nothing behind."""
+    (new or empty; default ``runs/<timestamp>``). A bad trace leaves nothing behind.
+    ``labels``: {"legacy": A, "modern": B}, the names the outputs use for the two sides
+    (default: the traces' file names)."""
     for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
@@ -90,10 +96,23 @@ def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
                "modern": (Path(modern), "given with --modern")}
     try:
         with native_stderr_to(log):
-            return analyse_and_write(out, sources, Phases(progress))
+            return analyse_and_write(out, sources, Phases(progress),
+                                     labels=labels or default_labels(legacy, modern))
     except (InputError, KeyboardInterrupt):
         _remove_if_only_log(out)
         raise
+
+
+def default_labels(legacy: str | os.PathLike, modern: str | os.PathLike) -> dict[str, str]:
+    """The traces' file names (their folders' when those are the same), so that every output
+    names the sides as the user knows them."""
+    a, b = Path(legacy).resolve(), Path(modern).resolve()
+    pa, pb = list(reversed(a.parts)), list(reversed(b.parts))
+    for k in range(1, min(len(pa), len(pb)) + 1):   # the shortest tails that differ
+        ta, tb = "/".join(reversed(pa[:k])), "/".join(reversed(pb[:k]))
+        if ta != tb:
+            return {"legacy": ta, "modern": tb}
+    return {"legacy": f"{a.name} (A)", "modern": f"{b.name} (B)"}
 
 
 def _remove_if_only_log(out: Path) -> None:
@@ -106,18 +125,21 @@ def _remove_if_only_log(out: Path) -> None:
 class RunOptions:
     """What ``compare.run`` runs: images (files or folders; default matplotlib's
     grace_hopper.jpg), profiled steps per pipeline, seed, an optional tf.data service for
-    modern's input, and whether to screenshot TensorBoard's profile tab."""
+    modern's input (and the longest a read from it may wait, seconds; default modern.run's),
+    and whether to screenshot TensorBoard's profile tab."""
 
     images: list[str] = dataclasses.field(default_factory=list)
     steps: int = 20
     seed: int = 0
     data_service: str | None = None
     screenshot: bool = False
+    service_timeout: float | None = None
 
 
 def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | None = None,
                     verbose: bool = False,
-                    progress: Callable[[str], None] | None = None) -> Report:
+                    progress: Callable[[str], None] | None = None,
+                    labels: dict[str, str] | None = None) -> Report:
     """Run legacy, then modern, each in its own process and profiled, into ``out/legacy`` and
     ``out/modern``; compare them and write the report into ``out``. An interrupt
     (KeyboardInterrupt) carries ``kept``: what of the run was kept, and where."""
@@ -132,7 +154,8 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
         _run_sides(out, opts, log, clock, runs)
         shot = _screenshot(out, clock) if opts.screenshot else None
         with native_stderr_to(log):
-            report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs, shot)
+            report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs, shot,
+                                       labels)
     except KeyboardInterrupt as e:  # the CLI says where: complete runs, a side's partial
         kept = [f"{out / k} (complete run)" for k in runs]
         kept += [f"{out / k / 'partial'} (interrupted run)" for k in SIDES
@@ -151,8 +174,6 @@ def _preflight(opts: RunOptions) -> None:
         raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
                          "existing traces with --legacy TRACE --modern TRACE")
     if opts.data_service:  # it answers and has workers
-        from modern.data_service import check_service  # imports TensorFlow: only when asked
-
         check_service(opts.data_service)
 
 
@@ -167,7 +188,8 @@ def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
     clock.phase("modern", f"running modern ({opts.steps} steps, tf.data{where} + "
                           f"jit_compile) ...")
     runs["modern"] = run_in_child("modern", out / "modern", opts.images, opts.steps, opts.seed,
-                                  log, data_service=opts.data_service)
+                                  log, data_service=opts.data_service,
+                                  service_timeout=opts.service_timeout)
     clock.say(_run_line("modern", runs["modern"]))
 
 
@@ -184,15 +206,15 @@ def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
         sources["modern"] = (out / "modern", sources["modern"][1] + (
             f"; input pipeline on the tf.data service at {svc['address']} "
             f"({svc['worker_count']} worker(s), {svc['processing_mode']}): its read, decode and "
-            f"resize ran in the workers' processes, not in this trace"))
+            f"resize ran in the workers' processes, not in this trace"
+            + (f" (except for {svc['reproduced_count']} element(s) a lost worker held, made again "
+               f"in this process)" if svc.get("reproduced_count") else "")))
     return sources
 
 
 def _screenshot(out: Path, clock: Phases) -> str | None:
     """TensorBoard's profile tab over the run folder, saved as ``out/profile_tab.png``; its
     name, or None (with one line saying why) when it cannot be taken."""
-    from compare.viewers.tensorboard import screenshot_profile  # starts a browser: only asked
-
     clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
                               "chromium) ...")
     try:
@@ -209,8 +231,11 @@ def _screenshot(out: Path, clock: Phases) -> str | None:
 
 def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Phases,
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
-                      screenshot: str | None = None) -> Report:
+                      screenshot: str | None = None,
+                      labels: dict[str, str] | None = None) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``."""
+    from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
+
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
     traces = {k: load(path) for k, (path, _) in sources.items()}
     clock.phase("map", "mapping events to stages ...")
@@ -218,8 +243,8 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     for k, (path, _) in sources.items():
         _add_cross_checks(sides[k], path, traces[k])
     clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
-    report = report_mod.build(comparison.compare(sides["legacy"], sides["modern"]), sides,
-                              tensorboard_logdir, screenshot)
+    report = report_mod.build(comparison.compare(sides["legacy"], sides["modern"], labels),
+                              sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
     clock.end()
     report.elapsed_s = dict(clock.marks)

@@ -15,17 +15,17 @@ _LONG_WORD = re.compile(r"(\S{%d,})( \([\d,]+ characters\))?" % (MAX_SHOWN_CHARS
 
 
 def duration(us: float | None, zero: str | None = None) -> str:
-    """A duration given in µs: ``"135 us"`` below 1 ms, ``"8.9 ms"`` below 10 s, else
-    ``"12.4 s"``; ``None`` is ``"n/a"``, and 0 is ``zero`` when given (a table's dash)."""
+    """A duration given in µs: ``"135 us"`` below 1 ms, ``"8.9 ms"`` below 1 s, else
+    ``"4.35 s"``; ``None`` is ``"n/a"``, and 0 is ``zero`` when given (a table's dash)."""
     if us is None:
         return "n/a"
     if zero is not None and us == 0:
         return zero
     if abs(us) < 1e3:
         return f"{us:.0f} us"
-    if abs(us) < 10e6:
+    if abs(us) < 1e6:
         return f"{us / 1e3:.1f} ms"
-    return f"{us / 1e6:.1f} s"
+    return f"{us / 1e6:.2f} s"
 
 
 def size(n_bytes: float) -> str:

@@ -7,6 +7,7 @@ our one-line error and exit code 2, which the parent repeats.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -15,35 +16,30 @@ import sys
 import threading
 from pathlib import Path
 
-from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError
-
-SIDES = ("legacy", "modern")
+from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError, RunFailed, run_cli, say
+from common.tflog import quiet_python_logs
+from compare.analysis.comparison import SIDES
+from legacy.runner import run_legacy
+from modern.runner import run_modern
 
 
 def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int,
-                 data_service: str | None = None) -> dict:
+                 data_service: str | None = None, service_timeout: float | None = None) -> dict:
     """Run ``side`` in this process (what the child does); returns its run.json. Progress
     lines go to stderr, which the parent keeps in its log. ``data_service`` (modern only):
     the tf.data service dispatcher whose workers run modern's input pipeline."""
-    from common.errors import say
-
     def progress(line: str) -> None:
         say(f"{side}: {line}")
 
     if side == "legacy":
-        from legacy.runner import run_legacy
-
         return run_legacy(out, images, steps, xla=True, seed=seed, progress=progress)
-    try:
-        from modern.runner import run_modern
-    except ImportError as e:
-        raise InputError(f"the modern pipeline is not available here ({e})") from None
     return run_modern(out, images, steps, jit=True, seed=seed, progress=progress,
-                      data_service=data_service)
+                      data_service=data_service, service_timeout_s=service_timeout)
 
 
 def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, seed: int,
-                 log_path: Path | None, data_service: str | None = None) -> dict:
+                 log_path: Path | None, data_service: str | None = None,
+                 service_timeout: float | None = None) -> dict:
     """Run ``side`` in a child Python; stream its stderr to ``log_path`` (or our stderr when
     None). Returns its run.json. Ctrl-C / SIGTERM stop the child cleanly (it removes its partial
     output) and are re-raised here as KeyboardInterrupt."""
@@ -53,6 +49,8 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
         cmd += ["--images", json.dumps(list(images))]
     if data_service:
         cmd += ["--data_service", data_service]
+    if service_timeout is not None:
+        cmd += ["--service_timeout", repr(service_timeout)]
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -89,7 +87,7 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
             f"the {side} pipeline failed (exit code {rc}); see {log_path or 'the log above'}"
         if rc == EXIT_BAD_INPUT:
             raise InputError(msg)
-        raise RuntimeError(msg)
+        raise RunFailed(msg)
     return json.loads((out / "run.json").read_text())
 
 
@@ -108,10 +106,6 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _child(argv: list[str]) -> int:
-    import argparse
-
-    from common.tflog import quiet_python_logs
-
     p = argparse.ArgumentParser(prog="compare.pipelines")
     p.add_argument("side", choices=SIDES)
     p.add_argument("out")
@@ -119,14 +113,13 @@ def _child(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--images", default="")
     p.add_argument("--data_service", default=None)
+    p.add_argument("--service_timeout", type=float, default=None)
     a = p.parse_args(argv)
     quiet_python_logs()
     run_pipeline(a.side, a.out, json.loads(a.images) if a.images else None, a.steps, a.seed,
-                 a.data_service)
+                 a.data_service, a.service_timeout)
     return 0
 
 
 if __name__ == "__main__":
-    from common.errors import run_cli
-
     sys.exit(run_cli(_child, sys.argv[1:], f"compare.pipelines {' '.join(sys.argv[1:2])}"))

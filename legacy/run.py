@@ -10,6 +10,9 @@ from absl import flags
 
 from common import atomic
 from common.errors import InputError, cli_main, say
+from common.inputs import check_file, resolve_images
+from common.tflog import native_stderr_to, quiet_python_logs
+from legacy.runner import run_legacy
 
 FLAGS = flags.FLAGS
 
@@ -28,9 +31,6 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.out:
         raise InputError("--out DIR is required")
-    from common.inputs import check_file, resolve_images
-    from common.tflog import native_stderr_to, quiet_python_logs
-    from legacy.runner import run_legacy
 
     for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
         check_file(path)

@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 import time
 
-from common import atomic
+from common import atomic, profiling
 from common.errors import InputError, tf_error_line
+from common.inputs import preflight, resolve_images
 from common.run_record import run_record
 
 STEP_NAME = "legacy"
@@ -42,9 +43,8 @@ def _run_session(g, config, plan: list[str], profile_dir=None, progress=None):
 
     Returns (wall seconds per step, file read per step, last output, {step: RunMetadata}).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
-    from common import profiling
 
     v1 = tf.compat.v1
     walls, keys, out, metas = [], [], None, {}
@@ -98,10 +98,9 @@ def run_legacy(out: str | os.PathLike, images: list[str] | None = None, steps: i
                xla: bool = True, seed: int | None = 0, progress=None) -> dict:
     """Run the legacy pipeline and write its artifacts into ``out``; return run.json's content.
     ``progress(line)``, if given, hears how the run goes."""
-    from tensorflow.python.client import timeline
+    from tensorflow.python.client import timeline  # lazy: imports TensorFlow
 
-    from common.inputs import preflight, resolve_images
-    from legacy import pipeline, xla_clusters
+    from legacy import pipeline, xla_clusters  # lazy: imports TensorFlow
 
     paths = [os.path.abspath(p) for p in resolve_images(images)]
     shapes = preflight(paths)

@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from common.hlo import modules_from_xplanes
+from common.profiling import xplane_files
+
 _NUM = re.compile(r"cluster_\d+(_\d+)?")
 
 
@@ -24,9 +27,9 @@ def _clusters(partition_graphs) -> dict[str, tuple]:
 
     The rank, not the node, because the plumbing around a cluster is not deterministic: TF
     routes some int32 inputs of a cluster's fallback call through a ``cluster_N_1/int32_id_n``
-    IdentityN in one session and straight into ``stateful_partitioned_call`` in another (seen on
-    TF 2.21 in about one run in eight, for the resize cluster's int32 outputs), so naming the
-    consumer node made the resize cluster fail to alias.
+    IdentityN in some sessions and straight into ``stateful_partitioned_call`` in others (real
+    partition graphs of both are test fixtures; docs/decisions.md), so naming the consumer node
+    made the resize cluster fail to alias.
     """
     nodes = [n for pg in partition_graphs for n in pg.node]
     prefix_of = {}
@@ -65,8 +68,6 @@ def alias(reference_graphs, graphs) -> tuple[dict[str, str], int]:
 def describe(run_dir: Path, metas: dict) -> dict:
     """The sidecar ``xla_clusters.json``: members of each cluster (from the profile's HLO) and,
     per timeline file, which profile cluster each of its clusters is."""
-    from common.hlo import modules_from_xplanes
-    from common.profiling import xplane_files
 
     modules = modules_from_xplanes(xplane_files(run_dir), str(run_dir))
     members = {}

@@ -7,7 +7,7 @@ delta, saturation and contrast factors for crops 1..4, the shuffle permutation) 
 (10, 221, 221, 3) output out: crop 0 plain, crops 1..4 colour-jittered (brightness, clip,
 saturation, clip, contrast, clip), each followed by its mirror, assembled in the seed's order
 (:data:`common.augment_spec.ASSEMBLY_ORDER`) and shuffled (output row j is assembled row
-``permutation[j]``). It runs as two compiled halves, :func:`colour` and :func:`finish`; BUILD.md
+``permutation[j]``). It runs as two compiled halves, :func:`colour` and :func:`finish`; BENCHMARKS.md
 ("Modern port: what XLA:CPU did and what we changed") says why.
 
 :func:`draw` makes the draws with stateless random ops from one seed, with the seed's
@@ -119,9 +119,9 @@ def _channel_means(x: tf.Tensor) -> tf.Tensor:
     """Per-image, per-channel means of ``x`` [n, H, W, 3] as [n, 1, 1, 3], computed as two
     matmuls with 0/1 matrices: sums over (W, C) rows pick each channel, then sums over H.
 
-    Exact products and blockwise sums: ~2e-7 from the float64 mean, where XLA:CPU's own reduce
-    over (H, W) keeping C was 4-10x less accurate (legacy's AdjustContrastv2 sums pairwise) and
-    twice as slow (~0.5 ms for four crops).
+    Exact products and blockwise sums stay within the equivalence test's tolerance of legacy's
+    AdjustContrastv2 (which sums pairwise); XLA:CPU's own reduce over (H, W) was neither
+    accurate nor fast enough (BENCHMARKS.md, XLA finding 3).
     """
     n, h, w, c = x.shape
     pick = tf.constant(np.tile(np.eye(c, dtype=np.float32), (w, 1)))  # [W*C, C]
@@ -167,7 +167,7 @@ def make_augment(jit: bool = True):
     ``tf.function(jit_compile=jit)`` halves, :func:`colour` and :func:`finish`; each half is
     traced and compiled once. Why two: compiled as one, XLA:CPU fused the colour chain into the
     output's gather and computed it again for every output row and for both sides of the mirror
-    (see BUILD.md); the boundary makes XLA write the coloured crops once and read them. No
+    (see BENCHMARKS.md); the boundary makes XLA write the coloured crops once and read them. No
     autograph: the code has no tensor-dependent Python control flow, and converting it took
     about a third of the time to the first output.
     """
@@ -192,12 +192,12 @@ def make_step(augment_fn, iterator):
     element of ``iterator`` (a :func:`modern.pipeline.build` iterator) and augments it.
 
     The same work as calling ``next(iterator)`` and then ``augment_fn`` from Python, with one
-    dispatch per image instead of two (each Python-side TF call costs ~0.2-0.4 ms here, a fifth
-    of the augmentation itself); the compiled halves stay separate XLA executables inside it.
-    The iterator is captured, not passed, and the step is returned as its traced concrete
-    function: as an argument, tf.function canonicalises the iterator's structure on every call
-    (~0.2 ms of Python per image), and a concrete function skips tf.function's dispatch
-    (~0.07 ms more). Tracing happens here; XLA compiles on the first call.
+    dispatch per image instead of two (a Python-side TF call costs a sizeable share of the
+    augmentation itself); the compiled halves stay separate XLA executables inside it. The
+    iterator is captured, not passed, and the step is returned as its traced concrete function:
+    as an argument, tf.function canonicalises the iterator's structure on every call, and a
+    concrete function skips tf.function's dispatch (numbers: BENCHMARKS.md, XLA finding 6).
+    Tracing happens here; XLA compiles on the first call.
     """
 
     def step():

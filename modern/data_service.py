@@ -18,6 +18,7 @@ and workers wait for it without end -- and tells run.json how many workers there
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import re
 import signal
@@ -28,6 +29,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from typing import Iterator
+
+import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from common.errors import InputError
 
@@ -75,9 +79,8 @@ def parse_address(text: str, flag: str = "--data_service") -> Address:
     return Address(m.group("host"), port)
 
 
-def _get_workers_call(channel):
+def get_workers_call(channel):
     """The dispatcher's ``GetWorkers`` RPC on ``channel``; returns worker addresses."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     f = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(name="modern/dispatcher_get_workers.proto",
@@ -95,34 +98,48 @@ def _get_workers_call(channel):
                                request_serializer=bytes, response_deserializer=cls.FromString)
 
 
-def list_workers(address: Address, wait_s: float = 0.0) -> list[str]:
+def list_workers(address: Address, wait_s: float = 0.0,
+                 answer_timeout_s: float = ANSWER_TIMEOUT_S) -> list[str]:
     """The workers registered with the dispatcher at ``address`` (their ``host:port``).
 
     Nothing listening there, or a host name that does not resolve, is asked again for up to
     ``wait_s`` seconds (a dispatcher still starting); each try waits up to
-    :data:`ANSWER_TIMEOUT_S` for an answer. No answer is an :class:`InputError`. A worker that
-    stopped stays listed until the dispatcher's worker timeout expires.
+    ``answer_timeout_s`` for an answer. No answer is an :class:`InputError`. A worker that
+    stopped stays listed for good: TF's dispatcher only logs a worker that stopped
+    heartbeating (``DetectMissingWorkers``), it never unregisters it
+    (:class:`modern.service_watch.ServiceWatch` probes the workers themselves).
     """
-    import grpc
 
     deadline = time.monotonic() + wait_s
     with grpc.insecure_channel(address.hostport) as channel:
-        call = _get_workers_call(channel)
+        call = get_workers_call(channel)
         while True:
             try:
-                reply = call(b"", timeout=ANSWER_TIMEOUT_S)  # GetWorkersRequest is empty
-                return [w.address for w in reply.workers]
+                return ask_workers(call, answer_timeout_s)
             except grpc.RpcError as e:
                 last = e
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.2)
-    detail = (last.details() or "").lower()
-    reason = ("cannot resolve the host name" if "resolv" in detail
-              else "connection refused" if "refused" in detail
-              else f"no answer in {ANSWER_TIMEOUT_S:g} s"
-              if last.code() == grpc.StatusCode.DEADLINE_EXCEEDED else last.details())
-    raise InputError(f"{address.target}: no tf.data service dispatcher there ({reason})")
+    raise InputError(f"{address.target}: no tf.data service dispatcher there "
+                     f"({no_answer_reason(last, answer_timeout_s)})")
+
+
+def ask_workers(call, timeout_s: float) -> list[str]:
+    """One ``GetWorkers`` call (from :func:`get_workers_call`): the workers' addresses; a
+    dispatcher that does not answer raises ``grpc.RpcError``."""
+    reply = call(b"", timeout=timeout_s)  # GetWorkersRequest is empty
+    return [w.address for w in reply.workers]
+
+
+def no_answer_reason(e, timeout_s: float) -> str:
+    """Why a dispatcher did not answer (a ``grpc.RpcError``), in a few words."""
+
+    detail = (e.details() or "").lower()
+    return ("cannot resolve the host name" if "resolv" in detail
+            else "connection refused" if "refused" in detail
+            else f"no answer in {timeout_s:g} s"
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED else e.details())
 
 
 def check_service(text: str) -> dict:
@@ -144,16 +161,34 @@ def distribute(ds, target: str):
     """``ds`` processed on the tf.data service at ``target`` in ``distributed_epoch`` mode.
 
     Elements travel uncompressed (:data:`COMPRESSION`): they are float32 crops (2.9 MB an
-    image), which compress badly (zlib level 1: to 84-88 %; snappy, TF's "AUTO", does less),
-    while snappy cost the client 1.6 ms and the worker 1.4 ms of CPU per image here (client
-    7.1 vs 5.5 ms, 117 vs 149 images/s with one worker) -- and the client's CPU is what
-    scaling out is meant to free.
+    image), which compress badly, and compressing costs the client CPU that scaling out is
+    meant to free (numbers: BENCHMARKS.md, "Modern on tf.data service").
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     return ds.apply(tf.data.experimental.service.distribute(
         processing_mode=PROCESSING_MODE, service=parse_address(target).target,
         compression=COMPRESSION))
+
+
+def exposure_warning(role: str, port: int | None) -> str:
+    """The warning a dispatcher or worker prints first: who can reach it and what they can do.
+
+    TensorFlow cannot bind a tf.data service server to one interface: ``GrpcDataServerBase::
+    Start`` (``tensorflow/core/data/service/server_lib.cc``) always listens on
+    ``"0.0.0.0:" + port`` (``ss -ltn`` shows ``*:PORT``, IPv4 and IPv6), with no option in
+    ``DispatcherConfig`` or ``WorkerConfig`` to change it, and the ``grpc`` protocol has no
+    authentication. The dispatcher builds every dataset graph a client registers (to split
+    it), the workers run them.
+    """
+
+    where = f"port {port}" if port else "its port"
+    return (f"WARNING: this {role} listens on {where} of EVERY network interface, not only "
+            f"127.0.0.1 (TensorFlow's tf.data service always binds 0.0.0.0 and offers no way "
+            f"to choose), without authentication: anyone who can reach the port can send "
+            f"dataset graphs that this process runs as user {getpass.getuser()!r} (graph ops "
+            f"read and write files). Run it on a private network, or let a firewall admit only "
+            f"your own hosts to this port (README, 'Who can get in').")
 
 
 def this_host() -> str:
@@ -172,7 +207,7 @@ def start_dispatcher(port: int = 0, work_dir: str | None = None):
     With ``work_dir`` it journals its state there (fault-tolerant mode) and recovers the
     registered datasets and jobs after a restart with the same folder.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     svc = tf.data.experimental.service
     config = svc.DispatcherConfig(port=port, protocol=PROTOCOL, work_dir=work_dir,
@@ -193,7 +228,7 @@ def start_worker(dispatcher: Address, port: int = 0, host: str | None = None,
     otherwise wait for it without end.
     """
     list_workers(dispatcher, wait_s)
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: imports TensorFlow
 
     svc = tf.data.experimental.service
     config = svc.WorkerConfig(dispatcher_address=dispatcher.hostport,
@@ -210,6 +245,10 @@ def bound_address(server, host: str) -> Address:
     return Address(host, int(server._address.rsplit(":", 1)[1]))  # TF: "localhost:<bound port>"
 
 
+#: How long :func:`local_cluster` lets its servers stop after an exception before killing them.
+STOP_AFTER_FAILURE_S = 5.0
+
+
 @dataclass(frozen=True)
 class LocalCluster:
     """A running :func:`local_cluster`: the dispatcher's address and the server processes' ids."""
@@ -223,9 +262,10 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
     """A dispatcher and ``workers`` workers on this machine, each its own
     ``python -m modern.service`` process on 127.0.0.1 (as on separate hosts, elements travel
     over gRPC); yields a :class:`LocalCluster` once every worker has registered, and stops
-    them with SIGTERM on exit (workers first). For the benchmark and for trying the service on
-    one machine. A server that fails to start, or does not stop cleanly (exit 0 within 30 s),
-    is an :class:`InputError` quoting its last stderr line.
+    them with SIGTERM on exit (workers first). For the benchmark and for trying the service on one machine. A
+    server that fails to start, or does not stop cleanly (exit 0 within 30 s), is an
+    :class:`InputError` quoting its last stderr line. Left by an exception (a signal, a
+    failed run), the servers get :data:`STOP_AFTER_FAILURE_S` seconds and are then killed.
     """
     servers: list[tuple[subprocess.Popen, object]] = []
 
@@ -246,15 +286,23 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
                              f"listening: {last_line(log)}")
         return line
 
-    def stop_all() -> list[str]:
+    def stop_all(grace_s: float, together: bool) -> list[str]:
+        # workers first, each given grace_s; or (together) all at once with one shared
+        # deadline. What has not exited by then is killed.
+        order = list(reversed(servers))
+        deadline = time.monotonic() + grace_s
         failures = []
-        for proc, log in reversed(servers):
+        for proc, _ in order if together else ():
             proc.send_signal(signal.SIGTERM)
+        for proc, log in order:
+            if not together:
+                proc.send_signal(signal.SIGTERM)
+                deadline = time.monotonic() + grace_s
             try:
-                code = proc.wait(timeout=30)
+                code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
-                code = f"killed after 30 s ({proc.wait()})"
+                code = f"killed after {grace_s:g} s ({proc.wait()})"
             if code != 0:
                 failures.append(f"{' '.join(proc.args[2:4])}: exit {code}: {last_line(log)}")
             log.close()
@@ -272,8 +320,8 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
             time.sleep(0.2)
         yield LocalCluster(dispatcher, tuple(proc.pid for proc, _ in servers))
     except BaseException:
-        stop_all()
+        stop_all(STOP_AFTER_FAILURE_S, together=True)  # a client may still hold requests
         raise
-    failures = stop_all()
+    failures = stop_all(30.0, together=False)
     if failures:
         raise InputError("local tf.data service did not stop cleanly: " + "; ".join(failures))

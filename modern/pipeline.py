@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from common.stages import CROP_SIZE, NUM_CROPS, SHORT_SIDE, scope
 from modern import augment
+from modern.data_service import distribute
 
 AUTOTUNE = tf.data.AUTOTUNE
 #: The length of an "endless" stream: more images than any run reads.
@@ -113,8 +114,9 @@ def file_order_seed(seed: int) -> tf.Tensor:
     return tf.constant([seed, 0x66696C65], dtype=tf.int64)
 
 def file_dataset(paths: list[str], seed: int, shuffle_files: bool = True,
-                 count: int | None = None) -> tf.data.Dataset:
-    """The image stream: ``(index, path)`` for index 0, 1, ... (``count`` of them, or endless).
+                 count: int | None = None, indices: list[int] | None = None) -> tf.data.Dataset:
+    """The image stream: ``(index, path)`` for index 0, 1, ... (``count`` of them, or endless),
+    or for the given ``indices`` only (the same pairs as at those places in the stream).
 
     Each epoch of ``len(paths)`` indices visits every file once, in an order reshuffled every
     epoch (as ``string_input_producer(shuffle=True)``) by ``index_shuffle``, a stateless
@@ -126,7 +128,11 @@ def file_dataset(paths: list[str], seed: int, shuffle_files: bool = True,
     # Dataset.range, never Dataset.counter(): counter is from_tensors().repeat().scan(), which
     # tf.data service cannot split -- under distributed_epoch every worker would make the whole
     # stream, each index once per worker.
-    ds = tf.data.Dataset.range(ENDLESS if count is None else count)
+    if indices is not None:
+        ds = tf.data.Dataset.from_tensor_slices(
+            tf.constant(indices, dtype=tf.int64, shape=[len(indices)]))
+    else:
+        ds = tf.data.Dataset.range(ENDLESS if count is None else count)
 
     def pick(index):
         position = index % n
@@ -138,9 +144,10 @@ def file_dataset(paths: list[str], seed: int, shuffle_files: bool = True,
     return ds.map(_no_autograph(pick))
 
 def build(paths: list[str], seed: int = 0, shuffle_files: bool = True, count: int | None = None,
-          data_service: str | None = None) -> tf.data.Dataset:
+          data_service: str | None = None, indices: list[int] | None = None) -> tf.data.Dataset:
     """The modern input pipeline: a dataset of :func:`element` dicts (``count`` of them, or
-    endless), prefetched.
+    endless, or those of the given stream ``indices``: what a lost tf.data service worker held,
+    made again), prefetched.
 
     With ``data_service`` (a dispatcher's ``grpc://host:port``) everything up to here runs on
     tf.data service workers in ``distributed_epoch`` mode (each index processed once, by some
@@ -148,11 +155,10 @@ def build(paths: list[str], seed: int = 0, shuffle_files: bool = True, count: in
     the elements.
     """
     root = root_seed(seed)
-    ds = file_dataset(paths, seed, shuffle_files, count)
+    ds = file_dataset(paths, seed, shuffle_files, count, indices)
     ds = ds.map(_no_autograph(lambda i, p: element(i, p, root)), num_parallel_calls=AUTOTUNE,
                 deterministic=True)
     if data_service:
-        from modern.data_service import distribute
 
         ds = distribute(ds.prefetch(AUTOTUNE), data_service)
     return ds.prefetch(AUTOTUNE)

@@ -1,5 +1,5 @@
 """``python -m modern.run --out DIR [--images ...] [--steps N] [--nojit] [--seed S] [--skip_bad]
-[--data_service grpc://HOST:PORT]``.
+[--data_service grpc://HOST:PORT [--service_timeout SECONDS]]``.
 
 A thin CLI over :func:`modern.runner.run_modern`; see there for what it writes.
 """
@@ -11,6 +11,11 @@ from absl import flags
 
 from common import atomic
 from common.errors import InputError, cli_main, say
+from common.inputs import check_file, resolve_images
+from common.tflog import native_stderr_to, quiet_python_logs
+from modern.data_service import parse_address
+from modern.runner import run_modern
+from modern.service_watch import DEFAULT_TIMEOUT_S, LOST_GRACE_S
 
 FLAGS = flags.FLAGS
 
@@ -26,6 +31,12 @@ def _define_flags() -> None:
     flags.DEFINE_string("data_service", None, "Run the input pipeline on the tf.data service "
                         "workers of this dispatcher (grpc://HOST:PORT; see python -m "
                         "modern.service); the augmentation stays in this process.")
+    flags.DEFINE_float("service_timeout", None, "With --data_service: the longest any read from "
+                       "the service may wait, in seconds (default "
+                       f"{DEFAULT_TIMEOUT_S:g}); then the run makes what the service still owes "
+                       "in this process if the service still answers, else ends with exit 1. "
+                       "A lost worker's elements are made here after "
+                       f"{LOST_GRACE_S:g} s.", lower_bound=0.1)
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
 
 
@@ -34,13 +45,11 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
     if not FLAGS.out:
         raise InputError("--out DIR is required")
-    from common.inputs import check_file, resolve_images
-    from common.tflog import native_stderr_to, quiet_python_logs
-    from modern.data_service import parse_address
-    from modern.runner import run_modern
 
     if FLAGS.data_service is not None:
         parse_address(FLAGS.data_service)
+    elif FLAGS.service_timeout is not None:
+        raise InputError("--service_timeout goes with --data_service")
     if not FLAGS.skip_bad:
         for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
             check_file(path)
@@ -52,11 +61,10 @@ def _main(argv: list[str]) -> int:
     with native_stderr_to(None if FLAGS.verbose else out / "tf.log"):
         run = run_modern(out, FLAGS.images, FLAGS.steps, jit=not FLAGS.nojit, seed=FLAGS.seed,
                          skip_bad=FLAGS.skip_bad, data_service=FLAGS.data_service,
+                         service_timeout_s=FLAGS.service_timeout,
                          progress=lambda line: say(f"modern: {line}"))
     if run["data_service"]:
-        svc = run["data_service"]
-        say(f"modern: input pipeline ran on {svc['worker_count']} tf.data service worker(s) "
-            f"({', '.join(svc['workers'])}), {svc['processing_mode']}")
+        _say_service(run["data_service"])
     for s in run.get("skipped", []):
         say(f"modern: skipped {s['reason']}")
     say(f"modern: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
@@ -65,6 +73,19 @@ def _main(argv: list[str]) -> int:
     say(f"modern: wrote {Path(FLAGS.out) / 'trace.json.gz'}, run.json and a profile; "
         f"view it with: tensorboard --logdir {FLAGS.out}")
     return 0
+
+
+def _say_service(svc: dict) -> None:
+    say(f"modern: input pipeline ran on {svc['worker_count']} tf.data service worker(s) "
+        f"({', '.join(svc['workers'])}), {svc['processing_mode']}")
+    faults = [f"worker {w['address']} lost after step {w['after_steps']}"
+              for w in svc.get("lost_workers", [])]
+    faults += [f"dispatcher unreachable after step {o['after_steps']} for "
+               + (f"{o['seconds']:g} s" if o["seconds"] is not None else "the rest of the run")
+               for o in svc.get("dispatcher_outages", [])]
+    if faults or svc.get("reproduced_count"):
+        say(f"modern: {'; '.join(faults) or 'no server lost'}; {svc['reproduced_count']} "
+            f"element(s) made again in this process (run.json: data_service)")
 
 
 def main() -> None:

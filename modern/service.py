@@ -9,9 +9,14 @@ exit code 1 instead. The first line on stdout is the address to connect to (the 
 ``grpc://host:port`` for ``--data_service``, or the worker's ``host:port`` as the dispatcher
 hands it to clients); what to do next goes to stderr.
 A thin CLI over :mod:`modern.data_service`; bad flags, addresses or ports are one line, exit 2.
+
+The first line on stderr is a warning: TensorFlow binds these servers to every interface
+(``0.0.0.0``; it cannot be told otherwise) with no authentication, and they run the dataset
+graphs clients send (:func:`modern.data_service.exposure_warning`).
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import time
@@ -19,6 +24,8 @@ import time
 from absl import flags
 
 from common.errors import InputError, cli_main, say
+from common.tflog import native_stderr_to
+from modern import data_service as ds
 
 FLAGS = flags.FLAGS
 PROG = "modern.service"
@@ -27,8 +34,9 @@ DEFAULT_DISPATCHER_PORT = 5050
 
 
 def _define_flags() -> None:
-    flags.DEFINE_integer("port", None, f"Port to listen on, all interfaces (dispatcher default "
-                         f"{DEFAULT_DISPATCHER_PORT}; worker default 0 = any free port).",
+    flags.DEFINE_integer("port", None, f"Port to listen on, on every interface: TensorFlow "
+                         f"cannot bind one (dispatcher default {DEFAULT_DISPATCHER_PORT}; worker "
+                         f"default 0 = any free port).",
                          lower_bound=0, upper_bound=65535)
     flags.DEFINE_string("work_dir", None, "dispatcher: journal its state in this folder so a "
                         "restart with the same folder recovers it (fault-tolerant mode).")
@@ -62,7 +70,6 @@ def serve_until_signalled() -> str:
 def _startup_log():
     """TensorFlow's import and server start-up chatter goes nowhere unless ``--verbose``; what
     the running server logs later (errors) stays on stderr."""
-    from common.tflog import native_stderr_to
 
     return native_stderr_to(None if FLAGS.verbose else os.devnull)
 
@@ -80,11 +87,15 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"expected one role: {' or '.join(ROLES)} ({got})")
     role = argv[1]
     _check_role_flags(role)
-    from modern import data_service as ds
 
     host = FLAGS.host or ds.this_host()
+    port = (DEFAULT_DISPATCHER_PORT if role == "dispatcher" else 0) if FLAGS.port is None \
+        else FLAGS.port
+    if role == "worker" and not FLAGS.dispatcher:
+        raise InputError("worker: --dispatcher HOST:PORT is required")
+    dispatcher = ds.parse_address(FLAGS.dispatcher, "--dispatcher") if FLAGS.dispatcher else None
+    say(f"{PROG}: {ds.exposure_warning(role, port)}")
     if role == "dispatcher":
-        port = DEFAULT_DISPATCHER_PORT if FLAGS.port is None else FLAGS.port
         with _startup_log():
             server = ds.start_dispatcher(port, FLAGS.work_dir)
         where = ds.bound_address(server, host)
@@ -94,11 +105,8 @@ def _main(argv: list[str]) -> int:
             + f". Workers: python -m modern.service worker --dispatcher {where.hostport}; "
             f"clients: --data_service {where.target}. Ctrl-C or SIGTERM stops it.")
     else:
-        if not FLAGS.dispatcher:
-            raise InputError("worker: --dispatcher HOST:PORT is required")
-        dispatcher = ds.parse_address(FLAGS.dispatcher, "--dispatcher")
         with _startup_log():
-            server = ds.start_worker(dispatcher, FLAGS.port or 0, host, FLAGS.wait_for_dispatcher)
+            server = ds.start_worker(dispatcher, port, host, FLAGS.wait_for_dispatcher)
         where = ds.bound_address(server, host)
         print(where.hostport, flush=True)
         say(f"{PROG}: worker listening on port {where.port}, registered with the dispatcher at "
@@ -120,7 +128,6 @@ def stop_within(server, seconds: float) -> None:
     holds the GIL while it waits, so no Python thread could time it out: the watchdog is
     faulthandler's own C thread.
     """
-    import faulthandler
 
     with open(os.devnull, "a") as sink:  # the dump is not for users: they were told above
         faulthandler.dump_traceback_later(seconds, exit=True, file=sink)

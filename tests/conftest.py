@@ -136,6 +136,15 @@ def modern_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def modern_run_nojit(tmp_path_factory):
+    """The same with XLA off (``modern.run --nojit``), for the generated pairs of issue 14."""
+    from modern.runner import run_modern
+
+    out = tmp_path_factory.mktemp("modern_nojit") / "run"
+    return out, run_modern(out, steps=6, jit=False, seed=1)
+
+
+@pytest.fixture(scope="session")
 def varied_jpegs(tmp_path_factory):
     """A folder of 50 JPEGs in 10 sizes (portrait, landscape, square; short side 256..600),
     made from grace_hopper.jpg: (folder, paths)."""

@@ -48,7 +48,9 @@ def test_existing_traces_give_every_report_file(compare_traces_run):
     # progress per phase on stderr, the table and the verdicts on stdout
     for phase in ("converting profiles", "mapping", "writing", "done in"):
         assert phase in proc.stderr, (phase, proc.stderr)
-    assert "stage " in proc.stdout and "legacy ops" in proc.stdout
+    labels = _report(out)["labels"]   # the sides are named by their folders
+    assert labels == {"legacy": "legacy_xla0/run", "modern": "legacy_noxla0/run"}
+    assert "stage " in proc.stdout and f"{labels['legacy']} ops" in proc.stdout
     r = _report(out)
     for k in ("legacy", "modern", "comparison"):
         assert r["verdict"][k] in proc.stdout
@@ -139,7 +141,15 @@ def test_merged_trace_parses_reloads_and_colours_stages_alike(compare_traces_run
     events = doc["traceEvents"]
     assert events and all({"pid", "tid", "ts"} <= e.keys() for e in events)
     procs = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
-    assert {p.split(" ")[0] for p in procs} == {"merged:legacy", "merged:modern"}
+    labels = _report(out)["labels"]
+    assert {p.split(" ")[0] for p in procs} == {f"merged:{v}" for v in labels.values()}
+    # an op matched across the runs is named and coloured alike on both sides
+    matched = [e for e in events if e["ph"] == "X" and e.get("cat") == "op_match"]
+    assert matched
+    by_match: dict[str, set] = {}
+    for e in matched:
+        by_match.setdefault(e["name"], set()).add(e["cname"])
+    assert all(len(c) == 1 for c in by_match.values())
     xs = [e for e in events if e["ph"] == "X"]
     by_stage: dict[str, set[str]] = {}
     for e in xs:
@@ -149,8 +159,8 @@ def test_merged_trace_parses_reloads_and_colours_stages_alike(compare_traces_run
     bands = [e for e in xs if e["name"] in LABELS]
     pid_side = {e["pid"]: e["args"]["name"].split(" ")[0] for e in events
                 if e["ph"] == "M" and e["name"] == "process_name"}
-    assert {pid_side[e["pid"]] for e in bands if e["name"] == "resize"} == {"merged:legacy",
-                                                                           "merged:modern"}
+    assert {pid_side[e["pid"]] for e in bands if e["name"] == "resize"} == {
+        f"merged:{v}" for v in labels.values()}
     tr = load(out / "merged_trace.json.gz")
     assert len(tr.events) == len(xs) and not tr.warnings
     assert {p.kind for p in tr.processes.values()} == {"merged"}

@@ -248,7 +248,8 @@ def test_compare_run_on_bad_trace(corpus, legacy_run, tmp_path, item):
         return
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     said = [ln for ln in (proc.stdout + proc.stderr).splitlines() if needle in ln]
-    assert said and all("modern" in ln for ln in said), proc.stdout + proc.stderr
+    # the side is named by its label (the file's name) and the path
+    assert said and all(path in ln for ln in said), proc.stdout + proc.stderr
     report = json.loads((out / "report.json").read_text())
     assert any(needle in w for w in report["sources"]["modern"]["warnings"]), report["sources"]
 

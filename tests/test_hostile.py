@@ -117,7 +117,7 @@ def test_list_whose_last_entry_is_no_object_still_closes(tmp_path):
     path.write_text('{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":0,"dur":5,"name":"a"},'
                     '[1,[2]]],"displayTimeUnit":"ns"}')
     tr = load(path)
-    assert tr.meta == {"displayTimeUnit": "ns"}
+    assert tr.meta["displayTimeUnit"] == "ns"
     assert not any("never closes" in w for w in tr.warnings), tr.warnings
     assert any("not JSON objects" in w for w in tr.warnings)
 

@@ -124,7 +124,11 @@ def test_modern_run_cli_on_the_service_end_to_end(service, twelve_jpegs, tmp_pat
     from modern.data_service import list_workers
 
     assert run["data_service"] == {"address": address.target, "processing_mode": "distributed_epoch",
-                                   "workers": sorted(list_workers(address)), "worker_count": 2}
+                                   "workers": sorted(list_workers(address)), "worker_count": 2,
+                                   # nothing went wrong: nothing lost, nothing made again
+                                   "timeout_s": 60.0, "lost_workers": [],
+                                   "dispatcher_outages": [], "reproduced_indices": [],
+                                   "reproduced_count": 0, "reproduced_because": None}
     assert len(run["data_service"]["workers"]) == 2
     # the images a local run with this seed reads, with the same index -> image pairs
     assert sorted(run["step_indices"]) == list(range(steps))
@@ -216,6 +220,8 @@ def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
         assert sorted(dataset.as_numpy_iterator()) == list(range(20))
         assert any(journal.iterdir()), "the dispatcher wrote no journal into --work_dir"
         code, err = _stop(worker, signal.SIGTERM)
+        assert err.startswith("modern.service: WARNING: this worker listens on its port of "
+                              "EVERY network interface"), err
         assert code == 0 and "worker stopping (SIGTERM)" in err, err
         assert err.rstrip().endswith("worker stopped"), err
         worker = None
@@ -226,6 +232,10 @@ def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
     assert code == 0 and "dispatcher stopping (SIGINT)" in err, err
     assert err.rstrip().endswith("dispatcher stopped"), err
     assert "Traceback" not in err
+    # first thing said: it listens on every interface, unauthenticated (TF cannot bind one)
+    first = err.splitlines()[0]
+    assert first.startswith("modern.service: WARNING: this dispatcher listens on") and \
+        "EVERY network interface" in first and "without authentication" in first, first
     assert f"--dispatcher 127.0.0.1:{address.port}" in err  # tells the user what to run next
 
 

@@ -21,5 +21,6 @@ class TraceAnalysis:
 def analyse(trace: Trace, reference: StageMap | None = None) -> TraceAnalysis:
     """Map, attribute and summarise ``trace``; ``reference``: the stage map of a profile of the
     same run, which splits a timeline's cluster runs (see :func:`map_stages`)."""
-    smap = map_stages(trace, reference)
-    return TraceAnalysis(trace, smap, attribute(trace, smap), summarize(trace))
+    xla = summarize(trace)
+    smap = map_stages(trace, reference, xla.lookup_events)
+    return TraceAnalysis(trace, smap, attribute(trace, smap), xla)

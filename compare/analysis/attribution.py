@@ -36,6 +36,7 @@ from collections import defaultdict
 import numpy as np
 
 from compare.analysis.mapping import StageMap
+from compare.analysis.rows import lane_roles
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
 from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
@@ -144,7 +145,7 @@ def segments(trace: Trace):
     (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's."""
     ev = trace.events
     nest = trace.nesting
-    keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace)))
+    keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace))) & ~_derived(trace)
     has_kids = np.zeros(len(ev), bool)
     has_kids[nest.parent[nest.parent >= 0]] = True
     leaf = np.flatnonzero(keep & ~has_kids & (nest.end > ev.ts))
@@ -167,6 +168,14 @@ def segments(trace: Trace):
     e, t0, t1 = e[ok], t0[ok], t1[ok]
     order = np.lexsort((t0, ev.tid[e], ev.pid[e]))
     return e[order], t0[order], t1[order]
+
+
+def _derived(trace: Trace) -> np.ndarray:
+    """Events on xprof's device lines derived from the kernels ("TensorFlow Ops", "Steps",
+    "XLA Modules"...): they repeat the stream rows' time and are not work of their own."""
+    if trace.format == "timeline":
+        return np.zeros(len(trace.events), bool)
+    return lane_roles(trace) == "derived"
 
 
 def _not_work_pids(trace: Trace) -> set[int]:

@@ -17,12 +17,17 @@ from collections import defaultdict
 import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES
+from compare.analysis import opdiff, parity
 from compare.analysis.analyse import TraceAnalysis, analyse
 from compare.analysis.attribution import Attribution, attribute
 from compare.analysis.comparison_verdict import Verdicts, verdicts
+from compare.analysis.groups import GroupMap, group_times, map_groups
 from compare.analysis.mapping import StageMap, map_stages
+from compare.analysis.opdiff import OpDiff, SideOps, TypeDiff
+from compare.analysis.parity import Parity
 from compare.analysis.xla import XlaSummary, summarize
 from compare.model.events import Trace
+from compare.vocabulary.groups import GROUPS
 from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS
 
 #: The two sides, as report.json keys them.
@@ -45,6 +50,8 @@ class Side:
     analysis: TraceAnalysis
     source_note: str = ""
     cross_checks: list["CrossCheck"] = dataclasses.field(default_factory=list)
+    groups: GroupMap | None = None          # the generic view of every event
+    ops: SideOps | None = None              # its ops' time per steady step
 
     @property
     def trace(self) -> Trace:
@@ -64,8 +71,10 @@ class Side:
 
 
 def side(name: str, trace: Trace, source_note: str = "") -> Side:
-    """Analyse one trace as a side of a comparison."""
-    return Side(name, analyse(trace), source_note)
+    """Analyse one trace as a side of a comparison: stages, groups, ops."""
+    a = analyse(trace)
+    gmap = map_groups(trace, a.smap)
+    return Side(name, a, source_note, groups=gmap, ops=opdiff.op_table(a, gmap))
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,6 +194,24 @@ class SideResult:
 
 
 @dataclasses.dataclass
+class GroupCell:
+    us: float
+    cpu_us: float
+    first_us: float | None
+    ops: list[str]
+
+
+@dataclasses.dataclass
+class GroupRow:
+    """One row of the generic view: a group (``compute`` rows per top-level scope)."""
+
+    key: str
+    group: str
+    scope: str
+    cells: dict[str, GroupCell]
+
+
+@dataclasses.dataclass
 class Comparison:
     created: str
     stages: list[StageRow]
@@ -192,6 +219,23 @@ class Comparison:
     verdict: Verdicts | None = None
     attribution_note: str = ATTRIBUTION_NOTE
     estimates: dict[str, str] = dataclasses.field(default_factory=lambda: dict(ESTIMATES))
+    labels: dict[str, str] = dataclasses.field(default_factory=lambda: {k: k for k in SIDES})
+    groups: list[GroupRow] = dataclasses.field(default_factory=list)
+    ops_diff: list[OpDiff] = dataclasses.field(default_factory=list)
+    types_diff: list[TypeDiff] = dataclasses.field(default_factory=list)
+    parity: Parity | None = None
+
+    def label(self, side: str) -> str:
+        return self.labels.get(side, side)
+
+    def group_unmapped_us(self, side: str) -> float:
+        """Time per steady step no rule of either view places."""
+        return sum(r.cells[side].us for r in self.groups if r.group == "unmapped")
+
+    def has_pipeline(self) -> bool:
+        """Either side spends time in the seed pipeline's stages."""
+        return any(r.kind == "pipeline" and cell.us > 0 for r in self.stages
+                   for cell in r.cells.values())
 
     def row(self, stage: str) -> StageRow:
         return next(r for r in self.stages if r.stage == stage)
@@ -200,15 +244,43 @@ class Comparison:
 # --------------------------------------------------------------------------------------------
 # building it
 
-def compare(legacy: Side, modern: Side) -> Comparison:
-    """Both sides stage by stage, with a verdict (see the module docstring)."""
+def compare(legacy: Side, modern: Side, labels: dict[str, str] | None = None) -> Comparison:
+    """Both sides stage by stage and group by group, op by op, with the parity checks and a
+    verdict (see the module docstring). ``labels``: what to call each side in words."""
     sides = {"legacy": legacy, "modern": modern}
+    for s in sides.values():
+        if s.groups is None:
+            s.groups = map_groups(s.trace, s.smap)
+            s.ops = opdiff.op_table(s.analysis, s.groups)
     ops = {k: _ops_by_label(s) for k, s in sides.items()}
     stages = [_stage_row(stage, sides, ops) for stage in ALL_STAGES]
     results = {k: _side_result(s, stages, ops[k]) for k, s in sides.items()}
-    out = Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results)
+    out = Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results,
+                     labels=dict(labels or {k: k for k in SIDES}))
+    out.groups = group_rows(sides)
+    out.ops_diff = opdiff.diff(legacy.ops.ops, modern.ops.ops,
+                               {k: opdiff.unit_members(s.analysis) for k, s in sides.items()})
+    out.types_diff = opdiff.by_type(legacy.ops, modern.ops)
+    out.parity = parity.check(sides, out.labels, out.ops_diff)
     out.verdict = verdicts(out)
     return out
+
+
+def group_rows(sides: dict[str, Side]) -> list[GroupRow]:
+    """The generic view's rows, both sides, in group order (compute rows by time)."""
+    times = {k: group_times(s.attribution, s.groups) for k, s in sides.items()}
+    keys = {key for t in times.values() for key in (*t.wall, *t.cpu)}
+    rows = []
+    for key in keys:
+        group, _, scope = key.partition(": ")
+        cells = {k: GroupCell(round(t.wall.get(key, 0.0), 1), round(t.cpu.get(key, 0.0), 1),
+                              round(t.first.get(key, 0.0), 1) if t.first is not None else None,
+                              t.ops.get(key, [])) for k, t in times.items()}
+        if any(c.us or c.cpu_us or c.first_us for c in cells.values()):
+            rows.append(GroupRow(key, group, scope, cells))
+    order = {g: i for i, g in enumerate(GROUPS[1:] + ("unmapped",))}
+    rows.sort(key=lambda r: (order[r.group], -max(c.us for c in r.cells.values()), r.key))
+    return rows
 
 
 def _stage_row(stage: str, sides: dict[str, Side], ops: dict) -> StageRow:
@@ -325,7 +397,8 @@ def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -
     cluster runs are split as the profile measured them) beside the side's own numbers for the
     same kind of step (``against``: "steady" = the side's steady median, "first" = its first
     step)."""
-    smap = map_stages(other, reference=side.smap)
+    other_xla = summarize(other)
+    smap = map_stages(other, reference=side.smap, lookups=other_xla.lookup_events)
     att = attribute(other, smap)
     rows = att.steady or att.steps
     wall = np.median(np.stack([s.wall for s in rows]), axis=0) if rows else np.zeros(len(LABELS))
@@ -339,4 +412,4 @@ def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -
     return CrossCheck(label, other.format, len(att.steps), against,
                       float(np.median([s.dur for s in rows])) if rows else 0.0,
                       round(float(mine_step), 1), by_stage(wall), by_stage(mine),
-                      xla_totals(summarize(other)))
+                      xla_totals(other_xla))

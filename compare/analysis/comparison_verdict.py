@@ -5,10 +5,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from compare.analysis.opdiff import scopes_of
 from compare.fmt import duration as ms
 from compare.fmt import listed
 from compare.vocabulary.thresholds import (
+    CHANGE_NOTABLE,
     RUNTIME_NOTABLE,
+    TYPE_OVER_NODE,
     UNMAPPED_NOTABLE,
     UNTRACED_NOTABLE,
     input_class,
@@ -16,16 +19,35 @@ from compare.vocabulary.thresholds import (
 
 if TYPE_CHECKING:  # the types only; comparison imports this module
     from compare.analysis.comparison import Comparison, SideResult
+    from compare.analysis.opdiff import OpDiff
+
+#: Differences named in the comparison sentence.
+NAMED = 3
+
+
+@dataclasses.dataclass
+class Change:
+    """One difference the verdict names: an op, an op type (several nodes), a fused cluster or
+    a stage; ``delta_us`` per step, ``rank_us`` what it is ranked by (wall time for a type)."""
+
+    words: str
+    delta_us: float
+    rank_us: float
+    op: str
 
 
 @dataclasses.dataclass
 class Verdicts:
     sides: dict[str, str]           # side -> a few sentences on it
     comparison: str
+    named: list[Change] = dataclasses.field(default_factory=list)  # what the comparison names
+    significant: bool = True        # the step times differ beyond noise
 
 
 def verdicts(c: "Comparison") -> Verdicts:
-    return Verdicts({k: side_verdict(c, k) for k in c.sides}, comparison_sentence(c))
+    named = changes(c)
+    text, significant = comparison_sentence(c, named)
+    return Verdicts({k: side_verdict(c, k) for k in c.sides}, text, named, significant)
 
 
 def side_verdict(c: "Comparison", side: str) -> str:
@@ -33,14 +55,20 @@ def side_verdict(c: "Comparison", side: str) -> str:
     r = c.sides[side]
     step = r.steps.median_us
     if not step:
-        return f"{side}: no steps with events."
-    parts = [_step_words(side, r), _where_time_goes(c, side, step), _input_words(r, step)]
+        return f"{c.label(side)}: no steps with events."
+    parts = [_step_words(c.label(side), r), _where_time_goes(c, side, step),
+             _input_words(r, step)]
     parts += _xla_words(r)
     split = r.steps.split_us
-    if r.unmapped_us / step >= UNMAPPED_NOTABLE:
-        names = ", ".join(o.op for o in r.unmapped_ops[:4])
-        parts.append(f"{r.unmapped_us / step:.0%} of the step is in ops of no pipeline stage "
+    unmapped = c.group_unmapped_us(side) if c.groups else r.unmapped_us
+    if unmapped / step >= UNMAPPED_NOTABLE:
+        names = ", ".join(o for row in c.groups if row.group == "unmapped"
+                          for o in row.cells[side].ops[:4])
+        parts.append(f"{unmapped / step:.0%} of the step is in events no rule places "
                      f"({names})")
+    elif c.has_pipeline() and r.unmapped_us / step >= UNMAPPED_NOTABLE:
+        parts.append(f"{r.unmapped_us / step:.0%} of the step is outside the pipeline's "
+                     f"stages: " + _group_words(c, side, step, skip_pipeline=True))
     if split["runtime"] / step >= RUNTIME_NOTABLE:
         parts.append(f"runtime overhead (executor, dispatch, Python) is "
                      f"{split['runtime'] / step:.0%} of the step")
@@ -58,10 +86,22 @@ def _step_words(side: str, r: "SideResult") -> str:
 
 
 def _where_time_goes(c: "Comparison", side: str, step: float) -> str:
+    if c.groups and not c.has_pipeline():
+        return "time goes to " + _group_words(c, side, step)
     rows = sorted(c.stages, key=lambda row: -row.cells[side].us)
     work = [row for row in rows if row.stage != "idle" and row.cells[side].us > 0][:3]
     return "time goes to " + ", ".join(
         f"{row.stage} {ms(row.cells[side].us)} ({row.cells[side].us / step:.0%})" for row in work)
+
+
+def _group_words(c: "Comparison", side: str, step: float, skip_pipeline: bool = False) -> str:
+    """The largest rows of the generic view (idle aside)."""
+    skip = {"idle", "unmapped"} | ({"input", "preprocessing", "runtime", "xla_run",
+                                    "xla_compile"} if skip_pipeline else set())
+    rows = sorted((r for r in c.groups if r.group not in skip and r.cells[side].us > 0),
+                  key=lambda r: -r.cells[side].us)[:3]
+    return ", ".join(f"{r.key} {ms(r.cells[side].us)} ({r.cells[side].us / step:.0%})"
+                     for r in rows) or "nothing placed"
 
 
 def _input_words(r: "SideResult", step: float) -> str:
@@ -85,22 +125,96 @@ def _xla_words(r: "SideResult") -> list[str]:
                ", no recompilation")]
 
 
-def comparison_sentence(c: "Comparison") -> str:
-    a, b = c.sides["legacy"].steps.median_us, c.sides["modern"].steps.median_us
+def comparison_sentence(c: "Comparison", named: list[Change]) -> tuple[str, bool]:
+    """What is faster, by how much, and the largest differences by name; caveats that make the
+    pair not like for like first, notes after. Returns (sentence, significant)."""
+    par = c.parity
+    steps = par.steps if par else None
+    a = steps["legacy"].us if steps else c.sides["legacy"].steps.median_us
+    b = steps["modern"].us if steps else c.sides["modern"].steps.median_us
     if not (a and b):
-        return "cannot compare: a side has no steps with events."
-    faster, slower = ("modern", "legacy") if b < a else ("legacy", "modern")
-    diffs = sorted(((row.cells["legacy"].us - row.cells["modern"].us, row.stage)
-                    for row in c.stages if row.stage != "idle"), reverse=True)
-    gains = [f"{s} ({ms(d)} less)" for d, s in diffs if d > 0][:3]
-    losses = [f"{s} ({ms(-d)} more)" for d, s in reversed(diffs) if d < 0][:2]
-    text = (f"{faster} is {max(a, b) / min(a, b):.1f}x faster per steady step than {slower} "
-            f"({ms(min(a, b))} vs {ms(max(a, b))})")
-    if gains:
-        text += f"; modern saves most in {', '.join(gains)}"
-    if losses:
-        text += f"; modern spends more in {', '.join(losses)}"
+        return "cannot compare: a side has no steps with events.", False
+    la, lb = c.label("legacy"), c.label("modern")
+    parts = []
+    if par and not par.like_for_like:
+        parts.append("Not like for like: " + "; ".join(x.text for x in par.caveats if x.breaks))
+    noise = par.noise if par else 0.0
+    significant = abs(a - b) > noise * max(a, b)
+    faster, slower = (lb, la) if b < a else (la, lb)
+    if significant:
+        parts.append(f"{faster} is {max(a, b) / min(a, b):.1f}x faster per step than {slower} "
+                     f"({ms(min(a, b))} vs {ms(max(a, b))})")
+    else:
+        parts.append(f"no significant change per step: {la} {ms(a)}, {lb} {ms(b)} (within the "
+                     f"{noise:.0%} these traces can tell apart)")
+    big = [x for x in named if abs(x.rank_us) >= CHANGE_NOTABLE * max(a, b)] or named[:1]
+    if big and significant:
+        parts.append("largest changes: " + ", ".join(x.words for x in big[:NAMED]))
+    elif big:
+        parts.append(f"largest change, within that noise: {big[0].words}")
+    if c.groups:
+        parts.append("unmapped: " + ", ".join(
+            f"{c.label(k)} {_share(c.group_unmapped_us(k), st.us)}"
+            for k, st in (steps or {}).items()) + " of the step")
+    if par:
+        parts += [x.text for x in par.caveats if not x.breaks and x.kind != "single_step"]
     fa, fb = c.sides["legacy"].steps.first_us, c.sides["modern"].steps.first_us
     if fa is not None and fb is not None:
-        text += f"; first step: legacy {ms(fa)}, modern {ms(fb)}"
-    return text + "."
+        parts.append(f"first step: {la} {ms(fa)}, {lb} {ms(fb)}")
+    return "; ".join(parts) + ".", significant
+
+
+def _share(us: float, step: float) -> str:
+    return f"{us / step:.0%}" if step else "n/a"
+
+
+def _signed(us: float) -> str:
+    return ("+" if us > 0 else "-") + ms(abs(us))
+
+
+def changes(c: "Comparison") -> list[Change]:
+    """The differences worth naming, largest first: for two runs of the seed's pipeline its
+    stages (our own scopes); otherwise ops, op types whose nodes moved together, fused XLA
+    clusters (see :mod:`compare.analysis.opdiff`)."""
+    if all(any(r.kind == "pipeline" and r.cells[k].us > 0 for r in c.stages) for k in c.sides):
+        rows = [r for r in c.stages if r.stage != "idle"]
+        out = [Change(f"{r.stage} {_signed(r.cells['modern'].us - r.cells['legacy'].us)}",
+                      r.cells["modern"].us - r.cells["legacy"].us,
+                      r.cells["modern"].us - r.cells["legacy"].us, r.stage) for r in rows]
+        return sorted((x for x in out if x.delta_us), key=lambda x: -abs(x.rank_us))
+    return _op_changes(c)
+
+
+def _op_changes(c: "Comparison") -> list[Change]:
+    rows = [r for r in c.ops_diff if r.status != "same"]
+    node_max: dict[str, float] = {}
+    for r in rows:
+        node_max[r.type] = max(node_max.get(r.type, 0.0), abs(r.delta_us))
+    # a type whose nodes moved together is named once, ranked by its wall time (overlapping
+    # ops, such as asynchronous all-reduces waiting together, counted once)
+    types = {t.type: t for t in c.types_diff if max(t.a_nodes, t.b_nodes) > 1
+             and abs(t.delta_us) >= TYPE_OVER_NODE * node_max.get(t.type, 0.0) > 0
+             and (t.delta_us > 0) == (t.wall_delta_us > 0)}
+    out = [Change(_type_words(t), t.delta_us, t.wall_delta_us, t.type) for t in types.values()]
+    out += [Change(_op_words(r, c), r.delta_us, r.delta_us, r.op) for r in rows
+            if r.type not in types or r.status == "fused"]
+    return sorted(out, key=lambda x: -abs(x.rank_us))
+
+
+def _type_words(t) -> str:
+    wall = (f", {_signed(t.wall_delta_us)} of wall time" if abs(t.wall_delta_us) < 0.8 * abs(
+        t.delta_us) else "")
+    return f"{t.type} ({max(t.a_nodes, t.b_nodes)} ops) {_signed(t.delta_us)}{wall}"
+
+
+def _op_words(r: "OpDiff", c: "Comparison") -> str:
+    if r.status == "fused":
+        ops_side = "legacy" if r.into == "modern" else "modern"
+        ops_us, unit_us = (r.a_us, r.b_us) if r.into == "modern" else (r.b_us, r.a_us)
+        return (f"{len(r.members)} ops of {scopes_of(r.members)} ({ms(ops_us)} in "
+                f"{c.label(ops_side)}) run inside {r.op} in {c.label(r.into)} ({r.type}, "
+                f"{ms(unit_us)}; {_signed(r.delta_us)})")
+    name = r.op if r.op == r.type else f"{r.op} ({r.type})"
+    tag = {"added": f", only in {c.label('modern')}", "removed": f", only in {c.label('legacy')}"}
+    return f"{name} {_signed(r.delta_us)}{tag.get(r.status, '')}"
+

@@ -16,6 +16,7 @@ from compare.analysis.sequence import Sequence
 from compare.analysis.steps import StepChoice
 from compare.analysis.verdict import Verdict
 from compare.analysis.xla import XlaSummary, device_kernels, summarize
+from compare.model import intervals
 from compare.model.events import Trace
 from compare.vocabulary.ops import XLA_OP_WORDS
 
@@ -25,9 +26,9 @@ class XlaStep:
     """XLA in the explained step (wall time; µs and shares of the step)."""
 
     compile_us: float
-    run_us: float
+    run_us: float               # summed over the runs (clusters may run in parallel)
     device_us: float
-    compile_share: float
+    compile_share: float        # wall shares of the step (never above 1)
     run_share: float
 
 
@@ -74,5 +75,9 @@ def xla_in_step(trace: Trace, summary: XlaSummary, choice: StepChoice) -> XlaSte
     run_us = max(float(ev.dur[in_step & calls & runs].sum()) - compiled_in_step, 0.0)
     compile_us = verdict.step_compile_us(trace, summary, choice)
     wall = choice.step.dur
+    k = np.flatnonzero(in_step & calls & runs)  # clusters run in parallel: their wall share
+    run_wall = max(intervals.union_us(ev.ts[k], ev.end[k], choice.lo, choice.hi)
+                   - compiled_in_step, 0.0)
     return XlaStep(compile_us, run_us, float(ev.dur[in_step & device_kernels(trace)].sum()),
-                   compile_us / wall if wall else 0.0, run_us / wall if wall else 0.0)
+                   min(1.0, compile_us / wall) if wall else 0.0,
+                   min(1.0, run_wall / wall) if wall else 0.0)

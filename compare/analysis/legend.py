@@ -12,11 +12,12 @@ import re
 import numpy as np
 
 from compare.analysis import rows
+from compare.analysis.attribution import segments
 from compare.analysis.steps import StepChoice
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
 from compare.model.lanes import groups
-from compare.vocabulary.rows import MEMCPY_PREFIX
+from compare.vocabulary.groups import is_collective
 
 
 @dataclasses.dataclass
@@ -38,6 +39,7 @@ class ProcessInfo:
     role: str
     meaning: str
     events: int                 # complete events in the step
+    recorded: bool              # holds any event at all in the trace (not only its name)
     busy_us: float              # union of the work of its lanes in the step
     busy_share: float
     parallelism: float          # lanes busy at once on average while busy (sum / union)
@@ -47,14 +49,31 @@ class ProcessInfo:
 
 @dataclasses.dataclass
 class OpTime:
-    op: str
-    where: str                  # "host" or "GPU"
+    op: str                     # the TF op type (a GPU kernel counts for the op it ran for)
+    where: str                  # "host", "GPU" or "GPU launch row" (see WHERE)
     category: str
     count: int
-    self_us: float
-    share: float                # of the step's wall time
+    self_us: float              # CPU (or GPU) time: self time summed over every execution
+    wall_us: float              # wall time: the union of its executions' self time
+    share: float                # wall share of the step (wall_us / step), never above 1
     largest: str                # node name of its longest single execution
     largest_us: float
+    collective: bool = False    # an all-reduce or other collective (communication)
+
+
+@dataclasses.dataclass
+class DeviceBusy:
+    """One GPU in the explained step: how busy its kernels kept it (copies apart)."""
+
+    device: str                 # host prefix (several hosts) and gpu:N
+    recorded: bool              # any of its rows recorded an event
+    kernels: int                # kernels in its window
+    busy_share: float           # compute kernels' union over its window (copies and
+                                # collectives apart)
+    copy_share: float           # copies' union over its window
+    collective_share: float     # collective kernels' (NCCL all-reduce...) union over it
+    window_us: float            # its own step row's length, or the explained step's
+    own_window: bool            # its window is its own step row (per-GPU step rows)
 
 
 @dataclasses.dataclass
@@ -73,9 +92,10 @@ class Legend:
     tids_words: str
     gpu: bool                   # the trace shows GPU execution (stream or device rows)
     processes: list[ProcessInfo]
-    top_ops: list[OpTime]       # by self time, TF runtime events left out (see runtime_us)
+    top_ops: list[OpTime]       # by wall time, TF runtime events left out (see runtime_us)
     runtime_us: float           # self time of TF runtime events (executor, thread pools)
     memory: list[AllocatorPeak]
+    devices: list[DeviceBusy] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict:
         """``dataclasses.asdict`` without its deep copies (a trace may have 200,000 rows)."""
@@ -128,8 +148,7 @@ def tids_words(trace: Trace) -> tuple[str, str]:
 
 def _copies_only(trace: Trace, idx: np.ndarray) -> bool:
     names = trace.strings.names
-    return len(idx) > 0 and all(names[n].startswith(MEMCPY_PREFIX) for n in
-                                np.unique(trace.events.name[idx]))
+    return len(idx) > 0 and all(rows.is_copy(names[n]) for n in np.unique(trace.events.name[idx]))
 
 
 def process_meaning(trace: Trace, pid: int, role: str, roles: dict[int, str],
@@ -208,6 +227,8 @@ _LANE_WORDS = {
     "eigen": ("Eigen's intra-op pool: helper threads that split the work inside one op "
               "(and pieces of XLA:CPU kernels)"),
     "xla_codegen": "XLA:CPU's code-generation threads: busy only while XLA compiles",
+    "gpu_private": ("a GPU's private thread (tf_gpu_private): it runs the ops placed on that "
+                    "GPU and launches their kernels (its boxes are launch time, not GPU time)"),
     "reader": "a reader op's own thread (TF1 queue-runner input: reads files)",
     "stream": "kernels and copies on this CUDA stream",
     "derived": "derived from the stream rows (repeats their time; not counted as work)",
@@ -260,14 +281,16 @@ def _memory(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[All
     return out
 
 
-def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, wall: float,
+def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, choice: StepChoice,
             limit: int = 10) -> tuple[list[OpTime], float]:
-    """Ops by self time (duration minus nested children) among the events ``sel``, and the
-    self time of TF runtime events (ExecutorState::Process and the like: bookkeeping and
+    """Ops by wall time among the events ``sel`` (a GPU kernel counts for its TF op), each with
+    its summed self time (CPU or GPU time: it passes the step when executions overlap); and
+    the self time of TF runtime events (ExecutorState::Process and the like: bookkeeping and
     waits around ops), which are left out of the list."""
     if not len(sel):
         return [], 0.0
     ev = trace.events
+    wall = choice.step.dur
     selft = trace.self_time(sel)
     runtime = ev.category[sel] == CAT["runtime"]
     runtime_us = float(selft[runtime].sum())
@@ -275,13 +298,14 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, wall: float,
     if not len(sel):
         return [], runtime_us
     label = np.where(ev.op_type[sel] != 0, ev.op_type[sel], ev.name[sel]).astype(np.int64)
-    key = label * 2 + gpu[sel].astype(np.int64)
+    key = label * 4 + _where(trace, sel, gpu)
     uniq, inv = np.unique(key, return_inverse=True)
     totals = np.bincount(inv, weights=selft)
     counts = np.bincount(inv)
+    walls = _wall_by_group(trace, sel, inv, len(uniq), choice)
     names = trace.strings.names
     out = []
-    for g in np.argsort(-totals)[:limit]:
+    for g in np.lexsort((-totals, -walls))[:limit]:
         members = np.flatnonzero(inv == g)
         big = members[int(np.argmax(selft[members]))]
         i = sel[big]
@@ -290,10 +314,13 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, wall: float,
         if module:
             mod = trace.hlo.get(module)
             largest += f" (XLA kernel of {mod.cluster if mod else module})"
-        out.append(OpTime(op=names[int(uniq[g]) // 2], where="GPU" if uniq[g] % 2 else "host",
+        op = names[int(uniq[g]) // 4]
+        out.append(OpTime(op=op, where=WHERE[int(uniq[g]) % 4],
                           category=CATEGORIES[ev.category[i]], count=int(counts[g]),
-                          self_us=float(totals[g]), share=float(totals[g] / wall) if wall else 0.0,
-                          largest=largest, largest_us=float(selft[big])))
+                          self_us=float(totals[g]), wall_us=float(walls[g]),
+                          share=min(1.0, float(walls[g] / wall)) if wall else 0.0,
+                          largest=largest, largest_us=float(selft[big]),
+                          collective=is_collective(op, names[ev.name[i]])))
     return out, runtime_us
 
 
@@ -341,6 +368,77 @@ class _Rows:
         return float(self._pid_busy[k]) if k is not None else 0.0
 
 
+#: Where an op ran: the host, the GPU, or a timeline's GPU launch row (the host's time to
+#: launch an op placed on the GPU).
+WHERE = ("host", "GPU", "GPU launch row")
+
+
+def _where(trace: Trace, sel: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+    launch = [p for p in trace.processes if rows.process_role(trace, p) == "gpu_launch"]
+    out = gpu[sel].astype(np.int64)
+    out[np.isin(trace.events.pid[sel], launch) & (out == 0)] = 2
+    return out
+
+
+def _wall_by_group(trace: Trace, sel: np.ndarray, inv: np.ndarray, groups: int,
+                   choice: StepChoice) -> np.ndarray:
+    """Per group of ``sel`` (``inv``): the wall time its events' self time covers in the step
+    (the union of their innermost-event segments, so overlapping executions count once)."""
+    seg_e, t0, t1 = trace.meta.get("_segments") or segments(trace)
+    trace.meta["_segments"] = (seg_e, t0, t1)
+    group_of = np.full(len(trace.events), -1, np.int64)
+    group_of[sel] = inv
+    g = group_of[seg_e]
+    keep = (g >= 0) & (t1 > choice.lo) & (t0 < choice.hi)
+    g, a, b = g[keep], np.maximum(t0[keep], choice.lo), np.minimum(t1[keep], choice.hi)
+    out = np.zeros(groups)
+    if not len(g):
+        return out
+    order = np.lexsort((a, g))
+    g, a, b = g[order], a[order], b[order]
+    cuts = np.flatnonzero(g[1:] != g[:-1]) + 1
+    for ga, aa, bb in zip(np.split(g, cuts), np.split(a, cuts), np.split(b, cuts)):
+        out[ga[0]] = intervals.union_us(aa, bb, choice.lo, choice.hi)
+    return out
+
+
+def devices(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[DeviceBusy]:
+    """Each GPU's busy share in the step: its kernels' union over its window (its own step
+    row's when each GPU has step rows of its own, else the explained step's)."""
+    ev, names = trace.events, trace.strings.names
+    per_device = trace.meta.get("per_device_steps", {})
+    groups: dict[str, list[int]] = {}
+    for pid, role in roles.items():
+        gpu = rows.gpu_of(trace.processes[pid].name)
+        if gpu and role in ("gpu_stream_all", "gpu_stream", "gpu_memcpy", "gpu_device"):
+            host = trace.processes[pid].name.split(": ", 1)[0] + ": " \
+                if ": /" in trace.processes[pid].name else ""
+            groups.setdefault(host + gpu, []).append(pid)
+    out = []
+    busy = rows.busy_mask(trace)
+    for dev, pids in groups.items():
+        streams_all = [p for p in pids if roles[p] == "gpu_stream_all"]
+        kernel_pids = streams_all or [p for p in pids if roles[p] != "gpu_memcpy"]
+        lo, hi, own = choice.lo, choice.hi, False
+        mine = [s for p in pids for s in per_device.get(p, ())]
+        if mine:
+            st = next((s for s in mine if s.num == choice.step.num), mine[0])
+            lo, hi, own = st.ts, st.ts + st.dur, True
+        k = np.flatnonzero(np.isin(ev.pid, pids) & busy & (ev.ts < hi) & (ev.ts + ev.dur > lo))
+        copy = np.array([rows.is_copy(names[ev.name[i]]) for i in k], bool)
+        coll = np.array([is_collective(names[ev.op_type[i]], names[ev.name[i]]) for i in k],
+                        bool)
+        on_kernel_rows = np.isin(ev.pid[k], kernel_pids)
+        kern, cm, cp = k[~copy & ~coll & on_kernel_rows], k[coll & on_kernel_rows], k[copy]
+
+        def share(x: np.ndarray) -> float:
+            return intervals.union_us(ev.ts[x], ev.end[x], lo, hi) / (hi - lo) if hi > lo else 0.0
+
+        out.append(DeviceBusy(dev, bool(np.isin(ev.pid, pids).any()), int(len(kern)),
+                              share(kern), share(cp), share(cm), hi - lo, own))
+    return out
+
+
 def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
     """The legend of ``trace`` with busy shares and top ops for the chosen step."""
     ev = trace.events
@@ -352,6 +450,8 @@ def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
     step_idx = np.flatnonzero(in_step)
     rows_of = _Rows(trace, step_idx, busy_ev, lo, hi)
     streamed = gpus_with_streams(trace, roles)
+    recorded = set(np.unique(ev.pid).tolist()) | set(np.unique(trace.counters.pid).tolist()) \
+        | {p for p, n in trace.objects.items() if n}
     procs = []
     for pid in sorted(trace.processes, key=lambda p: (trace.processes[p].sort_index or 0, p)):
         p = trace.processes[pid]
@@ -368,13 +468,14 @@ def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
         busy = rows_of.process_busy(pid)
         procs.append(ProcessInfo(
             pid, p.name, p.kind, role, process_meaning(trace, pid, role, roles, mine, streamed),
-            int(len(mine)), busy, busy / wall if wall else 0.0,
+            int(len(mine)), pid in recorded, busy, busy / wall if wall else 0.0,
             lane_sum / busy if busy else 0.0, int(trace.objects.get(pid, 0)), lanes))
     gpu = rows.on_gpu(trace, roles)
     work_idx = step_idx[work[step_idx]]
     fmt_lanes, fmt_words = tids_words(trace)
-    tops, runtime_us = top_ops(trace, work_idx, gpu, wall, top)
+    tops, runtime_us = top_ops(trace, work_idx, gpu, choice, top)
     return Legend(
         format=trace.format, format_words=format_words(trace), tids_are=fmt_lanes,
         tids_words=fmt_words, gpu=bool(gpu.any()), processes=procs, top_ops=tops,
-        runtime_us=runtime_us, memory=_memory(trace, choice, roles))
+        runtime_us=runtime_us, memory=_memory(trace, choice, roles),
+        devices=devices(trace, choice, roles))

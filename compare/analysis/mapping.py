@@ -46,6 +46,7 @@ from compare.analysis import inputs
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
 from compare.vocabulary import ops as tfops
+from compare.vocabulary.groups import is_model_side, strip_wrappers
 from compare.vocabulary.labels import (
     API_SCOPES,
     BASES,
@@ -54,6 +55,7 @@ from compare.vocabulary.labels import (
     COMPILER_THREAD_MARKS,
     FIXED_OP_TYPES,
     GATHER_OPS,
+    GENERIC_OP_TYPES,
     GRAPPLER_REWRITE,
     JITTER,
     LABEL,
@@ -147,18 +149,11 @@ def _strip_n(name: str) -> str:
     return re.sub(r"\.\d+$", "", name)
 
 
-def stage_of_op(op_type: str, op_name: str) -> str | None:
+def stage_of_op(op_type: str, op_name: str, weak_ok: bool = True) -> str | None:
     """The stage or overhead category of one TF op from its name and type (rules 3-5, without
-    dataflow), or None."""
-    if op_type in FIXED_OP_TYPES:
-        return OP_TYPE_LABEL[op_type]
-    s = stage_of_scope(op_name) if op_name else None
-    if s:
-        return s
-    s = _api_scope(op_name)
-    if s:
-        return s
-    return OP_TYPE_LABEL.get(op_type)
+    dataflow), or None. ``weak_ok``: the trace shows an image pipeline, so generic op types
+    (:data:`GENERIC_OP_TYPES`) may count as a stage's work."""
+    return _op_rule(op_type, op_name, weak_ok)[0]
 
 
 def _api_scope(op_name: str) -> str | None:
@@ -174,28 +169,85 @@ def _api_scope(op_name: str) -> str | None:
     return None
 
 
-def _op_rule(op_type: str, op_name: str) -> tuple[str | None, str]:
-    """(stage, basis) of a TF op by rules 1, 3-5."""
+def _op_rule(op_type: str, op_name: str, weak_ok: bool = True) -> tuple[str | None, str]:
+    """(stage, basis) of a TF op by rules 1, 3-5. A node under a backward-pass or optimizer
+    scope is never a pipeline stage's by API scope or op type; a generic op type is one only
+    when ``weak_ok`` (the trace shows an image pipeline)."""
     if op_type in FIXED_OP_TYPES:
         return OP_TYPE_LABEL[op_type], "op_type"
-    s = stage_of_scope(op_name) if op_name else None
+    s = _our_scope(op_name)
     if s:
         return s, "scope"
-    s = _api_scope(op_name)
+    model_side = is_model_side(op_name) if op_name else False
+    s = None if model_side else _api_scope(op_name)
     if s:
         return s, "api_scope"
     s = OP_TYPE_LABEL.get(op_type)
+    if s in PIPELINE_STAGES and (model_side or op_type in GENERIC_OP_TYPES and not weak_ok):
+        s = None
     return (s, "op_type") if s else (None, "unmapped")
 
 
-def units_of(trace: Trace) -> dict[str, UnitContents]:
+def _our_scope(op_name: str) -> str | None:
+    """The stage our own scopes name (:func:`common.stages.stage_of_scope`); a ``read`` scope
+    only outermost, since TF names every variable's snapshot ``<variable>/read``."""
+    s = stage_of_scope(op_name) if op_name else None
+    if s == "read" and not stage_of_scope(strip_wrappers(op_name).split("/", 1)[0] + "/x"):
+        return None
+    return s
+
+
+def _snake(op_type: str) -> str:
+    """``stateless_shuffle`` from ``StatelessShuffle``: the scope TF's Python wrapper of an op
+    opens around it."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", op_type).lower()
+
+
+def _plain(op_type: str, op_name: str) -> bool:
+    """Every scope of ``op_name`` (wrappers aside) is ours, a TF API scope of the pipeline's,
+    or the op's own wrapper: nothing says the node belongs to something else (the consumers'
+    stage rule pulls in only such nodes, or those of the consumers' own block)."""
+    own = _snake(op_type)
+    for part in strip_wrappers(op_name or "").split("/")[:-1]:
+        base = SCOPE_SUFFIX.sub("", GRAPPLER_REWRITE.sub("", part))
+        if not (stage_of_scope(part + "/x") or base in API_SCOPES or part in API_SCOPES
+                or base == own):
+            return False
+    return True
+
+
+def _same_block(node: str, users: list[str]) -> bool:
+    """The node sits in the same enclosing scope as every op that consumes it (one block of
+    the program: a random draw beside the jitter it feeds)."""
+    parent = node.rpartition("/")[0]
+    return bool(parent) and all(u.rpartition("/")[0] == parent for u in users)
+
+
+def pipeline_evidence(trace: Trace) -> bool:
+    """The trace shows an image pipeline: some op (an event's or one inside an XLA unit) is a
+    pipeline stage's by our scopes, a TF API scope or an image op type, without counting
+    generic op types."""
+    ev = trace.events
+    pairs: set[tuple[str, str]] = set()
+    if len(ev):
+        uniq = np.unique(np.stack([ev.op_type, ev.tf_name], axis=1), axis=0)
+        names = trace.strings.names
+        pairs = {(names[t], names[n]) for t, n in uniq.tolist()}
+    for mod in trace.hlo.values():
+        pairs.update(tuple(o) for o in mod.all_tf_ops())
+    for ops in trace.meta.get("xla_members", {}).values():
+        pairs.update(tuple(o) for o in ops)
+    return any(_op_rule(t, n, weak_ok=False)[0] in PIPELINE_STAGES for t, n in pairs)
+
+
+def units_of(trace: Trace, weak_ok: bool = True) -> dict[str, UnitContents]:
     """Which TF ops each XLA cluster and compiled function of the trace holds (from its HLO, or
     for a timeline from the ``xla_clusters.json`` sidecar)."""
     out: dict[str, UnitContents] = {}
 
     def add(name: str, kind: str, ops) -> None:
         ops = [tuple(o) for o in ops if o[1] not in tfops.XLA_ARG_OPS]
-        stages = Counter(stage_of_op(t, n) or "unmapped" for t, n in ops)
+        stages = Counter(stage_of_op(t, n, weak_ok) or "unmapped" for t, n in ops)
         out[name] = UnitContents(name, kind, ops, dict(stages.most_common()))
 
     for mname, (name, kind) in hlo.unit_names(trace.hlo).items():
@@ -212,7 +264,8 @@ class _Mapper:
         self.ev = trace.events
         self.names = trace.strings.names
         self.reference = _cluster_profile(reference) if reference is not None else {}
-        self.units = units_of(trace)
+        self.weak_ok = pipeline_evidence(trace)
+        self.units = units_of(trace, self.weak_ok)
         self.module_unit = {m: u for m, (u, _) in hlo.unit_names(trace.hlo).items()}
         self.function_ops = {re.sub(r"\[\d+\]$", "", u) for u, c in self.units.items()
                              if c.kind == "function"}
@@ -301,7 +354,7 @@ class _Mapper:
                 return L["xla_run"], B["op_type"], False, False, None, None, None
             return L["runtime"], B["runtime"], False, False, None, None, None
         if op_type or cat == CAT["op"] or cat == CAT["queue"] or cat == CAT["tf_data"]:
-            stage, basis = _op_rule(op_type or name, tf_name)
+            stage, basis = _op_rule(op_type or name, tf_name, self.weak_ok)
             if stage:
                 gen = basis == "op_type" and stage == "runtime"
                 return L[stage], B[basis], False, gen, None, None, None
@@ -347,7 +400,7 @@ class _Mapper:
         for (t, n), (_, elems) in weights.items():
             if n in tfops.XLA_ARG_OPS:
                 continue
-            s = stage_of_op(t, n)
+            s = stage_of_op(t, n, self.weak_ok)
             per[L[s] if s and s in PIPELINE_STAGES else L["xla_run"]] += elems
         if not per:
             # no TF op behind this kernel (copies, layout changes): the unit's stage if it has
@@ -458,11 +511,18 @@ class _Mapper:
         consumer_labels: dict[int, Counter] = defaultdict(Counter)
         for node, js in consumers.items():
             consumer_labels[node].update(int(self.label[j]) for j in js)
+        same_block: dict[int, bool] = {}   # node -> _same_block with its consumers, once
         # worklists: when an op gets a stage, its producers and consumers are looked at again
         # (those whose facts changed); the rules that follow a jitter or a shuffle first, the
         # consumers' stage after them
+        # an op of the backward pass or an optimizer is never pulled into a pipeline stage;
+        # by its consumers only an op whose scopes are all the pipeline's
+        names = self.names
+        model_side = {t for t in np.unique(ev.tf_name[ev.tf_name > 0]).tolist()
+                      if is_model_side(names[t])}
         for by_consumers in (False, True):
-            todo = [int(i) for i in np.flatnonzero(self.label == UNMAPPED)]
+            todo = [int(i) for i in np.flatnonzero(self.label == UNMAPPED)
+                    if int(ev.tf_name[i]) not in model_side]
             queued = set(todo)
             while todo:
                 i = todo.pop()
@@ -477,7 +537,11 @@ class _Mapper:
                     new = LABEL["shuffle"]
                 else:
                     dst = {lab for lab, n in consumer_labels.get(node, {}).items() if n > 0}
-                    if not (by_consumers and len(dst) == 1 and dst <= PIPELINE):
+                    if node not in same_block:
+                        users = {names[ev.tf_name[j]] for j in consumers.get(node, ())}
+                        same_block[node] = _same_block(names[node], list(users))
+                    if not (by_consumers and len(dst) == 1 and dst <= PIPELINE and (
+                            _plain(names[ev.op_type[i]], names[node]) or same_block[node])):
                         continue
                     new = dst.pop()
                 self.label[i], self.basis[i] = new, BASIS["dataflow"]
@@ -490,7 +554,8 @@ class _Mapper:
                     if c[UNMAPPED] == 0 or c[new] == 1:  # its consumers' labels changed
                         again.extend(producers.get(int(x), ()))
                 for j in again:
-                    if j not in queued and self.label[j] == UNMAPPED:
+                    if j not in queued and self.label[j] == UNMAPPED and \
+                            int(ev.tf_name[j]) not in model_side:
                         queued.add(j)
                         todo.append(j)
 
@@ -536,12 +601,18 @@ def _cluster_profile(ref: StageMap) -> dict[str, dict[int, float]]:
     return out
 
 
-def map_stages(trace: Trace, reference: StageMap | None = None) -> StageMap:
+def map_stages(trace: Trace, reference: StageMap | None = None,
+               lookups: list[int] | None = None) -> StageMap:
     """Label every event of ``trace`` (see the module docstring) and write the labels into
     ``trace.events.stage`` as string ids (0 = unmapped). ``reference``: the StageMap of a
-    profile of the same run, used to split a timeline's cluster runs (rule 7)."""
+    profile of the same run, used to split a timeline's cluster runs (rule 7). ``lookups``:
+    the ``_XlaCompile`` calls that only looked their program up in the cache (the XLA
+    summary decides, :attr:`compare.analysis.xla.XlaSummary.lookup_events`): XLA's dispatch
+    plumbing, runtime, not compilation."""
     m = _Mapper(trace, reference)
     generic = m.own()
+    if lookups:
+        m.label[lookups], m.basis[lookups] = LABEL["runtime"], BASIS["op_type"]
     m.nest(generic)
     m.dataflow()
     ids = np.array([0] + [trace.strings.id(s) for s in LABELS[1:]], dtype=np.int32)

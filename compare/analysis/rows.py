@@ -11,7 +11,7 @@ import numpy as np
 
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
-from compare.vocabulary.rows import device_of, gpu_of, thread_base, thread_role  # noqa: F401 (re-exported)
+from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
 from compare.vocabulary.rows import process_role as _role_of
 
 
@@ -29,20 +29,35 @@ def lane_role(trace: Trace, pid: int, tid: int) -> str:
     return thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
 
 
+def lane_roles(trace: Trace) -> np.ndarray:
+    """Per event, its lane's role (:func:`lane_role`), as an array of strings; one look-up
+    per distinct lane."""
+    ev = trace.events
+    if not len(ev):
+        return np.zeros(0, dtype=object)
+    lanes, inv = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0, return_inverse=True)
+    roles = np.array([lane_role(trace, int(p), int(t)) for p, t in lanes], dtype=object)
+    return roles[inv.reshape(-1)]
+
+
 def process_roles(trace: Trace) -> dict[int, str]:
     return {pid: process_role(trace, pid) for pid in trace.processes}
 
 
 def busy_mask(trace: Trace) -> np.ndarray:
     """Events that count as a row being busy: not step markers, not Python waiting inside
-    session.run, not xprof's derived device lines."""
+    session.run (ops that Python runs itself, eagerly, count), not xprof's derived device
+    lines."""
     ev = trace.events
     m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
     if trace.format != "timeline":
-        waiting = [(p, t) for p, t in trace.lanes
-                   if lane_role(trace, p, t) in ("python", "derived")]
-        if waiting:
-            m &= ~in_lanes(ev.pid, ev.tid, waiting)
+        roles = {(p, t): lane_role(trace, p, t) for p, t in trace.lanes}
+        derived = [lane for lane, role in roles.items() if role == "derived"]
+        python = [lane for lane, role in roles.items() if role == "python"]
+        if derived:
+            m &= ~in_lanes(ev.pid, ev.tid, derived)
+        if python:  # it waits inside calls; ops it runs itself (eager) are work
+            m &= ~(in_lanes(ev.pid, ev.tid, python) & (ev.op_type == 0))
     return m
 
 

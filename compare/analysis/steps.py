@@ -11,7 +11,12 @@ import dataclasses
 import numpy as np
 
 from common.errors import InputError
-from compare.model.events import Step, Trace
+from compare.model.events import WHOLE_TRACE, Step, Trace
+
+NO_STEPS = ("the trace marks no steps (no xprof step rows, no train_function, ProfilerStep or "
+            "Trace(step_num=...) markers, no TF1 session runs), so the whole trace is "
+            "explained as one window; shares below are of the whole trace, which may hold "
+            "set-up and idle time around the work")
 
 
 @dataclasses.dataclass
@@ -23,6 +28,7 @@ class StepChoice:
     median_us: float            # median duration of the steps after the first (or of all)
     min_us: float
     max_us: float
+    source: str = ""            # where the trace's steps came from, in words
 
     @property
     def lo(self) -> float:
@@ -36,7 +42,8 @@ class StepChoice:
         return {"num": self.step.num, "name": self.step.name, "start_us": self.step.ts,
                 "wall_us": self.step.dur, "reason": self.reason, "steps_in_trace": self.count,
                 "first_step_us": self.first_us, "median_step_us": self.median_us,
-                "min_step_us": self.min_us, "max_step_us": self.max_us}
+                "min_step_us": self.min_us, "max_step_us": self.max_us,
+                "steps_from": self.source}
 
 
 def choose(trace: Trace, num: int | None = None) -> StepChoice:
@@ -48,7 +55,8 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
     durs = np.array([s.dur for s in steps])
     later = durs[1:] if len(durs) > 1 else durs
     stats = dict(count=len(steps), first_us=float(durs[0]), median_us=float(np.median(later)),
-                 min_us=float(durs.min()), max_us=float(durs.max()))
+                 min_us=float(durs.min()), max_us=float(durs.max()),
+                 source=trace.meta.get("steps_from", ""))
     if num is not None:
         match = [s for s in steps if s.num == num]
         if not match:
@@ -57,6 +65,8 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
             raise InputError(f"{trace.source}: no step {num}; the trace has step(s) {have}")
         return StepChoice(match[0], f"you asked for step {num}", **stats)
     if len(steps) == 1:
+        if steps[0].name == WHOLE_TRACE:
+            return StepChoice(steps[0], NO_STEPS, **stats)
         what = "session run" if trace.format == "timeline" else "step"
         return StepChoice(steps[0], f"the trace holds one {what}", **stats)
     if len(steps) == 2:
@@ -64,8 +74,8 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
                                     "one-time work such as XLA compilation)", **stats)
     median = float(np.median(later))
     k = 1 + int(np.argmin(np.abs(later - median)))
-    return StepChoice(steps[k], f"a steady step: its duration is the median of steps "
-                                f"{steps[1].num}..{steps[-1].num}; the first step "
+    return StepChoice(steps[k], f"a steady step: its duration is the median of the "
+                                f"{len(steps) - 1} steps after the first; the first step "
                                 f"({durs[0] / 1e3:.1f} ms) is left out, as a first step "
                                 f"usually carries one-time work (XLA compilation, thread pools "
                                 f"and allocators warming up, files opening)", **stats)

@@ -28,7 +28,8 @@ import dataclasses
 
 import numpy as np
 
-from compare.analysis import inputs, rows
+from compare.analysis import evidence, inputs, rows
+from compare.analysis.evidence import Communication, Launch, OneTime
 from compare.analysis.legend import Legend
 from compare.analysis.sequence import Sequence
 from compare.analysis.steps import StepChoice
@@ -36,20 +37,31 @@ from compare.analysis.xla import XlaSummary
 from compare.fmt import duration as ms
 from compare.fmt import listed
 from compare.model import intervals
-from compare.model.events import Trace
+from compare.model.events import CAT, Trace
 from compare.model.lanes import keys
 from compare.vocabulary import ops as tfops
-from compare.vocabulary.rows import MEMCPY_PREFIX
 from compare.vocabulary.thresholds import (
+    AUTOTUNE_KERNELS,
+    COMM_BOUND,
+    COMM_NOTABLE,
     COMPILE_DOMINATES,
+    COMPILE_MIN_US,
     COMPILE_NOTABLE,
     COMPUTE_DOMINATES,
     COMPUTE_NOTABLE,
+    FIRST_STEP_FACTOR,
     GETNEXT_OK_US,
     GPU_IDLE,
     IDLE_BOUND,
     IDLE_NOTABLE,
+    INPUT_HIGH,
+    INPUT_MODERATE,
+    LAUNCH_MIN_KERNELS,
+    LAUNCH_ROW_BUSY,
+    LAUNCH_SHORT_US,
+    MOSTLY,
     OFF_PATH,
+    ONE_TIME_LEADS,
     SERIAL_BUSY,
     SERIAL_OTHERS,
     TIMELINE_SERIAL_BUSY,
@@ -82,18 +94,31 @@ class Facts:
     xla_overhead_us: float = 0.0           # cache lookups, merges and tiny cluster runs
     tiny_clusters: int = 0
     top_op: str = ""                       # op type with the most self time in the step
-    top_op_where: str = ""                 # "host" or "GPU"
+    top_op_where: str = ""                 # "host", "GPU" or "GPU launch row"
     top_op_count: int = 0
     top_op_share: float = 0.0              # its self time, all executions, over the wall time
     top_op_category: str = ""
     top_op_name: str = ""                  # node name of its longest execution
     top_op_name_share: float = 0.0
+    top_op_cpu_us: float = 0.0             # its executions' summed self time (CPU/GPU time)
+    compute_share: float = 0.0             # wall share of all op work (input waits apart)
+    device_bound: bool = False             # the GPU ran kernels GPU_IDLE of the step or more
     critical_share: float = 0.0
+    one_time: OneTime = dataclasses.field(default_factory=OneTime)
+    launch: Launch = dataclasses.field(default_factory=Launch)
+    communication: Communication = dataclasses.field(default_factory=Communication)
+    silent_rows: list[str] = dataclasses.field(default_factory=list)  # recorded nothing
+    gpu_rows: int = 0                      # GPU processes in the trace
+    gpus_recorded: int = 0                 # GPUs with any event
+    gpu_busiest: str = ""                  # which GPU gpu_busy_share is of, and over what
+    feeds: list[str] = dataclasses.field(default_factory=list)   # feed_dict placeholders
+    steps_from: str = ""                   # how the trace's steps were found
 
 
 @dataclasses.dataclass
 class Finding:
-    kind: str      # input, compile, recompile, idle, serialised, gpu_idle, xla_overhead, compute
+    kind: str      # one_time, input, compile, recompile, communication, launch, idle,
+                   # serialised, gpu_idle, xla_overhead, compute, no_data
     level: str     # "high", "moderate", "low" (checked, not a problem) or "info"
     share: float   # of the step it accounts for
     text: str
@@ -126,7 +151,21 @@ def judge(f: Facts) -> Verdict:
     out: list[Finding] = []
     for rule in FINDINGS:
         out.extend(rule(f, cls))
+    if any(x.kind == "one_time" and x.level == "high" for x in out):
+        out = [_in_a_first_run(x) for x in out]
     return _lead(out, f, cls)
+
+
+#: Findings a first run's one-time work distorts (autotuning blocks the launch row, a
+#: first call's set-up is "the largest op"): stated for what they are, not judged.
+_DISTORTED_BY_ONE_TIME = ("launch", "compute", "gpu_idle", "idle", "serialised")
+
+
+def _in_a_first_run(x: Finding) -> Finding:
+    if x.kind not in _DISTORTED_BY_ONE_TIME:
+        return x
+    return dataclasses.replace(x, level="info", try_next="",
+                               text=f"In this first run (one-time work included): {x.text}")
 
 
 def _input(f: Facts, cls: str) -> list[Finding]:
@@ -134,13 +173,14 @@ def _input(f: Facts, cls: str) -> list[Finding]:
     ops = listed(f.input_ops) or "input ops"
     waiting = "waiting for or reading" if tfops.reads_input(f.input_ops) else "waiting for"
     if cls == "not input-bound":
-        why = (f"IteratorGetNext took {ms(f.get_next_us)} (50 us or less: the input is "
+        why = (f"IteratorGetNext took {ms(f.get_next_us)} ({ms(GETNEXT_OK_US)} or less: the input is "
                f"ready when the step asks)" if f.get_next_us is not None and
                f.get_next_us <= GETNEXT_OK_US else
                f"{waiting} input ({ops}) took {ms(f.input_wait_us)}, {share:.0%} of the "
-               f"step (under 5 %)" if f.input_wait_us else
-               "the step shows no input wait (no IteratorGetNext, queue dequeue or reader op)")
-        return [Finding("input", "low", share, f"Not input-bound: {why}.", "")]
+               f"step (under {INPUT_MODERATE:.0%})" if f.input_wait_us else _no_input_words(f))
+        head = "Not input-bound" if f.input_wait_us or not f.feeds else \
+            "Input cannot be judged from this trace"
+        return [Finding("input", "low", share, f"{head}: {why}.", "")]
     tfdata = any(tfops.is_get_next(o) for o in f.input_ops)
     fix = ("add .prefetch(tf.data.AUTOTUNE) at the end of the tf.data pipeline, run map "
            "with num_parallel_calls=tf.data.AUTOTUNE, .cache() decoded data if it fits, "
@@ -154,7 +194,66 @@ def _input(f: Facts, cls: str) -> list[Finding]:
     return [Finding("input", level, share,
                     f"{cls.capitalize()}: the step spent {ms(f.input_wait_us)} {waiting} "
                     f"input ({ops}), {share:.0%} of its {ms(f.wall_us)} (thresholds: "
-                    f"5 % moderately, 20 % highly).", fix)]
+                    f"{INPUT_MODERATE:.0%} moderately, {INPUT_HIGH:.0%} highly).", fix)]
+
+
+def _no_input_words(f: Facts) -> str:
+    if f.feeds:
+        return (f"the step runs no input op; it is fed through feed_dict ("
+                f"{', '.join(f.feeds)}), and that feeding (Python preparing and copying the "
+                f"arrays before each run) happens outside what the trace records")
+    return ("the step shows no input op (no IteratorGetNext, queue dequeue or reader op); "
+            "input prepared outside the traced run (in Python, before it) is not in the trace")
+
+
+def _one_time(f: Facts, cls: str) -> list[Finding]:
+    o = f.one_time
+    compile_share = f.compile_us / (f.wall_us or 1.0)
+    signs = _one_time_signs(f)
+    if not o.first_step:
+        if o.first_over_rest >= FIRST_STEP_FACTOR:
+            return [Finding("one_time", "info", 0.0,
+                            f"The trace's first step took {o.first_over_rest:.0f}x the median "
+                            f"of the later ones: it carries one-time work (warm-up, "
+                            f"autotuning, compilation); this step, a later one, does not.", "")]
+        return []
+    share = evidence.one_time_share(o, compile_share)
+    if not signs:
+        return []
+    what = "the trace's only step" if o.only_step else "the trace's first step"
+    level = "high" if share >= ONE_TIME_LEADS else "moderate"
+    return [Finding(
+        "one_time", level, share,
+        f"First run: this is {what}, and it shows one-time work: {'; '.join(signs)}. That "
+        f"work ({share:.0%} of the step) is paid once; it says nothing of what a later step "
+        f"costs.",
+        "profile a later step (skip the first: e.g. TensorBoard's profile_batch='10,20', or "
+        "trace session run 10 rather than the first) and judge speed there; for "
+        "autotuning, TF_CUDNN_USE_AUTOTUNE=0 shows the steady cost at once")]
+
+
+def _one_time_signs(f: Facts) -> list[str]:
+    o = f.one_time
+    out = []
+    if o.autotune_nodes:
+        out.append(f"cuDNN/cuBLAS autotuning: {o.kernels} GPU kernels for {o.kernel_ops} op "
+                   f"executions, {o.autotune_kernels} for {o.autotune_node} alone "
+                   f"({o.autotune_nodes} execution(s) launched {AUTOTUNE_KERNELS} or more; a "
+                   f"steady call launches a few)")
+    if o.outlier_node:
+        out.append(f"one {o.outlier_op} call, {o.outlier_node}, took {ms(o.outlier_us)} while "
+                   f"its other calls took {ms(o.outlier_others_us)} (median): a first call "
+                   f"setting up its library")
+    if f.compile_us >= COMPILE_MIN_US:
+        out.append(f"XLA compilation, {ms(f.compile_us)}")
+    if o.source_us:
+        out.append(f"the run's _SOURCE node took {ms(o.source_us)} (the device being set up "
+                   f"in this run)")
+    if o.first_step and o.first_over_rest >= FIRST_STEP_FACTOR:
+        out.append(f"the step took {o.first_over_rest:.0f}x the median of the later steps")
+    if out and o.iterators:
+        out.append(f"the input pipeline was created in it ({', '.join(o.iterators)})")
+    return out
 
 
 def _compile(f: Facts, cls: str) -> list[Finding]:
@@ -203,8 +302,10 @@ def _idle(f: Facts, cls: str) -> list[Finding]:
 def _serialised(f: Facts, cls: str) -> list[Finding]:
     wall = f.wall_us or 1.0
     if f.tids_are == "threads":
+        # a thread launching one GPU's kernels is busy by design: launch and compute judge it
         serial = (f.worker_rows >= 2 and f.busiest_share >= SERIAL_BUSY and
-                  f.others_share < SERIAL_OTHERS)
+                  f.others_share < SERIAL_OTHERS and
+                  not any(t in f.busiest_row for t in tfops.GPU_LAUNCH_THREADS))
         what = (f"one thread, {f.busiest_row}, was busy {f.busiest_share:.0%} of the step "
                 f"while the {f.worker_rows - 1} other worker threads averaged "
                 f"{f.others_share:.0%}")
@@ -215,7 +316,7 @@ def _serialised(f: Facts, cls: str) -> list[Finding]:
         what = (f"{f.busiest_row} was busy {f.busiest_share:.0%} of the step with "
                 f"{f.parallelism:.2f} ops running at once on average, and {off_path:.0%} of "
                 f"the step was work off the critical path that could have overlapped")
-    if not serial:
+    if not serial or _launch(f, cls):  # a thread busy launching kernels: launch says it
         return []
     return [Finding(
         "serialised", "high" if f.busiest_share >= 0.8 else "moderate", f.busiest_share,
@@ -225,9 +326,68 @@ def _serialised(f: Facts, cls: str) -> list[Finding]:
         "num_parallel_calls; the seed's five crops do not depend on each other)")]
 
 
-def _gpu_idle(f: Facts, cls: str) -> list[Finding]:
-    if f.gpu_busy_share is None or f.gpu_busy_share >= GPU_IDLE:
+def _communication(f: Facts, cls: str) -> list[Finding]:
+    c = f.communication
+    if not c.count:
         return []
+    level = ("high" if c.exposed_share >= COMM_BOUND else
+             "moderate" if c.exposed_share >= COMM_NOTABLE else "info")
+    return [Finding(
+        "communication", level, c.exposed_share,
+        f"Communication: {c.count} collective(s) ({', '.join(c.ops[:4])}) cover "
+        f"{c.share:.0%} of the step (wall; {ms(c.summed_us)} summed over their overlapping "
+        f"boxes); for {c.exposed_share:.0%} of the step nothing else ran beside them, so the "
+        f"step waited for them.",
+        "overlap communication with computation (all-reduce each gradient as soon as it is "
+        "ready, as tf.distribute's MirroredStrategy does; bucket small gradients), give each "
+        "replica more work per step (a larger per-replica batch), and keep collectives on "
+        "NCCL over NVLink where the devices have it")]
+
+
+def _launch(f: Facts, cls: str) -> list[Finding]:
+    la, gpu = f.launch, f.gpu_busy_share
+    if gpu is None or gpu >= GPU_IDLE or la.busy_share < LAUNCH_ROW_BUSY or \
+            la.kernels < LAUNCH_MIN_KERNELS or la.kernel_median_us >= LAUNCH_SHORT_US:
+        return []
+    ops = (f"; {la.host_ops} ops, {la.host_ops_short} of them under {LAUNCH_SHORT_US:.0f} us"
+           if la.host_ops >= LAUNCH_MIN_KERNELS else "")
+    xla = f.tiny_clusters or "_XlaLaunch" in f.top_op or f.top_op_category == "xla_run"
+    return [Finding(
+        "launch", "high", la.busy_share,
+        f"Launch-bound: {la.row} {'was' if f.tids_are == 'lanes' else 'were'} busy "
+        f"{la.busy_share:.0%} of the step{ops}, while the GPU ran its {la.kernels} kernels "
+        f"(median {ms(la.kernel_median_us)}) only {gpu:.0%} of it and idled between them: "
+        f"the step costs the host's time to launch many small ops, not GPU work or input.",
+        ("give each launch more work: a larger batch; XLA is on already, so make the "
+         "compiled clusters larger (one tf.function(jit_compile=True) over the whole step) "
+         "and keep small host-side ops out of the GPU path" if xla else
+         "launch fewer, larger ops: compile the step with XLA (tf.function(jit_compile=True), "
+         "or TF1 global_jit_level ON_1) so small ops fuse into few kernels, use a larger "
+         "batch so each kernel does more, and run several steps per call (Keras "
+         "steps_per_execution)"))]
+
+
+def _no_data(f: Facts, cls: str) -> list[Finding]:
+    if not f.silent_rows:
+        return []
+    gpu_words = ("No GPU row recorded anything: the GPU tracer captured no kernel (it failed "
+                 "to start, lacked permission, or the device ran nothing), so GPU time cannot "
+                 "be judged from this trace" if f.gpu_rows and not f.gpus_recorded else
+                 "nothing can be said of the devices behind them")
+    names = ", ".join(f.silent_rows[:6]) + (f" and {len(f.silent_rows) - 6} more"
+                                            if len(f.silent_rows) > 6 else "")
+    return [Finding(
+        "no_data", "info", 0.0,
+        f"Recorded nothing: {len(f.silent_rows)} row(s) hold only their names ({names}); "
+        f"{gpu_words}.",
+        "re-profile with the GPU tracer working (check the profiler's log for CUPTI errors: "
+        "the user needs permission to read GPU performance counters) to judge those devices")]
+
+
+def _gpu_idle(f: Facts, cls: str) -> list[Finding]:
+    if f.gpu_busy_share is None or f.gpu_busy_share >= GPU_IDLE or _launch(f, cls) or \
+            f.communication.exposed_share >= COMM_BOUND:
+        return []  # a launch-bound step, or one waiting on collectives, says why the GPU idles
     return [Finding(
         "gpu_idle", "high" if f.gpu_busy_share < 0.25 else "moderate", 1 - f.gpu_busy_share,
         f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the step and "
@@ -241,7 +401,7 @@ def _xla_overhead(f: Facts, cls: str) -> list[Finding]:
     if f.tiny_clusters < TINY_CLUSTERS_NOTABLE:
         return []
     return [Finding(
-        "xla_overhead", "info", f.xla_overhead_us / (f.wall_us or 1.0),
+        "xla_overhead", "info", min(1.0, f.xla_overhead_us / (f.wall_us or 1.0)),
         f"XLA bookkeeping: {f.tiny_clusters} clusters run in under "
         f"{TINY_CLUSTER_US:.0f} us each; with their cache lookups (_XlaCompile) and merges "
         f"(_XlaMerge) that is {ms(f.xla_overhead_us)} per step spent on XLA plumbing.",
@@ -260,19 +420,31 @@ def _compute(f: Facts, cls: str) -> list[Finding]:
               "TensorBoard profiler; if it is slower than the same ops without XLA "
               "(global_jit_level OFF), keep those ops out of the cluster"
               if f.top_op_category == "xla_run" else
+              "make the GPU's work cheaper: fuse small kernels with XLA (jit_compile=True), "
+              "use mixed precision (tf.keras.mixed_precision 'mixed_float16') on tensor-core "
+              "GPUs, and check the largest GPU ops in TensorBoard's kernel stats"
+              if f.device_bound else
               "make it cheaper (smaller inputs, a faster kernel, fewer calls) or take it off "
               "the critical path")
+    share = f.gpu_busy_share if f.device_bound else max(f.top_op_share, f.compute_share)
+    high = f.device_bound or f.top_op_share >= COMPUTE_DOMINATES or (
+        f.compute_share >= COMPUTE_DOMINATES and f.top_op_share >= COMPUTE_NOTABLE)
+    where = (f"Device-bound: {f.gpu_busiest or 'the GPU'} ran kernels "
+             f"{f.gpu_busy_share:.0%} of the time. "
+             if f.device_bound else
+             f"Ops ran {f.compute_share:.0%} of the step (wall). " if f.compute_share else "")
     return [Finding(
-        "compute", "high" if f.top_op_share >= COMPUTE_DOMINATES else "info", f.top_op_share,
-        f"The largest cost is {what} on the {f.top_op_where}: {f.top_op_share:.0%} of the "
-        f"step by self time ({calls}). The critical path covers {f.critical_share:.0%} of "
-        f"the step.",
+        "compute", "high" if high else "info", share,
+        f"{where}The largest cost is {what} on the {f.top_op_where}: it covers "
+        f"{f.top_op_share:.0%} of the step (wall time; its executions add up to "
+        f"{ms(f.top_op_cpu_us)} of {'GPU' if f.top_op_where == 'GPU' else 'CPU'} time: "
+        f"{calls}). The critical path covers {f.critical_share:.0%} of the step.",
         f"start with {f.top_op_name or f.top_op}, the largest cost: {advice}")]
 
 
 #: The finding rules, in the order findings are listed.
-FINDINGS = (_input, _compile, _recompile, _idle, _serialised, _gpu_idle, _xla_overhead,
-            _compute)
+FINDINGS = (_one_time, _input, _compile, _recompile, _communication, _launch, _idle,
+            _serialised, _gpu_idle, _xla_overhead, _compute, _no_data)
 
 
 def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
@@ -282,27 +454,55 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
     highs = [x for x in out if x.level == "high"]
     if highs:
         lead = min(highs, key=lambda x: (_CAUSES.get(x.kind, len(_CAUSES)), -x.share))
-        words = (f"The step is {cls}" if lead.kind == "input" else
-                 f"The step is busy computing in {f.top_op} on the {f.top_op_where}"
-                 if lead.kind == "compute" else _WORDS[lead.kind])
-        headline = f"{words} ({lead.share:.0%} of the step)" + (
-            f"; input: {cls}." if lead.kind != "input" else ".")
+        words = (f"The step is {cls} ({lead.share:.0%} of the step)" if lead.kind == "input"
+                 else _compute_words(f, lead.share) if lead.kind == "compute" else
+                 f"The step is mostly waiting (idle gaps) ({lead.share:.0%} of the step)"
+                 if lead.kind == "idle" and lead.share >= MOSTLY else
+                 f"{_WORDS[lead.kind]} ({lead.share:.0%} of the step)")
+        headline = words + (f"; input: {_said(f, cls)}." if lead.kind != "input" else ".")
         return Verdict(lead.kind, headline, cls, out, f)
     cands = sorted((x for x in out if x.level == "moderate" and x.share > 0 or
                     x.kind == "compute" and x.share >= COMPUTE_NOTABLE),
                    key=lambda x: -x.share)
     if not cands:
-        return Verdict("none", f"Nothing stands out; input: {cls}.", cls, out, f)
+        silent = [x for x in out if x.kind == "no_data"]
+        if silent:
+            return Verdict("no_data", f"Nothing stands out in what was recorded, and some rows "
+                                      f"recorded nothing (see below); input: {_said(f, cls)}.",
+                           cls, out, f)
+        return Verdict("none", f"Nothing stands out; input: {_said(f, cls)}.", cls, out, f)
     parts = [_phrase(x, f, cls) for x in cands[:3]]
-    tail = f"; input: {cls}" if not any(x.kind == "input" for x in cands[:3]) else ""
+    tail = f"; input: {_said(f, cls)}" if not any(x.kind == "input" for x in cands[:3]) else ""
     return Verdict(cands[0].kind, "No single bottleneck: " + "; ".join(parts) + tail + ".",
                    cls, out, f)
 
 
-_CAUSES = {"compile": 0, "input": 1}
+def _compute_words(f: Facts, share: float) -> str:
+    """The compute headline: how much of the step computed, and the largest op (its own share
+    is in the finding)."""
+    if f.device_bound:
+        return (f"The step is device-bound: the GPU ran kernels {share:.0%} of the time, most "
+                f"in {f.top_op} ({f.top_op_share:.0%} of the step)")
+    return (f"The step is busy computing: ops ran {share:.0%} of it, most in {f.top_op} on the "
+            f"{f.top_op_where} ({f.top_op_share:.0%})")
+
+
+def _said(f: Facts, cls: str) -> str:
+    """The input class in a headline; a feed_dict step's input is outside the trace."""
+    if f.feeds and not f.input_wait_us:
+        return "fed by feed_dict, outside what the trace records"
+    return cls
+
+
+#: When several findings are high, the cause leads: one-time work of a first run, then a
+#: compile, an input wait, communication and launching (they cause an idle GPU, idle gaps).
+_CAUSES = {"one_time": 0, "compile": 1, "input": 2, "communication": 3, "launch": 4}
 _WORDS = {
+    "one_time": "This is a first run dominated by one-time work: profile a later step",
     "compile": "The step is compile-bound",
-    "idle": "The step is mostly waiting (idle gaps)",
+    "communication": "The step waits on communication (collectives)",
+    "launch": "The step is launch-bound (many small ops; the GPU idles between them)",
+    "idle": "The step waits much of the time (idle gaps)",
     "serialised": "One row serialises the step",
     "gpu_idle": "The GPU is underused",
     "recompile": "XLA recompiles",
@@ -318,6 +518,9 @@ def _phrase(x: Finding, f: Facts, cls: str) -> str:
         "gpu_idle": f"GPU idle {x.share:.0%}",
         "compute": f"{f.top_op} on the {f.top_op_where} {x.share:.0%}",
         "recompile": "recompilation",
+        "one_time": f"one-time work of a first run {x.share:.0%}",
+        "communication": f"waiting on collectives {x.share:.0%}",
+        "launch": f"launching small ops {x.share:.0%}",
     }[x.kind]
 
 
@@ -376,9 +579,12 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
            sequence: Sequence) -> Verdict:
     """Measure the facts of the chosen step and judge them."""
     ev = trace.events
-    idx = np.flatnonzero((ev.step == choice.step.num) & rows.work_mask(trace))
+    in_step = ev.step == choice.step.num
+    idx = np.flatnonzero(in_step & rows.work_mask(trace))
     ops = inputs.input_ops(trace)
-    st = _Step(trace, choice, idx, idx[ops[idx]])
+    # input ops on every row, the step's own (Python) thread too: an eager next(iterator)
+    # waits there, and the step split counts it (compare.analysis.inputs)
+    st = _Step(trace, choice, idx, np.flatnonzero(in_step & ops))
     f = Facts(wall_us=float(st.wall), tids_are=legend.tids_are)
     _measure_input(st, f, ops)
     f.compile_us = step_compile_us(trace, xla, choice)
@@ -388,13 +594,20 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
     _measure_gpu(st, f, legend)
     _measure_xla_overhead(st, f, xla)
     _measure_top_op(st, f, legend)
-    f.critical_share = sequence.critical_us / st.wall if st.wall else 0.0
+    f.critical_share = min(1.0, sequence.critical_us / st.wall) if st.wall else 0.0
+    roles = rows.process_roles(trace)
+    f.one_time = evidence.one_time(trace, choice, idx, roles)
+    f.launch = evidence.launch(trace, choice, idx, legend, roles)
+    f.communication = evidence.communication(trace, choice, idx, roles)
+    f.silent_rows = evidence.silent_rows(legend)
+    f.feeds = evidence.feeds(trace, idx)
+    f.steps_from = trace.meta.get("steps_from", "")
     return judge(f)
 
 
 def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
     ev, names = st.trace.events, st.trace.strings.names
-    f.input_wait_us = inputs.input_us(st.trace, st.idx, st.lo, st.hi, ops)
+    f.input_wait_us = inputs.input_us(st.trace, st.waits, st.lo, st.hi, ops)
     f.input_ops = sorted({names[ev.op_type[i] or ev.name[i]] for i in st.waits})
     gn = [i for i in st.waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
     if gn:
@@ -403,7 +616,7 @@ def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
 
 def _measure_gaps(st: _Step, f: Facts) -> None:
     """Idle time and the three longest gaps, with the ops around them."""
-    tr, idx = st.trace, st.idx
+    tr, idx = st.trace, np.union1d(st.idx, st.waits)   # waiting for input is not idle
     a, b = tr.events.ts[idx], tr.events.ts[idx] + tr.events.dur[idx]
     f.idle_us = st.wall - intervals.union_us(a, b, st.lo, st.hi)
     gs, ge = intervals.gaps(a, b, st.lo, st.hi)
@@ -418,7 +631,7 @@ def _measure_gaps(st: _Step, f: Facts) -> None:
 
 
 #: Thread roles whose work can serialise a step.
-_WORKER_ROLES = ("inter_op", "tf_data", "eigen", "reader", "runtime", "other")
+_WORKER_ROLES = ("inter_op", "tf_data", "eigen", "reader", "runtime", "other", "gpu_private")
 
 
 def _measure_rows(st: _Step, f: Facts, legend: Legend) -> None:
@@ -449,17 +662,17 @@ def _measure_rows(st: _Step, f: Facts, legend: Legend) -> None:
 
 
 def _measure_gpu(st: _Step, f: Facts, legend: Legend) -> None:
-    """The share of the step the GPU ran kernels (copies left out)."""
-    gpu_rows = [p for p in legend.processes if p.role in ("gpu_stream_all", "gpu_stream",
-                                                          "gpu_device")]
-    if not gpu_rows:
-        return
-    ev, names = st.trace.events, st.trace.strings.names
-    pids = [p.pid for p in gpu_rows if p.role == "gpu_stream_all"] or [p.pid for p in gpu_rows]
-    k = np.flatnonzero((ev.step == st.choice.step.num) & np.isin(ev.pid, pids)
-                       & rows.busy_mask(st.trace))
-    k = k[[not names[ev.name[i]].startswith(MEMCPY_PREFIX) for i in k]] if len(k) else k
-    f.gpu_busy_share = st.busy_share(k)
+    """The share of the step the busiest GPU ran kernels (copies left out), over the GPUs that
+    recorded anything; None when the trace has no GPU row or none recorded an event."""
+    f.gpu_rows = len(legend.devices)
+    recorded = [d for d in legend.devices if d.recorded]
+    f.gpus_recorded = len(recorded)
+    if recorded:
+        d = max(recorded, key=lambda d: d.busy_share)
+        f.gpu_busy_share = d.busy_share
+        if len(legend.devices) > 1:
+            f.gpu_busiest = f"{d.device}, the busiest GPU, " + (
+                "over its own step row" if d.own_window else "over the step")
 
 
 def _measure_xla_overhead(st: _Step, f: Facts, xla: XlaSummary) -> None:
@@ -480,14 +693,22 @@ def _measure_xla_overhead(st: _Step, f: Facts, xla: XlaSummary) -> None:
 
 
 def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:
-    """The op with the most self time (compiles and input have findings of their own)."""
+    """The op with the most wall time (compiles and input have findings of their own); on a
+    GPU busy GPU_IDLE of the step or more, the GPU's (the step is device-bound)."""
+    ev = st.trace.events
+    ops = st.idx[(ev.op_type[st.idx] != 0) & ~np.isin(st.idx, st.waits) &
+                 ~np.isin(ev.category[st.idx], [CAT["runtime"], CAT["tf_data"]])]
+    f.compute_share = st.busy_share(ops)
+    f.device_bound = f.gpu_busy_share is not None and f.gpu_busy_share >= GPU_IDLE
     tops = [t for t in legend.top_ops if t.category != "xla_compile" and
-            not tfops.is_input_op(t.op, t.op)]
+            not tfops.is_input_op(t.op, t.op) and not t.collective and
+            (t.where == "GPU" or not f.device_bound)]
     if tops:
         t = tops[0]
         f.top_op, f.top_op_where, f.top_op_count, f.top_op_share, f.top_op_category = (
             t.op, t.where, t.count, t.share, t.category)
-        f.top_op_name, f.top_op_name_share = t.largest, t.largest_us / st.wall
+        f.top_op_name, f.top_op_name_share = t.largest, min(1.0, t.largest_us / st.wall)
+        f.top_op_cpu_us = t.self_us
 
 
 def step_compile_us(trace: Trace, xla: XlaSummary, choice: StepChoice) -> float:

@@ -68,6 +68,8 @@ class XlaSummary:
     #: indices of the events that ran compiled code: _XlaRun / _XlaLaunch calls and the
     #: launches of jit_compile functions (their compile, if any, is in ``compile_calls``)
     run_events: list[int] = dataclasses.field(default_factory=list)
+    #: indices of the _XlaCompile calls that only looked their program up in the cache
+    lookup_events: list[int] = dataclasses.field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"compile_us": self.compile_us, "run_us": self.run_us, "compiles": self.compiles,
@@ -90,6 +92,7 @@ class _Units:
         self.trace = trace
         self.units: dict[str, XlaUnit] = {}
         self.compile_calls: list[tuple[int, str, float]] = []
+        self.lookup_events: list[int] = []
         self.anonymous: set[str] = set()   # named by their op only: the trace names no node
         self._keys: dict[tuple[int, int], str] = {}
 
@@ -147,7 +150,8 @@ def summarize(trace: Trace) -> XlaSummary:
                           if u.compiles > 1 and u.name not in found.anonymous),
         launch_style=style,
         compile_calls=found.compile_calls,
-        run_events=sorted(int(i) for i in run_idx) + sorted(function_launches))
+        run_events=sorted(int(i) for i in run_idx) + sorted(function_launches),
+        lookup_events=sorted(found.lookup_events))
 
 
 def _by_time(ev, idx: np.ndarray) -> np.ndarray:
@@ -170,6 +174,7 @@ def _compile_ops(found: _Units, compile_idx: np.ndarray) -> dict[str, float]:
             found.compiled(u, i, float(ev.dur[i]))
         else:
             lookups.setdefault(u.name, []).append(float(ev.dur[i]))
+            found.lookup_events.append(int(i))
     for name, durs in lookups.items():
         found.units[name].lookup_us = _median(durs)
     return first

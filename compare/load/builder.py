@@ -9,10 +9,12 @@ from operator import is_
 
 import numpy as np
 
-from compare.load import chrome_json
+from compare.load import chrome_json, step_marks
 from compare.model.events import (
+    CAT,
     MAX_NAME_CHARS,
     STRING_COLUMNS,
+    WHOLE_TRACE,
     Counters,
     EventBuilder,
     Flows,
@@ -21,8 +23,8 @@ from compare.model.events import (
     Strings,
     Trace,
 )
-from compare.vocabulary.ops import SOURCE_NODE, category_of
-from compare.vocabulary.rows import process_kind
+from compare.vocabulary.ops import CUDA_CALL_ARG, SOURCE_NODE, XLA_OPS, category_of, kernel_op
+from compare.vocabulary.rows import HOST_PLANE_PREFIX, process_kind
 
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
 _I64 = 1 << 63
@@ -95,15 +97,14 @@ class Builder:
         self.skipped: dict[str, int] = {}
         self.first_skipped: dict[str, int] = {}   # reason -> index of its first event
         self.seen = 0                             # entries of the event list read so far
-        self.steps: dict[int, Step] = {}
-        self.group_step: dict[int, int] = {}
+        self.marks = step_marks.Marks()
         self.timeline_style = False
         self.xprof_style = False
 
     def is_plain(self) -> bool:
         """Nothing here depends on events outside this builder's own: no open B/E pairs, no
         steps or groups, nothing skipped or warned about (see :func:`_add_in_halves`)."""
-        return not (self.open_b or self.steps or self.group_step or self.skipped
+        return not (self.open_b or self.marks or self.skipped
                     or self.warnings or self.counters or self.flows or self.xprof_style
                     or self.s.cut)
 
@@ -411,22 +412,34 @@ class Builder:
         for e in good:
             name = e.get("name")
             name = name if isinstance(name, str) else "" if name is None else str(name)
+            name = self.s.short(name)   # cut before any rule reads it
             args = e.get("args")
-            op_type = tf_name = hlo_op = hlo_mod = ""
+            op_type = tf_name = hlo_op = hlo_mod = kernel_type = ""
             group, n_in, step_marker = -1, 0, False
             if type(args) is dict and args:
                 if isinstance(args.get("op"), str):  # timeline.py: args {name, op, input0..N}
                     op_type, tf_name, n_in = self._timeline_args(args, in_ids)
                 else:
                     op_type, tf_name, hlo_op, hlo_mod, group = self._xprof_args(args, name)
-                    step_marker = self._step_marker(e, args, name, group)
+                    step_marker = self.marks.add(e, args, name, group)
+                    if not op_type and not hlo_op:  # a GPU kernel names its TF op in its args
+                        tf_name, kernel_type = kernel_op(args, name)
+            elif name.startswith(step_marks.NAME_MARK_PREFIXES):
+                self.marks.add(e, {}, name, group)
             names.append(name)
-            op_types.append(op_type)
+            op_types.append(op_type or kernel_type)
             tf_names.append(tf_name)
             groups.append(group)
             hmods.append(hlo_mod)
             hops.append(hlo_op)
-            cats.append(category_of(name, op_type, hlo_op, step_marker))
+            # a kernel that names its TF op is that op's work ("op"), never a call of an XLA
+            # op: the XLA summary counts _XlaRun calls on the host, not their kernels
+            cat = category_of(name, op_type, hlo_op, step_marker) if not kernel_type else \
+                CAT["op"] if kernel_type not in XLA_OPS else category_of(name, "", "", False)
+            if not op_type and not kernel_type and type(args) is dict and CUDA_CALL_ARG in args \
+                    and self.proc_names.get(e["pid"], "").startswith(HOST_PLANE_PREFIX):
+                cat = CAT["runtime"]  # the GPU tracer's record of a CUDA call on a host thread
+            cats.append(cat)
             in_lengths.append(n_in)
         self.ev.extend(
             pid=[e["pid"] for e in good], tid=[e["tid"] for e in good],
@@ -486,19 +499,6 @@ class Builder:
             hlo_mod = hm if isinstance(hm, str) else ""
         return op_type, tf_name, hlo_op, hlo_mod, _int_in(args.get("group_id"), _I64, -1)
 
-    def _step_marker(self, e: dict, args: dict, name: str, group: int) -> bool:
-        """An xprof step marker (``step_num`` and ``step_name`` args): record the step."""
-        if "step_name" not in args:
-            return False
-        num = _int_in(args.get("step_num"), 1 << 31, None)  # the step column is int32
-        if num is None:
-            return False
-        if num not in self.steps:
-            self.steps[num] = Step(num, float(e["ts"]), float(e["dur"]), self.s.short(name))
-        if group >= 0:
-            self.group_step[group] = num
-        return True
-
     # --- finish --------------------------------------------------------------------------
 
     def finish(self, source: str, rest: dict) -> Trace:
@@ -535,10 +535,16 @@ class Builder:
         trace = Trace(source=source, format=fmt, strings=self.s, processes=processes,
                       lanes=dict(self.lanes), events=events, counters=counters, flows=flows,
                       objects=self.objects, warnings=self.warnings, meta=meta)
-        trace.steps = sorted(self.steps.values(), key=lambda st: st.ts)
-        if not trace.steps:
-            trace.steps = _infer_steps(trace)
-        _assign_steps(trace, self.group_step)
+        found = self.marks.steps(processes, self.lanes)
+        trace.steps = found.steps or _infer_steps(trace)
+        trace.meta["steps_from"] = found.source if found.steps else (
+            "TF1 session runs (each starts with its _SOURCE node)" if len(trace.steps) > 1
+            else "nothing: the trace marks no steps" if trace.steps and
+            trace.steps[0].name == WHOLE_TRACE else "one TF1 session run (the whole file)")
+        trace.meta["group_step"] = found.group_step
+        if found.per_device:
+            trace.meta["per_device_steps"] = found.per_device
+        assign_steps(trace, found.group_step, found.other_devices)
         return trace
 
 
@@ -564,15 +570,19 @@ def _infer_steps(trace: Trace) -> list[Step]:
             seen.add(pid)
         starts = np.array(firsts)
     t0, t1 = float(ev.ts.min()), float(ev.end.max())
-    if len(starts) <= 1:
-        return [Step(0, t0, t1 - t0, "whole trace")]
+    if len(starts) <= 1:  # one session run (a timeline is one), or nothing marks steps
+        return [Step(0, t0, t1 - t0, "session run" if len(starts) else WHOLE_TRACE)]
     bounds = list(starts) + [t1]
     bounds[0] = min(bounds[0], t0)
     return [Step(i, float(bounds[i]), float(bounds[i + 1] - bounds[i]), f"session run {i}")
             for i in range(len(starts))]
 
 
-def _assign_steps(trace: Trace, group_step: dict[int, int]) -> None:
+def assign_steps(trace: Trace, group_step: dict[int, int],
+                 other_devices: list[int] | tuple = ()) -> None:
+    """Each event's step: the step whose window holds its start, or the step of its xprof
+    group (host work of a step may start before the device's step row does); events of
+    ``other_devices`` (devices whose own step rows were not chosen) go by time only."""
     ev = trace.events
     ev.step = trace.step_of(ev.ts)
     if group_step:
@@ -583,4 +593,6 @@ def _assign_steps(trace: Trace, group_step: dict[int, int]) -> None:
         pos = np.searchsorted(groups, ev.group)
         pos = np.clip(pos, 0, len(groups) - 1)
         hit = groups[pos] == ev.group
+        if len(other_devices):
+            hit &= ~np.isin(ev.pid, list(other_devices))
         ev.step[hit] = nums[pos[hit]]

@@ -102,8 +102,8 @@ def _add_in_halves(buf: bytes, start: int, end: int) -> "Builder | None":
     pairs, no steps), so two halves merged equal one pass (a test compares every column).
 
     Returns None when that does not hold, or the child fails or overruns: the caller then
-    loads the whole list on one core, so the result never depends on this path. ~1.6x faster
-    on a 150 MB timeline here; the child adds its own peak memory (~0.3x the file)."""
+    loads the whole list on one core, so the result never depends on this path. The child adds
+    its own peak memory; speed and memory: BENCHMARKS.md."""
     cut = None
     for m in chrome_json._BETWEEN.finditer(buf, (start + end) // 2, end):
         cut = m.start() + 1  # just after an event's '}'; both halves must then parse whole,

@@ -1,52 +1,225 @@
-"""TensorBoard profiles: an ``.xplane.pb``, a session folder or a logdir, read through xprof's
-own converter (``raw_to_tool_data.xspace_to_tool_data(..., "trace_viewer")``), with the HLO
-modules of the xplane's ``/host:metadata`` plane (:mod:`common.hlo`)."""
+"""TensorBoard profiles: an ``.xplane.pb``, a profile session folder or a logdir.
+
+Each host's xplane goes through xprof's own trace-viewer converter on its own (xprof converts
+one XSpace to trace events; given several it returns nothing), and the hosts are merged into
+one trace, one process group per host (:mod:`compare.load.hosts`). Steps are xprof's own: the
+step database its input-pipeline tool computes (``op_stats.step_db``, what ``xprof
+get_step_trace`` reports), over all hosts at once. xprof caches that database as
+``ALL_HOSTS.op_stats_v2.pb`` beside the files it is given, so it is given the bytes with file
+names in a private temporary folder: the user's folder is never written to.
+
+A TF 2.2/2.3 logdir holding ``<host>.trace.json.gz`` (the trace viewer's JSON, written by the
+profiler itself) and no xplane loads as that JSON, several hosts merged the same way.
+HLO modules come from the xplane's ``/host:metadata`` plane (:mod:`common.hlo`).
+"""
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
-from common import hlo
+from xprof.protobuf import op_stats_pb2, trace_events_old_pb2
+
+from common import atomic, hlo
 from common.errors import InputError
+from compare.load import hosts
+from compare.load.builder import Builder, assign_steps
 from compare.load.errors import FORMATS_WE_READ, LoadError
-from compare.load.json_trace import load_json_bytes, load_json_file
-from compare.model.events import Trace
+from compare.load.json_trace import load_json_file
+from compare.model.events import WHOLE_TRACE, Step, Strings, Trace
+
+XPLANE_SUFFIX = ".xplane.pb"
+#: What TF 2.2/2.3 wrote beside (or instead of) the xplane: the trace viewer's JSON per host.
+HOST_TRACE_SUFFIX = ".trace.json.gz"
+#: Files a folder may hold instead of a profile (our runs, timeline.py users).
+TIMELINE_NAMES = ("timeline.json", "trace.json.gz")
 
 
 def load_dir(p: Path) -> Trace:
-    xplanes = sorted(p.glob("*.xplane.pb"))
-    if not xplanes:
-        sessions = sorted({x.parent for x in p.glob("**/plugins/profile/*/*.xplane.pb")})
-        if not sessions:
-            timelines = [t for t in ("timeline.json", "trace.json.gz") if (p / t).is_file()]
-            if timelines:
-                return load_json_file(p / timelines[0])
-            raise LoadError(f"{p}: folder holds no .xplane.pb profile (and no timeline.json); "
-                            f"we read {FORMATS_WE_READ}")
-        runs = sorted({str(s.parent.parent.parent) for s in sessions})
-        if len(runs) > 1:
-            names = ", ".join(os.path.relpath(r, p) for r in runs)
-            raise LoadError(f"{p}: holds several runs ({names}); pass one of them")
-        xplanes = sorted(sessions[-1].glob("*.xplane.pb"))
-    return load_xplanes([str(x) for x in xplanes], str(p))
+    """A session folder (``<host>.xplane.pb`` or ``<host>.trace.json.gz`` per host), a logdir
+    holding one run's sessions (the latest session is read), or a folder with a timeline."""
+    session = _session(p)
+    if session is None:
+        timelines = [t for t in TIMELINE_NAMES if (p / t).is_file()]
+        if timelines:
+            return load_json_file(p / timelines[0])
+        raise LoadError(f"{p}: folder holds no .xplane.pb or <host>.trace.json.gz profile (and "
+                        f"no timeline.json); we read {FORMATS_WE_READ}")
+    xplanes = sorted(session.glob("*" + XPLANE_SUFFIX))
+    if xplanes:
+        return load_xplanes([str(x) for x in xplanes], str(p))
+    files = sorted(session.glob("*" + HOST_TRACE_SUFFIX))
+    loaded = [(f.name[: -len(HOST_TRACE_SUFFIX)], load_json_file(f)) for f in files]
+    return loaded[0][1] if len(loaded) == 1 else hosts.merge(loaded, str(p))
+
+
+def _session(p: Path) -> Path | None:
+    """The profile session folder ``p`` is or holds (None if none)."""
+    if any(p.glob("*" + XPLANE_SUFFIX)) or any(p.glob("*" + HOST_TRACE_SUFFIX)):
+        return p
+    sessions = sorted({x.parent for suffix in (XPLANE_SUFFIX, HOST_TRACE_SUFFIX)
+                       for x in p.glob(f"**/plugins/profile/*/*{suffix}")})
+    if not sessions:
+        return None
+    runs = sorted({str(s.parent.parent.parent) for s in sessions})
+    if len(runs) > 1:
+        names = ", ".join(os.path.relpath(r, p) for r in runs)
+        raise LoadError(f"{p}: holds several runs ({names}); pass one of them")
+    return sessions[-1]
+
+
+def host_name(path: str) -> str:
+    name = os.path.basename(path)
+    return name[: -len(XPLANE_SUFFIX)] if name.endswith(XPLANE_SUFFIX) else name
 
 
 def load_xplanes(paths: list[str], source: str) -> Trace:
+    """One or several hosts' xplanes as one trace, with xprof's steps."""
     try:  # also validates the files are XSpaces
         modules = hlo.modules_from_xplanes(paths, source)
     except InputError as e:
         raise LoadError(f"{e}; we read {FORMATS_WE_READ}" if "not JSON" in str(e) else str(e)) from None
-    try:
-        from xprof.convert import raw_to_tool_data
-
-        data, _ = raw_to_tool_data.xspace_to_tool_data(paths, "trace_viewer", {})
-    except Exception as e:  # xprof raises assorted types; any of them means unusable input
-        raise LoadError(f"{source}: xprof could not convert it ({str(e).splitlines()[0][:200]})"
-                        ) from None
-    if not data:
-        raise LoadError(f"{source}: xprof produced no trace events")
-    trace = load_json_bytes(data.encode("utf-8") if isinstance(data, str) else data, source)
+    blobs = [_read(p) for p in paths]
+    with tempfile.TemporaryDirectory(prefix="compare-xprof-") as tmp:
+        names = _private_copies(paths, blobs, tmp)
+        per_host = [(host_name(p), _host_trace(n, p)) for p, n in zip(paths, names)]
+        step_db = _step_db(names, tmp)
+    for k, (_, trace) in enumerate(per_host):
+        _use_step_db(trace, step_db, k)
+    trace = per_host[0][1] if len(per_host) == 1 else hosts.merge(per_host, source)
+    trace.source = source
     trace.format = "xprof"
     trace.hlo = modules
     trace.meta["xplane_files"] = paths
     return trace
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise LoadError(f"{path}: cannot read ({e.strerror})") from None
+
+
+def _private_copies(paths: list[str], blobs: list[bytes], tmp: str) -> list[str]:
+    """The xplanes copied into ``tmp`` under their own names (xprof names hosts after files):
+    whatever xprof writes beside them stays there."""
+    out = []
+    for k, (path, blob) in enumerate(zip(paths, blobs)):
+        folder = os.path.join(tmp, "hosts") if k == 0 or os.path.basename(path) not in {
+            os.path.basename(o) for o in out} else os.path.join(tmp, f"hosts{k}")
+        os.makedirs(folder, exist_ok=True)
+        name = os.path.join(folder, os.path.basename(path))
+        atomic.write_bytes(Path(name), blob)
+        out.append(name)
+    return out
+
+
+def _convert(names: list[str], tool: str, source: str) -> bytes:
+    from xprof.convert import _pywrap_profiler_plugin as xprof  # lazy: its native library
+
+    try:
+        data, ok = xprof.xspace_to_tools_data(names, tool, {"use_saved_result": False})
+    except Exception as e:  # xprof raises assorted types; any of them means unusable input
+        raise LoadError(f"{source}: xprof could not convert it "
+                        f"({str(e).splitlines()[0][:200] if str(e) else type(e).__name__})"
+                        ) from None
+    return data if ok else b""
+
+
+def _host_trace(name: str, path: str) -> Trace:
+    """One host's xplane through xprof's trace viewer, read from its trace proto directly (the
+    JSON xprof would make of it says the same, at several times the cost)."""
+    raw = _convert([name], "trace_viewer", path)
+    proto = trace_events_old_pb2.Trace()
+    try:
+        proto.ParseFromString(raw)
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise LoadError(f"{path}: xprof's trace viewer output is unreadable") from None
+    if not len(proto.trace_events):
+        raise LoadError(f"{path}: xprof produced no trace events")
+    b = Builder(Strings(), [])
+    b.add(_metadata(proto))
+    events = proto.trace_events
+    for start in range(0, len(events), 50_000):
+        b.add([_event(e) for e in events[start:start + 50_000]])
+    return b.finish(path, {})
+
+
+def _metadata(proto) -> list[dict]:
+    out = []
+    for did, device in sorted(proto.devices.items()):
+        if device.name:
+            out.append({"ph": "M", "pid": did, "name": "process_name",
+                        "args": {"name": device.name}})
+        out.append({"ph": "M", "pid": did, "name": "process_sort_index",
+                    "args": {"sort_index": did}})
+        for rid, resource in sorted(device.resources.items()):
+            if resource.name:
+                out.append({"ph": "M", "pid": did, "tid": rid, "name": "thread_name",
+                            "args": {"name": resource.name}})
+    return out
+
+
+def _event(e) -> dict:
+    d = {"pid": e.device_id, "tid": e.resource_id, "name": e.name,
+         "ts": e.timestamp_ps / 1e6, "dur": e.duration_ps / 1e6, "ph": "X" if e.duration_ps else "i"}
+    if e.args:
+        d["args"] = dict(e.args)
+    return d
+
+
+def _step_db(names: list[str], tmp: str):
+    """xprof's step database over every host (``OpStats.step_db``), or None."""
+    _convert(names, "input_pipeline_analyzer", names[0])
+    cached = sorted(Path(tmp).glob("**/*op_stats*.pb"))
+    if not cached:
+        return None
+    stats = op_stats_pb2.OpStats()
+    try:
+        stats.ParseFromString(cached[0].read_bytes())
+    except Exception:  # noqa: BLE001
+        return None
+    return stats
+
+
+def _use_step_db(trace: Trace, stats, host: int) -> None:
+    """Replace ``trace``'s steps by xprof's (host ``host``'s cores): each step's window from the
+    step database, numbered and named as the trace's own marks name its group."""
+    if stats is None or not len(stats.step_db.step_sequence):
+        return
+    known_num = trace.meta.get("group_step", {})
+    by_num = {s.num: s for s in trace.steps}
+    steps, group_step = [], {}
+    for seq in stats.step_db.step_sequence:
+        cores = [c for c in sorted(seq.step_info_per_core) if _host_of(stats, c) == host]
+        if not cores:
+            continue
+        info = seq.step_info_per_core[cores[0]]
+        group = int(seq.step_num)
+        known = by_num.get(known_num[group]) if group in known_num else None
+        num = known.num if known else group
+        name = known.name if known else (info.step_name or str(num))
+        steps.append(Step(num, info.begin_ps / 1e6, info.duration_ps / 1e6, name))
+        group_step[group] = num
+    if not steps:
+        return
+    # xprof leaves out steps it deems incomplete (often the first and the last, even when the
+    # trace marks them whole); the first step is the one that compiles, so the trace's own
+    # marks keep those, where no step of xprof's overlaps them
+    kept = [s for s in trace.steps if s.num not in {x.num for x in steps} and
+            trace.steps[0].name != WHOLE_TRACE and
+            not any(s.ts < x.ts + x.dur and x.ts < s.ts + s.dur for x in steps)]
+    trace.steps = sorted(steps + kept, key=lambda s: s.ts)
+    trace.meta["steps_from"] = "xprof's step database (its step-trace tool's steps)" + (
+        f", and {len(kept)} step(s) it left out as incomplete, from the trace's own marks"
+        if kept else "")
+    trace.meta["group_step"] = {**{g: n for g, n in trace.meta.get("group_step", {}).items()
+                                   if n in {s.num for s in kept}}, **group_step}
+    assign_steps(trace, group_step, list(trace.meta.get("per_device_steps", {})))
+
+
+def _host_of(stats, core: int) -> int:
+    """The host index of a step database core: xprof numbers the cores of host k from k*1000."""
+    return int(core) // 1000

@@ -7,22 +7,25 @@ user's own function called ``batch`` never matches. Methods on objects a recogni
 (``reader.read``, ``coord.join``) are :class:`MethodRule` s keyed by the kind of object.
 
 The pitfalls are the ones measured on TF 2.21 CPU while porting the seed script (see
-``/work/shared/design.md`` and BUILD.md); the pointers name the files of our own port.
+``/work/shared/design.md`` and BENCHMARKS.md); the pointers name the files of our own port.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 #: The report's categories, in the order the report lists them.
 CATEGORIES: tuple[str, ...] = (
-    "queue_input", "reader", "batching", "queue_runner", "stateful_random", "xla_jit",
-    "tracing", "session",
+    "queue_input", "reader", "batching", "tf_data_v1", "feeding", "queue_runner",
+    "stateful_random", "xla_jit", "tracing", "session",
 )
 
 CATEGORY_TITLES: dict[str, str] = {
     "queue_input": "Queue-based input producers and queues",
     "reader": "File readers",
     "batching": "Queue batching",
+    "tf_data_v1": "TF1-style tf.data: iterators and tf.contrib.data",
+    "feeding": "Feeding from Python: placeholders, feed_dict and feeder threads",
     "queue_runner": "Queue runners and their coordinator",
     "stateful_random": "Stateful random ops",
     "xla_jit": "XLA through jit_scope / auto-clustering",
@@ -57,8 +60,7 @@ PITFALLS: dict[str, str] = {
         "(\"Another profiling session active\"): use the profiler, or trace in a separate run."),
 }
 
-#: Where our port does the same job: (path, what it holds). Paths only: the modern files are
-#: being written in parallel, so no line numbers.
+#: Where our port does the same job: (path, what it holds). Paths only: line numbers drift.
 PORT: dict[str, tuple[str, str]] = {
     "modern/pipeline.py": ("modern/pipeline.py", "tf.data input: read, decode, resize, crops"),
     "modern/augment.py": ("modern/augment.py",
@@ -73,11 +75,12 @@ PORT: dict[str, tuple[str, str]] = {
 }
 
 _CATEGORY_DEFAULTS: dict[str, dict] = {
-    "queue_input": dict(pitfalls=("map_recompile",), modern="modern/pipeline.py",
-                        legacy="legacy/pipeline.py"),
+    "queue_input": dict(pitfalls=(), modern="modern/pipeline.py", legacy="legacy/pipeline.py"),
     "reader": dict(pitfalls=("resize_static",), modern="modern/pipeline.py",
                    legacy="legacy/pipeline.py"),
-    "batching": dict(pitfalls=("map_recompile",), modern="modern/pipeline.py", legacy=None),
+    "batching": dict(pitfalls=(), modern="modern/pipeline.py", legacy=None),
+    "tf_data_v1": dict(pitfalls=(), modern="modern/pipeline.py", legacy=None),
+    "feeding": dict(pitfalls=(), modern="modern/pipeline.py", legacy=None),
     "queue_runner": dict(pitfalls=(), modern="modern/runner.py", legacy="legacy/runner.py"),
     "stateful_random": dict(pitfalls=("stateful_seeds", "autocluster_rng"),
                             modern="modern/augment.py", legacy="legacy/pipeline.py"),
@@ -87,6 +90,11 @@ _CATEGORY_DEFAULTS: dict[str, dict] = {
                     legacy="legacy/runner.py"),
     "session": dict(pitfalls=(), modern="modern/runner.py", legacy="legacy/runner.py"),
 }
+
+#: The one "see also" line of the report: where our own port does these jobs.
+SEE_ALSO = ("our own port of a TF1 pipeline: modern/pipeline.py (tf.data input), "
+            "modern/augment.py (stateless draws from one root seed, jit-compiled), "
+            "modern/runner.py (the loop, profiled), legacy/ (the TF1 original on tf.compat.v1)")
 
 #: How ``tf_upgrade_v2`` (TF 2.21) treats a construct, checked against its rename tables.
 UPGRADE: dict[str, str] = {
@@ -153,11 +161,13 @@ def _tf(*names: str) -> tuple[str, ...]:
     return tuple(f"tensorflow.{n}" for n in names)
 
 
-_PRODUCER = ("(shuffle=True is the default: add .shuffle(n); num_epochs=None means "
-             ".repeat() forever)")
+_PRODUCER = ("(shuffle=True is the default: add .shuffle(n) before .repeat; num_epochs=None "
+             "means .repeat() forever)")
 _BATCH_TAIL = ("drop_remainder=True matches allow_smaller_final_batch=False (the default) and "
-               "keeps the batch dimension static; num_threads becomes num_parallel_calls="
-               "tf.data.AUTOTUNE on the map, capacity becomes .prefetch(tf.data.AUTOTUNE)")
+               "keeps the batch dimension static, dynamic_pad=True becomes .padded_batch, "
+               "enqueue_many=True adds .unbatch() first; num_threads becomes num_parallel_calls "
+               "of the per-example map before it; capacity only bounded the queue "
+               "(.prefetch(tf.data.AUTOTUNE) is the buffer now)")
 
 RULES: tuple[Rule, ...] = (
     # -- queue_input -------------------------------------------------------------------------
@@ -174,6 +184,20 @@ RULES: tuple[Rule, ...] = (
     Rule("input_producer", "queue_input", _tf("train.input_producer"),
          "tf.data.Dataset.from_tensor_slices(input_tensor) " + _PRODUCER, returns="queue",
          params=("input_tensor", "element_shape", "num_epochs", "shuffle", "seed", "capacity")),
+    Rule("slim_provider", "queue_input",
+         ("tensorflow.contrib.slim.dataset_data_provider.DatasetDataProvider",),
+         "tf.data over the dataset's files: list_files(dataset.data_sources, shuffle=shuffle)"
+         ".interleave(<record dataset for dataset.reader>, cycle_length=num_readers), "
+         ".repeat(num_epochs), then .map(dataset.decoder.decode) for the items provider.get "
+         "asks for", upgrade="unchanged", returns="provider",
+         params=("dataset", "num_readers", "reader_kwargs", "shuffle", "num_epochs",
+                 "common_queue_capacity", "common_queue_min", "record_key", "seed", "scope")),
+    Rule("slim_reader", "queue_input",
+         ("tensorflow.contrib.slim.parallel_reader.parallel_read",
+          "tensorflow.contrib.slim.parallel_reader.ParallelReader",
+          "tensorflow.contrib.slim.prefetch_queue.prefetch_queue"),
+         "parallel_read: list_files(...).interleave(<record dataset>, cycle_length=num_readers); "
+         "prefetch_queue: .prefetch(tf.data.AUTOTUNE)", upgrade="unchanged"),
     Rule("limit_epochs", "queue_input", _tf("train.limit_epochs"),
          ".repeat(num_epochs) on the dataset", params=("tensor", "num_epochs")),
     Rule("match_filenames_once", "queue_input",
@@ -214,30 +238,58 @@ RULES: tuple[Rule, ...] = (
     Rule("batch", "batching", _tf("train.batch"),
          ".batch(batch_size, drop_remainder=True) at the end of the dataset; " + _BATCH_TAIL,
          params=("tensors", "batch_size", "num_threads", "capacity", "enqueue_many", "shapes",
-                 "dynamic_pad", "allow_smaller_final_batch")),
+                 "dynamic_pad", "allow_smaller_final_batch", "shared_name", "name")),
     Rule("shuffle_batch", "batching", _tf("train.shuffle_batch"),
-         ".shuffle(min_after_dequeue).batch(batch_size, drop_remainder=True); " + _BATCH_TAIL,
+         ".shuffle(min_after_dequeue, seed=seed).batch(batch_size, drop_remainder=True); "
+         + _BATCH_TAIL,
          params=("tensors", "batch_size", "capacity", "min_after_dequeue", "num_threads", "seed",
-                 "enqueue_many", "shapes", "allow_smaller_final_batch")),
+                 "enqueue_many", "shapes", "allow_smaller_final_batch", "shared_name", "name")),
     Rule("batch_join", "batching", _tf("train.batch_join"),
-         "filenames.interleave(make_dataset, cycle_length=len(tensors_list), "
-         "num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size, drop_remainder=True)",
+         "N copies of one preprocessing become one .map(preprocess, num_parallel_calls=N), "
+         "then .batch(batch_size, drop_remainder=True) (.padded_batch for dynamic_pad=True)",
          params=("tensors_list", "batch_size", "capacity", "enqueue_many", "shapes", "dynamic_pad",
-                 "allow_smaller_final_batch")),
+                 "allow_smaller_final_batch", "shared_name", "name")),
     Rule("shuffle_batch_join", "batching", _tf("train.shuffle_batch_join"),
-         "filenames.interleave(make_dataset, cycle_length=len(tensors_list), num_parallel_calls="
-         "tf.data.AUTOTUNE).shuffle(min_after_dequeue).batch(batch_size, drop_remainder=True)",
+         "N copies of one preprocessing become one .map(preprocess, num_parallel_calls=N), then "
+         ".shuffle(min_after_dequeue, seed=seed).batch(batch_size, drop_remainder=True)",
          params=("tensors_list", "batch_size", "capacity", "min_after_dequeue", "seed",
-                 "enqueue_many", "shapes", "allow_smaller_final_batch")),
+                 "enqueue_many", "shapes", "allow_smaller_final_batch", "shared_name", "name")),
     Rule("maybe_batch", "batching",
          _tf("train.maybe_batch", "train.maybe_shuffle_batch", "train.maybe_batch_join",
              "train.maybe_shuffle_batch_join"),
          ".filter(keep_input) before the .shuffle/.batch that replaces the matching tf.train "
-         "batch function"),
+         "batch function (keep_input=True: no filter)"),
+    # -- tf_data_v1 --------------------------------------------------------------------------
+    Rule("make_iterator", "tf_data_v1",
+         _tf("data.make_one_shot_iterator", "data.make_initializable_iterator",
+             "data.Iterator", "data.Iterator.from_structure", "data.Iterator.from_string_handle"),
+         "iterate the dataset itself (for batch in dataset:, or iter(dataset)); an initializable "
+         "iterator's re-initialisation becomes a new for loop over the dataset",
+         upgrade="compat_v1", returns="iterator"),
+    Rule("contrib_data", "tf_data_v1", ("tensorflow.contrib.data",),
+         "the same transformation in tf.data (tf.contrib.data.X -> tf.data.X or a Dataset "
+         "method: map_and_batch -> .map().batch(), parallel_interleave -> .interleave("
+         "num_parallel_calls=...), shuffle_and_repeat -> .shuffle().repeat(), group_by_window "
+         "-> .group_by_window(), batch_and_drop_remainder -> .batch(drop_remainder=True))",
+         upgrade="contrib_error"),
+    # -- feeding -----------------------------------------------------------------------------
+    Rule("placeholder", "feeding", _tf("placeholder", "placeholder_with_default",
+                                       "sparse_placeholder"),
+         "no placeholders in TF 2: the data arrives as dataset elements (or tf.function "
+         "arguments with a tf.TensorSpec(shape, dtype))", returns="placeholder",
+         params=("dtype", "shape", "name")),
+    Rule("feed_dict", "feeding", (),
+         "feed the model from a tf.data.Dataset: from_tensor_slices for arrays in memory, "
+         "from_generator for data a Python loop makes", upgrade="unchanged"),
+    Rule("feeder_thread", "feeding", (),
+         "tf.data.Dataset.from_generator(<the thread's loop, yielding what it enqueued>, "
+         "output_signature=...): tf.data runs the generator; no thread, queue or placeholder",
+         upgrade="unchanged"),
     # -- queue_runner ------------------------------------------------------------------------
     Rule("queue_runner", "queue_runner", _tf("train.QueueRunner"),
          "delete: tf.data runs its own threads (num_parallel_calls=tf.data.AUTOTUNE, "
-         ".prefetch(tf.data.AUTOTUNE))", returns="queue_runner"),
+         ".prefetch(tf.data.AUTOTUNE))", returns="queue_runner",
+         params=("queue", "enqueue_ops", "close_op", "cancel_op")),
     Rule("add_queue_runner", "queue_runner", _tf("train.add_queue_runner"),
          "delete: nothing to register, the dataset is the pipeline"),
     Rule("start_queue_runners", "queue_runner", _tf("train.start_queue_runners"),
@@ -271,6 +323,30 @@ RULES: tuple[Rule, ...] = (
     Rule("random_uniform", "stateful_random", _tf("random_uniform", "random.uniform"),
          "tf.random.stateless_uniform(shape, seed=seed, minval=..., maxval=...)",
          upgrade="renamed_same", params=("shape", "minval", "maxval", "dtype", "seed")),
+    *(Rule(rid, "stateful_random", _tf(*names), repl, upgrade="renamed_same", params=params)
+      for rid, names, repl, params in (
+          ("random_normal", ("random_normal", "random.normal"),
+           "tf.random.stateless_normal(shape, seed=seed, mean=..., stddev=...)",
+           ("shape", "mean", "stddev", "dtype", "seed")),
+          ("truncated_normal", ("truncated_normal", "random.truncated_normal"),
+           "tf.random.stateless_truncated_normal(shape, seed=seed, mean=..., stddev=...)",
+           ("shape", "mean", "stddev", "dtype", "seed")),
+          ("multinomial", ("multinomial", "random.multinomial", "random.categorical"),
+           "tf.random.stateless_categorical(logits, num_samples, seed=seed)",
+           ("logits", "num_samples", "seed")),
+          ("random_gamma", ("random_gamma", "random.gamma"),
+           "tf.random.stateless_gamma(shape, seed=seed, alpha=...)",
+           ("shape", "alpha", "beta", "dtype", "seed")),
+          ("random_poisson", ("random_poisson", "random.poisson"),
+           "tf.random.stateless_poisson(shape, seed=seed, lam=...)",
+           ("lam", "shape", "dtype", "seed")),
+          ("dropout", ("nn.dropout",),
+           "tf.nn.experimental.stateless_dropout(x, rate, seed=seed) (rate = 1 - keep_prob), or "
+           "a Keras Dropout layer", ("x", "keep_prob", "noise_shape", "seed")))),
+    Rule("set_random_seed", "stateful_random",
+         _tf("set_random_seed", "random.set_random_seed", "random.set_seed"),
+         "tf.random.set_seed(seed) for the global seed; the stateless ops take theirs explicitly, "
+         "split from one root", params=("seed",)),
     # -- xla_jit -----------------------------------------------------------------------------
     Rule("jit_scope", "xla_jit",
          _tf("contrib.compiler.jit.experimental_jit_scope", "xla.experimental.jit_scope"),
@@ -315,6 +391,13 @@ RULES: tuple[Rule, ...] = (
          _tf("profiler.profile", "profiler.Profiler", "profiler.advise",
              "profiler.ProfileOptionBuilder"),
          "tf.profiler.experimental.start/stop, then TensorBoard's Profile tab"),
+    Rule("slim_queue_runners", "queue_runner",
+         ("tensorflow.contrib.slim.queues.QueueRunners",
+          "tensorflow.contrib.slim.evaluation.evaluate_once",
+          "tensorflow.contrib.slim.evaluation.evaluation_loop",
+          "tensorflow.contrib.slim.learning.train"),
+         "a loop over the dataset (metrics updated per batch, or Keras fit / evaluate): these "
+         "slim helpers start the queue runners themselves", upgrade="unchanged"),
     # -- session -----------------------------------------------------------------------------
     Rule("session", "session", _tf("Session", "InteractiveSession"),
          "eager TF2: call the tf.function directly and iterate the dataset with a for loop",
@@ -348,6 +431,10 @@ METHOD_RULES: tuple[MethodRule, ...] = (
                "delete: each dataset element already is one record (read_up_to(q, n) becomes "
                ".batch(n))", upgrade="unchanged", kind="reader",
                methods=("read", "read_up_to")),
+    MethodRule("provider.get", "queue_input", (),
+               "the tensors come from the map that decodes each record "
+               "(dataset.decoder.decode with the same item names)",
+               upgrade="unchanged", kind="provider", methods=("get",)),
     MethodRule("queue_runner.method", "queue_runner", (), "delete with the QueueRunner",
                upgrade="unchanged", kind="queue_runner", methods=("create_threads",)),
     MethodRule("coordinator.method", "queue_runner", (),
@@ -372,16 +459,17 @@ METHOD_RULES: tuple[MethodRule, ...] = (
 
 def applicable_pitfalls(categories: set[str], called: set[str]) -> frozenset[str]:
     """The pitfalls that concern a script with findings in ``categories`` that calls the
-    (canonical) TensorFlow functions ``called``: the XLA ones only when the plan compiles with
-    XLA (the script used XLA or stateful random ops), the resize one only if it resizes."""
-    jit = bool(categories & {"xla_jit", "stateful_random"})
-    out = {"stateful_seeds", "trace_exclusive"}
-    if jit:
+    (canonical) TensorFlow functions ``called``: each only when the script has its construct
+    (the XLA ones only when it compiles with XLA, the resize one only if it also resizes)."""
+    out = set()
+    if "tracing" in categories:
+        out.add("trace_exclusive")
+    if "xla_jit" in categories:
         out.add("map_recompile")
+        if "stateful_random" in categories:
+            out.update(("autocluster_rng", "stateful_seeds"))
         if any(c.startswith("tensorflow.image.resize") for c in called):
             out.add("resize_static")
-    if "xla_jit" in categories:
-        out.add("autocluster_rng")
     return frozenset(out)
 
 
@@ -407,9 +495,18 @@ _MODULE_ALIASES: tuple[tuple[str, str], ...] = (
     ("tensorflow.python.client.session", "tensorflow"),
     ("tensorflow.train.queue_runner", "tensorflow.train"),
     ("tensorflow.queue", "tensorflow"),
+    ("tensorflow.python.data.ops.dataset_ops", "tensorflow.data"),
+    ("tensorflow.python.data.ops.iterator_ops", "tensorflow.data"),
+    ("tensorflow.compat.v1.data", "tensorflow.data"),
+    ("tf_slim", "tensorflow.contrib.slim"),
+    ("tensorflow.contrib.slim.python.slim.data", "tensorflow.contrib.slim"),
+    ("tensorflow.contrib.slim.python.slim", "tensorflow.contrib.slim"),
+    ("tensorflow.contrib.slim.data", "tensorflow.contrib.slim"),
+    ("tensorflow.contrib.data.python.ops", "tensorflow.contrib.data"),
 )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical(qualname: str) -> str:
     """The one spelling rules use for a resolved name: ``tensorflow.compat.v1.train.batch`` and
     ``tensorflow.python.training.input.batch`` both become ``tensorflow.train.batch``."""
@@ -423,9 +520,19 @@ def canonical(qualname: str) -> str:
     return qualname
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def rule_for(qualname: str) -> Rule | None:
-    """The rule for a resolved (not yet canonical) qualified name, or None."""
-    return _BY_PATH.get(canonical(qualname))
+    """The rule for a resolved (not yet canonical) qualified name, or None. Anything under
+    ``tensorflow.contrib.data`` is one rule."""
+    name = canonical(qualname)
+    rule = _BY_PATH.get(name)
+    if rule is None and name.startswith("tensorflow.contrib.data."):
+        return RULES_BY_ID["contrib_data"]
+    return rule
+
+
+#: Method names so particular to TF1 datasets that any object's use of them is a finding.
+ITERATOR_METHODS = ("make_one_shot_iterator", "make_initializable_iterator")
 
 
 def method_rule(kind: str, attr: str) -> MethodRule | None:

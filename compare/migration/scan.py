@@ -9,11 +9,18 @@ Names are resolved, not matched as text:
 - an assignment of a call to a recognised constructor binds an object of a kind
   (``reader = tf.WholeFileReader()``), so ``reader.read`` matches and a ``reader`` bound to
   anything else does not;
-- any other binding (assignment, parameter, ``def``, loop target, ...) hides the name.
+- in a class, ``self.x = <recognised call>`` in any method makes ``self.x`` an object of that
+  kind in all its methods (``self.reader.read``);
+- any other binding (assignment, parameter, ``def``, loop target, ...) hides the name;
+- a script that uses ``tf.`` but never binds ``tf`` (a snippet) is read as if it began with
+  ``import tensorflow as tf``, and the result says so.
 
 Statements are followed in source order within a scope (branches one after another, loop bodies
 once). Function bodies are read after the code around them, as Python looks up their free names
-when they run. Class attributes and ``self.x`` are not tracked.
+when they run.
+
+Every step is linear in the script's size: source text is cut from precomputed line offsets (never
+by re-splitting the file per node) and shown at most :data:`SEGMENT_LIMIT` characters long.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import collections
 import dataclasses
 
 from compare.migration.rules import (
+    ITERATOR_METHODS,
     RULES_BY_ID,
     Rule,
     applicable_pitfalls,
@@ -29,6 +37,9 @@ from compare.migration.rules import (
     method_rule,
     rule_for,
 )
+
+#: Longest source excerpt a finding shows (longer ones end in "...").
+SEGMENT_LIMIT = 120
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +61,16 @@ class Obj:
     written: str
 
 
+@dataclasses.dataclass(frozen=True)
+class SelfObj:
+    """``self`` in a method: the kinds of the attributes the class's methods assign."""
+
+    attrs: tuple[tuple[str, Obj], ...]
+
+    def get(self, attr: str) -> Obj | None:
+        return dict(self.attrs).get(attr)
+
+
 @dataclasses.dataclass
 class Finding:
     """One use of a legacy construct. ``col`` is 1-based, in characters; ``construct`` is the
@@ -66,6 +87,10 @@ class Finding:
     arguments: dict[str, str] = dataclasses.field(default_factory=dict)
     #: Ids of the rule's pitfalls that concern this script (see rules.applicable_pitfalls).
     pitfalls: tuple[str, ...] = ()
+    #: The call this construct is the callee of, if any (for the plan; not reported).
+    call: ast.Call | None = dataclasses.field(default=None, repr=False, compare=False)
+    #: In a notebook: the cell (``line`` is then the line in that cell).
+    cell: int | None = None
 
     @property
     def short(self) -> str:
@@ -73,34 +98,87 @@ class Finding:
         if self.rule.id == "global_jit_level":
             return "global_jit_level"
         return self.construct.split("(")[0]
-    #: The call this construct is the callee of, if any (for the plan; not reported).
-    call: ast.Call | None = dataclasses.field(default=None, repr=False, compare=False)
+
+
+class SourceText:
+    """The script's text with its line offsets, so any node's source is one slice away."""
+
+    def __init__(self, text: str):
+        self.text = text
+        # Line breaks as Python counts them (str.splitlines also splits at form feeds, \x1c, ...).
+        self.norm = text.replace("\r\n", "\n").replace("\r", "\n")
+        self.lines = self.norm.split("\n")
+        self.starts = [0] * (len(self.lines) + 1)
+        for i, ln in enumerate(self.lines):
+            self.starts[i + 1] = self.starts[i] + len(ln) + 1
+        self._ascii: dict[int, bool] = {}
+
+    def line(self, lineno: int) -> str:
+        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+    def char_col(self, lineno: int, byte_col: int) -> int:
+        """ast's UTF-8 byte column as a character column."""
+        ln = self.line(lineno)
+        if lineno not in self._ascii:
+            self._ascii[lineno] = ln.isascii()
+        if self._ascii[lineno]:
+            return byte_col
+        return len(ln.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def segment(self, node: ast.AST, limit: int = SEGMENT_LIMIT) -> str:
+        """``node`` as written, on one line (whitespace collapsed; a multi-line expression, which
+        may hold comments, is unparsed instead), cut to ``limit`` characters with "..."."""
+        end_line = getattr(node, "end_lineno", None)
+        if end_line is None or not 0 < node.lineno <= end_line <= len(self.lines):
+            return cut(" ".join(unparse(node).split()), limit)
+        start = self.starts[node.lineno - 1] + self.char_col(node.lineno, node.col_offset)
+        end = self.starts[end_line - 1] + self.char_col(end_line, node.end_col_offset)
+        if end - start > 8 * limit:  # long: a prefix is all we show, whatever it holds
+            return cut(" ".join(self.norm[start:start + 2 * limit].split()), limit, True)
+        seg = self.norm[start:end]
+        if "\n" in seg:  # may hold comments: unparse, or keep the text when it cannot be
+            seg = unparse(node, seg)
+        return cut(" ".join(seg.split()), limit)
+
+
+def unparse(node: ast.AST, default: str = "...") -> str:
+    """ast.unparse, or ``default`` where it fails (f-strings with backslashes before 3.12)."""
+    try:
+        return ast.unparse(node)
+    except (ValueError, RecursionError):
+        return default
+
+
+def cut(text: str, limit: int, always: bool = False) -> str:
+    """``text`` cut to ``limit`` characters ending in "..." (``always``: it was cut before)."""
+    if len(text) <= limit and not always:
+        return text
+    return text[:limit - 3].rstrip() + "..."
 
 
 @dataclasses.dataclass
 class ScanResult:
-    """The findings in source order, and every TensorFlow function the script calls
-    (canonical names; the plan uses them to name the decode/parse step)."""
+    """The findings in source order; every TensorFlow function the script calls (canonical
+    names); what each call's callee resolved to (``resolved[id(call)]``: canonical, any module);
+    the source text; whether ``tf`` was assumed to be TensorFlow."""
 
     findings: list[Finding]
     called: set[str]
-    text: str = ""
+    source: SourceText
+    resolved: dict[int, str] = dataclasses.field(default_factory=dict)
+    assumed_tf: bool = False
+    statements: int = 0
+
+    @property
+    def text(self) -> str:
+        return self.source.text
 
     def segment(self, node: ast.AST | None, default: str, limit: int = 60) -> str:
         """``node``'s source as written (whitespace collapsed), or ``default`` if absent/long."""
         if node is None:
             return default
-        seg = _source_text(self.text, node)
+        seg = self.source.segment(node, 10 * limit)
         return seg if len(seg) <= limit else default
-
-
-def _source_text(text: str, node: ast.AST) -> str:
-    """``node`` as the script wrote it on one line; an expression spanning lines (which may hold
-    comments) is unparsed instead."""
-    seg = ast.get_source_segment(text, node)
-    if seg is None or "\n" in seg:
-        seg = ast.unparse(node)
-    return " ".join(seg.split())
 
 
 class _Scope:
@@ -108,10 +186,10 @@ class _Scope:
 
     def __init__(self, parent: _Scope | None, kind: str):
         self.parent, self.kind = parent, kind
-        self.names: dict[str, Ref | Obj | None] = {}
+        self.names: dict[str, Ref | Obj | SelfObj | None] = {}
         self.star: list[str] = []
 
-    def lookup(self, name: str) -> Ref | Obj | None:
+    def lookup(self, name: str) -> Ref | Obj | SelfObj | None:
         scope: _Scope | None = self
         while scope is not None:
             if name in scope.names and (scope is self or scope.kind != "class"):
@@ -130,8 +208,9 @@ def _chain(node: ast.expr) -> tuple[ast.expr, list[str]]:
     """``a.b.c`` -> (``a``, ["b", "c"])."""
     attrs: list[str] = []
     while isinstance(node, ast.Attribute):
-        attrs.insert(0, node.attr)
+        attrs.append(node.attr)
         node = node.value
+    attrs.reverse()
     return node, attrs
 
 
@@ -147,29 +226,75 @@ def _upgrade(rule: Rule, qual: str, via: str | None) -> str:
     return "unchanged" if rule.upgrade == "contrib_error" else rule.upgrade
 
 
+def walk(node: ast.AST):
+    """Every node under ``node`` (itself included), in no particular order: :func:`ast.walk`
+    without its per-node field iteration, which is most of its time."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, ast.AST))
+            elif isinstance(v, ast.AST):
+                stack.append(v)
+
+
+def binds_tf(tree: ast.Module) -> tuple[bool, bool, int]:
+    """(the script uses the name ``tf``, the script binds ``tf`` somewhere, its statements)."""
+    used = bound = False
+    statements = 0
+    for node in walk(tree):
+        if isinstance(node, ast.stmt):
+            statements += 1
+        if isinstance(node, ast.Name) and node.id == "tf":
+            if isinstance(node.ctx, ast.Load):
+                used = True
+            else:
+                bound = True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = bound or any((a.asname or a.name.split(".")[0]) == "tf" for a in node.names)
+        elif isinstance(node, ast.arg) and node.arg == "tf":
+            bound = True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = bound or node.name == "tf"
+    return used, bound, statements
+
+
+def _runs_feeding(fn: ast.AST) -> bool:
+    """Does this function run a feed_dict or enqueue (a feeder thread's body)?"""
+    for node in walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("enqueue", "enqueue_many"):
+                return True
+            if node.func.attr == "run" and any(k.arg == "feed_dict" for k in node.keywords):
+                return True
+    return False
+
+
 class _Scanner:
     """One pass over a module: statements in order, function bodies after (see module doc)."""
 
-    def __init__(self, text: str):
-        self.text = text
-        # Line breaks as Python counts them (str.splitlines also splits at form feeds, \x1c, ...).
-        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    def __init__(self, source: SourceText):
+        self.src = source
         self.findings: list[Finding] = []
         self.called: set[str] = set()
+        self.resolved: dict[int, str] = {}
         self.consumed: set[int] = set()
-        self.pending: collections.deque[tuple[ast.AST, _Scope]] = collections.deque()
+        self.threads: list[tuple[ast.Call, ast.expr]] = []
+        self.pending: collections.deque[tuple[ast.AST, _Scope, SelfObj | None]] = \
+            collections.deque()
 
     # -- findings ---------------------------------------------------------------------------
-    def _segment(self, node: ast.AST, limit: int = 120) -> str:
-        seg = _source_text(self.text, node)
-        return seg if len(seg) <= limit else seg[:limit - 3] + "..."
+    def _segment(self, node: ast.AST, limit: int = SEGMENT_LIMIT) -> str:
+        return self.src.segment(node, limit)
 
     def _add(self, node: ast.AST, rule: Rule, construct: str, qual: str,
              via: str | None) -> Finding:
-        line = self.lines[node.lineno - 1] if node.lineno <= len(self.lines) else ""
-        col = len(line.encode("utf-8")[:node.col_offset].decode("utf-8", "replace")) + 1
-        f = Finding(node.lineno, col, rule, construct, canonical(qual), via, line.strip(),
-                    _upgrade(rule, qual, via))
+        line = self.src.line(node.lineno)
+        f = Finding(node.lineno, self.src.char_col(node.lineno, node.col_offset) + 1, rule,
+                    construct, canonical(qual), via, line.strip(), _upgrade(rule, qual, via))
         self.findings.append(f)
         return f
 
@@ -185,13 +310,15 @@ class _Scanner:
         return out
 
     # -- resolution (pure: no findings) -----------------------------------------------------
-    def resolve(self, node: ast.AST | None, scope: _Scope) -> Ref | Obj | None:
+    def resolve(self, node: ast.AST | None, scope: _Scope) -> Ref | Obj | SelfObj | None:
         if isinstance(node, ast.Name):
             return scope.lookup(node.id)
         if isinstance(node, ast.Attribute):
             base = self.resolve(node.value, scope)
             if isinstance(base, Ref):
                 return Ref(f"{base.qual}.{node.attr}", f"{base.written}.{node.attr}", base.via)
+            if isinstance(base, SelfObj):
+                return base.get(node.attr)
             return None
         if isinstance(node, ast.Call):
             base = self.resolve(node.func, scope)
@@ -242,6 +369,10 @@ class _Scanner:
         if id(node) in self.consumed:
             return None
         base = self.resolve(root, scope)
+        spelled = [root.id if isinstance(root, ast.Name) else self._segment(root, 60)]
+        while isinstance(base, SelfObj) and attrs:
+            base = base.get(attrs[0])
+            spelled.append(attrs.pop(0))
         if isinstance(base, Ref):
             for k in range(len(attrs), -1, -1):
                 qual = ".".join([base.qual, *attrs[:k]])
@@ -252,42 +383,73 @@ class _Scanner:
         elif isinstance(base, Obj) and attrs:
             rule = method_rule(base.kind, attrs[0])
             if rule is not None:
-                spelled = root.id if isinstance(root, ast.Name) else self._segment(root, 60)
-                return self._add(node, rule, f"{spelled}.{attrs[0]}",
+                return self._add(node, rule, ".".join(spelled + attrs[:1]),
                                  f"{base.qual}.{attrs[0]}", None)
         return None
 
-    def call(self, node: ast.Call, scope: _Scope) -> None:
-        base = self.resolve(node.func, scope)
+    def _special_call(self, node: ast.Call, base, kw: dict, scope: _Scope) -> Finding | None:
+        """Calls whose finding depends on their arguments: a jit level, a traced or fed run, an
+        iterator made from any dataset, a feeder thread (kept for later)."""
         rule = rule_for(base.qual) if isinstance(base, Ref) else None
-        kw = {k.arg: k for k in node.keywords if k.arg}
-        if isinstance(base, Ref) and base.qual.split(".")[0] == "tensorflow":
-            self.called.add(canonical(base.qual))
-        finding = None
+        func = node.func
         if rule is not None and rule.id == "config_proto" and base.qual.endswith(
                 "OptimizerOptions") and "global_jit_level" in kw:
             value = kw["global_jit_level"].value
-            self.consumed.update((id(node.func), id(value)))
-            finding = self._add(node.func, RULES_BY_ID["global_jit_level"],
-                                f"{base.written}(global_jit_level={self._segment(value)})",
-                                base.qual + ".global_jit_level", base.via)
-        elif rule is not None and rule.id == "run_options" and "trace_level" in kw:
+            self.consumed.update((id(func), id(value)))
+            return self._add(func, RULES_BY_ID["global_jit_level"],
+                             f"{base.written}(global_jit_level={self._segment(value)})",
+                             base.qual + ".global_jit_level", base.via)
+        if rule is not None and rule.id == "run_options" and "trace_level" in kw:
             value = kw["trace_level"].value
-            self.consumed.add(id(value))
-            self.consumed.add(id(node.func))
-            finding = self._add(node.func, rule,
-                                f"{base.written}(trace_level={self._segment(value)})",
-                                base.qual, base.via)
-        elif self._is_traced_run(node, scope, kw):
-            finding = self._add(node.func, RULES_BY_ID["traced_run"],
-                                self._segment(node.func) + "(" + ", ".join(
-                                    f"{k}=" for k in ("options", "run_metadata") if k in kw) + ")",
-                                "tensorflow.Session.run", None)
-        elif (isinstance(base, Ref) and canonical(base.qual) == "tensorflow.function"
-              and "experimental_compile" in kw):
-            k = kw["experimental_compile"]
-            self._add(k, RULES_BY_ID["experimental_compile"],
+            self.consumed.update((id(func), id(value)))
+            return self._add(func, rule, f"{base.written}(trace_level={self._segment(value)})",
+                             base.qual, base.via)
+        if self._is_traced_run(node, scope, kw):
+            return self._add(func, RULES_BY_ID["traced_run"],
+                             self._segment(func) + "(" + ", ".join(
+                                 f"{k}=" for k in ("options", "run_metadata") if k in kw) + ")",
+                             "tensorflow.Session.run", None)
+        if (isinstance(base, Ref) and canonical(base.qual) == "tensorflow.function"
+                and "experimental_compile" in kw):
+            self._add(kw["experimental_compile"], RULES_BY_ID["experimental_compile"],
                       f"{base.written}(experimental_compile=...)", base.qual, base.via)
+        if isinstance(base, Ref) and canonical(base.qual) == "threading.Thread" and "target" in kw:
+            self.threads.append((node, kw["target"].value))
+        if isinstance(func, ast.Attribute) and not isinstance(base, Ref):
+            self._method_call(node, func, kw, scope)
+        return None
+
+    def _method_call(self, node: ast.Call, func: ast.Attribute, kw: dict, scope: _Scope) -> None:
+        """``anything.make_one_shot_iterator()`` and ``x.run(..., feed_dict=...)``."""
+        if func.attr in ITERATOR_METHODS:
+            self._add(func, RULES_BY_ID["make_iterator"],
+                      f"{self._segment(func.value, 60)}.{func.attr}",
+                      f"tensorflow.data.Dataset.{func.attr}", None)
+        elif func.attr in ("read", "read_up_to") and node.args and not isinstance(
+                self.resolve(func.value, scope), Obj):
+            queue = self.resolve(node.args[0], scope)
+            if isinstance(queue, Obj) and queue.kind == "queue":  # a reader made elsewhere
+                self._add(func, RULES_BY_ID["reader.read"],
+                          f"{self._segment(func.value, 60)}.{func.attr}",
+                          f"tensorflow.ReaderBase.{func.attr}", None)
+        elif func.attr in ("run", "eval") and "feed_dict" in kw:
+            k = kw["feed_dict"]
+            self._add(k, RULES_BY_ID["feed_dict"], f"{self._segment(func, 60)}(..., feed_dict=...)",
+                      "tensorflow.Session.run.feed_dict", None)
+        elif (func.attr == "run" and len(node.args) >= 2 and isinstance(node.args[1], ast.Dict)
+              and isinstance(self.resolve(func.value, scope), Obj)):
+            self._add(node.args[1], RULES_BY_ID["feed_dict"],
+                      f"{self._segment(func, 60)}(..., {{...}})",
+                      "tensorflow.Session.run.feed_dict", None)
+
+    def call(self, node: ast.Call, scope: _Scope) -> None:
+        base = self.resolve(node.func, scope)
+        kw = {k.arg: k for k in node.keywords if k.arg}
+        if isinstance(base, Ref):
+            self.resolved[id(node)] = canonical(base.qual)
+            if base.qual.split(".")[0] == "tensorflow":
+                self.called.add(canonical(base.qual))
+        finding = self._special_call(node, base, kw, scope)
         if isinstance(node.func, (ast.Attribute, ast.Name)):
             found = self.reference(node.func, scope)
             finding = finding or found
@@ -333,13 +495,20 @@ class _Scanner:
                 self._bind_target(elt, values[i] if pairwise else None, scope)
         elif isinstance(target, ast.Starred):
             self._bind_target(target.value, None, scope)
+        else:  # attribute or subscript target: scan what it hangs off
+            self.expr(getattr(target, "value", None), scope)
+            self.expr(getattr(target, "slice", None), scope)
 
-    def _bind_params(self, args: ast.arguments, scope: _Scope) -> None:
+    def _bind_params(self, args: ast.arguments, scope: _Scope,
+                     self_obj: SelfObj | None = None) -> None:
         for a in args.posonlyargs + args.args + args.kwonlyargs:
             scope.names[a.arg] = None
         for a in (args.vararg, args.kwarg):
             if a is not None:
                 scope.names[a.arg] = None
+        first = (args.posonlyargs + args.args)[:1]
+        if self_obj is not None and first:
+            scope.names[first[0].arg] = self_obj
 
     def _defaults(self, args: ast.arguments, scope: _Scope) -> None:
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
@@ -362,12 +531,31 @@ class _Scanner:
                       f"global_jit_level = {self._segment(value)}",
                       "tensorflow.OptimizerOptions.global_jit_level", None)
 
-    # -- statements -------------------------------------------------------------------------
-    def block(self, body: list[ast.stmt], scope: _Scope) -> None:
-        for stmt in body:
-            self.stmt(stmt, scope)
+    def _class_attrs(self, node: ast.ClassDef, scope: _Scope) -> SelfObj:
+        """The kinds of ``self.x`` that the class's methods assign from recognised calls
+        (resolved in the scope around the class; an attribute assigned two kinds is dropped)."""
+        kinds: dict[str, Obj | None] = {}
+        for fn in node.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+                continue
+            me = fn.args.args[0].arg
+            for sub in walk(fn):
+                if not isinstance(sub, ast.Assign):
+                    continue
+                for t in sub.targets:
+                    if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                            and t.value.id == me):
+                        obj = self.resolve(sub.value, scope)
+                        obj = obj if isinstance(obj, Obj) else None
+                        kinds[t.attr] = obj if kinds.get(t.attr, obj) == obj else None
+        return SelfObj(tuple((k, v) for k, v in kinds.items() if v is not None))
 
-    def stmt(self, node: ast.stmt, scope: _Scope) -> None:
+    # -- statements -------------------------------------------------------------------------
+    def block(self, body: list[ast.stmt], scope: _Scope, self_obj: SelfObj | None = None) -> None:
+        for stmt in body:
+            self.stmt(stmt, scope, self_obj)
+
+    def _imports(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -375,27 +563,18 @@ class _Scanner:
                 else:
                     first = a.name.split(".")[0]
                     scope.names[first] = Ref(first, first)
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name == "*":
-                    if not node.level and node.module:
-                        scope.star.append(node.module)
-                    continue
-                local = a.asname or a.name
-                scope.names[local] = (Ref(f"{node.module}.{a.name}", local)
-                                      if not node.level and node.module else None)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for d in node.decorator_list:
-                self.expr(d, scope)
-            self._defaults(node.args, scope)
-            scope.names[node.name] = None
-            self.pending.append((node, scope))
-        elif isinstance(node, ast.ClassDef):
-            for e in node.decorator_list + node.bases + [k.value for k in node.keywords]:
-                self.expr(e, scope)
-            self.block(node.body, _Scope(scope, "class"))
-            scope.names[node.name] = None
-        elif isinstance(node, ast.Assign):
+            return
+        for a in node.names:
+            if a.name == "*":
+                if not node.level and node.module:
+                    scope.star.append(node.module)
+                continue
+            local = a.asname or a.name
+            scope.names[local] = (Ref(f"{node.module}.{a.name}", local)
+                                  if not node.level and node.module else None)
+
+    def _assign(self, node: ast.stmt, scope: _Scope) -> None:
+        if isinstance(node, ast.Assign):
             for t in node.targets:
                 self._jit_level_store(t, node.value, scope)
             self.expr(node.value, scope)
@@ -406,9 +585,26 @@ class _Scanner:
                 self._jit_level_store(node.target, node.value, scope)
                 self.expr(node.value, scope)
             self._bind_target(node.target, node.value, scope)
-        elif isinstance(node, ast.AugAssign):
+        else:  # AugAssign
             self.expr(node.value, scope)
             self._bind_target(node.target, None, scope)
+
+    def stmt(self, node: ast.stmt, scope: _Scope, self_obj: SelfObj | None = None) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._imports(node, scope)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                self.expr(d, scope)
+            self._defaults(node.args, scope)
+            scope.names[node.name] = None
+            self.pending.append((node, scope, self_obj))
+        elif isinstance(node, ast.ClassDef):
+            for e in node.decorator_list + node.bases + [k.value for k in node.keywords]:
+                self.expr(e, scope)
+            self.block(node.body, _Scope(scope, "class"), self._class_attrs(node, scope))
+            scope.names[node.name] = None
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            self._assign(node, scope)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 self.expr(item.context_expr, scope)
@@ -426,43 +622,75 @@ class _Scanner:
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             pass
         elif isinstance(node, ast.Match):
-            self.expr(node.subject, scope)
-            for case in node.cases:
-                for sub in ast.walk(case.pattern):
-                    for name in (getattr(sub, "name", None), getattr(sub, "rest", None)):
-                        if isinstance(name, str):
-                            scope.names[name] = None
-                    if isinstance(sub, ast.MatchValue):
-                        self.expr(sub.value, scope)
-                self.expr(case.guard, scope)
-                self.block(case.body, scope)
+            self._match(node, scope)
         else:  # If, While, Try, Expr, Return, Raise, Assert, ...: expressions, then sub-blocks
-            for field, value in ast.iter_fields(node):
-                if isinstance(value, ast.expr):
-                    self.expr(value, scope)
-                elif isinstance(value, list) and value and isinstance(value[0], ast.stmt):
-                    self.block(value, scope)
-                elif field == "handlers":
-                    for h in value:
-                        self.expr(h.type, scope)
-                        if h.name:
-                            scope.names[h.name] = None
-                        self.block(h.body, scope)
+            self._generic(node, scope)
 
-    def run(self, tree: ast.Module) -> ScanResult:
-        self.block(tree.body, _Scope(None, "module"))
+    def _match(self, node: ast.Match, scope: _Scope) -> None:
+        self.expr(node.subject, scope)
+        for case in node.cases:
+            for sub in ast.walk(case.pattern):
+                for name in (getattr(sub, "name", None), getattr(sub, "rest", None)):
+                    if isinstance(name, str):
+                        scope.names[name] = None
+                if isinstance(sub, ast.MatchValue):
+                    self.expr(sub.value, scope)
+            self.expr(case.guard, scope)
+            self.block(case.body, scope)
+
+    def _generic(self, node: ast.stmt, scope: _Scope) -> None:
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr):
+                self.expr(value, scope)
+            elif isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self.block(value, scope)
+            elif field == "handlers":
+                for h in value:
+                    self.expr(h.type, scope)
+                    if h.name:
+                        scope.names[h.name] = None
+                    self.block(h.body, scope)
+
+    def _feeder_threads(self, tree: ast.Module) -> None:
+        """``threading.Thread(target=f)`` where ``f`` (by name, in this file) runs a feed_dict or
+        an enqueue: a Python feeder thread."""
+        if not self.threads:
+            return
+        defs: dict[str, list[ast.AST]] = collections.defaultdict(list)
+        for node in walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs[node.name].append(node)
+        for call, target in self.threads:
+            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+            if any(_runs_feeding(fn) for fn in defs.get(name, ())):
+                f = self._add(call.func, RULES_BY_ID["feeder_thread"],
+                              f"{self._segment(call.func, 60)}(target={self._segment(target, 60)})",
+                              "threading.Thread", None)
+                f.call = call
+                f.arguments = self._arguments(call, ("group", "target", "name", "args"))
+
+    def run(self, tree: ast.Module, assume_tf: bool) -> ScanResult:
+        module = _Scope(None, "module")
+        if assume_tf:
+            module.names["tf"] = Ref("tensorflow", "tf")
+        self.block(tree.body, module)
         while self.pending:  # function bodies, after the code that encloses them
-            fn, parent = self.pending.popleft()
+            fn, parent, self_obj = self.pending.popleft()
             inner = _Scope(parent, "function")
-            self._bind_params(fn.args, inner)
+            self._bind_params(fn.args, inner, self_obj)
             self.block(fn.body, inner)
+        self._feeder_threads(tree)
         self.findings.sort(key=lambda f: (f.line, f.col))
         apply = applicable_pitfalls({f.rule.category for f in self.findings}, self.called)
         for f in self.findings:
             f.pitfalls = tuple(p for p in f.rule.pitfall_ids() if p in apply)
-        return ScanResult(self.findings, self.called, self.text)
+        return ScanResult(self.findings, self.called, self.src, self.resolved, assume_tf)
 
 
 def scan(tree: ast.Module, text: str) -> ScanResult:
-    """All legacy constructs used in ``tree`` (parsed from ``text``), in source order."""
-    return _Scanner(text).run(tree)
+    """All legacy constructs used in ``tree`` (parsed from ``text``), in source order. A script
+    that uses ``tf`` without ever binding it is read with ``tf`` meaning TensorFlow."""
+    used, bound, statements = binds_tf(tree)
+    result = _Scanner(SourceText(text)).run(tree, used and not bound)
+    result.statements = statements
+    return result

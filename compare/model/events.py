@@ -116,6 +116,10 @@ class Process:
     sort_index: int | None = None
 
 
+#: The name of the one step of a trace that marks none: the whole trace is one window.
+WHOLE_TRACE = "whole trace"
+
+
 @dataclasses.dataclass
 class Step:
     """One step: a marked training/input step (xprof) or one session run (timeline)."""

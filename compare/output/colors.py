@@ -8,6 +8,8 @@ named by stage.
 """
 from __future__ import annotations
 
+import zlib
+
 from compare.vocabulary.labels import LABELS
 
 #: label -> (catapult reserved colour name, RGB)
@@ -31,6 +33,19 @@ STAGE_COLORS: dict[str, tuple[str, tuple[int, int, int]]] = {
     "unmapped": ("black", (0, 0, 0)),
 }
 assert set(STAGE_COLORS) == set(LABELS)
+
+
+#: Catapult colour names for ops matched across the two runs (both sides' events of one
+#: ``ops_diff`` row get the same one).
+MATCH_PALETTE = ("thread_state_running", "thread_state_sleeping", "rail_idle", "rail_load",
+                 "vsync_highlight_color", "heap_dump_stack_frame", "heap_dump_object_type",
+                 "cq_build_running", "cq_build_failed", "cq_build_abandoned", "bad", "yellow",
+                 "cq_build_attempt_passed", "cq_build_attempt_failed")
+
+
+def match_cname(key: str) -> str:
+    """The colour of a matched op, stable across runs and sides (a hash of its name)."""
+    return MATCH_PALETTE[zlib.crc32(key.encode()) % len(MATCH_PALETTE)]
 
 
 def cname(label: str) -> str:

@@ -78,6 +78,8 @@ def header(e: Explanation) -> str:
         + (f": first {ms(c.first_us)}, median of the rest {ms(c.median_us)}, shortest "
            f"{ms(c.min_us)}, longest {ms(c.max_us)}" if c.count > 1 else "")
         + ". Pick another with --step N.", hang=4)
+    if c.source:
+        out(f"Steps come from: {c.source}.", hang=4)
     if e.warnings:
         out("Warnings (the trace is damaged; this report uses what could be read):")
         for w in e.warnings:
@@ -101,13 +103,38 @@ def summary(e: Explanation) -> str:
             f"in this trace (it shows steady calls only).", indent=2)
     else:
         out("- No XLA in this trace.", indent=2)
-    if v.facts.gpu_busy_share is not None:
-        out(f"- The GPU ran kernels {v.facts.gpu_busy_share:.0%} of the step; the "
-            f"'<gpu> Compute' row is the host launching them.", indent=2)
+    _gpu_summary(out, e)
     out(f"- Critical path: {ms(sq.critical_us)} of the {ms(sq.wall_us)} step "
         f"({sq.critical_us / sq.wall_us:.0%})." if sq.wall_us else "- No critical path.",
         indent=2)
     return out.text()
+
+
+def _gpu_summary(out: Lines, e: Explanation) -> None:
+    devs = e.legend.devices
+    if not devs:
+        return
+    recorded = [d for d in devs if d.recorded]
+    if not recorded:
+        out(f"- The GPU rows ({len(devs)} GPU(s)) recorded nothing: GPU time cannot be judged "
+            f"from this trace.", indent=2)
+        return
+    launch = (" The '<gpu> Compute' row is the host launching them." if
+              e.trace_format == "timeline" else "")
+    if len(recorded) == 1 and len(devs) == 1:
+        d = recorded[0]
+        if not d.kernels:
+            out(f"- The GPU ran no kernel in this step (its rows hold only copies, "
+                f"{d.copy_share:.0%} of the step).", indent=2)
+        else:
+            out(f"- The GPU ran kernels {d.busy_share:.0%} of the step.{launch}", indent=2)
+        return
+    busiest = max(recorded, key=lambda d: d.busy_share)
+    silent = len(devs) - len(recorded)
+    out(f"- {len(devs)} GPUs: the busiest, {busiest.device}, ran kernels "
+        f"{busiest.busy_share:.0%} of {'its own step row' if busiest.own_window else 'the step'}"
+        + (f"; {silent} recorded nothing" if silent else "") + " (table in question 4)."
+        + launch, indent=2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,11 +146,17 @@ def pids(e: Explanation) -> str:
     out("Each pid is one row group of the viewer (a 'process'); each tid inside it is one "
         "row. " + lg.tids_words)
     empty: dict[str, list] = {}
-    full = [p for p in lg.processes if p.events or p.tensors or p.role == "allocator"]
+    full = [p for p in lg.processes if (p.recorded or p.role in ("allocator", "tensors"))
+            and (p.events or p.tensors or p.role == "allocator")]
     listed = _busiest(full)
     for p in lg.processes:
+        if not p.recorded and p.role not in ("allocator", "tensors"):
+            empty.setdefault(RECORDED_NOTHING, []).append(p)
+            continue
         if not p.events and not p.tensors and p.role != "allocator":
-            empty.setdefault(p.meaning, []).append(p)
+            key = (p.meaning if p.role == "tensors" or not p.recorded else
+                   f"{p.meaning}. It recorded events, but none in step {e.choice.step.num}")
+            empty.setdefault(key, []).append(p)
         elif p.pid in listed:
             _process(out, e, p)
     if len(full) > len(listed):
@@ -147,6 +180,13 @@ def _busiest(processes: list) -> set[int]:
         return {p.pid for p in processes}
     ranked = sorted(processes, key=lambda p: (-p.busy_us, -p.events))
     return {p.pid for p in ranked[:MAX_PROCESSES_SHOWN]}
+
+
+#: What a row that holds only its name (metadata) is.
+RECORDED_NOTHING = ("recorded nothing: these rows hold only their names; the profiler captured "
+                    "no event for them (for a GPU: its tracer recorded no kernel or copy, "
+                    "because it failed to start, lacked permission to read GPU counters, or "
+                    "the device did no work). Nothing is judged from them")
 
 
 def _process(out: Lines, e: Explanation, p) -> None:
@@ -233,11 +273,12 @@ def _xla_totals(out: Lines, e: Explanation) -> None:
            "(new input shapes)." if x.recompiled else
            "Recompilation: none (no cluster compiled twice)."))
     out(f"In step {step.num}: compiling {ms(xs.compile_us)} of wall time "
-        f"({xs.compile_share:.0%} of the step), running clusters {ms(xs.run_us)} "
-        f"({xs.run_share:.0%})"
+        f"({xs.compile_share:.0%} of the step), running clusters {ms(xs.run_us)} summed "
+        f"({xs.run_share:.0%} of the step as wall time)"
         + (f"; the clusters' kernels ran {ms(xs.device_us)} on the GPU "
-           f"({xs.device_us / step.dur:.0%} of the step; _XlaRun on the host only launches "
-           f"them)" if xs.device_us else "") + ".")
+           f"({min(1.0, xs.device_us / step.dur):.0%} of the step; "
+           f"{'_XlaLaunch' if x.launch_style == 'launch' else '_XlaRun'} on the host only "
+           f"launches them)" if xs.device_us else "") + ".")
 
 
 def _xla_unit(out: Lines, u) -> None:
@@ -318,8 +359,7 @@ def _op_list(out: Lines, e: Explanation) -> None:
             f"op before it on the same thread, or a flow arrow):")
     crit = {o.index for o in sq.critical}
     limit = max(sq.wall_us * 0.01, 1.0)
-    shown = [o for o in sq.ops if o.index in crit or o.dur_us >= limit] \
-        if len(sq.ops) > 40 else sq.ops
+    shown = [o for o in sq.ops if o.dur_us >= limit] if len(sq.ops) > 40 else sq.ops
     first = "depth" if sq.inputs_recorded else "#"
     out(f"{first:>5} {'start':>9} {'took':>9}  op (node) on row  <- after", indent=2)
     position = {o.index: k for k, o in enumerate(sq.ops)}
@@ -328,31 +368,64 @@ def _op_list(out: Lines, e: Explanation) -> None:
         after = f"  <- {', '.join(o.after[:2])}{' ...' if len(o.after) > 2 else ''}" \
             if o.after else ""
         col = o.depth if sq.inputs_recorded else position[o.index]
-        out(f"{col:>5} {'+' + ms(o.start_us):>9} {ms(o.dur_us):>9} {mark}{o.op} "
+        start = ("+" if o.start_us >= 0 else "-") + ms(abs(o.start_us))
+        out(f"{col:>5} {start:>9} {ms(o.dur_us):>9} {mark}{o.op} "
             f"({o.name}) on {o.row}{after}", indent=2, hang=28)
     hidden = len(sq.ops) - min(len(shown), 40)
     if hidden > 0:
-        out(f"... {hidden} more ops not shown (under 1 % of the step and off the critical "
-            f"path; all in --json). * = on the critical path.", indent=2)
+        out(f"... {hidden} more ops not shown (each under 1 % of the step; all in --json). "
+            f"* = on the critical path.", indent=2)
     else:
         out("* = on the critical path.", indent=2)
 
 
 def _critical_path(out: Lines, e: Explanation) -> None:
     sq = e.sequence
-    limit = max(sq.wall_us * 0.01, 1.0)
     share = sq.critical_us / sq.wall_us if sq.wall_us else 0
     out(f"Critical path (the longest chain of dependent work): {ms(sq.critical_us)} of the "
-        f"{ms(sq.wall_us)} step ({share:.0%}). "
+        f"{ms(sq.wall_us)} step ({share:.0%}), {len(sq.critical)} ops. "
         + ("The rest of the step is time when the next op of the chain was not running: "
            "waiting to be scheduled, for a free thread, or for something the trace does not "
            "show." if share < 0.9 else "The step is essentially this chain: shorten it to "
                                       "shorten the step."))
-    big = [o for o in sq.critical if o.dur_us >= limit] if len(sq.critical) > 12 \
-        else sq.critical
-    out(" -> ".join(f"{o.op} {o.name} ({ms(o.dur_us)})" for o in big[:16])
-        + (f" (+{len(sq.critical) - len(big[:16])} short ops)"
-           if len(sq.critical) > len(big[:16]) else ""), indent=2, hang=4)
+    if sq.critical:
+        out(" -> ".join(_chain(sq)), indent=2, hang=4)
+
+
+#: Links of the critical path shown: the first and last ones when the chain is longer.
+CHAIN_LINKS = 16
+
+
+def _chain(sq) -> list[str]:
+    """The critical path as links: ops of 1 % of the step or more by name, runs of shorter
+    ops between them as one link (how many, of which types, how long together)."""
+    limit = max(sq.wall_us * 0.01, 1.0)
+    links, run = [], []
+
+    def flush() -> None:
+        if run:
+            types: dict[str, int] = {}
+            for o in run:
+                types[o.op] = types.get(o.op, 0) + 1
+            kinds = ", ".join(f"{t} x{n}" for t, n in
+                              sorted(types.items(), key=lambda kv: -kv[1])[:3])
+            more = ", ..." if len(types) > 3 else ""
+            links.append(f"[{len(run)} short op{'s' if len(run) > 1 else ''}: {kinds}{more}; "
+                         f"{ms(sum(o.dur_us for o in run))}]" if len(run) > 1 else
+                         f"{run[0].op} {run[0].name} ({ms(run[0].dur_us)})")
+            run.clear()
+
+    for o in sq.critical:
+        if o.dur_us >= limit or len(sq.critical) <= 12:
+            flush()
+            links.append(f"{o.op} {o.name} ({ms(o.dur_us)})")
+        else:
+            run.append(o)
+    flush()
+    if len(links) > CHAIN_LINKS:
+        half = CHAIN_LINKS // 2
+        links = links[:half] + [f"... {len(links) - CHAIN_LINKS} more links ..."] + links[-half:]
+    return links
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,16 +444,21 @@ def interpret(e: Explanation) -> str:
     if len(busy) > len(listed):
         out(f"... and {len(busy) - len(listed)} more processes, each busy at most "
             f"{max(p.busy_share for p in busy if p.pid not in listed):.0%}.", indent=2)
+    _devices(out, e)
     out()
-    out("Where the time went, by op type (self time: a box's time minus the boxes inside it; "
-        "summed over rows, so shares pass 100 % when ops overlap):")
+    out("Where the time went, by op type (a GPU kernel counts for the TF op that launched it). "
+        "'wall' is the share of the step the op's own time covers (overlapping executions "
+        "count once, so it never passes 100 %); 'summed' adds its executions up (CPU time on "
+        "the host, GPU time on the GPU), which passes the step when they overlap:")
+    out(f"{'wall':>5} {'summed':>9}  op", indent=2)
     for t in lg.top_ops:
-        out(f"{t.share:>5.0%} {ms(t.self_us):>9}  {t.op} on the {t.where} x{t.count}; longest "
-            f"{t.largest} ({ms(t.largest_us)})", indent=2, hang=18)
+        tag = " (collective: communication)" if t.collective else ""
+        out(f"{t.share:>5.0%} {ms(t.self_us):>9}  {t.op} on the {t.where} x{t.count}{tag}; "
+            f"longest {t.largest} ({ms(t.largest_us)})", indent=2, hang=18)
     if lg.runtime_us:
-        out(f"{lg.runtime_us / step.dur:>5.0%} {ms(lg.runtime_us):>9}  TF runtime around the "
-            f"ops (executor, thread pools, XLA launch plumbing, _XlaMerge; summed over "
-            f"rows, waits inside them included), not listed above", indent=2, hang=18)
+        out(f"{'':>5} {ms(lg.runtime_us):>9}  TF runtime around the ops (executor, thread "
+            f"pools, CUDA launch calls, XLA launch plumbing, _XlaMerge; CPU time summed over "
+            f"threads, waits inside them included), not listed above", indent=2, hang=18)
     out()
     out(f"Verdict: {v.headline}")
     for fnd in v.findings:
@@ -391,6 +469,24 @@ def interpret(e: Explanation) -> str:
     for k, fnd in enumerate(_to_try(e)[:5], 1):
         out(f"{k}. {fnd.try_next[0].upper()}{fnd.try_next[1:]}.", indent=2, hang=3)
     return out.text()
+
+
+def _devices(out: Lines, e: Explanation) -> None:
+    """One line per GPU when the trace has several (or one that recorded nothing)."""
+    devs = e.legend.devices
+    if len(devs) < 2 and all(d.recorded for d in devs):
+        return
+    out()
+    out("Per GPU (its compute kernels' union over its window; copies and collectives apart; a "
+        "GPU with step rows of its own is measured over its own step):")
+    for d in devs:
+        if not d.recorded:
+            out(f"{'-':>5}  {d.device}: recorded nothing", indent=2, hang=7)
+            continue
+        window = f"its own step row, {ms(d.window_us)}" if d.own_window else "the step"
+        out(f"{d.busy_share:>5.0%}  {d.device}: {d.kernels} kernels over {window}; copies "
+            f"{d.copy_share:.0%}" + (f"; collectives {d.collective_share:.0%}"
+                                     if d.collective_share else ""), indent=2, hang=7)
 
 
 def _to_try(e: Explanation) -> list:

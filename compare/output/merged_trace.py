@@ -4,7 +4,10 @@ Each run becomes its own processes (``merged:legacy /host:CPU``, ``merged:modern
 every original lane and, under it, a stage row: the lane's innermost work over time (blank
 where the thread waits), one event per stretch of one stage, *named by the stage*. chrome://tracing and TensorBoard's trace viewer
 colour events by ``cname`` (set from :mod:`compare.output.colors` on every event); Perfetto colours by
-name, so the stage rows look alike across runs there too. Both runs are shifted so their first
+name, so the stage rows look alike across runs there too. An op matched across the two runs
+(a row of ``ops_diff`` that is the same, changed or fused) is named by that row on both sides
+and coloured alike (:func:`compare.output.colors.match_cname`), its stage in its args. Both
+runs are shifted so their first
 steps start together; a ``steps`` row per run marks every step. Every event (metadata
 too) carries ``pid``, ``tid`` and ``ts``; complete events carry, as ``args``, their stage, how
 the stage was found, and their TF op.
@@ -21,7 +24,7 @@ import orjson
 
 from common import atomic
 from compare.analysis.attribution import Attribution
-from compare.output.colors import cname
+from compare.output.colors import cname, match_cname
 from compare.vocabulary.labels import BASES, ESTIMATES, LABELS
 from compare.vocabulary.rows import NOT_WORK_KINDS
 
@@ -32,9 +35,12 @@ class _Rows:
     """The merged trace's rows for one run: a process per kept process of the run (named
     ``merged:<run> <name>``), per lane its events' row and a ``· stages`` row under it."""
 
-    def __init__(self, side: str, att: Attribution, pid_base: int, sort_base: int) -> None:
+    def __init__(self, side: str, att: Attribution, pid_base: int, sort_base: int,
+                 label: str | None = None, matches: dict[int, str] | None = None) -> None:
         tr = att.trace
-        self.side = side
+        self.side = label or side
+        self.matches = matches or {}
+        side = self.side
         self.keep = [p for p in sorted(tr.processes) if tr.processes[p].kind not in NOT_WORK_KINDS]
         self.pid = {p: pid_base + k for k, p in enumerate(self.keep)}
         ev = tr.events
@@ -57,9 +63,11 @@ class _Rows:
 
 
 def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
-                    sort_base: int) -> tuple[list[dict], list[dict]]:
+                    sort_base: int, label: str | None = None,
+                    matches: dict[int, str] | None = None) -> tuple[list[dict], list[dict]]:
     """(metadata events, complete events) of one run."""
-    rows = _Rows(side, att, pid_base, sort_base)
+    rows = _Rows(side, att, pid_base, sort_base, label, matches)
+    side = rows.side
     out = _op_events(rows, att, shift) + _stage_bands(rows, att, shift)
     if rows.keep:  # a steps row
         pid = rows.pid[rows.keep[0]]
@@ -95,10 +103,14 @@ def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
             args["estimate"] = ESTIMATES[BASES[smap.basis[i]]]
         if i in smap.ops:
             args["tf_ops"] = [n for _, n in smap.ops[i]][:40]
+        name, cat, colour = names[ev.name[i]] or op_type or "?", lab, cname(lab)
+        match = rows.matches.get(i)
+        if match:  # matched across the runs: one name and one colour on both sides
+            args["event_name"], args["op_match"] = name, match
+            name, cat, colour = match, "op_match", match_cname(match)
         out.append({"ph": "X", "pid": rows.pid[lane[0]], "tid": rows.tid[lane],
                     "ts": round(float(ev.ts[i]) + shift, 3), "dur": round(float(ev.dur[i]), 3),
-                    "name": names[ev.name[i]] or op_type or "?", "cat": lab, "cname": cname(lab),
-                    "args": args})
+                    "name": name, "cat": cat, "cname": colour, "args": args})
     return out
 
 
@@ -142,20 +154,27 @@ def _origin(att: Attribution) -> tuple[float, float]:
     return first, float(ev.ts.min()) if len(ev) else first
 
 
-def write(path: str | os.PathLike, runs: dict[str, Attribution]) -> dict:
-    """Write the merged trace (gzip JSON) atomically; returns a summary {events, bytes}."""
+def write(path: str | os.PathLike, runs: dict[str, Attribution],
+          labels: dict[str, str] | None = None,
+          matches: dict[str, dict[int, str]] | None = None) -> dict:
+    """Write the merged trace (gzip JSON) atomically; returns a summary {events, bytes}.
+    ``labels``: what to call each run; ``matches``: per run, event -> the ``ops_diff`` row it
+    belongs to (matched ops are named and coloured alike on both sides)."""
+    labels, matches = labels or {}, matches or {}
     origins = {k: _origin(a) for k, a in runs.items()}
     lead = max((first - earliest) for first, earliest in origins.values()) if origins else 0.0
     metas, events = [], []
     for n, (side, att) in enumerate(runs.items()):
         first, _ = origins[side]
         m, e = _events_of_side(side, att, pid_base=1000 * (n + 1), shift=lead - first,
-                               sort_base=100 * n)
+                               sort_base=100 * n, label=labels.get(side),
+                               matches=matches.get(side))
         metas.extend(m)
         events.extend(e)
     doc_head = orjson.dumps({"displayTimeUnit": "ms", "otherData": {
-        "about": "legacy and modern runs side by side; one colour per stage (see report.md)",
-        "runs": list(runs)}})[:-1] + b',"traceEvents":['
+        "about": "two runs side by side; one colour per stage (see report.md), matched ops "
+                 "named and coloured alike",
+        "runs": [labels.get(k, k) for k in runs]}})[:-1] + b',"traceEvents":['
     with atomic.atomic_open(path, "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
             gz.write(doc_head)

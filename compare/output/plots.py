@@ -51,7 +51,7 @@ def stages_png(path: str | os.PathLike, c: Comparison) -> None:
             left += v
         top.text(left, y, f"  step {rep.step}: {rep.dur_us / 1e3:.1f} ms", va="center",
                  fontsize=9)
-    top.set_yticks([0, 1], ["legacy", "modern"])
+    top.set_yticks([0, 1], [c.label("legacy"), c.label("modern")])
     top.invert_yaxis()
     top.set_xlabel("the steady step closest to the median (ms), split by stage (wall time)")
     top.set_title("Where a steady step's time goes")
@@ -69,9 +69,9 @@ def stages_png(path: str | os.PathLike, c: Comparison) -> None:
     bottom.set_yticks(y, stages)
     bottom.invert_yaxis()
     bottom.set_xlabel("ms per steady step (median; wall time, shared among concurrent threads)")
-    bottom.legend(handles=[Patch(facecolor="white", edgecolor="black", label="legacy"),
+    bottom.legend(handles=[Patch(facecolor="white", edgecolor="black", label=c.label("legacy")),
                            Patch(facecolor="white", edgecolor="black", hatch="//",
-                                 label="modern")], loc="lower right", fontsize=8)
+                                 label=c.label("modern"))], loc="lower right", fontsize=8)
     fig.tight_layout()
     _save(fig, path)
 
@@ -94,10 +94,11 @@ def _lanes_of_step(att: Attribution, st, max_lanes: int):
 
 
 def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
-                  max_lanes: int = 14) -> None:
+                  names: dict[str, str] | None = None, max_lanes: int = 14) -> None:
     """One steady step (the one closest to the median) of each run, one row per thread/lane,
     the runs stacked on a shared time axis (ms from the step's start); a thread waiting for
     others is left blank."""
+    side_names = names or {}
     picked = {side: att.representative() for side, att in runs.items()}
     data = {side: _lanes_of_step(att, picked[side], max_lanes)
             for side, att in runs.items() if picked[side] is not None}
@@ -124,8 +125,8 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
         names = _dedupe([_short(att.trace.lane_name(*ln)) for ln, _ in lanes])
         ax.set_yticks(range(len(names)), names, fontsize=7)
         ax.set_ylim(len(names) - 0.5, -0.5)
-        ax.set_title(f"{side}: step {st.num}, {st.dur / 1e3:.1f} ms (the steady step closest to "
-                     f"the median)", fontsize=9, loc="left")
+        ax.set_title(f"{side_names.get(side, side)}: step {st.num}, {st.dur / 1e3:.1f} ms (the "
+                     f"steady step closest to the median)", fontsize=9, loc="left")
         ax.axvline(st.dur / 1e3, color="black", linewidth=0.8, linestyle=":")
     axes[-1, 0].set_xlabel("ms from the step's start")
     handles = [Patch(color=rgb01(s), label=s) for s in _ORDER if s in used]

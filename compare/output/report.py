@@ -15,6 +15,7 @@ from pathlib import Path
 from common import atomic
 from compare.analysis.comparison import Comparison, Side
 from compare.analysis.explanation import explain
+from compare.analysis.opdiff import event_keys
 from compare.output import explain_text, merged_trace, plots, report_json, report_md
 from compare.output.stage_order import stage_order
 
@@ -57,6 +58,16 @@ def build(comparison: Comparison, sides: dict[str, Side], tensorboard_logdir: st
                   screenshot)
 
 
+def _matches(c: Comparison, sides: dict[str, Side]) -> dict[str, dict[int, str]]:
+    """Per side, event -> the ``ops_diff`` row (same, changed or fused) its op belongs to."""
+    out = {}
+    for k, s in sides.items():
+        row_of = {key: r.op for r in c.ops_diff if r.status in ("same", "changed", "fused")
+                  for key in r.keys.get(k, ())}
+        out[k] = {i: row_of[key] for i, key in event_keys(s.analysis).items() if key in row_of}
+    return out
+
+
 def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> list[Path]:
     """Write every artifact into ``out`` (all or nothing); returns the paths written."""
     out = Path(out)
@@ -64,9 +75,11 @@ def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> lis
     staging.mkdir(parents=True, exist_ok=False)
     try:
         runs = {k: s.attribution for k, s in sides.items()}
-        report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs)
-        plots.stages_png(staging / FILES["stages_png"], report.comparison)
-        plots.timelines_png(staging / FILES["timelines_png"], runs)
+        c = report.comparison
+        report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs,
+                                                 c.labels, _matches(c, sides))
+        plots.stages_png(staging / FILES["stages_png"], c)
+        plots.timelines_png(staging / FILES["timelines_png"], runs, c.labels)
         atomic.write_json(staging / FILES["report_json"], report_json.to_json(report))
         atomic.write_text(staging / FILES["report_md"], report_md.render(report))
         written = atomic.move_into(staging, out)

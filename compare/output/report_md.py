@@ -8,7 +8,7 @@ from compare.analysis.comparison import SIDES, Comparison, StageRow
 from compare.fmt import duration, listed, shown
 from compare.output.colors import STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
-from compare.vocabulary.thresholds import ESTIMATED_NOTABLE
+from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
 
 if TYPE_CHECKING:
     from compare.output.report import Report
@@ -24,8 +24,9 @@ def ms(us: float | None) -> str:
 
 def render(r: "Report") -> str:
     c = r.comparison
-    parts = [_head(r), _verdict(c), _stages(c), _split(c), _xla(c), _how(c), _questions(r),
-             _files()]
+    parts = [_head(r), _verdict(c), _comparability(c), _groups(c), _ops_diff(c),
+             _stages(c) if c.has_pipeline() else _no_stages(c), _split(c), _xla(c), _how(c),
+             _questions(r), _files()]
     return "\n".join(line for part in parts for line in part) + "\n"
 
 
@@ -35,11 +36,12 @@ def _ops(ops: list[str], n: int = 4) -> str:
 
 
 def _head(r: "Report") -> list[str]:
-    lines = ["# Legacy vs modern: where the time goes", ""]
-    for k, s in r.comparison.sides.items():
+    c = r.comparison
+    lines = [f"# {c.label('legacy')} vs {c.label('modern')}: where the time goes", ""]
+    for k, s in c.sides.items():
         src = s.source
-        lines.append(f"- **{k}**: `{src.path}` ({src.format})" + (f": {src.note}" if src.note
-                                                                  else ""))
+        lines.append(f"- **{c.label(k)}** (`{k}` in report.json): `{src.path}` ({src.format})"
+                     + (f": {src.note}" if src.note else ""))
     if r.tensorboard:
         lines.append(f"- Open the profiles: `{r.tensorboard}` (runs `legacy` and `modern`, "
                      "Profile tab).")
@@ -54,6 +56,72 @@ def _verdict(c: Comparison) -> list[str]:
         [f"- {c.verdict.sides[k]}" for k in SIDES] + [""]
 
 
+def _comparability(c: Comparison) -> list[str]:
+    p = c.parity
+    lines = ["## Can these two traces be compared?", "",
+             "Checked before any number, as xprof's session-diff procedure does (workload "
+             "parity, host apart from device, host overhead masking a device gain), plus what "
+             "TF1 session traces add (first runs, feed_dict, one step against many).", ""]
+    if p.like_for_like:
+        lines.append("- **Like for like**: no check found a reason not to compare the steps.")
+    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}" for x in p.caveats]
+    return lines + [""]
+
+
+def _groups(c: Comparison) -> list[str]:
+    la, lb = c.label("legacy"), c.label("modern")
+    lines = ["## What each run does", "",
+             "Every event in a group of any TF program's work — input (readers, queues, "
+             "tf.data, fed tensors), preprocessing (decode, parse, strings, images), the "
+             "program's own compute by its top-level name scope, optimizer updates, "
+             "communication, copies, XLA, runtime, idle — wall time per steady step (median); "
+             "`unmapped` is what no rule of either view places.", "",
+             f"| group | {la} | {lb} | {la} cpu | {lb} cpu | {la} ops | {lb} ops |",
+             "|---|---:|---:|---:|---:|---|---|"]
+    for r in c.groups:
+        a, b = r.cells["legacy"], r.cells["modern"]
+        lines.append(f"| {r.key} | {ms(a.us)} | {ms(b.us)} | {ms(a.cpu_us)} | {ms(b.cpu_us)} | "
+                     f"{_ops(a.ops, 3)} | {_ops(b.ops, 3)} |")
+    return lines + [""]
+
+
+#: Rows of the op diff shown in report.md (report.json has them all).
+OPS_SHOWN = 15
+
+
+def _ops_diff(c: Comparison) -> list[str]:
+    la, lb = c.label("legacy"), c.label("modern")
+    lines = ["## Op by op", "",
+             f"Per steady step, largest difference first ({len(c.ops_diff)} rows in "
+             "`report.json`'s `ops_diff`). Ops are matched by node name (XLA cluster and "
+             "function prefixes removed), then by name without TF's `_N` suffixes, then by op "
+             "type; ops that vanished while an XLA cluster appeared on the other side are "
+             "*fused* into it. Time is host (executor rows, launches) plus device (kernels, "
+             "copies).", "",
+             f"| op | type | {la} | {lb} | delta | {la} n | {lb} n | status |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in c.ops_diff[:OPS_SHOWN]:
+        status = r.status + (f" (by {r.match})" if r.match in ("scope", "type") else "")
+        if r.status == "fused":
+            status += f": {len(r.members)} ops in {c.label('legacy' if r.into == 'modern' else 'modern')}"
+        sign = "+" if r.delta_us > 0 else "-"
+        lines.append(f"| `{r.op}` | {r.type} | {ms(r.a_us)} | {ms(r.b_us)} | "
+                     f"{sign}{duration(abs(r.delta_us))} | {r.a_count:g} | {r.b_count:g} | "
+                     f"{status} |")
+    fused = [r for r in c.ops_diff if r.status == "fused"]
+    for r in fused:
+        lines += ["", f"`{r.op}` holds: " + ", ".join(f"`{m}`" for m in r.members[:40])
+                  + (f" … (+{len(r.members) - 40})" if len(r.members) > 40 else "")]
+    return lines + [""]
+
+
+def _no_stages(c: Comparison) -> list[str]:
+    return ["## Stages of the seed pipeline", "",
+            "Neither trace spends time in the seed pipeline's stages (read, decode, resize, "
+            "crop, ...): these are other programs, described above by group and op. "
+            "`report.json`'s `stages` rows are there all the same.", ""]
+
+
 def _stage_line(row: StageRow) -> str:
     cells = row.cells
     est = [f"{k} {cells[k].estimated_us / cells[k].us:.0%}" for k in SIDES
@@ -66,11 +134,12 @@ def _stage_line(row: StageRow) -> str:
 
 
 def _stages(c: Comparison) -> list[str]:
+    la, lb = c.label("legacy"), c.label("modern")
     lines = ["## Stages per steady step", "",
              "Median over steady steps of wall time (see *How the numbers are made*); "
              "CPU time beside it; the first step (start-up, compiles) apart.", "",
-             "| stage | legacy | modern | legacy/modern | legacy cpu | modern cpu | "
-             "legacy first step | modern first step | legacy ops | modern ops |",
+             f"| stage | {la} | {lb} | {la}/{lb} | {la} cpu | {lb} cpu | "
+             f"{la} first step | {lb} first step | {la} ops | {lb} ops |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     lines += [_stage_line(row) for row in c.stages
               if any(cell.us or cell.cpu_us or cell.first_us for cell in row.cells.values())]
@@ -98,18 +167,19 @@ def _split(c: Comparison) -> list[str]:
     for k in SIDES:
         st = c.sides[k].steps
         step = st.median_us or 1.0
-        lines.append(f"| {k} (steady median) | " + " | ".join(
+        lines.append(f"| {c.label(k)} (steady median) | " + " | ".join(
             f"{ms(st.split_us[s])} ({st.split_us[s] / step:.0%})" for s in SPLIT_KEYS)
             + f" | {st.steady_count} of {st.count} |")
         if st.first_split_us:
-            lines.append(f"| {k} (first step) | " + " | ".join(
+            lines.append(f"| {c.label(k)} (first step) | " + " | ".join(
                 ms(st.first_split_us[s]) for s in SPLIT_KEYS) + " | 1 |")
     return lines + [
-        "", "Stretches of TF's own runtime on a TF thread with no op inside, 100 us or longer, "
-        "are counted as waiting (the thread waits for another, is descheduled, or does "
+        "", f"Stretches of TF's own runtime on a TF thread with no op inside, "
+        f"{ms(BLOCKED_MIN_US)} or longer, are counted as waiting (the thread waits for another, is descheduled, or does "
         "something the trace does not show; executor bookkeeping takes microseconds), thread "
         "time summed over threads: "
-        + ", ".join(f"{k} {ms(c.sides[k].steps.blocked_us)} per steady step" for k in SIDES)
+        + ", ".join(f"{c.label(k)} {ms(c.sides[k].steps.blocked_us)} per steady step"
+                    for k in SIDES)
         + ".", "", "![one steady step of each run](timelines.png)", ""]
 
 
@@ -117,11 +187,11 @@ def _xla(c: Comparison) -> list[str]:
     lines = ["## XLA", ""]
     for k in SIDES:
         x = c.sides[k].xla
-        lines.append(f"**{k}** ({x.launch_style}): {x.compiles} compile(s), "
+        lines.append(f"**{c.label(k)}** ({x.launch_style}): {x.compiles} compile(s), "
                      f"{ms(x.compile_us)} compiling, {ms(x.run_us)} running compiled code over "
                      f"the whole trace"
                      + (f"; recompiled: {listed(x.recompiled)}" if x.recompiled else "") + ".")
-        lines += _xla_units(k, x.units or {}) + [""]
+        lines += _xla_units(c.label(k), x.units or {}) + [""]
     return lines
 
 
@@ -161,7 +231,7 @@ def _how(c: Comparison) -> list[str]:
     lines.append("")
     for k in SIDES:
         for cc in c.sides[k].cross_checks:
-            lines += _cross_check(k, cc, c.sides[k].source.format)
+            lines += _cross_check(c.label(k), cc, c.sides[k].source.format)
     return lines
 
 
@@ -186,7 +256,8 @@ def _questions(r: "Report") -> list[str]:
     for key in QUESTION_ORDER:
         lines += [f"### {QUESTIONS[key]}", ""]
         for k in SIDES:
-            lines += [f"**{k}**", "", "```text", r.answers[k][key], "```", ""]
+            lines += [f"**{r.comparison.label(k)}**", "", "```text", r.answers[k][key], "```",
+                      ""]
     return lines
 
 

@@ -1,8 +1,12 @@
-"""The stage table ``compare.run`` prints (medians per steady step)."""
+"""The tables ``compare.run`` prints (medians per steady step): the seed pipeline's stages, the
+generic view of any TF program, and the top of the op diff."""
 from __future__ import annotations
 
 from compare.analysis.comparison import Comparison
 from compare.fmt import duration
+
+#: Op-diff rows printed on the terminal (report.md shows more).
+TERMINAL_OPS = 8
 
 
 def cell(us: float | None) -> str:
@@ -14,21 +18,76 @@ def _opcol(ops: list[str], n: int = 28) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _fit(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _cw(c: Comparison) -> int:
+    """Width of a number column: the sides' labels, 10 to 18 characters."""
+    return max(10, min(18, max(len(c.label(k)) for k in ("legacy", "modern"))))
+
+
+def _head(c: Comparison, first: str, w: int = 12) -> list[str]:
+    n = _cw(c)
+    a, b = _fit(c.label("legacy"), n), _fit(c.label("modern"), n)
+    head = (f"{first:<{w}} {a:>{n}} {b:>{n}} {'ratio':>7}   {_fit(a, 24) + ' ops':<28} "
+            f"{_fit(b, 24) + ' ops'}")
+    return [head, "-" * min(100, len(head) + 30)]
+
+
 def stage_table(c: Comparison, width: int = 100) -> str:
-    head = (f"{'stage':<12} {'legacy':>10} {'modern':>10} {'ratio':>7}   "
-            f"{'legacy ops':<28} {'modern ops'}")
-    lines = [head, "-" * min(width, len(head) + 30)]
+    """The seed pipeline's stages and overheads (rows with time on either side)."""
+    lines, n = _head(c, "stage"), _cw(c)
     for row in c.stages:
         a, b = row.cells["legacy"], row.cells["modern"]
         if a.us == 0 and b.us == 0:
             continue
         ratio = f"{row.ratio:.1f}x" if row.ratio else "-"
-        lines.append(f"{row.stage:<12} {cell(a.us):>10} {cell(b.us):>10} {ratio:>7}   "
+        lines.append(f"{row.stage:<12} {cell(a.us):>{n}} {cell(b.us):>{n}} {ratio:>7}   "
                      f"{_opcol(a.ops):<28} {_opcol(b.ops)}")
     lg, md = c.sides["legacy"], c.sides["modern"]
-    lines.append(f"{'unmapped':<12} {cell(lg.unmapped_us):>10} {cell(md.unmapped_us):>10}")
-    a, b = lg.steps, md.steps
-    lines.append(f"{'step':<12} {cell(a.median_us):>10} {cell(b.median_us):>10} "
-                 + (f"{a.median_us / b.median_us:>6.1f}x" if b.median_us else ""))
-    lines.append(f"{'first step':<12} {cell(a.first_us):>10} {cell(b.first_us):>10}")
+    lines.append(f"{'unmapped':<12} {cell(lg.unmapped_us):>{n}} {cell(md.unmapped_us):>{n}}")
+    return "\n".join(lines + _step_lines(c))
+
+
+def _step_lines(c: Comparison, w: int = 12) -> list[str]:
+    a, b, n = c.sides["legacy"].steps, c.sides["modern"].steps, _cw(c)
+    return [f"{'step':<{w}} {cell(a.median_us):>{n}} {cell(b.median_us):>{n}} "
+            + (f"{a.median_us / b.median_us:>6.1f}x" if b.median_us else ""),
+            f"{'first step':<{w}} {cell(a.first_us):>{n}} {cell(b.first_us):>{n}}"]
+
+
+def group_table(c: Comparison, max_rows: int = 14) -> str:
+    """The generic view: what each run's steps are spent on, in any TF program's terms."""
+    lines, n = _head(c, "group", 24), _cw(c)
+    rows = [r for r in c.groups if r.group != "unmapped"]
+    shown, rest = rows[:max_rows], rows[max_rows:]
+    for r in shown:
+        a, b = r.cells["legacy"], r.cells["modern"]
+        ratio = f"{a.us / b.us:.1f}x" if a.us and b.us else "-"
+        lines.append(f"{_fit(r.key, 24):<24} {cell(a.us):>{n}} {cell(b.us):>{n}} {ratio:>7}   "
+                     f"{_opcol(a.ops):<28} {_opcol(b.ops)}")
+    if rest:
+        lines.append(f"{'(' + str(len(rest)) + ' more rows)':<24} "
+                     f"{cell(sum(r.cells['legacy'].us for r in rest)):>{n}} "
+                     f"{cell(sum(r.cells['modern'].us for r in rest)):>{n}}")
+    lines.append(f"{'unmapped':<24} {cell(c.group_unmapped_us('legacy')):>{n}} "
+                 f"{cell(c.group_unmapped_us('modern')):>{n}}")
+    return "\n".join(lines + _step_lines(c, 24))
+
+
+def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
+    """The largest per-op differences (per steady step)."""
+    n = _cw(c)
+    la, lb = _fit(c.label("legacy"), n), _fit(c.label("modern"), n)
+    lines = [f"{'op (type)':<52} {la:>{n}} {lb:>{n}} {'delta':>10}  status",
+             "-" * 100]
+    for r in c.ops_diff[:n]:
+        name = r.op if r.op == r.type else f"{r.op} ({r.type})"
+        if r.status == "fused":
+            name = f"{r.op} ({r.type}) <- {len(r.members)} ops"
+        sign = "+" if r.delta_us > 0 else "-"
+        lines.append(f"{_fit(name, 52):<52} {cell(r.a_us):>{n}} {cell(r.b_us):>{n}} "
+                     f"{sign + duration(abs(r.delta_us)):>10}  {r.status}"
+                     + (f" by {r.match}" if r.match in ("scope", "type") else ""))
     return "\n".join(lines)

@@ -41,6 +41,7 @@ from typing import Any
 
 from common import procs
 from common.errors import InputError
+from compare.viewers.browser import BrowserError, Chromium
 
 PLUGIN = "profile"
 STARTUP_TIMEOUT_S = 120.0
@@ -311,8 +312,6 @@ def show_sessions(page, base_url: str, timeout: float = 90.0) -> list[str]:
     """Load TensorBoard's profile tab in ``page`` (a :class:`compare.viewers.browser.Page`), wait until
     it has rendered a session's overview, open the Sessions list with a mouse click as a user
     would, and return the session names listed (the list stays open for a screenshot)."""
-    from compare.viewers.browser import BrowserError
-
     page.navigate(f"{base_url}/#profile")
     state = page.wait_for(f"(s => s && s.selected && s.rendered && s)({_SESSIONS_JS})",
                           timeout=timeout, what="the profile tab's Sessions list and overview")
@@ -333,14 +332,12 @@ def screenshot_profile(logdir: str | os.PathLike, png_path: str | os.PathLike,
     Sessions list, check that every session of :func:`profile_runs` is listed, and save a PNG
     of the page to ``png_path``. Returns the session names the page listed.
 
-    It takes ~10-30 s and needs Debian's ``chromium`` (:class:`compare.viewers.browser.BrowserError`,
+    It takes tens of seconds and needs Debian's ``chromium`` (:class:`compare.viewers.browser.BrowserError`,
     an InputError, says so in one line if it is missing). TensorBoard's and Chromium's logs and Chromium's profile go to ``work_dir``
     (default: a temporary folder, removed afterwards). Both processes are always stopped.
     Note that TensorBoard's profile plugin writes its caches (``.cached_tools.json``,
     ``cache_version.txt``, ``*.hlo_proto.pb``, ``*.SSTABLE``) into the session folders it
     serves, as it does for any user."""
-    from compare.viewers.browser import BrowserError, Chromium
-
     expected = profile_runs(logdir)
     if not expected:
         raise InputError(f"{logdir}: no profile sessions (no plugins/profile/*/*.xplane.pb)")

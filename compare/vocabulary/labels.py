@@ -63,6 +63,13 @@ OP_TYPES: dict[str, frozenset[str]] = {
     "runtime": GRAPH_PLUMBING_OPS,
 }
 OP_TYPE_LABEL: dict[str, str] = {t: s for s, types in OP_TYPES.items() for t in types}
+#: Op types of :data:`OP_TYPES` that any program uses (slicing, stacking, concatenating,
+#: reversing, clipping, shuffling, integer draws): they are a pipeline stage's work only in a
+#: trace that shows an image pipeline, on a node with no scope that is not the pipeline's.
+GENERIC_OP_TYPES = frozenset({
+    "Slice", "StridedSlice", "StatelessRandomUniformInt", "StatelessRandomUniformIntV2",
+    "RandomUniformInt", "ReverseV2", "Reverse", "ClipByValue", "Pack", "ConcatV2", "Concat",
+    "RandomShuffle", "StatelessShuffle"})
 #: Op types whose label no name scope can change (overheads that are what they are).
 FIXED_OP_TYPES = XLA_COMPILE_OPS | XLA_RUN_OPS | INPUT_WAIT_OPS
 

@@ -198,3 +198,52 @@ def category_of(name: str, op_type: str, hlo_op: str, step_marker: bool) -> int:
     if op_type:
         return CAT["op"]
     return CAT["other"]
+
+
+# --- GPU kernels ---------------------------------------------------------------------------
+
+#: Args in which the TF profiler names the TF op (``node/name:OpType``) that launched a GPU
+#: kernel or copy, newest first: ``tf_op`` (xprof), ``level 0`` (the outermost annotation,
+#: TF 2.2-2.4), ``annotation`` (``name:Type#shape=...#``, nested ones joined by ``::``).
+KERNEL_OP_ARGS = ("tf_op", "level 0", "annotation")
+#: The GPU tracer's records carry this arg: on a device a kernel or copy, on a host thread the
+#: CUDA call that launched it (``cuLaunchKernel`` named after the kernel, a copy, a sync).
+CUDA_CALL_ARG = "correlation_id"
+#: The GPU tracer's copies and memsets (TF1 ``MEMCPYHtoD``, xprof ``MemcpyH2D``, ``Memset``,
+#: the CUDA calls behind them); a copy names the op that needed it in the same args as a
+#: kernel does, and stays a copy, not that op.
+COPY_NAME = re.compile(r"^(?:MEMCPY|Memcpy|memcpy|cuMemcpy|cudaMemcpy|Memset|MEMSET)")
+
+
+def kernel_op(args: dict, name: str) -> tuple[str, str]:
+    """(node name, op type) of the TF op a GPU kernel ran for, from its args; ("", "") when
+    the args name none or the event is a copy."""
+    if COPY_NAME.match(name):
+        return "", ""
+    for key in KERNEL_OP_ARGS:
+        v = args.get(key)
+        if isinstance(v, str) and v:
+            v = v.split("::", 1)[0].split("#", 1)[0]
+            node, _, op_type = v.rpartition(":")
+            if node and op_type and " " not in op_type:
+                return node, op_type
+    return "", ""
+
+
+# --- step marks ------------------------------------------------------------------------------
+
+#: Keras' TraceMe around each call of its training function (TF 2.2 on), and the eager
+#: execution of that function: one per training step.
+TRAIN_FUNCTION = re.compile(r"^(train_function|(Eager\w*Execute: )?__inference_train_function_\d+)$")
+#: ``ProfilerStep#N``: a profiler step annotation numbered N.
+PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: The xprof device line that holds one event per step (xprof's own step rows).
+STEPS_LINE = "Steps"
+#: One-time work in a first step: ops that create an input pipeline or iterator (once per
+#: pipeline), and the node every executor runs first (long only while a device is set up).
+ITERATOR_CREATION_OPS = frozenset({
+    "OneShotIterator", "MakeIterator", "IteratorV2", "Iterator", "AnonymousIterator",
+    "AnonymousIteratorV2", "AnonymousIteratorV3", "MultiDeviceIterator",
+    "MultiDeviceIteratorInit", "IteratorFromStringHandleV2"})
+#: xprof host threads that launch one GPU's kernels (TF's private GPU threads).
+GPU_LAUNCH_THREADS = ("tf_gpu_private",)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from compare.vocabulary.ops import COPY_NAME
+
 GPU_DEVICE = re.compile(r"(/gpu:\d+|/device:GPU:\d+|/device:XLA_GPU:\d+)", re.I)
 STREAM = re.compile(r"/stream:(\w+)", re.I)
 #: xprof lines on a device plane derived from the kernels (they repeat the kernels' time).
@@ -11,8 +13,14 @@ DERIVED_LINES = frozenset({
     "Steps", "XLA Modules", "XLA Ops", "XLA TraceMe", "TensorFlow Ops",
     "TensorFlow Name Scope", "Framework Ops", "Framework Name Scope", "Source code",
     "Launch Stats", "Host Threads"})
-#: The GPU tracer names copies MEMCPYHtoD, MEMCPYDtoH, MEMCPYDtoD...
+#: The GPU tracer names copies MEMCPYHtoD, MEMCPYDtoH, MEMCPYDtoD... (timelines); xprof
+#: MemcpyH2D, MemcpyD2H, MemcpyD2D, MemcpyP2P, and memsets Memset.
 MEMCPY_PREFIX = "MEMCPY"
+def is_copy(name: str) -> bool:
+    """A GPU copy or memset (not a kernel), by the event's name (``ops.COPY_NAME``)."""
+    return bool(COPY_NAME.match(name))
+#: xprof's host plane (``/host:CPU``): real threads.
+HOST_PLANE_PREFIX = "/host:"
 #: Process kinds whose rows record no work (memory counters, tensor lifetimes).
 NOT_WORK_KINDS = frozenset({"allocator", "tensors"})
 
@@ -105,6 +113,8 @@ def thread_role(process_role_: str, name: str) -> str:
         return "inter_op"
     if "Eigen" in base or base.startswith("tf_intra_op"):
         return "eigen"
+    if base.startswith("tf_gpu_private"):
+        return "gpu_private"
     if "codegen" in base or "xla-cpu-compile" in base:
         return "xla_codegen"
     if "reader" in base.lower():

@@ -21,8 +21,8 @@ def input_class(share: float) -> str:
 
 # --- XLA -----------------------------------------------------------------------------------
 #: A timeline ``_XlaCompile`` (or excess of a first ``_XlaLaunch``) this long is a compile,
-#: not a cache lookup: lookups take 10-100 µs, the smallest real compile (a constant-only
-#: cluster on XLA:CPU) 4.4 ms; under CPU contention a lookup stretched past 1 ms once.
+#: not a cache lookup: lookups take tens of µs, the smallest real compile (a constant-only
+#: cluster on XLA:CPU) a few ms (BENCHMARKS.md, "Where the thresholds come from").
 COMPILE_MIN_US = 3000.0
 #: A launch that takes this many times the steady call (and COMPILE_MIN_US more) compiled.
 COMPILE_LAUNCH_FACTOR = 3.0
@@ -55,3 +55,59 @@ RUNTIME_NOTABLE = 0.15
 UNTRACED_NOTABLE = 0.10
 #: A stage row's estimated part is flagged in report.md from this share of the row.
 ESTIMATED_NOTABLE = 0.05
+
+# --- first runs (one-time work) ------------------------------------------------------------
+#: One op execution launching this many GPU kernels or more is cuDNN/cuBLAS autotuning (it
+#: tries every algorithm on an op's first call; a steady call launches a handful).
+AUTOTUNE_KERNELS = 50
+#: A first step this many times the median of the later ones carries one-time work.
+FIRST_STEP_FACTOR = 5.0
+#: One execution this many times the median of the other executions of its op type (and at
+#: least OUTLIER_MIN_US) in a first step: a first call setting something up (cuDNN, cuBLAS).
+OUTLIER_FACTOR, OUTLIER_MIN_US = 20.0, 10_000.0
+#: A session run's ``_SOURCE`` node this long: the device was being set up in this run.
+SOURCE_MIN_US = 1_000.0
+#: One-time work covering this share of a first step or more leads the verdict.
+ONE_TIME_LEADS = 0.20
+
+# --- launch-bound steps --------------------------------------------------------------------
+#: The host rows launching GPU work busy this share of the step or more, the GPU running
+#: kernels less than GPU_IDLE of it, at least LAUNCH_MIN_KERNELS kernels whose median is
+#: shorter than LAUNCH_SHORT_US: the step is bound by launching many small ops.
+LAUNCH_ROW_BUSY = 0.50
+LAUNCH_MIN_KERNELS = 10
+LAUNCH_SHORT_US = 20.0
+
+# --- communication -------------------------------------------------------------------------
+#: Collectives (all-reduce and friends) running while the device computes nothing else, as a
+#: share of the step: notable from COMM_NOTABLE, the bottleneck from COMM_BOUND.
+COMM_NOTABLE, COMM_BOUND = 0.10, 0.30
+
+# --- words -----------------------------------------------------------------------------------
+#: "mostly" is said of a share from this on.
+MOSTLY = 0.50
+
+# --- op diff and the two traces' comparability -------------------------------------------
+#: An op whose time differs by at most this share of its larger side (or OP_SAME_US) is "same".
+OP_SAME_SHARE, OP_SAME_US = 0.05, 1.0
+#: A difference in step time (or an op's) is named in the verdict only from this share of the
+#: slower step; with a single step on either side, from STEP_NOISE_SINGLE (one profiled step
+#: of the same program varies by about that much from run to run), and never below the
+#: spread (max - min) of either side's steady steps.
+CHANGE_NOTABLE = 0.05
+STEP_NOISE_SINGLE = 0.10
+#: An op type's total change is named instead of its nodes when it is this many times the
+#: largest node's change (many nodes moving together: "MatMul x6 -21.6 ms").
+TYPE_OVER_NODE = 1.5
+#: First run: one op taking this share of a step while the same op takes at most
+#: FIRST_RUN_RATIO times less on the other side (cuBLAS/cuDNN set-up, autotuning, a first
+#: GPU kernel) is one-time work.
+FIRST_RUN_OP_SHARE, FIRST_RUN_RATIO = 0.50, 50.0
+#: Batch size or input shape: of the compute time matched by node name, at least this share
+#: scaled the same way by at least this factor (every op's work grows with the batch).
+UNIFORM_SCALE_SHARE, UNIFORM_SCALE_FACTOR = 0.80, 2.0
+#: Host dispatch masks a device gain when the device's time per step fell by at least
+#: CHANGE_NOTABLE of the step while the device is busy at most MASKED_DEVICE_BUSY of it.
+MASKED_DEVICE_BUSY = 0.50
+#: Different programs: less than this share of either side's op time matches by name.
+SAME_PROGRAM_SHARE = 0.20

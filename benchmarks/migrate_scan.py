@@ -1,0 +1,120 @@
+"""``python -m benchmarks.migrate_scan [--sizes 250,500,1000,5000] [--repeat N]``: seconds
+``compare.migrate`` takes on generated scripts of growing size, to show that the analysis grows
+linearly with the script.
+
+Three kinds of script, each made to the requested size in KB:
+
+- ``pipelines``: a TF1 input pipeline (producer, reader, decode, augmentation, shuffle_batch,
+  session loop, FULL_TRACE) repeated under new names, so every copy is a pipeline to plan;
+- ``long_string``: one call whose argument is a single string literal of the whole size;
+- ``small_functions``: many three-line functions that each make a random draw (about 30,000 of
+  them at 1.9 MB).
+
+For each it prints the size, the wall and CPU seconds of :func:`compare.migrate.analyze_source`
+(parse, scan, pipeline plans, report text) and CPU seconds per MB; per-MB times that stay flat as
+the size grows are linear growth. CPU time is the steadier measure on a shared machine. Timing
+targets live here, not in the unit tests.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+HEADER = "import tensorflow as tf\n\n"
+
+PIPELINE = '''
+def read_{i}(queue):
+    reader = tf.WholeFileReader()
+    key, value = reader.read(queue)
+    image = tf.image.decode_jpeg(value, channels=3)
+    image = tf.image.resize_images(image, [256, 256])
+    image = tf.random_crop(image, [224, 224, 3])
+    image = tf.image.random_flip_left_right(image)
+    return image, key
+
+
+def inputs_{i}(files, batch_size):
+    queue = tf.train.string_input_producer(files, num_epochs=None, shuffle=True)
+    image, key = read_{i}(queue)
+    images, keys = tf.train.shuffle_batch([image, key], batch_size=batch_size, num_threads=4,
+                                          capacity=1000 + 3 * batch_size, min_after_dequeue=1000)
+    return images, keys
+
+
+def train_{i}():
+    images, keys = inputs_{i}(["a_{i}.jpg", "b_{i}.jpg"], 32)
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess=sess, coord=coord)
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        sess.run(images, options=options, run_metadata=tf.RunMetadata())
+        coord.request_stop()
+        coord.join(threads)
+'''
+
+SMALL = "def f_{i}(x):\n    y = tf.random_uniform([2], seed={i})\n    return x + y\n"
+
+
+def pipelines(size: int) -> str:
+    parts, total, i = [HEADER], len(HEADER), 0
+    while total < size:
+        part = PIPELINE.format(i=i)
+        parts.append(part)
+        total += len(part)
+        i += 1
+    return "".join(parts)
+
+
+def long_string(size: int) -> str:
+    body = "x" * max(0, size - 80)
+    return HEADER + f"q = tf.train.string_input_producer(['{body}'])\n"
+
+
+def small_functions(size: int) -> str:
+    parts, total, i = [HEADER], len(HEADER), 0
+    while total < size:
+        part = SMALL.format(i=i)
+        parts.append(part)
+        total += len(part)
+        i += 1
+    return "".join(parts)
+
+
+KINDS = {"pipelines": pipelines, "long_string": long_string, "small_functions": small_functions}
+
+
+def seconds(text: str, repeat: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of the whole report (analysis and text) for ``text``."""
+    from compare.migrate import analyze_source
+
+    wall, cpu = [], []
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        analyze_source(text, "bench.py").to_text()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="250,500,1000,5000",
+                        help="script sizes in KB, comma-separated")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="which kinds of script")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per size (median)")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    print(f"{'kind':<16} {'size KB':>8} {'wall s':>7} {'CPU s':>7} {'CPU s/MB':>9}")
+    for kind in args.kinds.split(","):
+        make = KINDS[kind]
+        for kb in sizes:
+            text = make(kb * 1000)
+            wall, cpu = seconds(text, args.repeat)
+            print(f"{kind:<16} {len(text) / 1000:>8.0f} {wall:>7.2f} {cpu:>7.2f} "
+                  f"{cpu / (len(text) / 1e6):>9.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

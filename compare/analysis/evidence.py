@@ -1,0 +1,261 @@
+"""Measurements behind the verdict's first-run, launch, communication and no-data findings
+(:mod:`compare.analysis.verdict` judges them): what a step's events show of one-time work,
+of a host busy launching many small kernels, of collectives the step waits on, and of rows
+that recorded nothing. Every share here is a wall-time share of the step (a union of
+intervals over its window), never above 1.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from compare.analysis import rows
+from compare.analysis.legend import Legend
+from compare.analysis.steps import StepChoice
+from compare.model import intervals
+from compare.model.events import CAT, Trace
+from compare.vocabulary import ops as tfops
+from compare.vocabulary.groups import FEED_NODE, is_collective
+from compare.vocabulary.thresholds import (
+    AUTOTUNE_KERNELS,
+    FIRST_STEP_FACTOR,
+    OUTLIER_FACTOR,
+    OUTLIER_MIN_US,
+    SOURCE_MIN_US,
+)
+
+
+@dataclasses.dataclass
+class OneTime:
+    """Signs of one-time work in the explained step (times in µs)."""
+
+    first_step: bool = False          # the trace's first step (or its only one)
+    only_step: bool = False
+    steps: int = 0
+    first_over_rest: float = 0.0      # first step / median of the later ones (3+ steps)
+    autotune_node: str = ""           # the op execution that launched the most kernels
+    autotune_kernels: int = 0
+    autotune_nodes: int = 0           # executions that launched AUTOTUNE_KERNELS or more
+    kernels: int = 0                  # GPU kernels in the step
+    kernel_ops: int = 0               # op executions that launched them
+    autotune_share: float = 0.0       # wall share of the autotuning executions
+    outlier_node: str = ""            # one call far longer than the others of its type
+    outlier_op: str = ""
+    outlier_us: float = 0.0
+    outlier_others_us: float = 0.0    # median of the other calls of that type
+    outlier_share: float = 0.0
+    source_us: float = 0.0            # a long _SOURCE (device set up in this run)
+    source_share: float = 0.0
+    iterators: list[str] = dataclasses.field(default_factory=list)  # created in this step
+
+
+@dataclasses.dataclass
+class Launch:
+    """How busy the host was launching GPU work, and how small the kernels were."""
+
+    row: str = ""                     # the launch row (TF1) or "host threads launching ops"
+    busy_share: float = 0.0
+    host_ops: int = 0                 # op executions on the launch rows
+    host_ops_short: int = 0           # of which under LAUNCH_SHORT_US
+    kernels: int = 0
+    kernel_median_us: float = 0.0
+
+
+@dataclasses.dataclass
+class Communication:
+    ops: list[str] = dataclasses.field(default_factory=list)   # collective op types
+    count: int = 0
+    share: float = 0.0                # wall share of the collectives
+    exposed_share: float = 0.0        # of it, time when the device computed nothing else
+    summed_us: float = 0.0            # their summed time (overlapping boxes add up)
+
+
+def step_events(trace: Trace, choice: StepChoice) -> np.ndarray:
+    return np.flatnonzero((trace.events.step == choice.step.num) & rows.work_mask(trace))
+
+
+def kernel_mask(trace: Trace, roles: dict[int, str]) -> np.ndarray:
+    """GPU kernels, each once (``stream:all`` when a GPU has it), copies left out."""
+    ev, names = trace.events, trace.strings.names
+    gpus_all = {rows.gpu_of(trace.processes[p].name) for p, r in roles.items()
+                if r == "gpu_stream_all"}
+    pids = [p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_device") or
+            r == "gpu_stream" and rows.gpu_of(trace.processes[p].name) not in gpus_all]
+    m = np.isin(ev.pid, pids) & rows.busy_mask(trace)
+    copy_ids = [i for i in np.unique(ev.name[m]) if rows.is_copy(names[i])]
+    return m & ~np.isin(ev.name, copy_ids)
+
+
+def step_kernels(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> np.ndarray:
+    """The step's GPU kernels, each once (see :func:`kernel_mask`)."""
+    return np.flatnonzero((trace.events.step == choice.step.num) & kernel_mask(trace, roles))
+
+
+def _union(trace: Trace, k: np.ndarray, choice: StepChoice) -> float:
+    ev = trace.events
+    return intervals.union_us(ev.ts[k], ev.end[k], choice.lo, choice.hi)
+
+
+# --------------------------------------------------------------------------------------------
+# one-time work
+
+def one_time(trace: Trace, choice: StepChoice, idx: np.ndarray,
+             roles: dict[int, str]) -> OneTime:
+    ev, names = trace.events, trace.strings.names
+    wall = choice.step.dur or 1.0
+    steps = sorted(trace.steps, key=lambda s: s.ts)
+    out = OneTime(steps=len(steps), only_step=len(steps) == 1,
+                  first_step=bool(steps) and steps[0].num == choice.step.num)
+    durs = [s.dur for s in steps]
+    if len(durs) >= 3:
+        out.first_over_rest = durs[0] / (float(np.median(durs[1:])) or 1.0)
+    kern = step_kernels(trace, choice, roles)
+    host = idx[~rows.on_gpu(trace, roles)[idx] & (ev.op_type[idx] != 0)]
+    _autotune(trace, choice, out, kern, host)
+    _outlier(trace, out, host, wall)
+    src = trace.strings.lookup(tfops.SOURCE_NODE)
+    if src is not None:
+        s = host[(ev.tf_name[host] == src) & (ev.dur[host] >= SOURCE_MIN_US)]
+        if len(s):
+            out.source_us = float(ev.dur[s].max())
+            out.source_share = min(1.0, _union(trace, s, choice) / wall)
+    out.iterators = sorted({names[ev.op_type[i]] for i in host
+                            if names[ev.op_type[i]] in tfops.ITERATOR_CREATION_OPS})
+    return out
+
+
+def _autotune(trace: Trace, choice: StepChoice, out: OneTime, kern: np.ndarray,
+              host: np.ndarray) -> None:
+    """Kernels per op execution: cuDNN/cuBLAS autotuning launches hundreds for one call."""
+    ev = trace.events
+    named = kern[ev.tf_name[kern] != 0]
+    out.kernels = int(len(kern))
+    if not len(named):
+        return
+    nodes, per_node = np.unique(ev.tf_name[named], return_counts=True)
+    execs = np.array([max(1, int((ev.tf_name[host] == n).sum())) for n in nodes])
+    per_exec = per_node / execs
+    out.kernel_ops = int(execs.sum())
+    top = int(np.argmax(per_exec))
+    out.autotune_node = trace.s(int(nodes[top]))
+    out.autotune_kernels = int(per_node[top])
+    tuned = nodes[per_exec >= AUTOTUNE_KERNELS]
+    out.autotune_nodes = int(len(tuned))
+    if len(tuned):
+        on_host = host[np.isin(ev.tf_name[host], tuned)]
+        k = on_host if len(on_host) else named[np.isin(ev.tf_name[named], tuned)]
+        out.autotune_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
+
+
+def _outlier(trace: Trace, out: OneTime, host: np.ndarray, wall: float) -> None:
+    """One call of an op type far longer than its other calls (a first call's set-up)."""
+    ev = trace.events
+    plumbing = [i for i in np.unique(ev.op_type[host])
+                if trace.s(int(i)) in tfops.GRAPH_PLUMBING_OPS or tfops.is_input_op(trace.s(int(i)))]
+    h = host[~np.isin(ev.op_type[host], plumbing)]
+    best = (0.0, -1, 0.0)
+    for t in np.unique(ev.op_type[h]):
+        k = h[ev.op_type[h] == t]
+        if len(k) < 3:
+            continue
+        j = int(k[np.argmax(ev.dur[k])])
+        others = float(np.median(ev.dur[k[k != j]])) or 1.0
+        if ev.dur[j] >= OUTLIER_MIN_US and ev.dur[j] / others >= OUTLIER_FACTOR and \
+                ev.dur[j] > best[0]:
+            best = (float(ev.dur[j]), j, others)
+    if best[1] >= 0:
+        j = best[1]
+        out.outlier_node, out.outlier_op = trace.s(ev.tf_name[j]), trace.s(ev.op_type[j])
+        out.outlier_us, out.outlier_others_us = best[0], best[2]
+        out.outlier_share = min(1.0, best[0] / (wall or 1.0))
+
+
+def one_time_share(o: OneTime, compile_share: float) -> float:
+    """The wall share of the step the strongest sign of one-time work accounts for."""
+    first = (1.0 - 1.0 / o.first_over_rest) if o.first_over_rest >= FIRST_STEP_FACTOR else 0.0
+    return max(o.autotune_share, o.outlier_share, o.source_share, compile_share,
+               first if o.first_step else 0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# launching
+
+def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
+           roles: dict[int, str]) -> Launch:
+    ev = trace.events
+    out = Launch()
+    kern = step_kernels(trace, choice, roles)
+    out.kernels = int(len(kern))
+    out.kernel_median_us = float(np.median(ev.dur[kern])) if len(kern) else 0.0
+    busy = np.flatnonzero((ev.step == choice.step.num) & rows.busy_mask(trace))
+    if trace.format == "timeline":
+        launchers = [p for p in legend.processes if p.role == "gpu_launch" and p.events]
+        if not launchers:
+            return out
+        p = max(launchers, key=lambda p: p.busy_share)
+        k = busy[ev.pid[busy] == p.pid]
+        out.row, out.busy_share = rows.device_of(p.name) + " Compute", p.busy_share
+    else:
+        lanes = [(p.pid, ln.tid) for p in legend.processes for ln in p.lanes
+                 if ln.role == "inter_op" or ln.name.startswith(tfops.GPU_LAUNCH_THREADS)]
+        if not lanes:
+            return out
+        k = busy[[(int(ev.pid[i]), int(ev.tid[i])) in set(lanes) for i in busy]] \
+            if len(busy) else busy
+        out.row = "the host threads that run ops and launch their kernels"
+        out.busy_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
+    ops = k[(ev.op_type[k] != 0)]
+    out.host_ops = int(len(ops))
+    out.host_ops_short = int((ev.dur[ops] < 20.0).sum())
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# communication
+
+def communication(trace: Trace, choice: StepChoice, idx: np.ndarray,
+                  roles: dict[int, str]) -> Communication:
+    ev, names = trace.events, trace.strings.names
+    keys = np.unique(np.stack([ev.op_type[idx], ev.name[idx]]), axis=1) if len(idx) else \
+        np.zeros((2, 0), np.int32)
+    coll_ops = {int(o) for o, n in keys.T if is_collective(names[o], names[n])}
+    coll_names = {int(n) for o, n in keys.T if is_collective(names[o], names[n])}
+    hit = idx[np.isin(ev.op_type[idx], list(coll_ops)) & (ev.op_type[idx] != 0) |
+              np.isin(ev.name[idx], list(coll_names))]
+    out = Communication()
+    if not len(hit):
+        return out
+    wall = choice.step.dur or 1.0
+    out.ops = sorted({names[ev.op_type[i]] or names[ev.name[i]] for i in hit})
+    out.count = int(len(hit))
+    out.summed_us = float(ev.dur[hit].sum())
+    out.share = min(1.0, _union(trace, hit, choice) / wall)
+    rest = np.setdiff1d(idx, hit)
+    kern = step_kernels(trace, choice, roles)
+    kern = kern[~np.isin(ev.op_type[kern], list(coll_ops)) & ~np.isin(ev.name[kern],
+                                                                     list(coll_names))]
+    compute = kern if len(kern) else rest[ev.category[rest] != CAT["runtime"]]
+    both = np.concatenate([hit, compute])
+    out.exposed_share = min(1.0, max(0.0, _union(trace, both, choice) -
+                                     _union(trace, compute, choice)) / wall)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# rows that recorded nothing
+
+def silent_rows(legend: Legend) -> list[str]:
+    """Processes that hold only their names: the profiler recorded no event for them."""
+    return [p.name for p in legend.processes if not p.recorded and
+            p.role not in ("tensors", "allocator")]
+
+
+def feeds(trace: Trace, idx: np.ndarray) -> list[str]:
+    """TF1 placeholders fed through feed_dict in the step (timeline ``_arg_`` / ``_recv_``)."""
+    ev, names = trace.events, trace.strings.names
+    ids = set(np.unique(ev.tf_name[idx]).tolist())
+    for i in idx:  # a fed placeholder often shows only as an op's input
+        ids.update(ev.inputs_of(int(i)).tolist())
+    return sorted({tfops.SEND_RECV_SUFFIX.sub("", names[n]) for n in ids
+                   if FEED_NODE.match(names[n])})[:6]

@@ -1,0 +1,380 @@
+"""What a call does in the symbolic run of :mod:`.flow`: TF1 pipeline constructors make queues,
+readers, streams and ends; methods on them enqueue, read, dequeue and batch; the script's own
+functions are followed; anything else computes a per-example tensor from per-example tensors, or
+an ordinary value."""
+from __future__ import annotations
+
+import ast
+
+from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
+from compare.migration.values import (
+    ClassV,
+    DatasetV,
+    End,
+    EnqueueV,
+    FuncV,
+    IteratorV,
+    ListV,
+    ObjV,
+    PlaceholderV,
+    ProviderV,
+    QueueV,
+    ReaderV,
+    Stream,
+    Sym,
+    Tensor,
+    Val,
+    tensors_in,
+)
+
+_QUEUE_KINDS = {"random_shuffle_queue": "random_shuffle", "padding_fifo_queue": "padding_fifo",
+                "queue": "fifo"}
+#: Positional parameters of the queue constructors (by the last part of their name).
+_QUEUE_PARAMS = {
+    "FIFOQueue": ("capacity", "dtypes", "shapes", "names", "shared_name", "name"),
+    "PaddingFIFOQueue": ("capacity", "dtypes", "shapes", "names", "shared_name", "name"),
+    "RandomShuffleQueue": ("capacity", "min_after_dequeue", "dtypes", "shapes", "names", "seed",
+                           "shared_name", "name"),
+    "PriorityQueue": ("capacity", "types", "shapes", "names", "shared_name", "name"),
+}
+#: Positional parameters of the maybe_* batchers, which differ from the rule's generic list.
+_MAYBE_PARAMS = {
+    "maybe_batch": ("tensors", "keep_input", "batch_size", "num_threads", "capacity",
+                    "enqueue_many", "shapes", "dynamic_pad", "allow_smaller_final_batch"),
+    "maybe_shuffle_batch": ("tensors", "batch_size", "capacity", "min_after_dequeue",
+                            "keep_input", "num_threads", "seed", "enqueue_many", "shapes",
+                            "allow_smaller_final_batch"),
+    "maybe_batch_join": ("tensors_list", "keep_input", "batch_size", "capacity", "enqueue_many",
+                         "shapes", "dynamic_pad", "allow_smaller_final_batch"),
+    "maybe_shuffle_batch_join": ("tensors_list", "batch_size", "capacity", "min_after_dequeue",
+                                 "keep_input", "seed", "enqueue_many", "shapes",
+                                 "allow_smaller_final_batch"),
+}
+_BATCHERS = frozenset({"batch", "shuffle_batch", "batch_join", "shuffle_batch_join",
+                       "maybe_batch"})
+_READERS = frozenset({"whole_file_reader", "tfrecord_reader", "text_line_reader",
+                      "fixed_length_record_reader", "other_reader"})
+_PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer"})
+#: Dataset methods: a value they are called on is taken for a dataset.
+DATASET_METHODS = frozenset({"map", "batch", "padded_batch", "shuffle", "repeat", "prefetch",
+                             "filter", "apply", "interleave", "flat_map", "shard", "skip", "take",
+                             "cache", "concatenate", "unbatch", "zip", "group_by_window",
+                             "ignore_errors", "with_options"})
+#: Calls whose result is a Python list (so ``len()`` of it works).
+_LISTS = frozenset({"list", "sorted", "glob.glob", "os.listdir", "tensorflow.gfile.Glob",
+                    "tensorflow.io.gfile.glob", "tensorflow.gfile.ListDirectory",
+                    "tensorflow.io.gfile.listdir"})
+
+
+def call(run, node: ast.Call, fr) -> Val:
+    qual = run.mod.scan.resolved.get(id(node), "")
+    func = node.func
+    if isinstance(func, ast.Name):
+        callee = run.ev(func, fr)
+        if isinstance(callee, Sym) and len(callee.alts) > 1:  # decode = jpeg or png decoder
+            run.cur_calls.extend((q, node) for q in callee.alts[1:])
+            return tf_call(run, node, fr, callee.alts[0])
+        if not qual:
+            return value_call(run, node, fr, callee)
+    if qual:
+        return tf_call(run, node, fr, qual)
+    if isinstance(func, ast.Attribute):
+        recv = run.ev(func.value, fr)
+        if isinstance(recv, Sym) and recv.qual:
+            return tf_call(run, node, fr, canonical(f"{recv.qual}.{func.attr}"))
+        return method_call(run, node, fr, recv, func.attr)
+    return value_call(run, node, fr, run.ev(func, fr))
+
+
+#: TensorFlow names that are not graph ops (specs, scopes, files, logging, graph plumbing).
+_NOT_OPS = ("tensorflow.gfile", "tensorflow.io.gfile", "tensorflow.logging", "tensorflow.app",
+            "tensorflow.flags", "tensorflow.summary", "tensorflow.train", "tensorflow.Session",
+            "tensorflow.name_scope", "tensorflow.variable_scope", "tensorflow.device",
+            "tensorflow.control_dependencies", "tensorflow.Graph", "tensorflow.get_default_graph",
+            "tensorflow.FixedLen", "tensorflow.VarLen", "tensorflow.TensorShape",
+            "tensorflow.Variable", "tensorflow.get_variable", "tensorflow.global_variables",
+            "tensorflow.local_variables", "tensorflow.group", "tensorflow.add_to_collection",
+            "tensorflow.contrib", "tensorflow.python", "tensorflow.layers", "tensorflow.keras",
+            "tensorflow.compat", "tensorflow.errors", "tensorflow.RunOptions",
+            "tensorflow.RunMetadata", "tensorflow.ConfigProto", "tensorflow.OptimizerOptions",
+            "tensorflow.GraphOptions", "tensorflow.profiler", "tensorflow.Print",
+            "tensorflow.assert_", "tensorflow.debugging", "tensorflow.saved_model")
+
+
+def _is_op(qual: str) -> bool:
+    return qual.startswith("tensorflow.") and not qual.startswith(_NOT_OPS)
+
+
+def _opaque(run, node: ast.Call, fr, vals: list, qual: str = "") -> Val:
+    """The result of a call we do not follow: a tensor from tensors (or from the entry's
+    parameters, when it is a TensorFlow op), a graph tensor that joins whatever per-example
+    stream it meets (a TensorFlow op on constants: ``tf.random_uniform([2])``), an ordinary
+    value otherwise."""
+    if not tensors_in_all(vals) and _is_op(qual):
+        params = [v.param for v in vals if isinstance(v, Sym) and v.param]
+        if params:
+            return Tensor(param_stream(run, params[0], node, fr))
+        return Tensor(run.floating)
+    out = run.combine(node, vals, fr)
+    if isinstance(out, Sym) and qual in _LISTS:
+        out.listish = True
+    return out
+
+
+def tensors_in_all(vals: list) -> bool:
+    return any(tensors_in(v) for v in vals)
+
+
+def param_stream(run, name: str, node: ast.AST, fr) -> Stream:
+    if name not in run.param_streams:
+        run.param_streams[name] = Stream("param", node, fr.fn.qualname, fr.path, param=name)
+        run.world.streams.append(run.param_streams[name])
+    return run.param_streams[name]
+
+
+def _lambdas(run, vals: list, fr) -> list:
+    """Results of the argument-less lambdas a TF op was given (tf.cond branches), run so the
+    script functions they call are followed."""
+    out = []
+    for v in vals:
+        if isinstance(v, FuncV) and v.info.name == "<lambda>" and not v.info.params:
+            res = run.call_function(v.info, [], {}, fr, closure=v.closure, call=v.info.node)
+            if res is not None:
+                out.append(res)
+    return out
+
+
+def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
+    rule = rule_for(qual)
+    rid = rule.id if rule else ""
+    last = qual.rsplit(".", 1)[-1]
+    if rid in _PRODUCERS or rid in _READERS or rid in _QUEUE_KINDS or rid in _BATCHERS or rid in (
+            "slice_input_producer", "slim_provider", "queue_runner", "placeholder"):
+        return _pipeline_call(run, node, fr, qual, rid, last)
+    if rid == "make_iterator" and last.startswith("make_"):
+        pos, _ = run.args_of(node, fr)
+        ds = pos[0] if pos and isinstance(pos[0], DatasetV) else DatasetV(("value", pos[0] if pos
+                                                                            else Sym("")))
+        return _iterator(run, node, fr, ds, last)
+    if qual.startswith(("tensorflow.data.", "tensorflow.contrib.data.")) and rid != "make_iterator":
+        pos, kw = run.args_of(node, fr)
+        if last[:1].isupper() or last in ("from_tensor_slices", "from_tensors", "range", "zip",
+                                           "list_files", "from_generator"):
+            return DatasetV(("call", qual, node, fr, pos, kw), (), run.src.segment(node, 400))
+        return Sym(run.render(node, fr), qual=qual, node=node)  # a transformation for .apply
+    pos, kw = run.args_of(node, fr)
+    run.cur_calls.append((qual, node))
+    if not qual.startswith("tensorflow.") and tensors_in_all(pos + list(kw.values())):
+        run.cur_external.append(run.src.segment(node.func, 60))
+    extra = _lambdas(run, pos + list(kw.values()), fr)
+    out = _opaque(run, node, fr, pos + list(kw.values()) + extra, qual)
+    if isinstance(out, Sym) and qual in ("tensorflow.train.match_filenames_once",
+                                         "tensorflow.io.match_filenames_once",
+                                         "tensorflow.gfile.Glob", "tensorflow.io.gfile.glob",
+                                         "glob.glob"):
+        out.qual = qual
+    return out
+
+
+def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> Val:
+    """Producers, readers, queues, batchers, slim's provider, queue runners, placeholders."""
+    rule = rule_for(qual)
+    params = _QUEUE_PARAMS.get(last) or _MAYBE_PARAMS.get(last) or rule.params
+    pos, named = run.args_of(node, fr, params)
+    text = run.render(node, fr)()
+    if rid in _PRODUCERS:
+        q = QueueV("producer", rid, node, fr.fn.qualname, fr.path, named, text=text)
+        run.world.queues.append(q)
+        return q
+    if rid == "slice_input_producer":
+        stream = Stream("rows", node, fr.fn.qualname, fr.path, rows=named.get("tensor_list"),
+                        args=named, loop=fr.loop)
+        run.world.streams.append(stream)
+        rows = named.get("tensor_list")
+        n = len(rows.items) if isinstance(rows, ListV) else 1
+        return ListV([Tensor(stream) for _ in range(n)], text)
+    if rid in _READERS:
+        return ReaderV(rid, node, fr.fn.qualname, named, run.src.segment(node, 80), text)
+    if rid in _QUEUE_KINDS:
+        q = QueueV(_QUEUE_KINDS[rid] if last != "PriorityQueue" else "priority", rid, node,
+                   fr.fn.qualname, fr.path, named, text=text)
+        run.world.queues.append(q)
+        return q
+    if rid in _BATCHERS:
+        inputs = named.get("tensors", named.get("tensors_list"))
+        run.world.ends.append(End(last, node, fr.fn.qualname, fr.path, named, inputs,
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
+        return Sym(text, node=node)
+    if rid == "slim_provider":
+        return ProviderV(node, fr.fn.qualname, named, text)
+    if rid == "queue_runner":
+        queue, ops = named.get("queue"), named.get("enqueue_ops")
+        if isinstance(queue, QueueV) and isinstance(ops, ListV):
+            queue.copies = ops.loop or Sym(str(len(ops.items)), len(ops.items))
+        return Sym(text)
+    return PlaceholderV(node, named, text)  # placeholder
+
+
+def _iterator(run, node: ast.Call, fr, ds: DatasetV, method: str) -> Val:
+    it = IteratorV(ds, node, fr.fn.qualname, run.src.segment(node, 120))
+    run.world.ends.append(End("iterator", node, fr.fn.qualname, fr.path, dataset=ds,
+                              construct=method, seq=run.cur_seq))
+    return it
+
+
+def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
+    if isinstance(recv, QueueV):
+        return _queue_method(run, node, fr, recv, attr)
+    if isinstance(recv, ProviderV) and attr == "get":
+        return _provider_get(run, node, fr, recv)
+    if isinstance(recv, DatasetV) or (attr in DATASET_METHODS | set(ITERATOR_METHODS)
+                                      and isinstance(recv, Sym) and (recv.param or not recv.known)
+                                      and not recv.qual):
+        return _dataset_method(run, node, fr, recv, attr)
+    if isinstance(recv, ListV) and attr in ("append", "extend"):
+        pos, _ = run.args_of(node, fr)
+        if pos:
+            add = pos[0].items if attr == "extend" and isinstance(pos[0], ListV) else pos[:1]
+            recv.items.extend(add)
+            if fr.loop is not None:
+                recv.loop = fr.loop
+        return Sym("None", None)
+    if attr in ("read", "read_up_to") and node.args:
+        first = run.ev(node.args[0], fr)
+        if isinstance(recv, ReaderV) or isinstance(first, QueueV):
+            reader = recv if isinstance(recv, ReaderV) else ReaderV(
+                "unknown", None, fr.fn.qualname, {}, _origin(run, recv, node.func.value), recv.text)
+            return _read(run, node, fr, reader, first)
+    if isinstance(recv, ObjV):
+        method = None if run.presim else run.method_of(recv, attr)
+        if method is not None:
+            pos, kw = run.args_of(node, fr)
+            out = run.call_function(method, pos, kw, fr, bound=recv, call=node)
+            if out is not None:
+                run.followed.add(id(node))
+                return out
+            return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
+        if attr in recv.attrs:
+            return value_call(run, node, fr, recv.attrs[attr])
+    if isinstance(recv, IteratorV) or attr in ("run", "eval"):  # values out of a session
+        run.args_of(node, fr)
+        return Sym(run.render(node, fr), node=node)
+    pos, kw = run.args_of(node, fr)
+    if isinstance(recv, Tensor):
+        return Tensor(recv.stream, recv.deps)
+    if isinstance(recv, FuncV):
+        return value_call(run, node, fr, recv)
+    return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
+
+
+def _origin(run, recv: Val, expr: ast.AST) -> str:
+    """How the script got an object we do not know (``dataset.reader()``, ``self.reader``)."""
+    node = getattr(recv, "node", None)
+    return run.src.segment(node if node is not None else expr, 80)
+
+
+def _read(run, node: ast.Call, fr, reader: ReaderV, queue: Val) -> Val:
+    stream = Stream("records", node, fr.fn.qualname, fr.path,
+                    queue=queue if isinstance(queue, QueueV) else None, reader=reader,
+                    loop=fr.loop)
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "read_up_to":
+        pos, kw = run.args_of(node, fr)
+        stream.args["up_to"] = pos[1] if len(pos) > 1 else kw.get("num_records")
+    run.world.streams.append(stream)
+    return ListV([Tensor(stream, key=True), Tensor(stream)], run.render(node, fr)())
+
+
+def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
+    pos, kw = run.args_of(node, fr)
+    if attr in ("enqueue", "enqueue_many"):
+        values = pos[0] if pos else kw.get("vals", Sym(""))
+        op = EnqueueV(q, values, attr == "enqueue_many", node, fr.fn.qualname,
+                      run.src.segment(node, 120), loop=fr.loop)
+        q.enqueues.append(op)
+        return op
+    if attr == "dequeue":
+        stream = Stream("dequeue", node, fr.fn.qualname, fr.path, queue=q, loop=fr.loop)
+        run.world.streams.append(stream)
+        return Tensor(stream)
+    if attr in ("dequeue_many", "dequeue_up_to"):
+        n = pos[0] if pos else kw.get("n", Sym(""))
+        run.world.ends.append(End(attr, node, fr.fn.qualname, fr.path, {"batch_size": n},
+                                  queue=q, construct=run.src.segment(node.func, 80),
+                                  seq=run.cur_seq))
+        return Sym(run.render(node, fr), node=node)
+    if attr == "close":
+        q.closed = True
+    return Sym(run.render(node, fr), node=node)
+
+
+def _provider_get(run, node: ast.Call, fr, provider: ProviderV) -> Val:
+    pos, _ = run.args_of(node, fr)
+    stream = Stream("provider", node, fr.fn.qualname, fr.path, args=dict(provider.args),
+                    rows=pos[0] if pos else None)
+    stream.reader = None
+    stream.queue = None
+    stream.args["provider"] = provider
+    run.world.streams.append(stream)
+    items = pos[0] if pos else None
+    n = len(items.items) if isinstance(items, ListV) else 1
+    return ListV([Tensor(stream) for _ in range(n)], run.render(node, fr)())
+
+
+def _dataset_method(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
+    ds = recv if isinstance(recv, DatasetV) else DatasetV(("value", recv), (), recv.text)
+    if attr in ITERATOR_METHODS:
+        return _iterator(run, node, fr, ds, attr)
+    pos, kw = run.args_of(node, fr)
+    out = DatasetV(ds.head, ds.ops + ((attr, node, fr, pos, kw, fr.guards),),
+                   run.src.segment(node, 120))
+    return out
+
+
+def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
+    if isinstance(callee, FuncV):
+        pos, kw = run.args_of(node, fr)
+        out = run.call_function(callee.info, pos, kw, fr, bound=callee.bound,
+                                closure=callee.closure, call=node)
+        if out is not None:
+            run.followed.add(id(node))
+            return out
+        return _opaque(run, node, fr, pos + list(kw.values()))
+    if isinstance(callee, ClassV):
+        return _instance(run, node, fr, callee)
+    if isinstance(callee, Sym) and callee.qual:
+        return tf_call(run, node, fr, callee.qual)
+    pos, kw = run.args_of(node, fr)
+    vals = pos + list(kw.values())
+    name = callee.text if isinstance(callee, Sym) else ""
+    if tensors_in_all(vals) and name:
+        run.cur_external.append(name)
+    return _builtin(run, node, fr, name, pos, vals)
+
+
+def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
+    """Builtins whose value we can tell (``len`` of a literal list, ``int`` of a number)."""
+    out = _opaque(run, node, fr, vals)
+    if not isinstance(out, Sym):
+        return out
+    one = pos[0] if len(pos) == 1 else None
+    if name == "len" and isinstance(one, ListV) and one.loop is None:
+        out.const = len(one.items)
+    elif name in ("int", "float") and isinstance(one, Sym) and isinstance(one.const, (int, float)):
+        out.const = int(one.const) if name == "int" else float(one.const)
+    elif name in ("min", "max") and pos and all(isinstance(p, Sym) and isinstance(
+            p.const, (int, float)) for p in pos):
+        out.const = (min if name == "min" else max)(p.const for p in pos)
+    elif name in _LISTS:
+        out.listish = True
+    return out
+
+
+def _instance(run, node: ast.Call, fr, cls: ClassV) -> Val:
+    obj = ObjV({}, run.render(node, fr)(), cls.info)
+    if cls.info is not None and "__init__" in cls.info.methods:
+        pos, kw = run.args_of(node, fr)
+        run.call_function(cls.info.methods["__init__"], pos, kw, fr, bound=obj, call=node)
+    return obj
+
+
+__all__ = ["call", "tf_call", "method_call", "value_call", "DATASET_METHODS"]

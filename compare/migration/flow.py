@@ -1,0 +1,849 @@
+"""A symbolic run of a script's pipeline-building code, one entry function at a time.
+
+Nothing is executed: statements are followed in order with abstract values (:mod:`.values`).
+Calls to the script's own functions are followed into their bodies (parameters bound to what the
+caller passed, so a helper's ``if shuffle:`` is decided by the caller's ``shuffle=True``); loops
+run once and remember their count; an ``if`` whose condition is fixed takes its branch. An ``if``
+the run cannot decide either
+
+- builds pipeline parts in its branches (``if train: string_input_producer(..., shuffle=True)``):
+  the run is a *world* with one decision per such condition; the caller runs every combination
+  (:func:`run_entry`, at most :data:`MAX_WORLDS`);
+- or only computes: both branches run, their statements carry the condition as a guard, and the
+  values are merged.
+
+Every statement that computes per-example tensors is recorded (:class:`~.values.StepRec`), with
+the steps each tensor depends on; every batching call, dequeue, iterator and unbatched stream is
+an :class:`~.values.End`. A shared statement budget bounds the whole analysis.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+
+from compare.migration import calls
+from compare.migration.rules import canonical
+from compare.migration.scan import walk
+from compare.migration.values import (
+    NOCONST,
+    ClassInfo,
+    ClassV,
+    DatasetV,
+    EnqueueV,
+    Exec,
+    FrameRec,
+    FuncInfo,
+    FuncV,
+    IteratorV,
+    ListV,
+    Module,
+    ObjV,
+    PlaceholderV,
+    ProviderV,
+    QueueV,
+    ReaderV,
+    StepRec,
+    Stream,
+    Sym,
+    Tensor,
+    Val,
+    fold,
+    merge,
+    primary,
+    tensors_in,
+)
+
+#: Worlds (combinations of undecidable structural conditions) run per entry function.
+MAX_WORLDS = 8
+#: How deep calls into the script's own functions are followed.
+MAX_DEPTH = 8
+
+class Budget:
+    """Statements the whole analysis may still run."""
+
+    def __init__(self, statements: int):
+        self.left = statements
+
+    def spend(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
+
+
+class _Stop(Exception):
+    """The budget ran out."""
+
+
+@dataclasses.dataclass
+class _Exit:
+    """How a block ended: a return (with its value) or a raise."""
+
+    kind: str
+    value: Val | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class Frame:
+    """One function's run: names bound with the clock time they were bound (so a value's text
+    can be rendered as of when it was made), the call stack, the undecided conditions around."""
+
+    fn: FuncInfo
+    env: dict
+    depth: int
+    parent: Frame | None
+    path: tuple[str, ...]
+    guards: tuple[str, ...] = ()
+    loop: Sym | None = None
+    me: ObjV | None = None
+    fid: int = 0
+
+    def bind(self, name: str, val: Val, clock: int) -> None:
+        self.env.setdefault(name, []).append((clock, val))
+
+    def get(self, name: str, at: int | None = None):
+        hist = self.env.get(name)
+        if not hist:
+            return None
+        if at is None:
+            return hist[-1][1]
+        for t, v in reversed(hist):
+            if t <= at:
+                return v
+        return None
+
+
+@dataclasses.dataclass
+class World:
+    """What one run of an entry found."""
+
+    entry: FuncInfo
+    decisions: dict
+    ends: list
+    steps: dict
+    streams: list
+    queues: list
+    forks: list
+    stopped: bool = False
+    log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
+    frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
+
+
+def _unparse_with(node: ast.AST, texts: dict) -> str:
+    """``node`` unparsed with names replaced by their text in the pipeline function (a helper's
+    parameters by what was passed, its locals by their definitions), without copying it."""
+    base = getattr(ast, "_Unparser", None)
+    if base is None:  # not in this Python: copy and rename
+        tree = copy.deepcopy(node)
+        for n in walk(tree):
+            if isinstance(n, ast.Name) and n.id in texts:
+                n.id = texts[n.id]
+        return ast.unparse(tree)
+
+    class _Renaming(base):  # type: ignore[misc, valid-type]
+        def visit_Name(self, n: ast.Name) -> None:
+            self.write(texts.get(n.id, n.id))
+    return _Renaming().visit(node)
+
+
+def _paren(text: str) -> str:
+    simple = text.replace(".", "").replace("_", "").isalnum() or (
+        text.startswith(("(", "[", "{")) and text.endswith((")", "]", "}")))
+    return text if simple or not text else f"({text})"
+
+
+class Run:
+    """One world of one entry function (see module doc)."""
+
+    def __init__(self, mod: Module, entry: FuncInfo, decisions: dict, budget: Budget):
+        self.mod, self.entry, self.decisions, self.budget = mod, entry, decisions, budget
+        self.src = mod.scan.source
+        self.clock = 0
+        self.world = World(entry, dict(decisions), [], {}, [], [], [])
+        self.stack: list[FuncInfo] = []
+        self.cur_calls: list = []
+        self.cur_external: list = []
+        self.param_streams: dict = {}
+        self.followed: set[int] = set()
+        self.presim = False  # running __init__ for self: its calls to methods are not followed
+        self.floating = Stream("float", entry.node, entry.qualname, (entry.qualname,))
+        self.fresh: int = 0  # streams made before the current statement began
+        self.cur_seq = -1  # the statement being executed (its Exec's seq)
+        self.parent_seq = -1  # the compound statement around it, in the same frame
+
+    # -- text -------------------------------------------------------------------------------
+    def render(self, node: ast.AST, fr: Frame) -> object:
+        """A callable giving ``node``'s text in the pipeline function's terms."""
+        seg = self.src.segment
+        if fr.depth == 0:
+            return lambda: seg(node, 400)
+        at = self.clock
+
+        def text() -> str:
+            names = {n.id for n in walk(node) if isinstance(n, ast.Name)} if (
+                getattr(node, "end_lineno", node.lineno) - node.lineno < 10) else set()
+            subs = {}
+            for name in names:
+                val = self._lookup_at(name, fr, at)
+                if val is not None and val.text and val.text != name:
+                    subs[name] = _paren(val.text)
+            if not subs:
+                return seg(node, 400)
+            try:
+                text = " ".join(_unparse_with(node, subs).split())
+            except (ValueError, RecursionError):  # f-string quirks: keep the script's text
+                return seg(node, 400)
+            return text if len(text) <= 400 else seg(node, 400)
+        return text
+
+    def _lookup_at(self, name: str, fr: Frame, at: int) -> Val | None:
+        f: Frame | None = fr
+        while f is not None:
+            v = f.get(name, at)
+            if v is not None:
+                return v
+            f = f.parent
+        return None
+
+    # -- names ------------------------------------------------------------------------------
+    def lookup(self, name: str, fr: Frame, node: ast.AST) -> Val:
+        f: Frame | None = fr
+        while f is not None:
+            v = f.get(name)
+            if v is not None:
+                if fr.depth == 0 and f is fr and isinstance(v, Sym):
+                    return Sym(name, v.const, v.qual, v.param, v.listish, v.node, v.loop_vars,
+                               v.alts)
+                if fr.depth == 0 and isinstance(v, Tensor):  # named as the pipeline function does
+                    return Tensor(v.stream, v.deps, name, v.key)
+                return v
+            f = f.parent
+        return self.global_name(name, node)
+
+    def global_name(self, name: str, node: ast.AST) -> Val:
+        mod = self.mod
+        if name in mod.by_name:
+            return FuncV(mod.by_name[name], text=name)
+        if name in mod.classes:
+            return ClassV(mod.classes[name], text=name)
+        if name in mod.consts:
+            return Sym(name, mod.consts[name])
+        if name == "__name__":
+            return Sym(name, "__main__")
+        if name in mod.imports:
+            return Sym(name, qual=canonical(mod.imports[name]))
+        if name == "tf" and mod.scan.assumed_tf:
+            return Sym(name, qual="tensorflow")
+        return Sym(name, {"True": True, "False": False, "None": None}.get(name, NOCONST))
+
+    def assign(self, target: ast.AST, val: Val, fr: Frame) -> None:
+        if isinstance(target, ast.Name):
+            if fr.depth == 0 and not isinstance(val, (Sym, FuncV, Tensor)) and not (
+                    val.text.isidentifier()):
+                val.text = target.id
+            self.clock += 1
+            fr.bind(target.id, val, self.clock)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            parts = self.unpack(val, len(target.elts))
+            for elt, part in zip(target.elts, parts):
+                self.assign(elt.value if isinstance(elt, ast.Starred) else elt, part, fr)
+        elif isinstance(target, ast.Attribute):
+            owner = self.ev(target.value, fr)
+            if isinstance(owner, ObjV):
+                owner.attrs[target.attr] = val
+                if isinstance(val, (EnqueueV, PlaceholderV, QueueV)):
+                    val.stored = self.src.segment(target, 80)
+        elif isinstance(target, ast.Subscript):
+            owner = self.ev(target.value, fr)
+            index = self.ev(target.slice, fr)
+            if isinstance(owner, ListV) and isinstance(index, Sym) and isinstance(
+                    index.const, int) and -len(owner.items) <= index.const < len(owner.items):
+                owner.items[index.const] = val
+
+    def unpack(self, val: Val, n: int) -> list:
+        if isinstance(val, ListV) and len(val.items) == n:
+            return list(val.items)
+        if isinstance(val, Tensor):
+            parts = [Tensor(val.stream, val.deps, val.text) for _ in range(n)]
+            return parts
+        if isinstance(val, ListV) and val.items:
+            return [merge(val.items)] * n
+        param = getattr(val, "param", "")
+        return [Sym(f"{val.text}[{i}]" if val.text else "", param=param) for i in range(n)]
+
+    # -- expressions ------------------------------------------------------------------------
+    def ev(self, node: ast.AST | None, fr: Frame) -> Val:
+        if node is None:
+            return Sym("None", None)
+        method = getattr(self, "ev_" + type(node).__name__, None)
+        if method is not None:
+            return method(node, fr)
+        vals = [self.ev(c, fr) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
+        return self.combine(node, vals, fr)
+
+    def combine(self, node: ast.AST, vals: list, fr: Frame, const: object = NOCONST) -> Val:
+        """A value computed from ``vals``: a tensor when any of them is one (of the first
+        stream that is not floating: a graph tensor joins the stream it is combined with)."""
+        tensors = [t for v in vals for t in tensors_in(v)]
+        if tensors:
+            return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)))
+        params = [v.param for v in vals if isinstance(v, Sym) and v.param]
+        text = self.render(node, fr)
+        if fr.depth and isinstance(const, (bool, int, float, str, type(None))) and not (
+                isinstance(const, str) and len(const) > 80):
+            text = repr(const)  # a helper's computed constant: its value reads best
+        return Sym(text, const, param=params[0] if params else "", node=node)
+
+    def ev_Constant(self, node: ast.Constant, fr: Frame) -> Val:
+        return Sym(lambda: self.src.segment(node, 400), node.value, node=node)
+
+    def ev_Name(self, node: ast.Name, fr: Frame) -> Val:
+        return self.lookup(node.id, fr, node)
+
+    def ev_Attribute(self, node: ast.Attribute, fr: Frame) -> Val:
+        base = self.ev(node.value, fr)
+        if isinstance(base, ObjV):
+            if node.attr in base.attrs:
+                val = base.attrs[node.attr]
+                if fr.depth == 0 and isinstance(val, Tensor):
+                    return Tensor(val.stream, val.deps, self.src.segment(node, 120), val.key)
+                return val
+            method = self.method_of(base, node.attr)
+            if method is not None:
+                return FuncV(method, bound=base, text=f"{base.text}.{node.attr}")
+        if isinstance(base, Tensor):
+            return Tensor(base.stream, base.deps)
+        if isinstance(base, Sym) and base.qual:
+            return Sym(self.render(node, fr), qual=f"{base.qual}.{node.attr}", node=node)
+        return Sym(self.render(node, fr), param=getattr(base, "param", ""), node=node)
+
+    def method_of(self, obj: ObjV, name: str) -> FuncInfo | None:
+        cls, seen = obj.cls, 0
+        while cls is not None and seen < 8:
+            if name in cls.methods:
+                return cls.methods[name]
+            cls = next((self.mod.classes[b] for b in cls.bases if b in self.mod.classes), None)
+            seen += 1
+        return None
+
+    def ev_Subscript(self, node: ast.Subscript, fr: Frame) -> Val:
+        base = self.ev(node.value, fr)
+        index = self.ev(node.slice, fr)
+        if isinstance(base, ListV) and isinstance(index, Sym) and isinstance(index.const, int):
+            if -len(base.items) <= index.const < len(base.items):
+                return base.items[index.const]
+        if isinstance(base, (Tensor, ListV)) and tensors_in(base):
+            t = tensors_in(base)
+            return Tensor(primary(t), frozenset().union(*(x.deps for x in t)))
+        return self.combine(node, [base, index], fr)
+
+    def ev_List(self, node: ast.List | ast.Tuple, fr: Frame) -> Val:
+        items = [self.ev(e.value if isinstance(e, ast.Starred) else e, fr) for e in node.elts]
+        return ListV(items, self.render(node, fr)())
+
+    ev_Tuple = ev_List
+
+    def ev_Dict(self, node: ast.Dict, fr: Frame) -> Val:
+        vals = [self.ev(v, fr) for v in node.values]
+        return self.combine(node, vals, fr)
+
+    def ev_BinOp(self, node: ast.BinOp, fr: Frame) -> Val:
+        left, right = self.ev(node.left, fr), self.ev(node.right, fr)
+        if isinstance(node.op, ast.Mult) and isinstance(left, ListV) and isinstance(right, Sym):
+            return ListV(list(left.items), self.render(node, fr)(), loop=right)  # [op] * n
+        const = NOCONST
+        if isinstance(left, Sym) and isinstance(right, Sym) and left.known and right.known:
+            const = fold(ast.BinOp(ast.Constant(left.const), node.op, ast.Constant(right.const)),
+                         {})
+        return self.combine(node, [left, right], fr, const)
+
+    def ev_UnaryOp(self, node: ast.UnaryOp, fr: Frame) -> Val:
+        v = self.ev(node.operand, fr)
+        const = NOCONST
+        if isinstance(v, Sym) and v.known:
+            const = fold(ast.UnaryOp(node.op, ast.Constant(v.const)), {})
+        return self.combine(node, [v], fr, const)
+
+    def ev_Compare(self, node: ast.Compare, fr: Frame) -> Val:
+        vals = [self.ev(node.left, fr)] + [self.ev(c, fr) for c in node.comparators]
+        const = NOCONST
+        if len(vals) == 2 and all(isinstance(v, Sym) and v.known for v in vals):
+            a, b = vals[0].const, vals[1].const
+            try:
+                const = {ast.Eq: a == b, ast.NotEq: a != b, ast.Is: a is b,
+                         ast.IsNot: a is not b}.get(type(node.ops[0]), NOCONST)
+                if const is NOCONST and isinstance(a, (int, float)) and isinstance(
+                        b, (int, float)):
+                    const = {ast.Gt: a > b, ast.Lt: a < b, ast.GtE: a >= b,
+                             ast.LtE: a <= b}.get(type(node.ops[0]), NOCONST)
+            except TypeError:
+                const = NOCONST
+        return self.combine(node, vals, fr, const)
+
+    def ev_BoolOp(self, node: ast.BoolOp, fr: Frame) -> Val:
+        vals = [self.ev(v, fr) for v in node.values]
+        const = NOCONST
+        if all(isinstance(v, Sym) and v.known for v in vals):
+            truth = [bool(v.const) for v in vals]
+            const = all(truth) if isinstance(node.op, ast.And) else any(truth)
+        elif isinstance(node.op, ast.Or):  # x or default: the first known-true operand
+            known = [v for v in vals if isinstance(v, Sym) and v.known and v.const]
+            if known and vals.index(known[0]) == 0:
+                const = known[0].const
+        return self.combine(node, vals, fr, const)
+
+    def ev_IfExp(self, node: ast.IfExp, fr: Frame) -> Val:
+        test = self.ev(node.test, fr)
+        if isinstance(test, Sym) and test.known:
+            return self.ev(node.body if test.const else node.orelse, fr)
+        body, orelse = self.ev(node.body, fr), self.ev(node.orelse, fr)
+        if tensors_in(body) or tensors_in(orelse):
+            return merge([body, orelse])
+        return self.combine(node, [test, body, orelse], fr)
+
+    def ev_Lambda(self, node: ast.Lambda, fr: Frame) -> Val:
+        info = FuncInfo(node, f"{fr.fn.qualname}.<lambda>", "<lambda>",
+                        [ast.Return(node.body, lineno=node.lineno, col_offset=node.col_offset,
+                                    end_lineno=node.end_lineno,
+                                    end_col_offset=node.end_col_offset)],
+                        [a.arg for a in node.args.args], parent=fr.fn)
+        return FuncV(info, closure=fr, text=self.src.segment(node, 400))
+
+    def ev_NamedExpr(self, node: ast.NamedExpr, fr: Frame) -> Val:
+        val = self.ev(node.value, fr)
+        self.assign(node.target, val, fr)
+        return val
+
+    def ev_Starred(self, node: ast.Starred, fr: Frame) -> Val:
+        return self.ev(node.value, fr)
+
+    def ev_JoinedStr(self, node: ast.AST, fr: Frame) -> Val:
+        return Sym(self.render(node, fr), node=node)
+
+    def ev_ListComp(self, node: ast.AST, fr: Frame) -> Val:
+        first = node.generators[0]
+        count = self.loop_count(first.iter, self.ev(first.iter, fr), fr)
+        inner = Frame(fr.fn, {}, fr.depth, fr, fr.path, fr.guards,
+                      count if count.text else fr.loop, fr.me)
+        for gen in node.generators:
+            self.assign(gen.target, Sym(self.render(gen.target, fr)), inner)
+        elt = node.elt if hasattr(node, "elt") else node.value
+        val = self.ev(elt, inner)
+        if tensors_in(val):  # [read(q) for _ in range(n)]: n copies, each reading
+            return ListV([val], self.render(node, fr)(), loop=count if count.text else None)
+        return Sym(self.render(node, fr), listish=True, node=node)
+
+    ev_SetComp = ev_GeneratorExp = ev_DictComp = ev_ListComp
+
+    # -- calls ------------------------------------------------------------------------------
+    def ev_Call(self, node: ast.Call, fr: Frame) -> Val:
+        return calls.call(self, node, fr)
+
+    def args_of(self, node: ast.Call, fr: Frame, params: tuple = ()) -> tuple[list, dict]:
+        pos = [self.ev(a.value if isinstance(a, ast.Starred) else a, fr) for a in node.args]
+        kw = {k.arg: self.ev(k.value, fr) for k in node.keywords if k.arg}
+        named = dict(kw)
+        for i, v in enumerate(pos):
+            if i < len(params) and params[i] not in named:
+                named[params[i]] = v
+        return pos, named
+
+    # -- statements -------------------------------------------------------------------------
+    def block(self, body: list, fr: Frame) -> _Exit | None:
+        for stmt in body:
+            out = self.stmt(stmt, fr)
+            if out is not None:
+                return out
+        return None
+
+    def stmt(self, node: ast.stmt, fr: Frame) -> _Exit | None:
+        if not self.budget.spend():
+            raise _Stop()
+        log = self.world.log
+        log.append(Exec(len(log), fr.fid, node, self.parent_seq))
+        method = getattr(self, "st_" + type(node).__name__, None)
+        if method is None:
+            return None
+        saved = self.cur_calls, self.cur_external, self.fresh, self.cur_seq, self.parent_seq
+        self.cur_calls, self.cur_external = [], []
+        self.fresh = len(self.world.streams)
+        self.cur_seq = self.parent_seq = len(log) - 1
+        try:
+            return method(node, fr)
+        finally:
+            if isinstance(node, ast.Assign):
+                for s in self.world.streams[self.fresh:]:
+                    if not s.target and s.kind != "param":
+                        s.target = self.src.segment(node.targets[0], 120)
+            for s in self.world.streams[self.fresh:]:
+                if s.seq < 0:
+                    s.seq = self.cur_seq
+            (self.cur_calls, self.cur_external, self.fresh, self.cur_seq,
+             self.parent_seq) = saved
+
+    def touch(self, node: ast.stmt, fr: Frame, vals: list) -> StepRec | None:
+        """Record ``node`` as a per-example step when it computed from per-example tensors."""
+        if isinstance(getattr(node, "value", None), ast.Call) and id(node.value) in self.followed:
+            return None  # the followed function's own statements are the steps
+        made_here = {id(s) for s in self.world.streams[self.fresh:] if s.kind != "param"}
+        tensors = [t for v in vals for t in tensors_in(v)
+                   if t.deps or id(t.stream) not in made_here]
+        if not tensors:
+            return None
+        step = StepRec(len(self.world.steps) + 1, node, fr.fn.qualname,
+                       primary(tensors), fr.guards, list(self.cur_calls),
+                       list(self.cur_external), fr.loop.text if fr.loop is not None else "",
+                       self.cur_seq)
+        self.world.steps[step.id] = step
+        for t in tensors:
+            if t.key:
+                t.stream.key_ids.add(step.id)
+        return step
+
+    def stamp(self, val: Val, step: StepRec) -> Val:
+        """``val`` as computed by ``step`` (tensors in it now depend on the step)."""
+        if isinstance(val, Tensor):
+            return Tensor(val.stream, val.deps | {step.id}, val.text)
+        if isinstance(val, ListV):
+            return ListV([self.stamp(v, step) for v in val.items], val.text, val.loop)
+        return val
+
+    def st_Assign(self, node: ast.Assign, fr: Frame) -> None:
+        val = self.ev(node.value, fr)
+        if not _plain_move(node.value):
+            step = self.touch(node, fr, [val])
+            if step is not None:
+                val = self.stamp(val, step)
+        for t in node.targets:
+            self.assign(t, val, fr)
+
+    def st_AnnAssign(self, node: ast.AnnAssign, fr: Frame) -> None:
+        if node.value is not None:
+            self.st_Assign(ast.Assign([node.target], node.value, lineno=node.lineno,
+                                      col_offset=node.col_offset, end_lineno=node.end_lineno,
+                                      end_col_offset=node.end_col_offset), fr)
+
+    def st_AugAssign(self, node: ast.AugAssign, fr: Frame) -> None:
+        val = self.combine(node, [self.ev(node.target, fr), self.ev(node.value, fr)], fr)
+        step = self.touch(node, fr, [val])
+        self.assign(node.target, self.stamp(val, step) if step else val, fr)
+
+    def st_Expr(self, node: ast.Expr, fr: Frame) -> None:
+        val = self.ev(node.value, fr)
+        call = node.value
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "set_shape"):
+            target = call.func.value
+            old = self.ev(target, fr)
+            step = self.touch(node, fr, [old])
+            if step is not None:
+                self.assign(target, self.stamp(old, step), fr)
+            return
+        self.touch(node, fr, [val] if not isinstance(val, (QueueV, EnqueueV)) else [])
+
+    def st_Return(self, node: ast.Return, fr: Frame) -> _Exit:
+        val = self.ev(node.value, fr) if node.value is not None else Sym("None", None)
+        if not _plain_move(node.value):
+            step = self.touch(node, fr, [val])
+            if step is not None:
+                val = self.stamp(val, step)
+        return _Exit("return", val)
+
+    def st_Raise(self, node: ast.Raise, fr: Frame) -> _Exit:
+        return _Exit("raise")
+
+    def st_Assert(self, node: ast.Assert, fr: Frame) -> None:
+        self.ev(node.test, fr)
+
+    def st_Import(self, node: ast.AST, fr: Frame) -> None:
+        for a in node.names:
+            if isinstance(node, ast.Import):
+                name = a.asname or a.name.split(".")[0]
+                qual = a.name if a.asname else name
+            elif a.name != "*" and node.module and not node.level:
+                name, qual = a.asname or a.name, f"{node.module}.{a.name}"
+            else:
+                continue
+            self.clock += 1
+            fr.bind(name, Sym(name, qual=canonical(qual)), self.clock)
+
+    st_ImportFrom = st_Import
+
+    def st_FunctionDef(self, node: ast.FunctionDef, fr: Frame) -> None:
+        info = self.mod.by_node.get(id(node))
+        if info is not None:
+            self.clock += 1
+            fr.bind(node.name, FuncV(info, closure=fr, text=node.name), self.clock)
+
+    st_AsyncFunctionDef = st_FunctionDef
+
+    def st_ClassDef(self, node: ast.ClassDef, fr: Frame) -> None:
+        self.clock += 1
+        fr.bind(node.name, ClassV(ClassInfo(node, node.name, {}, []), text=node.name),
+                self.clock)
+
+    def st_With(self, node: ast.With, fr: Frame) -> _Exit | None:
+        for item in node.items:
+            val = self.ev(item.context_expr, fr)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, val, fr)
+        return self.block(node.body, fr)
+
+    st_AsyncWith = st_With
+
+    def st_Try(self, node: ast.Try, fr: Frame) -> _Exit | None:
+        out = self.block(node.body, fr)
+        if out is not None and out.kind == "return":
+            return out
+        return self.block(node.finalbody, fr) or (out if out and out.kind == "return" else None)
+
+    st_TryStar = st_Try
+
+    def st_For(self, node: ast.For, fr: Frame) -> _Exit | None:
+        it = self.ev(node.iter, fr)
+        count = self.loop_count(node.iter, it, fr)
+        if _is_range(node.iter):  # the copy number: copies made by it may differ by it
+            count.loop_vars = tuple(n.id for n in walk(node.target)
+                                    if isinstance(n, ast.Name))  # noqa
+        item = merge(it.items) if isinstance(it, ListV) and it.items else (
+            Tensor(it.stream, it.deps) if isinstance(it, Tensor) else
+            Sym(self.render(node.target, fr), param=getattr(it, "param", "")))
+        if isinstance(it, Sym) and it.param and not isinstance(item, Tensor):
+            item = Sym(self.render(node.target, fr), param=it.param)
+        self.assign(node.target, item, fr)
+        outer = fr.loop
+        fr.loop = count
+        try:
+            out = self.block(node.body, fr)
+        finally:
+            fr.loop = outer
+        return out if out is not None and out.kind == "return" else None
+
+    st_AsyncFor = st_For
+
+    def loop_count(self, it_node: ast.AST, it: Val, fr: Frame) -> Sym:
+        if (isinstance(it_node, ast.Call) and isinstance(it_node.func, ast.Name)
+                and it_node.func.id in ("range", "xrange") and len(it_node.args) == 1):
+            arg = self.ev(it_node.args[0], fr)
+            if isinstance(arg, Sym):
+                return Sym(arg.text, arg.const, param=arg.param)
+            return Sym(self.render(it_node.args[0], fr))
+        return Sym(lambda: f"len({it.text})" if it.text else "")
+
+    def st_While(self, node: ast.While, fr: Frame) -> _Exit | None:
+        self.ev(node.test, fr)
+        out = self.block(node.body, fr)
+        return out if out is not None and out.kind == "return" else None
+
+    def st_If(self, node: ast.If, fr: Frame) -> _Exit | None:
+        test = self.ev(node.test, fr)
+        if isinstance(test, Sym) and test.known:
+            return self.block(node.body if test.const else node.orelse, fr)
+        cond = _condition_text(test, node.test, self)
+        key = cond[4:] if cond.startswith("not ") else cond
+        if key in self.world.decisions or self.mod.is_structural(node):  # decided in this world
+            return self.block(node.body if self.decide(cond) else node.orelse, fr)
+        return self.both(node, cond, fr)
+
+    def decide(self, cond: str) -> bool:
+        key, value = (cond[4:], False) if cond.startswith("not ") else (cond, True)
+        if key not in self.world.decisions:
+            self.world.forks.append(key)
+            self.world.decisions[key] = self.decisions.get(key, True)
+        return self.world.decisions[key] == value
+
+    def both(self, node: ast.If, cond: str, fr: Frame) -> _Exit | None:
+        """Run both branches of an undecidable, non-structural ``if`` and merge the names."""
+        saved = {k: list(v) for k, v in fr.env.items()}
+        outer = fr.guards
+        fr.guards = outer + (cond,)
+        out_a = self.block(node.body, fr)
+        env_a = fr.env
+        fr.env = {k: list(v) for k, v in saved.items()}
+        fr.guards = outer + (_negate(cond),)
+        out_b = self.block(node.orelse, fr)
+        fr.guards = outer
+        if out_a is not None and out_a.kind == "raise":
+            return out_b
+        if out_b is not None and out_b.kind == "raise":
+            fr.env = env_a
+            return out_a
+        for name in set(env_a) | set(fr.env):
+            a, b = env_a.get(name), fr.env.get(name)
+            va, vb = (a[-1][1] if a else None), (b[-1][1] if b else None)
+            if va is not vb and va is not None:
+                self.clock += 1
+                fr.bind(name, merge([va, vb] if vb is not None else [va]), self.clock)
+        if out_a is not None and out_b is not None:
+            return _Exit("return", merge([out_a.value, out_b.value]))
+        return None
+
+    # -- running an entry -------------------------------------------------------------------
+    def new_frame(self, info: FuncInfo, caller: Frame | None, call: ast.AST | None) -> int:
+        """Record a call of ``info`` made by the statement being executed in ``caller``."""
+        fid = len(self.world.frames)
+        self.world.frames[fid] = FrameRec(fid, info, caller.fid if caller else -1,
+                                          self.cur_seq if caller else -1, call)
+        return fid
+
+    def call_function(self, info: FuncInfo, pos: list, kw: dict, fr: Frame,
+                      bound: Val | None = None, closure: Frame | None = None,
+                      call: ast.AST | None = None) -> Val | None:
+        """Run the script's own function with these arguments; None when it is not followed
+        (too deep, recursive, or nothing per-example or structural in it)."""
+        if fr.depth + 1 > MAX_DEPTH or info in self.stack:
+            return None
+        args = ([bound] if bound is not None else []) + pos
+        relevant = info.name in self.mod.structural or info.name == "<lambda>" or any(
+            tensors_in(v) or _pipeline_val(v) for v in args + list(kw.values()))
+        if not relevant:
+            return None
+        callee = Frame(info, {}, fr.depth + 1, closure, fr.path + (info.qualname,),
+                       fr.guards, fr.loop, bound if isinstance(bound, ObjV) else None,
+                       self.new_frame(info, fr, call))
+        self.bind_params(info, args, kw, callee, fr)
+        self.stack.append(info)
+        outer = self.parent_seq
+        self.parent_seq = -1
+        try:
+            out = self.block(info.body, callee)
+        finally:
+            self.stack.pop()
+            self.parent_seq = outer
+        return out.value if out is not None and out.kind == "return" else Sym("None", None)
+
+    def bind_params(self, info: FuncInfo, args: list, kw: dict, callee: Frame,
+                    caller: Frame) -> None:
+        a = info.args
+        if a is None:
+            return
+        names = [x.arg for x in a.posonlyargs + a.args]
+        defaults = dict(zip(names[len(names) - len(a.defaults):], a.defaults))
+        defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        for i, name in enumerate(names + [x.arg for x in a.kwonlyargs]):
+            if i < len(names) and i < len(args):
+                val = args[i]
+            elif name in kw:
+                val = kw[name]
+            elif name in defaults:
+                val = self.ev(defaults[name], Frame(self.mod.module, {}, 1, None, ()))
+            else:
+                val = Sym(name)
+            self.clock += 1
+            callee.bind(name, val, self.clock)
+        for extra in (a.vararg, a.kwarg):
+            if extra is not None:
+                self.clock += 1
+                callee.bind(extra.arg, Sym(extra.arg), self.clock)
+
+    def entry_frame(self) -> Frame:
+        info = self.entry
+        fr = Frame(info, {}, 0, None, (info.qualname,), fid=self.new_frame(info, None, None))
+        if info.cls is not None and info.params:
+            me = self.instance(info.cls, info.params[0])
+            self.clock += 1
+            fr.bind(info.params[0], me, self.clock)
+            fr.me = me
+        for name in info.params[1 if info.cls is not None else 0:]:
+            self.clock += 1
+            fr.bind(name, Sym(name, param=name), self.clock)
+        return fr
+
+    def instance(self, cls: ClassInfo, me_name: str) -> ObjV:
+        """``self`` for a method run on its own: the attributes ``__init__`` sets (run without
+        following its calls to other methods)."""
+        me = ObjV({}, me_name, cls)
+        init = self.method_of(me, "__init__")
+        if init is None or init.args is None:
+            return me
+        fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me,
+                   fid=self.new_frame(init, None, None))
+        self.clock += 1
+        fr.bind(init.params[0], me, self.clock)
+        for name in init.params[1:]:
+            self.clock += 1
+            fr.bind(name, Sym(f"{me_name}.{name}"), self.clock)
+        self.stack.append(init)
+        self.presim = True
+        try:
+            self.block(init.body, fr)
+        finally:
+            self.stack.pop()
+            self.presim = False
+        for k, v in me.attrs.items():
+            if isinstance(v, Sym):
+                me.attrs[k] = Sym(f"{me_name}.{k}", v.const, v.qual, listish=v.listish)
+            elif not v.text or "(" in v.text:
+                v.text = f"{me_name}.{k}"
+        return me
+
+    def go(self) -> World:
+        try:
+            fr = self.entry_frame()
+            self.block(self.entry.body, fr)
+        except _Stop:
+            self.world.stopped = True
+        except RecursionError:
+            self.world.stopped = True
+        return self.world
+
+
+def _is_range(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("range", "xrange"))
+
+
+def _plain_move(node: ast.AST | None) -> bool:
+    """A statement that only moves values (``a, b = x, y``; ``return images, labels``)."""
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_plain_move(e) for e in node.elts)
+    return False
+
+
+def _negate(cond: str) -> str:
+    return cond[4:] if cond.startswith("not ") else f"not {cond}"
+
+
+def _condition_text(test: Val, node: ast.AST, run: Run) -> str:
+    text = test.text if isinstance(test, Sym) else ""
+    if not text:
+        text = run.src.segment(node, 120)
+    text = " ".join(text.split())
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and not text.startswith(
+            "not "):
+        text = "not " + text
+    while text.startswith("not not "):
+        text = text[8:]
+    return text
+
+
+def _pipeline_val(val: Val) -> bool:
+    if isinstance(val, (QueueV, ReaderV, ProviderV, DatasetV, IteratorV, PlaceholderV,
+                        EnqueueV)):
+        return True
+    if isinstance(val, ListV):
+        return any(_pipeline_val(v) for v in val.items[:8])
+    return isinstance(val, Sym) and bool(val.param)
+
+
+def run_entry(mod: Module, entry: FuncInfo, budget: Budget) -> list[World]:
+    """Every world of an entry: one run per combination of the structural conditions it meets
+    (depth-first, each new condition first True then False), at most :data:`MAX_WORLDS`."""
+    worlds: list[World] = []
+    todo: list[dict] = [{}]
+    while todo and len(worlds) < MAX_WORLDS and budget.left > 0:
+        decisions = todo.pop()
+        world = Run(mod, entry, decisions, budget).go()
+        worlds.append(world)
+        for i, key in enumerate(world.forks):
+            if key in decisions:
+                continue
+            flipped = dict(decisions)
+            flipped.update({k: world.decisions[k] for k in world.forks[:i]})
+            flipped[key] = not world.decisions[key]
+            todo.append(flipped)
+    return worlds
+
+
+__all__ = ["Budget", "Run", "World", "run_entry", "tensors_in", "merge", "MAX_WORLDS"]

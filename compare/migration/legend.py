@@ -1,0 +1,182 @@
+"""The lines under a pipeline's tf.data code that say what each name in it stands for: the
+source, the per-example functions (the script's own statements, by function and line), the
+random draws and their seeds, and where each argument of the chain came from."""
+from __future__ import annotations
+
+from compare.migration import model as m
+
+#: Steps listed per map before the rest is summarised.
+MAX_STEP_LINES = 14
+
+
+def at(obj) -> str:
+    """``line 12``, or ``cell 3 line 12`` in a notebook."""
+    cell = getattr(obj, "cell", None)
+    return f"cell {cell} line {obj.line}" if cell else f"line {obj.line}"
+
+
+def _short_call(qual: str) -> str:
+    return "tf." + qual[len("tensorflow."):] if qual.startswith("tensorflow.") else qual
+
+
+def _groups(steps: list[m.Step]) -> list[tuple]:
+    """Consecutive steps of one function under the same conditions, as
+    (function, first line, last line, guards, TF calls, times, cell, loop)."""
+    out: list = []
+    for s in steps:
+        calls = [_short_call(c) for c in s.calls]
+        if out and out[-1][0] == s.function and out[-1][3] == s.guards and (
+                s.times == out[-1][5] and s.cell == out[-1][6] and s.loop == out[-1][7]):
+            fn, first, last, guards, have, times, cell, loop = out[-1]
+            out[-1] = (fn, first, max(last, s.end_line), guards,
+                       have + [c for c in calls if c not in have], times, cell, loop)
+        else:
+            out.append((s.function, s.line, s.end_line, s.guards, calls, s.times, s.cell, s.loop))
+    return out
+
+
+def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
+    args = "example, seed" if st.random or seeded else "example"
+    out = [f"{st.name}({args}): the script's per-example code, in order:"]
+    groups = _groups(st.steps)
+    for fn, first, last, guards, calls, times, cell, loop in groups[:MAX_STEP_LINES]:
+        where = f"line {first}" if first == last else f"lines {first}-{last}"
+        where = f"cell {cell} {where}" if cell else where
+        text = f"  {fn} {where}" + (f": {', '.join(calls)}" if calls else "")
+        if guards:
+            text += f" (if {' and '.join(guards)})"
+        if times > 1:
+            text += f" (run {times} times per example)"
+        if loop:
+            text += f" (in a loop of {loop})"
+        out.append(text)
+    if len(groups) > MAX_STEP_LINES:
+        rest = groups[MAX_STEP_LINES:]
+        out.append(f"  ... {len(rest)} more groups, lines {rest[0][1]}-{rest[-1][2]}")
+    return out
+
+
+def _random_lines(st: m.MapStage, root: m.Code | None) -> list[str]:
+    if not st.random:
+        return []
+    out = [f"random draws in {st.name} (stateful in the script), each per example:"]
+    shared_done: set[int] = set()
+    for d in st.random:
+        uses = f", on {d.uses} tensors" if d.uses > 1 else ""
+        seed = f"seed={d.seed.text}" if d.seed is not None else "unseeded"
+        out.append(f"  {d.construct} ({d.function} {at(d)}{uses}, {seed}) -> {d.stateless}")
+    for d in st.random:
+        if d.shares_seed_with and d.line not in shared_done:
+            lines = sorted({d.line, *d.shares_seed_with})
+            shared_done.update(lines)
+            out.append(f"  lines {', '.join(map(str, lines))} share seed={d.seed.text} on "
+                       "purpose: give them one and the same per-example seed, so what they "
+                       "draw stays aligned (the same flip and crop for every tensor they touch)")
+    alone = [d for d in st.random if not d.shares_seed_with]
+    if alone:
+        out.append(f"  the other draws each get their own seed, split from the example's seed "
+                   f"(tf.random.experimental.stateless_split(seed, num={len(alone)}))")
+    origin = (f"tf.data.Dataset.random(seed={root.text}), the seed the script gives "
+              "tf.set_random_seed" if root is not None else
+              "tf.data.Dataset.random(seed=None): pass a seed there to make runs repeat")
+    out.append(f"  per-example seeds come from {origin}")
+    return out
+
+
+def _source_lines(s: m.Source) -> list[str]:
+    where = f" ({s.site.construct}, {at(s.site)})" if s.site else ""
+    if s.kind == "generator":
+        f = s.feeder
+        fed = ", ".join(f"{v} at line {ln}" for ln, v in f.feeds) or "nothing found"
+        who = f"{f.function} ({'a thread target' if f.thread else 'Python code'})"
+        return [f"{m.generator_name(f)}: a generator made of {who}: its loop yields what it fed "
+                f"through feed_dict ({fed}) instead of running the enqueue op{where}"]
+    if s.kind in ("files", "file_pattern", "rows", "range"):
+        what = {"files": "files", "file_pattern": "files matching", "rows": "rows of",
+                "range": "the numbers below"}[s.kind]
+        bits = [f"source: {what} {s.data.text}{where}"]
+        if s.kind != "file_pattern" or s.shuffle is not None:
+            bits.append("shuffled " + ("each epoch (shuffle=True by default)" if s.shuffle is None
+                                       else "only when " + s.shuffle.text
+                                       if not s.shuffle.known else "each epoch"
+                                       if s.shuffle.value else "never (shuffle=False)"))
+        if s.repeat:
+            bits.append("repeated " + ("forever (num_epochs=None)" if s.num_epochs is None
+                                       or s.num_epochs.is_value(None)
+                                       else f"{s.num_epochs.value} times" if s.num_epochs.known
+                                       else f"{s.num_epochs.text} times (None: forever)"))
+        if s.capacity is not None:
+            bits.append(f"capacity={s.capacity.text} only sized the queue")
+        return ["; ".join(bits)]
+    if s.kind == "dataset":
+        return [f"source: {s.data.text}{where}"]
+    return []
+
+
+def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str]:
+    if isinstance(st, m.ReadStage):
+        made = f", made at {at(st.made)}" if st.made else ""
+        key = "; its key (the file name) is used" if st.key_used else ""
+        return [f"records: {st.origin} read at {at(st.read)}{made}{key}"]
+    if isinstance(st, m.MapStage):
+        out = _map_lines(st, st.name in seeded)
+        if st.parallel is not None:
+            out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
+        return out + _random_lines(st, root)
+    if isinstance(st, m.QueueStage):
+        if st.queue == "random_shuffle":
+            cap = f"; capacity={st.capacity.text} only bounded it" if st.capacity else ""
+            return [f"shuffle buffer: min_after_dequeue of the RandomShuffleQueue at "
+                    f"{at(st.site)}{cap}"]
+        return []
+    if isinstance(st, m.BatchStage):
+        return _batch_lines(st)
+    return [f"{at(o)}: {o.changed}" for o in st.ops if o.changed]
+
+
+def _batch_lines(st: m.BatchStage) -> list[str]:
+    a = st.args
+    out = [f"batching: {st.site.construct} at {at(st.site)}"]
+    if a.get("min_after_dequeue") is not None:
+        cap = f"; capacity={a['capacity'].text} only bounded the queue" if a.get("capacity") else ""
+        out.append(f"  shuffle buffer {a['min_after_dequeue'].text}: its min_after_dequeue{cap}")
+    small = a.get("allow_smaller_final_batch")
+    out.append("  drop_remainder: " + (
+        "from dequeue_many (a short last batch is never returned)" if st.op == "dequeue_many"
+        else "from dequeue_up_to (the last batch may be short)" if st.op == "dequeue_up_to"
+        else "allow_smaller_final_batch is False (the default)" if small is None
+        else f"allow_smaller_final_batch={small.text}"))
+    if st.padded:
+        out.append("  padded_batch: " + ("dynamic_pad=True" if a.get("dynamic_pad") is not None
+                                         else "the queue is a PaddingFIFOQueue"))
+    if a.get("enqueue_many") is not None:
+        out.append(f"  enqueue_many={a['enqueue_many'].text}: the tensors held whole batches, so "
+                   "they are unbatched first")
+    if st.copies is not None:
+        out.append(f"  {st.copies.text} copies of the same preprocessing became one map")
+    return out
+
+
+def legend(p: m.Pipeline) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    seeded = {st.name for v in p.variants for st in v.maps() if st.random}
+    for v in p.variants:
+        when = " and ".join(c if val else f"not {c}" for c, val in v.when)
+        block = _source_lines(v.source)
+        for st in v.stages:
+            block += _stage_lines(st, v.root_seed, seeded)
+        new = [ln for ln in block if ln not in seen]
+        if not new:
+            continue
+        if when and len(p.variants) > 1:
+            out.append(f"when {when}:")
+            new = ["  " + ln for ln in new]
+        elif when:
+            out.append(f"built only when {when}")
+        out += new
+        seen.update(block)
+    if p.kind == "tf.data":
+        out.append("iterate the dataset itself (for element in ds:) instead of its iterator and "
+                   "get_next(); a new loop replaces re-running an initializer")
+    return out

@@ -1,0 +1,373 @@
+"""The migration plan as data: one :class:`Pipeline` per input pipeline of the script.
+
+Everything here is in the script's own terms: :class:`Code` is an expression as the pipeline
+function would write it (its own parameter and variable names; a helper's parameters replaced by
+what the pipeline function passed), with its value when the script fixes it. The tf.data text
+(:attr:`Pipeline.chain`) is rendered from this model by :mod:`.chain`; a code emitter can render
+the same model into a module.
+
+A pipeline is a source (files, rows, a Python generator, ...) and the stages that follow it in
+order: reading records, per-example maps (the script's own statements, with their lines), explicit
+queues, and the batching at the end. When the script builds different pipelines for the same
+batch call under conditions the analysis cannot decide (``if train:`` around the producer), each
+combination is a :class:`Variant` with the decisions it was built under.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Union
+
+
+@dataclasses.dataclass(frozen=True)
+class Code:
+    """An expression in the pipeline function's terms. ``value`` holds the Python value when
+    ``known`` (a literal, or a name the script binds to one)."""
+
+    text: str
+    known: bool = False
+    value: object = None
+
+    def is_value(self, value: object) -> bool:
+        return self.known and self.value is value
+
+    def to_dict(self) -> dict:
+        out: dict = {"text": self.text}
+        if self.known and isinstance(self.value, (bool, int, float, str, type(None))):
+            out["value"] = self.value
+        return out
+
+
+@dataclasses.dataclass
+class Site:
+    """Where a call is: the script function holding it (``<module>`` for top-level code), its
+    line (1-based) and the construct as written (``tf.train.shuffle_batch``)."""
+
+    function: str
+    line: int
+    construct: str
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Unresolved:
+    """Something the plan could not settle from this file: what, where (line) and why."""
+
+    what: str
+    line: int | None
+    why: str
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Feeder:
+    """The Python code that fed a queue through placeholders: the function (a thread's target
+    when ``thread``), the values it fed (line, expression) and the element signature."""
+
+    function: str
+    thread: bool
+    feeds: list[tuple[int, str]]
+    signature: list[tuple[str, str]]  # (shape, dtype) per component, as tf.TensorSpec takes them
+    placeholders: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"function": self.function, "thread": self.thread,
+                "placeholders": list(self.placeholders),
+                "feeds": [{"line": ln, "value": v} for ln, v in self.feeds],
+                "signature": [{"shape": s, "dtype": d} for s, d in self.signature]}
+
+
+@dataclasses.dataclass
+class Source:
+    """Where elements come from. ``kind``: ``files`` (a file list), ``file_pattern`` (a glob),
+    ``rows`` (rows of tensors), ``range``, ``generator`` (Python code feeding placeholders),
+    ``provider`` (slim's DatasetDataProvider), ``dataset`` (a tf.data source the script already
+    builds) or ``unknown`` (a parameter or another module: see the pipeline's unresolved)."""
+
+    kind: str
+    site: Site | None = None
+    data: Code | None = None
+    num_epochs: Code | None = None
+    shuffle: Code | None = None
+    seed: Code | None = None
+    capacity: Code | None = None
+    repeat: bool = True
+    feeder: Feeder | None = None
+    target: str = ""  # what the script binds each element to (rows: ``image, label``)
+
+    def to_dict(self) -> dict:
+        out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
+               "repeat": self.repeat, "target": self.target}
+        for k in ("data", "num_epochs", "shuffle", "seed", "capacity"):
+            v = getattr(self, k)
+            out[k] = v.to_dict() if v is not None else None
+        out["feeder"] = self.feeder.to_dict() if self.feeder else None
+        return out
+
+
+@dataclasses.dataclass
+class ReadStage:
+    """Records out of files. ``reader``: ``whole_file``, ``tfrecord``, ``text_line``,
+    ``fixed_length``, ``other`` or ``unknown`` (made elsewhere: ``origin`` says how the script got
+    it). ``readers`` is how many read in parallel; ``key_used`` whether the script used the
+    record's key; ``target`` what the script binds (key, record) to."""
+
+    reader: str
+    origin: str
+    read: Site
+    made: Site | None = None
+    args: dict[str, Code] = dataclasses.field(default_factory=dict)
+    readers: Code | None = None
+    key_used: bool = False
+    target: str = ""
+    up_to: Code | None = None  # read_up_to(queue, n): records come n at a time
+    kind: str = "read"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "reader": self.reader, "origin": self.origin,
+                "target": self.target,
+                "read": self.read.to_dict(), "made": self.made.to_dict() if self.made else None,
+                "args": {k: v.to_dict() for k, v in self.args.items()},
+                "readers": self.readers.to_dict() if self.readers else None,
+                "key_used": self.key_used,
+                "up_to": self.up_to.to_dict() if self.up_to else None}
+
+
+@dataclasses.dataclass
+class Step:
+    """One statement of per-example code: the script function holding it, its lines, its text,
+    the TensorFlow functions it calls, the conditions it runs under (``if a.flip``), how often
+    the script ran it per example, callees defined outside this file, and the iteration count
+    of a loop around it (``loop``)."""
+
+    function: str
+    line: int
+    end_line: int
+    code: str
+    calls: tuple[str, ...] = ()
+    guards: tuple[str, ...] = ()
+    times: int = 1
+    external: tuple[str, ...] = ()
+    cell: int | None = None
+    loop: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class RandomDraw:
+    """A stateful random op in per-example code and what replaces it. ``seed`` is the seed the
+    script passed (None: unseeded); ``shares_seed_with`` lists the lines of the other draws that
+    get the very same seed, on purpose (pix2pix flips input and target alike)."""
+
+    construct: str
+    qualified_name: str
+    stateless: str
+    function: str
+    line: int
+    seed: Code | None
+    uses: int = 1
+    shares_seed_with: tuple[int, ...] = ()
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["seed"] = self.seed.to_dict() if self.seed else None
+        return out
+
+
+@dataclasses.dataclass
+class MapStage:
+    """Per-example code run as one ``Dataset.map``: ``name`` (the function the plan gives it),
+    its steps in order, how many run at once (``parallel``, and where that came from) and its
+    random draws."""
+
+    name: str
+    steps: list[Step]
+    parallel: Code | None = None
+    parallel_from: str = ""
+    random: list[RandomDraw] = dataclasses.field(default_factory=list)
+    kind: str = "map"
+    seqs: tuple[int, ...] = ()  # the executed statements (values.Exec) of its steps
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "steps": [s.to_dict() for s in self.steps],
+                "parallel": self.parallel.to_dict() if self.parallel else None,
+                "parallel_from": self.parallel_from,
+                "random": [r.to_dict() for r in self.random]}
+
+
+@dataclasses.dataclass
+class QueueStage:
+    """An explicit queue between two parts of the pipeline: ``queue`` is ``random_shuffle``,
+    ``fifo``, ``padding_fifo`` or ``priority``."""
+
+    queue: str
+    site: Site
+    capacity: Code | None = None
+    min_after_dequeue: Code | None = None
+    seed: Code | None = None
+    kind: str = "queue"
+
+    def to_dict(self) -> dict:
+        out = {"kind": self.kind, "queue": self.queue, "site": self.site.to_dict()}
+        for k in ("capacity", "min_after_dequeue", "seed"):
+            v = getattr(self, k)
+            out[k] = v.to_dict() if v is not None else None
+        return out
+
+
+@dataclasses.dataclass
+class BatchStage:
+    """The batching call and every argument it was given (None: not given). ``op`` is the rule
+    id (``shuffle_batch``, ``batch_join``, ...) or the queue method (``dequeue_many``); ``padded``
+    is true for ``dynamic_pad=True`` or a PaddingFIFOQueue; ``copies`` is how many copies of the
+    preprocessing a ``*_join`` call was given."""
+
+    op: str
+    site: Site
+    args: dict[str, Code]
+    padded: bool = False
+    copies: Code | None = None
+    tensors: Code | None = None  # the per-example tensors batched, as written
+    kind: str = "batch"
+
+    def arg(self, name: str) -> Code | None:
+        return self.args.get(name)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "op": self.op, "site": self.site.to_dict(),
+                "args": {k: v.to_dict() for k, v in self.args.items()}, "padded": self.padded,
+                "copies": self.copies.to_dict() if self.copies else None,
+                "tensors": self.tensors.to_dict() if self.tensors else None}
+
+
+@dataclasses.dataclass
+class DatasetOp:
+    """One transformation of a tf.data pipeline the script already builds: as TF 2 writes it
+    (``text``), its line, and what changed from the script's spelling."""
+
+    method: str
+    text: str
+    line: int
+    changed: str = ""
+    guards: tuple[str, ...] = ()
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class DatasetStage:
+    """The transformations of a tf.data pipeline the script builds itself, in order."""
+
+    ops: list[DatasetOp]
+    kind: str = "dataset"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "ops": [o.to_dict() for o in self.ops]}
+
+
+Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage]
+
+
+@dataclasses.dataclass
+class Variant:
+    """One way the pipeline is built: the undecidable conditions it was built under (``when``:
+    (condition as written, its value)), the source and the stages in order."""
+
+    when: tuple[tuple[str, bool], ...]
+    source: Source
+    stages: list[Stage]
+    root_seed: Code | None = None
+    origin: object = None  # the symbolic run it came from (pipelines.Origin): for the emitter
+
+    def maps(self) -> list[MapStage]:
+        return [s for s in self.stages if isinstance(s, MapStage)]
+
+    def batch(self) -> BatchStage | None:
+        return next((s for s in self.stages if isinstance(s, BatchStage)), None)
+
+    def to_dict(self) -> dict:
+        return {"when": [{"condition": c, "value": v} for c, v in self.when],
+                "source": self.source.to_dict(), "stages": [s.to_dict() for s in self.stages],
+                "root_seed": self.root_seed.to_dict() if self.root_seed else None}
+
+
+@dataclasses.dataclass
+class Pipeline:
+    """One input pipeline: the script function that builds it (``function``, with its
+    ``params``), the line of its batch or dequeue call (``line``; for a pipeline that never
+    batches, the read; for a queue handed out unbatched, the queue), how it is built
+    (``variants``), what is left unresolved, and the tf.data code (``chain``)."""
+
+    function: str
+    params: tuple[str, ...]
+    line: int
+    end: Site
+    kind: str
+    variants: list[Variant]
+    unresolved: list[Unresolved] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    chain: str = ""
+    legend: list[str] = dataclasses.field(default_factory=list)
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return {"function": self.function, "params": list(self.params), "line": self.line,
+                "cell": self.cell, "kind": self.kind, "end": self.end.to_dict(),
+                "chain": self.chain, "unresolved": [u.to_dict() for u in self.unresolved],
+                "notes": list(self.notes), "legend": list(self.legend),
+                "variants": [v.to_dict() for v in self.variants]}
+
+
+def relocate(p: Pipeline, where) -> None:
+    """Turn the lines of a plan made from a notebook's joined cells into (cell, line in the
+    cell); ``where(line) -> (cell, line)``."""
+    def fix(obj) -> None:
+        if obj is None:
+            return
+        if dataclasses.is_dataclass(obj) and hasattr(obj, "cell") and getattr(obj, "line", None):
+            obj.cell, obj.line = where(obj.line)
+            if hasattr(obj, "end_line"):
+                obj.end_line = where(obj.end_line)[1]
+            if getattr(obj, "shares_seed_with", ()):
+                obj.shares_seed_with = tuple(where(ln)[1] for ln in obj.shares_seed_with)
+        if dataclasses.is_dataclass(obj):
+            for f in dataclasses.fields(obj):
+                if f.name not in ("cell", "line"):
+                    fix(getattr(obj, f.name))
+        elif isinstance(obj, (list, tuple)):
+            for x in obj:
+                if dataclasses.is_dataclass(x):
+                    fix(x)
+        elif isinstance(obj, dict):
+            for x in obj.values():
+                if dataclasses.is_dataclass(x):
+                    fix(x)
+    p.cell, p.line = where(p.line)
+    fix(p.end)
+    for v in p.variants:
+        fix(v)
+    fix(p.unresolved)
+
+
+def short_name(qualname: str) -> str:
+    """The last part of a qualified function name; top-level code is ``pipeline``."""
+    name = qualname.rsplit(".", 1)[-1]
+    return "pipeline" if name.startswith("<") else name
+
+
+def generator_name(f: Feeder) -> str:
+    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder."""
+    base = short_name(f.function) if f.function else "feeder"
+    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else "values"
+    fed = fed.replace("_placeholder", "").replace("placeholder", "") or "values"
+    return f"{base}_{fed}"

@@ -1,0 +1,680 @@
+"""From the symbolic runs of :mod:`.flow` to the typed plan of :mod:`.model`: one
+:class:`~.model.Pipeline` per pipeline function and batch/dequeue call.
+
+Each entry function is run in every world (:func:`.flow.run_entry`); every end it reaches is
+traced back to its source through explicit queues, readers and per-example steps. A pipeline
+belongs to the innermost function that builds both its source and its end (so CIFAR-10's
+``distorted_inputs`` and ``inputs`` are two pipelines, and a ``main()`` that calls ``inputs()`` adds
+none); the worlds of one end are its variants. A pipeline whose elements come from a parameter
+is kept only when no pipeline with a known source reaches the same end.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+import dataclasses
+
+from compare.migration import chain as _chain
+from compare.migration import model as m
+from compare.migration.flow import Budget, World, run_entry
+from compare.migration.rules import rule_for
+from compare.migration.scan import walk
+from compare.migration.values import (
+    DatasetV,
+    End,
+    EnqueueV,
+    ListV,
+    Module,
+    PlaceholderV,
+    QueueV,
+    StepRec,
+    Stream,
+    Sym,
+    Val,
+    tensors_in,
+)
+
+#: Stateless replacement of each stateful random rule.
+STATELESS: dict[str, str] = {
+    "random_crop": "tf.image.stateless_random_crop",
+    "random_shuffle": "tf.random.experimental.stateless_shuffle",
+    "random_uniform": "tf.random.stateless_uniform",
+    "random_normal": "tf.random.stateless_normal",
+    "truncated_normal": "tf.random.stateless_truncated_normal",
+    "multinomial": "tf.random.stateless_categorical",
+    "random_gamma": "tf.random.stateless_gamma",
+    "random_poisson": "tf.random.stateless_poisson",
+    "dropout": "tf.nn.experimental.stateless_dropout",
+    "sample_distorted_bounding_box": "tf.image.stateless_sample_distorted_bounding_box",
+}
+_READER_KIND = {"whole_file_reader": "whole_file", "tfrecord_reader": "tfrecord",
+                "text_line_reader": "text_line", "fixed_length_record_reader": "fixed_length",
+                "other_reader": "other", "unknown": "unknown"}
+#: Statement budget of the whole analysis: this many per statement of the script, plus a floor.
+BUDGET_PER_STATEMENT = 6
+BUDGET_FLOOR = 20000
+
+
+def budget_for(statements: int) -> Budget:
+    return Budget(BUDGET_FLOOR + BUDGET_PER_STATEMENT * statements)
+
+
+class Origin:
+    """The symbolic run a variant was built from (its world and end), kept for the code emitter
+    (:mod:`.emit`); not part of the plan's data."""
+
+    def __init__(self, world: World, end: End):
+        self.world, self.end = world, end
+
+
+@dataclasses.dataclass
+class _Found:
+    world: World
+    end: End
+    source_path: tuple[str, ...]
+    known_source: bool
+    touched: set
+
+
+class _Builder:
+    """Turns one (world, end) into a :class:`~.model.Variant` and its unresolved items."""
+
+    def __init__(self, mod: Module, world: World, end: End):
+        self.mod, self.world, self.end = mod, world, end
+        self.seg = mod.scan.source.segment
+        self.unresolved: list[m.Unresolved] = []
+        self.notes: list[str] = []
+        self.stages: list = []
+        self.owner = world.entry
+
+    # -- code -------------------------------------------------------------------------------
+    def code(self, val: Val | None) -> m.Code | None:
+        if val is None:
+            return None
+        text = val.text if val.text else ""
+        if isinstance(val, Sym) and val.known and isinstance(val.const, (bool, int, float, str,
+                                                                          type(None))):
+            return m.Code(text or repr(val.const), True, val.const)
+        return m.Code(text)
+
+    def site(self, node: ast.AST, fn: str, construct: str = "") -> m.Site:
+        return m.Site(fn, node.lineno, construct or self.seg(getattr(node, "func", node), 80))
+
+    # -- steps ------------------------------------------------------------------------------
+    def steps_for(self, stream: Stream, deps: frozenset | None) -> list[StepRec]:
+        recs = [s for s in self.world.steps.values()
+                if (s.stream is stream or s.stream.kind == "float") and (
+                    deps is None and s.stream is stream or deps is not None and s.id in deps)]
+        return sorted(recs, key=lambda s: s.id)
+
+    def map_stage(self, stream: Stream, deps: frozenset | None, parallel: m.Code | None,
+                  parallel_from: str) -> m.MapStage | None:
+        recs = self.steps_for(stream, deps)
+        if not recs:
+            return None
+        steps, by_stmt = [], collections.OrderedDict()
+        for r in recs:
+            by_stmt.setdefault(id(r.stmt), []).append(r)
+        for group in by_stmt.values():
+            r = group[0]
+            calls = tuple(dict.fromkeys(q for q, _ in r.calls if q.startswith("tensorflow.")))
+            guards = tuple(g for g in r.guards if all(g in x.guards for x in group))
+            steps.append(m.Step(r.fn, r.stmt.lineno, r.stmt.end_lineno or r.stmt.lineno,
+                                self.seg(r.stmt, 160), calls, guards, len(group),
+                                tuple(dict.fromkeys(r.external)), loop=r.loop))
+            for name in dict.fromkeys(r.external):
+                self.unresolved.append(m.Unresolved(
+                    f"{name} (called on each example)", r.stmt.lineno,
+                    "defined outside this file: it runs inside Dataset.map as it is; check it "
+                    "for stateful random ops and TF1-only calls"))
+        stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
+                           seqs=tuple(r.seq for r in recs))
+        self.loop_variable_note(stream, recs)
+        return stage
+
+    def random_draws(self, recs: list[StepRec]) -> list[m.RandomDraw]:
+        draws: dict[int, m.RandomDraw] = {}
+        for r in recs:
+            for qual, call in r.calls:
+                rule = rule_for(qual)
+                if rule is None or rule.category != "stateful_random" or rule.id == \
+                        "set_random_seed":
+                    continue
+                if id(call) in draws:
+                    draws[id(call)].uses += 1
+                    continue
+                seed = _arg(call, "seed", rule.params)
+                stateless = STATELESS.get(rule.id, f"tf.image.stateless_{rule.id.split('.')[-1]}")
+                draws[id(call)] = m.RandomDraw(
+                    self.seg(call.func, 80), qual, stateless, r.fn, call.lineno,
+                    m.Code(self.seg(seed, 80), isinstance(seed, ast.Constant),
+                           getattr(seed, "value", None)) if seed is not None else None)
+        out = list(draws.values())
+        for d in out:
+            if d.seed is not None:
+                d.shares_seed_with = tuple(o.line for o in out if o is not d and o.seed is not None
+                                           and o.seed.text == d.seed.text)
+        return out
+
+    def loop_variable_note(self, stream: Stream, recs: list[StepRec]) -> None:
+        end = self.end
+        inputs = end.inputs
+        if not (isinstance(inputs, ListV) and inputs.loop is not None and end.kind.endswith(
+                "join")):
+            return
+        for var in getattr(inputs.loop, "loop_vars", ()) or ():
+            uses = [r for r in recs if _mentions(var, r)]
+            if uses:
+                line = uses[0].stmt.lineno
+                self.unresolved.append(m.Unresolved(
+                    f"{var} (the loop variable of the {inputs.loop.text} copies)", line,
+                    "the copies differ by it, and one Dataset.map has no copy number: keep one "
+                    "behaviour, or draw it per example"))
+
+    # -- sources ----------------------------------------------------------------------------
+    def from_stream(self, stream: Stream, deps: frozenset | None, parallel: m.Code | None,
+                    parallel_from: str) -> m.Source:
+        """The source of ``stream`` (stages before it appended first), then its map stage."""
+        source = self.stream_source(stream)
+        stage = self.map_stage(stream, deps, parallel, parallel_from)
+        if stage is not None:
+            self.stages.append(stage)
+        return source
+
+    def stream_source(self, stream: Stream) -> m.Source:
+        if stream.kind == "records":
+            source = self.queue_source(stream.queue, stream) if stream.queue else self.unknown(
+                f"the filename queue given to {self.seg(stream.node.func, 60)}", stream.node,
+                "it is made outside this function (a parameter or another module)")
+            self.stages.append(self.read_stage(stream))
+            return source
+        if stream.kind == "rows":
+            a = stream.args
+            return m.Source("rows", self.site(stream.node, stream.fn), self.code(stream.rows),
+                            self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
+                            self.code(a.get("seed")), self.code(a.get("capacity")),
+                            target=stream.target)
+        if stream.kind == "dequeue":
+            source = self.queue_source(stream.queue, stream)
+            self.stages.append(self.queue_stage(stream.queue))
+            return source
+        if stream.kind == "provider":
+            return self.provider_source(stream)
+        return self.unknown(f"{stream.param} (a parameter of {self.owner.qualname})",
+                            stream.node, "its elements are made by the caller, outside this "
+                            "function: start the dataset there")
+
+    def unknown(self, what: str, node: ast.AST, why: str) -> m.Source:
+        self.unresolved.append(m.Unresolved(what, node.lineno, why))
+        return m.Source("unknown", None, m.Code(what))
+
+    def read_stage(self, stream: Stream) -> m.ReadStage:
+        r = stream.reader
+        kind = _READER_KIND.get(r.kind, "other")
+        if kind == "unknown":
+            self.unresolved.append(m.Unresolved(
+                f"{r.origin} (the reader)", stream.node.lineno,
+                "made outside this file (a parameter, another module or an attribute): its "
+                "record format decides the record dataset (TFRecordDataset for a TFRecordReader, "
+                "FixedLengthRecordDataset, TextLineDataset, ...)"))
+        made = self.site(r.node, r.fn) if r.node is not None else None
+        options = self.code(r.args.get("options"))
+        if options is not None and not _chain.compression_type(options):
+            self.unresolved.append(m.Unresolved(
+                f"options={options.text} of the reader", r.node.lineno,
+                "its compression is not written out here: pass it to TFRecordDataset as "
+                "compression_type (\"GZIP\" or \"ZLIB\")"))
+        key_used = bool(stream.key_ids) or any(
+            t.key and t.stream is stream for t in tensors_in(self.end.inputs))
+        return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
+                           {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
+                           self.code(stream.loop) if stream.loop is not None else None, key_used,
+                           stream.target, self.code(stream.args.get("up_to")))
+
+    def queue_source(self, q: QueueV, stream: Stream | None) -> m.Source:
+        if q.kind == "producer":
+            return self.producer_source(q)
+        if not q.enqueues:
+            return self.unknown(f"what fills {q.text or 'the queue'}", q.node,
+                                "nothing in this file enqueues into it")
+        op = q.enqueues[0]
+        if len(q.enqueues) > 1:
+            self.notes.append(f"{len(q.enqueues)} enqueue calls fill {q.text}; the plan follows "
+                              f"the first (line {op.node.lineno})")
+        values = op.values
+        if any(isinstance(v, PlaceholderV) for v in _flat(values)):
+            return self.generator_source(q, op, values)
+        tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
+        if not tensors:  # a queue runner repeats the enqueue until the queue closes
+            return m.Source("rows", self.site(op.node, op.fn), self.code(values),
+                            repeat=q.copies is not None and not q.closed,
+                            shuffle=m.Code("False", True, False),
+                            target=stream.target if stream is not None else "")
+        copies = q.copies or op.loop
+        deps = frozenset().union(*(t.deps for t in tensors))
+        how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
+               f"the {copies.text} enqueue calls" if copies is not None else "")
+        return self.from_stream(tensors[0].stream, deps, self.code(copies) if copies else None,
+                                how)
+
+    def producer_source(self, q: QueueV) -> m.Source:
+        a = q.args
+        site = self.site(q.node, q.fn)
+        common = dict(num_epochs=self.code(a.get("num_epochs")), shuffle=self.code(
+            a.get("shuffle")), seed=self.code(a.get("seed")), capacity=self.code(a.get("capacity")))
+        if q.rule == "range_input_producer":
+            return m.Source("range", site, self.code(a.get("limit")), **common)
+        if q.rule == "input_producer":
+            return m.Source("rows", site, self.code(a.get("input_tensor")), **common)
+        files = a.get("string_tensor")
+        pattern = _pattern(files)
+        if pattern is not None:
+            return m.Source("file_pattern", site, m.Code(self.seg(pattern, 200)), **common)
+        return m.Source("files", site, self.code(files), **common)
+
+    def queue_stage(self, q: QueueV) -> m.QueueStage:
+        a = q.args
+        return m.QueueStage(q.kind, self.site(q.node, q.fn), self.code(a.get("capacity")),
+                            self.code(a.get("min_after_dequeue")), self.code(a.get("seed")))
+
+    def provider_source(self, stream: Stream) -> m.Source:
+        p = stream.args["provider"]
+        a = p.args
+        ds = a.get("dataset")
+        name = ds.text if ds is not None else "dataset"
+        self.unresolved.append(m.Unresolved(
+            f"{name} (the slim Dataset given to DatasetDataProvider)", p.node.lineno,
+            "its data_sources, reader and decoder are set where it is made (another module): "
+            "they decide the files, the record dataset and the decoding map"))
+        return m.Source("provider", self.site(p.node, p.fn), m.Code(name),
+                        self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
+                        self.code(a.get("seed")), self.code(a.get("common_queue_capacity")))
+
+    def generator_source(self, q: QueueV, op: EnqueueV, values: Val) -> m.Source:
+        holders = [v for v in _flat(values) if isinstance(v, PlaceholderV)]
+        names = {h.stored or h.text for h in holders}
+        fetch = op.stored or op.text
+        runs = [r for r in self.mod.feeds if r.fetch == fetch or any(k in names for k, _, _ in
+                                                                        r.feeds)]
+        feeds = sorted({(ln, v) for r in runs for k, v, ln in r.feeds if k in names})
+        fn = runs[0].fn if runs else ""
+        signature = _signature(q, holders, self.seg)
+        if not runs:
+            self.unresolved.append(m.Unresolved(
+                f"what is fed to {', '.join(sorted(names))}", op.node.lineno,
+                "no sess.run(..., feed_dict=...) in this file feeds it"))
+        thread = fn.rsplit(".", 1)[-1] in self.mod.threads
+        feeder = m.Feeder(fn, thread, feeds, signature, tuple(sorted(names)))
+        return m.Source("generator", self.site(op.node, op.fn), m.Code(fn or "feeder"),
+                        repeat=False, feeder=feeder)
+
+    # -- ends -------------------------------------------------------------------------------
+    def build(self) -> m.Variant:
+        end = self.end
+        if end.kind == "iterator":
+            source = self.dataset_variant(end.dataset)
+        elif end.kind in ("dequeue_many", "dequeue_up_to"):
+            source = self.queue_source(end.queue, None)
+            self.stages.append(self.queue_stage(end.queue))
+            self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct),
+                                            {"batch_size": self.code(end.args["batch_size"])},
+                                            padded=end.queue.kind == "padding_fifo"))
+        elif end.kind == "stream":
+            source = self.from_stream(end.stream, None, None, "")
+        elif end.kind == "queue":
+            source = self.queue_source(end.queue, None)
+            if end.queue.kind != "producer":
+                self.stages.append(self.queue_stage(end.queue))
+        else:
+            source = self.batch_variant(end)
+        return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
+                         origin=Origin(self.world, end))
+
+    def batch_variant(self, end: End) -> m.Source:
+        inputs = end.inputs
+        tensors = tensors_in(inputs)
+        copies = None
+        if end.kind.endswith("join") and isinstance(inputs, ListV):
+            copies = inputs.loop or (Sym(str(len(inputs.items)), len(inputs.items))
+                                     if len(inputs.items) > 1 else None)
+        threads = end.args.get("num_threads")
+        parallel, how = (copies, f"the {copies.text} copies given to {end.construct}") if (
+            copies is not None) else (threads, f"num_threads of {end.construct}") if (
+            threads is not None) else (None, "")
+        if tensors:
+            deps = frozenset().union(*(t.deps for t in tensors))
+            source = self.from_stream(tensors[0].stream, deps, self.code(parallel), how)
+        else:
+            source = self.unknown(f"the tensors given to {end.construct}", end.node,
+                                  "they do not come from a reader, producer or queue in this "
+                                  "file")
+        args = {k: c for k, v in end.args.items() if k not in ("tensors", "tensors_list")
+                and (c := self.code(v)) is not None}
+        padded = args.get("dynamic_pad")
+        self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct), args,
+                                        padded=bool(padded and padded.is_value(True)),
+                                        copies=self.code(copies), tensors=self.code(inputs)))
+        return source
+
+    def dataset_variant(self, ds: DatasetV) -> m.Source:
+        head = ds.head
+        if head[0] == "call":
+            _, qual, node, fr, pos, kw = head
+            source = m.Source("dataset", m.Site(fr.fn.qualname, node.lineno,
+                                                self.seg(node.func, 80)),
+                              m.Code(_chain.dataset_head(self.seg(node, 400), qual)),
+                              repeat=False)
+        else:
+            value = head[1]
+            param = getattr(value, "param", "")
+            source = self.unknown(
+                f"{value.text or 'the dataset'}" + (f" (a parameter of {self.owner.qualname})"
+                                                    if param else ""),
+                self.end.node, "the dataset it continues is made outside this function")
+        self.stages.append(m.DatasetStage(_chain.dataset_ops(ds.ops, self.seg,
+                                                          self.mod.scan.resolved)))
+        return source
+
+
+def _mentions(var: str, rec: StepRec) -> bool:
+    """Does a step use this name, in its statement or the conditions around it?"""
+    if any(isinstance(n, ast.Name) and n.id == var for n in walk(rec.stmt)):
+        return True
+    return any(var in g.replace("(", " ").replace(")", " ").split() for g in rec.guards)
+
+
+def _arg(call: ast.Call, name: str, params: tuple) -> ast.AST | None:
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    if name in params:
+        i = params.index(name)
+        if i < len(call.args) and not isinstance(call.args[i], ast.Starred):
+            return call.args[i]
+    return None
+
+
+def _flat(val: Val, depth: int = 0) -> list:
+    if isinstance(val, ListV) and depth < 4:
+        return [x for v in val.items for x in _flat(v, depth + 1)]
+    return [val]
+
+
+def _pattern(files: Val | None) -> ast.AST | None:
+    """The glob a file list came from (``match_filenames_once(pattern)``), if it did."""
+    node = getattr(files, "node", None)
+    if isinstance(files, Sym) and files.qual.endswith("match_filenames_once") and isinstance(
+            node, ast.Call) and node.args:
+        return node.args[0]
+    return None
+
+
+def _signature(q: QueueV, holders: list, seg) -> list[tuple[str, str]]:
+    """(shape, dtype) per component, from the queue's shapes/dtypes or the placeholders."""
+    dtypes, shapes = q.args.get("dtypes"), q.args.get("shapes")
+    out = []
+    for i, h in enumerate(holders):
+        dtype = _item(dtypes, i) or h.args.get("dtype")
+        shape = _item(shapes, i) or h.args.get("shape")
+        d = dtype.text if dtype is not None else "None"
+        if isinstance(dtype, Sym) and isinstance(dtype.const, str):
+            d = f"tf.{dtype.const}"
+        out.append((shape.text if shape is not None else "None", d))
+    return out
+
+
+def _item(val: Val | None, i: int) -> Val | None:
+    if isinstance(val, ListV) and i < len(val.items):
+        return val.items[i]
+    return None
+
+
+# -- ownership and grouping -------------------------------------------------------------------
+
+def _source_path(end: End, depth: int = 0) -> tuple[tuple[str, ...], bool]:
+    """Where the pipeline's source was made (call stack), and whether it is known."""
+    if depth > 6:
+        return end.path, False
+    if end.kind == "iterator":
+        head = end.dataset.head
+        return (head[3].path, True) if head[0] == "call" else (end.path, False)
+    if end.kind in ("dequeue_many", "dequeue_up_to", "queue"):
+        return _queue_path(end.queue, depth)
+    stream = end.stream if end.kind == "stream" else next(
+        (t.stream for t in tensors_in(end.inputs)), None)
+    return _stream_path(stream, depth) if stream is not None else (end.path, False)
+
+
+def _stream_path(stream: Stream, depth: int) -> tuple[tuple[str, ...], bool]:
+    if stream.kind == "records":
+        if stream.queue is None:
+            return stream.path, False
+        return _queue_path(stream.queue, depth + 1)
+    if stream.kind == "dequeue":
+        return _queue_path(stream.queue, depth + 1)
+    return stream.path, stream.kind not in ("param",)
+
+
+def _queue_path(q: QueueV, depth: int) -> tuple[tuple[str, ...], bool]:
+    if q.kind == "producer" or not q.enqueues:
+        return q.path, q.kind == "producer"
+    tensors = [t for t in tensors_in(q.enqueues[0].values) if t.stream.kind != "float"]
+    if tensors and depth < 6:
+        return _stream_path(tensors[0].stream, depth + 1)
+    return q.path, True
+
+
+def _implicit_ends(world: World, dequeued: set[str]) -> list[End]:
+    """Streams nothing batches or enqueues (a pipeline that ends in its per-example code) and
+    queues filled here but dequeued elsewhere."""
+    used_streams, used_queues = set(), set()
+    for end in world.ends:
+        for t in tensors_in(end.inputs):
+            used_streams.add(id(t.stream))
+        if end.queue is not None:
+            used_queues.add(id(end.queue))
+    for q in world.queues:
+        for op in q.enqueues:
+            for t in tensors_in(op.values):
+                used_streams.add(id(t.stream))
+    for s in world.streams:
+        if s.queue is not None:
+            used_queues.add(id(s.queue))
+    out = []
+    for s in world.streams:
+        if id(s) in used_streams or s.kind not in ("records", "rows", "provider", "dequeue"):
+            continue
+        if any(r.stream is s for r in world.steps.values()) or (
+                s.kind == "dequeue" and s.queue is not None and s.queue.enqueues):
+            out.append(End("stream", s.node, s.fn, s.path, stream=s, seq=s.seq))
+    for q in world.queues:
+        if id(q) not in used_queues and (q.kind == "producer" or q.enqueues) and not (
+                q.stored and q.stored in dequeued):
+            at = q.enqueues[0].node if q.enqueues else q.node  # the same in every world
+            out.append(End("queue", at, q.fn, q.path, queue=q,
+                           construct=f"{q.enqueues[0].text.split('(')[0]}" if q.enqueues else ""))
+    return out
+
+
+def _owned(entry_path: tuple[str, ...], end: End, source_path: tuple[str, ...]) -> bool:
+    """True unless both the end and the source were made inside the same callee of the entry
+    (then that callee owns the pipeline)."""
+    common = 0
+    for a, b in zip(end.path, source_path):
+        if a != b:
+            break
+        common += 1
+    return common < 2 or len(end.path) < 2
+
+
+def find(mod: Module, budget: Budget) -> tuple[list[list[_Found]], bool]:
+    """Every end of every entry's worlds, grouped by (entry, end call); and whether the budget
+    ran out."""
+    groups: dict[tuple, list[_Found]] = collections.OrderedDict()
+    stopped = False
+    for entry in mod.entries():
+        if budget.left <= 0:
+            stopped = True
+            break
+        for world in run_entry(mod, entry, budget):
+            stopped = stopped or world.stopped
+            if world.stopped:  # half a run: its pipelines would be half planned
+                continue
+            for end in world.ends + _implicit_ends(world, mod.dequeued):
+                path, known = _source_path(end)
+                if not _owned((entry.qualname,), end, path):
+                    continue
+                groups.setdefault((entry.qualname, id(end.node)), []).append(
+                    _Found(world, end, path, known, _touched(end)))
+    return list(groups.values()), stopped
+
+
+def _touched(end: End) -> set[int]:
+    """The calls a pipeline passes through: its end, the reads, dequeues and queues upstream."""
+    out = {id(end.node)}
+    streams = [end.stream] if end.stream is not None else [t.stream for t in tensors_in(end.inputs)]
+    queues = [end.queue] if end.queue is not None else []
+    for _ in range(8):
+        for s in streams:
+            out.add(id(s.node))
+            if s.queue is not None:
+                queues.append(s.queue)
+        streams = []
+        for q in queues:
+            out.add(id(q.node))
+            for op in q.enqueues[:1]:
+                streams += [t.stream for t in tensors_in(op.values)[:1]]
+        queues = []
+        if not streams:
+            break
+    return out
+
+
+def _drop_covered(groups: list[list[_Found]]) -> list[list[_Found]]:
+    """Drop pipelines with an unknown source whose end another pipeline with a known source
+    passes through (a helper run on its own, when its callers are planned)."""
+    known = set()
+    for g in groups:
+        for f in g:
+            if f.known_source:
+                known |= f.touched
+    return [g for g in groups if any(f.known_source for f in g)
+            or id(g[0].end.node) not in known]
+
+
+def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m.Pipeline],
+                                                                          list[str]]:
+    """The script's pipelines, in source order of their ends, and notes on the analysis.
+    ``where(line) -> (cell, line)`` relocates the lines of a notebook's joined cells."""
+    budget = budget or budget_for(mod.scan.statements)
+    groups, stopped = find(mod, budget)
+    notes = []
+    if stopped:
+        notes.append("The analysis stopped early (statement budget spent): pipelines after that "
+                     "point are not planned.")
+    out = [_pipeline(mod, g) for g in _drop_covered(groups)]
+    out.sort(key=lambda p: (p.line, p.function))
+    _same_feeder_notes(out)
+    root = _root_seed(mod)
+    for p in out:
+        for v in p.variants:
+            v.root_seed = root
+        if where is not None:
+            m.relocate(p, where)
+        p.chain, p.legend = _chain.render(p)
+    return out, notes
+
+
+def _same_feeder_notes(found: list[m.Pipeline]) -> None:
+    """Queues one Python loop fills together are dequeued together: say so, so the port makes
+    one generator of tuples rather than generators that drift apart."""
+    by_feeder: dict[str, list[m.Pipeline]] = collections.defaultdict(list)
+    for p in found:
+        feeder = p.variants[0].source.feeder
+        if feeder is not None and feeder.function:
+            by_feeder[feeder.function].append(p)
+    for fn, group in by_feeder.items():
+        if len(group) < 2:
+            continue
+        names = ", ".join(p.function for p in group)
+        for p in group:
+            p.notes.append(f"{fn} feeds the queues of {names} in one loop: one generator "
+                           "yielding their values together (a tuple per element) keeps them "
+                           "aligned")
+
+
+def _root_seed(mod: Module) -> m.Code | None:
+    for f in mod.scan.findings:
+        if f.rule.id == "set_random_seed" and f.call is not None and f.call.args:
+            return m.Code(mod.scan.source.segment(f.call.args[0], 80))
+    return None
+
+
+def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
+    first = group[0]
+    entry = first.world.entry
+    variants, unresolved, notes = [], [], []
+    for found in group:
+        b = _Builder(mod, found.world, found.end)
+        variants.append(b.build())
+        unresolved += [u for u in b.unresolved if u not in unresolved]
+        notes += [n for n in b.notes if n not in notes]
+    variants = _distinct(variants)
+    end = first.end
+    line = min((_end_line(f.end) for f in group), key=lambda ln: (ln == end.node.lineno, ln))
+    site = m.Site(end.fn, end.node.lineno, end.construct or mod.scan.source.segment(
+        getattr(end.node, "func", end.node), 80))
+    if end.kind == "iterator" and line != end.node.lineno:
+        site = m.Site(end.fn, line, f".{_batch_op(group)}, then {end.construct}")
+    if end.fn != entry.qualname:
+        notes.insert(0, f"its {site.construct} is in {end.fn} (line {site.line}), called from "
+                        f"{entry.qualname}")
+    kind = {"iterator": "tf.data"}.get(end.kind, "queue")
+    if end.kind == "stream" and end.stream.kind == "records":
+        kind = "reader"
+    if any(v.source.kind == "generator" for v in variants):
+        kind = "feeding"
+    return m.Pipeline(entry.qualname, tuple(entry.params), line, site, kind, variants,
+                      unresolved, notes)
+
+
+def _distinct(variants: list[m.Variant]) -> list[m.Variant]:
+    """One variant per distinct way of building, under the decisions all its worlds share."""
+    by_shape: dict[str, list[m.Variant]] = collections.OrderedDict()
+    for v in variants:
+        shape = repr({k: val for k, val in v.to_dict().items() if k != "when"})
+        by_shape.setdefault(shape, []).append(v)
+    out = []
+    for same in by_shape.values():
+        common = set(same[0].when)
+        for v in same[1:]:
+            common &= set(v.when)
+        same[0].when = tuple(w for w in same[0].when if w in common)
+        out.append(same[0])
+    if len(out) > 1:  # decisions every remaining variant shares say when the pipeline exists
+        shared = set(out[0].when)
+        for v in out[1:]:
+            shared &= set(v.when)
+        for v in out:
+            v.when = tuple(w for w in v.when if w not in shared) + tuple(
+                w for w in v.when if w in shared)
+    return out
+
+
+def _batch_op(group: list[_Found]) -> str:
+    for f in group:
+        for op in f.end.dataset.ops:
+            if op[0] in ("batch", "padded_batch"):
+                return op[0]
+    return "batch"
+
+
+def _end_line(end: End) -> int:
+    if end.kind == "iterator":
+        batch = [op for op in end.dataset.ops if op[0] in ("batch", "padded_batch")]
+        if batch:
+            return batch[-1][1].lineno
+    return end.node.lineno
+
+
+__all__ = ["build", "budget_for", "find", "STATELESS"]

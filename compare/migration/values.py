@@ -1,0 +1,540 @@
+"""What the symbolic run of :mod:`.flow` computes with: abstract values, per-example streams, the
+steps and ends it records, and the index of the module's functions and classes.
+
+A value is an ordinary Python value (:class:`Sym`, written as the pipeline function would write
+it), a per-example tensor (:class:`Tensor`, derived from a :class:`Stream` through recorded
+steps), or one of the TF1 pipeline objects (queue, reader, provider, dataset, iterator,
+placeholder). Containers and objects keep their members so tensors flow through them.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+import dataclasses
+
+from compare.migration.rules import ITERATOR_METHODS, rule_for
+from compare.migration.scan import ScanResult, walk
+
+NOCONST = object()
+#: Rule categories whose calls build an input pipeline (a function using one is worth running).
+STRUCTURAL_CATEGORIES = frozenset({"queue_input", "reader", "batching", "tf_data_v1"})
+#: Method names that build or consume a TF1 pipeline on any object.
+STRUCTURAL_METHODS = frozenset({"enqueue", "enqueue_many", "dequeue", "dequeue_many",
+                                "dequeue_up_to", "read", "read_up_to", "padded_batch",
+                                *ITERATOR_METHODS})
+MODULE = "<module>"
+
+
+class Val:
+    """Base of all abstract values; ``text`` is how the pipeline function writes the value."""
+
+    text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class Sym(Val):
+    """An ordinary value. ``const``: its Python value when fixed; ``qual``: the module function
+    it names (``decode = tf.image.decode_jpeg``); ``param``: the entry parameter it comes from;
+    ``listish``: known to be a Python list. Its text is rendered on demand by ``render``."""
+
+    render: object = None  # callable () -> str, or a str
+    const: object = NOCONST
+    qual: str = ""
+    param: str = ""
+    listish: bool = False
+    node: ast.AST | None = None
+    loop_vars: tuple = ()
+    alts: tuple = ()
+
+    @property
+    def text(self) -> str:  # type: ignore[override]
+        if callable(self.render):
+            self.render = self.render()
+        return self.render or ""
+
+    @property
+    def known(self) -> bool:
+        return self.const is not NOCONST
+
+
+@dataclasses.dataclass(eq=False)
+class Stream:
+    """A per-example stream. ``kind``: ``records`` (a reader over a filename queue), ``rows``
+    (slice_input_producer), ``dequeue`` (an explicit queue), ``provider`` (slim), ``param`` (the
+    entry's parameter: elements made outside). ``path`` is the call stack where it began."""
+
+    kind: str
+    node: ast.AST
+    fn: str
+    path: tuple[str, ...]
+    queue: "QueueV | None" = None
+    reader: ReaderV | None = None
+    rows: Val | None = None
+    args: dict = dataclasses.field(default_factory=dict)
+    loop: Sym | None = None
+    param: str = ""
+    key_ids: set = dataclasses.field(default_factory=set)
+    target: str = ""  # what the script binds the elements to (``_, serialized_example``)
+    seq: int = -1  # the executed statement (:class:`Exec`) that began the stream
+
+
+@dataclasses.dataclass(eq=False)
+class Tensor(Val):
+    """A per-example tensor: the stream it derives from and the ids of the steps computing it."""
+
+    stream: Stream
+    deps: frozenset = frozenset()
+    text: str = ""
+    key: bool = False
+
+
+@dataclasses.dataclass(eq=False)
+class ListV(Val):
+    """A list or tuple; ``loop`` is the iteration count when it was filled in a loop."""
+
+    items: list
+    text: str = ""
+    loop: Sym | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class ObjV(Val):
+    """An object with attributes we follow (``self``, a local record class)."""
+
+    attrs: dict
+    text: str = ""
+    cls: ClassInfo | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class QueueV(Val):
+    """A queue: a producer's (``kind="producer"``, ``rule`` says which) or an explicit one
+    (``fifo``, ``random_shuffle``, ``padding_fifo``, ``priority``)."""
+
+    kind: str
+    rule: str
+    node: ast.Call
+    fn: str
+    path: tuple[str, ...]
+    args: dict
+    enqueues: list = dataclasses.field(default_factory=list)
+    copies: Val | None = None
+    closed: bool = False
+    text: str = ""
+    stored: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class EnqueueV(Val):
+    queue: QueueV
+    values: Val
+    many: bool
+    node: ast.Call
+    fn: str
+    text: str = ""
+    stored: str = ""
+    loop: Sym | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class ReaderV(Val):
+    kind: str
+    node: ast.AST | None
+    fn: str
+    args: dict
+    origin: str
+    text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class ProviderV(Val):
+    node: ast.Call
+    fn: str
+    args: dict
+    text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class DatasetV(Val):
+    """A tf.data pipeline the script builds: its head (the source call, or an unknown value) and
+    the method calls after it, each (method, call node, frame, positional vals, keyword vals)."""
+
+    head: object
+    ops: tuple = ()
+    text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class IteratorV(Val):
+    dataset: DatasetV
+    node: ast.Call
+    fn: str
+    text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class PlaceholderV(Val):
+    node: ast.Call
+    args: dict
+    text: str = ""
+    stored: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class FuncV(Val):
+    info: FuncInfo
+    closure: object = None  # the Frame a nested def was made in
+    bound: Val | None = None
+    text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class ClassV(Val):
+    info: ClassInfo | None
+    text: str = ""
+
+
+@dataclasses.dataclass
+class StepRec:
+    """A statement that computed per-example tensors, as run (``guards``: the conditions the
+    run could not decide around it)."""
+
+    id: int
+    stmt: ast.stmt
+    fn: str
+    stream: Stream
+    guards: tuple[str, ...]
+    calls: list = dataclasses.field(default_factory=list)  # (canonical name, call node)
+    external: list = dataclasses.field(default_factory=list)
+    loop: str = ""  # the iteration count of the loop around it, if any
+    seq: int = -1  # the executed statement (:class:`Exec`) it is
+
+
+@dataclasses.dataclass
+class End:
+    """Where a pipeline ends: a batching call, a dequeue, an iterator, a queue handed out, or
+    the last per-example tensors of a stream nothing batches (``kind`` says which)."""
+
+    kind: str
+    node: ast.AST
+    fn: str
+    path: tuple[str, ...]
+    args: dict = dataclasses.field(default_factory=dict)
+    inputs: Val | None = None
+    queue: QueueV | None = None
+    dataset: DatasetV | None = None
+    stream: Stream | None = None
+    construct: str = ""
+    seq: int = -1  # the executed statement (:class:`Exec`) holding the call
+
+
+@dataclasses.dataclass(eq=False)
+class Exec:
+    """One statement as the symbolic run executed it: in frame ``fid``, inside the compound
+    statement executed as ``parent`` (-1: at the top of its function's body). A code emitter
+    walks these to lift the script's own statements (:mod:`.emit`)."""
+
+    seq: int
+    fid: int
+    stmt: ast.stmt
+    parent: int = -1
+
+
+@dataclasses.dataclass(eq=False)
+class FrameRec:
+    """One call of a script function in the run: the function, and the statement of the caller
+    (``caller_seq``, in frame ``caller_fid``) that made it; ``call`` is the call node (None for
+    the entry and for a method run to build ``self``)."""
+
+    fid: int
+    info: "FuncInfo"
+    caller_fid: int = -1
+    caller_seq: int = -1
+    call: ast.AST | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class FuncInfo:
+    """A function, method or the module body: ``qualname`` (``Class.method``, ``outer.inner``)."""
+
+    node: ast.AST
+    qualname: str
+    name: str
+    body: list
+    params: list[str]
+    cls: ClassInfo | None = None
+    parent: FuncInfo | None = None
+
+    @property
+    def args(self) -> ast.arguments | None:
+        return getattr(self.node, "args", None)
+
+
+@dataclasses.dataclass(eq=False)
+class ClassInfo:
+    node: ast.ClassDef
+    name: str
+    methods: dict
+    bases: list[str]
+
+
+@dataclasses.dataclass
+class FeedRun:
+    """A ``.run(fetch, feed_dict={placeholder: value})`` in the script."""
+
+    node: ast.Call
+    fetch: str
+    feeds: list[tuple[str, str, int]]  # (placeholder text, value text, line)
+    fn: str
+
+
+class Module:
+    """The index the run needs: functions, classes, module constants and imports, which
+    functions build pipelines, and where placeholders are fed."""
+
+    def __init__(self, tree: ast.Module, scan: ScanResult):
+        self.tree, self.scan = tree, scan
+        self.functions: list[FuncInfo] = []
+        self.by_name: dict[str, FuncInfo] = {}
+        self.by_node: dict[int, FuncInfo] = {}
+        self.methods: dict[str, list[FuncInfo]] = collections.defaultdict(list)
+        self.classes: dict[str, ClassInfo] = {}
+        self.consts: dict[str, object] = {}
+        self.imports: dict[str, str] = {}
+        self.feeds: list[FeedRun] = []
+        self.threads: set[str] = set()
+        self.dequeued: set[str] = set()  # receivers of .dequeue*() calls, as written
+        self._structural_stmt: dict[int, bool] = {}
+        body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                             ast.ClassDef))]
+        self.module = FuncInfo(tree, MODULE, MODULE, body, [])
+        self._index(tree.body, None, None, "")
+        self._module_names()
+        self.structural = self._index_calls()
+
+    # -- index ------------------------------------------------------------------------------
+    def _index(self, body: list, cls: ClassInfo | None, parent: FuncInfo | None,
+               prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+                params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+                fi = FuncInfo(node, prefix + node.name, node.name, node.body, params, cls, parent)
+                self.functions.append(fi)
+                self.by_node[id(node)] = fi
+                if cls is not None and parent is None:
+                    cls.methods[node.name] = fi
+                    self.methods[node.name].append(fi)
+                elif parent is None and cls is None:
+                    self.by_name[node.name] = fi
+                self._index(node.body, None, fi, fi.qualname + ".")
+            elif isinstance(node, ast.ClassDef):
+                ci = ClassInfo(node, node.name, {}, [getattr(b, "id", getattr(b, "attr", ""))
+                                                     for b in node.bases])
+                if parent is None:
+                    self.classes.setdefault(node.name, ci)
+                self._index(node.body, ci, None, prefix + node.name + ".")
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    sub = getattr(node, field, None)
+                    if isinstance(sub, list) and sub and not isinstance(node, ast.ClassDef):
+                        inner = [h for h in sub if isinstance(h, ast.stmt)]
+                        for h in sub:
+                            if isinstance(h, ast.ExceptHandler):
+                                inner += h.body
+                        self._index(inner, cls, parent, prefix)
+
+    def _module_names(self) -> None:
+        """Module-level imports and names bound once to a constant (``IMAGE_SIZE = 24``)."""
+        counts: collections.Counter = collections.Counter()
+        for node in self.tree.body:
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            counts[n.id] += 1
+        for node in self.tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.imports[a.asname or a.name.split(".")[0]] = (
+                        a.name if a.asname else a.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    self.imports[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+                  and isinstance(node.targets[0], ast.Name) and counts[node.targets[0].id] == 1):
+                value = fold(node.value, self.consts)
+                if value is not NOCONST:
+                    self.consts[node.targets[0].id] = value
+
+    # -- which functions build pipelines ----------------------------------------------------
+    def call_is_structural(self, call: ast.Call) -> bool:
+        qual = self.scan.resolved.get(id(call), "")
+        if qual:
+            rule = rule_for(qual)
+            if (rule is not None and rule.category in STRUCTURAL_CATEGORIES) or (
+                    qual.startswith(("tensorflow.data.", "tensorflow.contrib.data"))):
+                return True
+        f = call.func
+        return isinstance(f, ast.Attribute) and f.attr in STRUCTURAL_METHODS and (
+            f.attr != "read" or bool(call.args))
+
+    def _index_calls(self) -> set[str]:
+        """One pass over every function's own calls: which functions build pipeline parts
+        (directly, or through calls: the names returned), and where placeholders are fed."""
+        direct, calls = set(), {}
+        for fi in [self.module] + self.functions:
+            names = calls.setdefault(fi.name, set())
+            for n in own_nodes(fi.node):
+                if not isinstance(n, ast.Call):
+                    continue
+                f = n.func
+                names.add(f.id if isinstance(f, ast.Name) else getattr(f, "attr", ""))
+                if fi.name not in direct and self.call_is_structural(n):
+                    direct.add(fi.name)
+                if isinstance(f, ast.Attribute):
+                    self._feeding(n, f, fi)
+        direct.discard(MODULE)
+        found = set(direct)
+        changed = True
+        while changed:
+            changed = False
+            for name, callees in calls.items():
+                if name not in found and callees & found:
+                    found.add(name)
+                    changed = True
+        return found
+
+    def is_structural(self, node: ast.AST) -> bool:
+        """Does this statement (an ``if``) build pipeline parts, itself or through a call?"""
+        key = id(node)
+        if key not in self._structural_stmt:
+            self._structural_stmt[key] = any(
+                isinstance(sub, ast.Call) and (self.call_is_structural(sub) or (
+                    sub.func.id if isinstance(sub.func, ast.Name) else getattr(
+                        sub.func, "attr", "")) in self.structural) for sub in walk(node))
+        return self._structural_stmt[key]
+
+    def entries(self) -> list[FuncInfo]:
+        """The functions worth running: those that build pipeline parts, and the module body
+        when it does (nested functions run inside their parents)."""
+        out = [fi for fi in self.functions if fi.name in self.structural and fi.parent is None]
+        if any(self.is_structural(s) for s in self.module.body):
+            out.append(self.module)
+        return out
+
+    # -- feeding ----------------------------------------------------------------------------
+    def _feeding(self, node: ast.Call, f: ast.Attribute, fi: FuncInfo) -> None:
+        """Note dequeued receivers, thread targets and ``.run(fetch, feed_dict={...})``."""
+        seg = self.scan.source.segment
+        if f.attr in ("dequeue", "dequeue_many", "dequeue_up_to"):
+            self.dequeued.add(seg(f.value, 80))
+        if f.attr == "Thread":
+            for k in node.keywords:
+                if k.arg == "target":
+                    self.threads.add(getattr(k.value, "attr", getattr(k.value, "id", "")))
+        if f.attr != "run" or not node.args:
+            return
+        feed = next((k.value for k in node.keywords if k.arg == "feed_dict"),
+                    node.args[1] if len(node.args) > 1 else None)
+        if isinstance(feed, ast.Dict):
+            pairs = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys, feed.values)
+                     if k]
+            self.feeds.append(FeedRun(node, seg(node.args[0], 80), pairs, fi.qualname))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def own_nodes(node: ast.AST):
+    """The nodes of a function (or module) body, not those of the functions and classes defined
+    in it: every node of a script is visited once over all its functions."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        sub = stack.pop()
+        yield sub
+        if not isinstance(sub, _SCOPES):
+            stack.extend(ast.iter_child_nodes(sub))
+        else:  # decorators and defaults run where the def is
+            stack.extend(getattr(sub, "decorator_list", []))
+
+
+def tensors_in(val: Val | None, depth: int = 0) -> list:
+    """The per-example tensors inside a value (lists, objects, enqueued values)."""
+    if isinstance(val, Tensor):
+        return [val]
+    if depth > 4:
+        return []
+    if isinstance(val, ListV):
+        return [t for v in val.items for t in tensors_in(v, depth + 1)]
+    if isinstance(val, ObjV):
+        return [t for v in list(val.attrs.values()) for t in tensors_in(v, depth + 1)]
+    return []
+
+
+#: Which stream a tensor computed from several belongs to: a queue's, a reader's or a producer's
+#: before an entry parameter's, before a graph constant's.
+_STREAM_RANK = {"float": 2, "param": 1}
+
+
+def primary(tensors: list) -> Stream:
+    """The stream of a value computed from these tensors (see :data:`_STREAM_RANK`)."""
+    return min(tensors, key=lambda t: _STREAM_RANK.get(t.stream.kind, 0)).stream
+
+
+def merge(vals: list) -> Val:
+    """One value for several alternatives (both branches of an ``if``)."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return Sym("None", None)
+    tensors = [t for v in vals for t in tensors_in(v)]
+    first = vals[0]
+    if all(v is first for v in vals):
+        return first
+    if all(isinstance(v, DatasetV) for v in vals):  # one branch added (guarded) ops: keep them
+        longest = max(vals, key=lambda v: len(v.ops))
+        if all(longest.ops[:len(v.ops)] == v.ops for v in vals):
+            return longest
+    if all(isinstance(v, ListV) for v in vals) and len({len(v.items) for v in vals}) == 1:
+        return ListV([merge([v.items[i] for v in vals]) for i in range(len(first.items))],
+                     first.text, first.loop or next((v.loop for v in vals if v.loop), None))
+    if tensors and (isinstance(first, Tensor) or not isinstance(first, (ListV, ObjV))):
+        return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)),
+                      first.text)
+    if all(isinstance(v, Sym) for v in vals):
+        quals = [v.qual for v in vals if v.qual]
+        alts = tuple(dict.fromkeys(q for v in vals for q in (v.alts or (v.qual,)) if q))
+        return Sym(first.text, qual=quals[0] if quals else "", alts=alts,
+                   param=next((v.param for v in vals if v.param), ""),
+                   listish=all(v.listish for v in vals))
+    return first
+
+
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+           ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
+           ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
+
+
+def fold(node: ast.AST, consts: dict) -> object:
+    """The value of a small constant expression (numbers, strings, names in ``consts``, + - * /
+    // %, unary minus, tuples/lists of those), or NOCONST."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return consts.get(node.id, NOCONST)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        v = fold(node.operand, consts)
+        if v is NOCONST:
+            return NOCONST
+        return (not v) if isinstance(node.op, ast.Not) else (
+            -v if isinstance(v, (int, float)) else NOCONST)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        a, b = fold(node.left, consts), fold(node.right, consts)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(
+                a, bool) and abs(a) < 1e12 and abs(b) < 1e12:
+            try:
+                return _BINOPS[type(node.op)](a, b)
+            except (ZeroDivisionError, OverflowError):
+                return NOCONST
+    return NOCONST

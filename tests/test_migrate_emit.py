@@ -1,0 +1,197 @@
+"""``compare.migrate --emit``: the port's text, from real TF1 scripts (no TensorFlow run here:
+the slow tests in test_migrate_check.py run the ports), and the CLI's refusals."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from common.errors import InputError
+from compare.migrate import analyze_file
+from compare.migration.check import compare_batches
+from compare.migration.checkrun import parse_call
+from compare.migration.emit import TODO, emit
+from tests.conftest import run_module
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+REAL = FIX / "real_scripts"
+ALL = sorted(REAL.glob("*.py")) + sorted(REAL.glob("*.ipynb")) + [FIX / "seed_pipeline.py"]
+
+
+def port(path: Path):
+    return emit(analyze_file(path))
+
+
+def function(text: str, name: str) -> ast.FunctionDef:
+    tree = ast.parse(text)
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert len(found) == 1, [getattr(n, "name", None) for n in tree.body]
+    return found[0]
+
+
+def tf_names(text: str) -> set[str]:
+    """Every ``tf.a.b`` the port's code uses (comments and docstrings aside)."""
+    out = set()
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, ast.Attribute) and ast.unparse(n).startswith("tf.") and "(" not in \
+                ast.unparse(n):
+            out.add(ast.unparse(n))
+    return out
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_every_real_script_gives_a_module_that_parses(path):
+    e = port(path)
+    ast.parse(e.text)  # imports and runs nothing: the slow tests run it
+    assert len(e.todos) == e.text.count(TODO)
+    names = tf_names(e.text)
+    for name in names:  # tf.compat.v1 only where a TODO says what to do instead
+        if name.startswith("tf.compat.v1.") and name.count(".") > 3:
+            assert any(name in what for _, what in e.todos), name
+    assert not {n for n in names if n.startswith(("tf.train.", "tf.Session"))
+                and not n.startswith(("tf.train.Example", "tf.train.Feature"))}
+
+
+def test_cifar10_both_pipelines_keep_their_names_parameters_and_arguments():
+    e = port(REAL / "cifar10_input.py")
+    assert [(p.name, p.params, p.complete, p.returns) for p in e.pipelines] == [
+        ("distorted_inputs", ("data_dir", "batch_size"), True, True),
+        ("inputs", ("eval_data", "data_dir", "batch_size"), True, True)]
+    src = ast.unparse(function(e.text, "distorted_inputs"))
+    assert "FixedLengthRecordDataset(f, 3073)" in src
+    assert "ds.shuffle(min_queue_examples)" in src  # min_after_dequeue is the buffer
+    assert "num_parallel_calls=cpu_count()" in src  # num_threads
+    assert "batch(batch_size, drop_remainder=True)" in src
+    # per example: the script's decoding and augmentation, stateless, one seed per draw
+    for call in ("tf.io.decode_raw", "tf.image.stateless_random_crop",
+                 "tf.image.stateless_random_flip_left_right",
+                 "tf.image.stateless_random_brightness", "tf.image.per_image_standardization"):
+        assert call in src, call
+    assert src.count("_draws.seed()") == 4
+    # per batch: the helper's reshape of the labels to (batch,)
+    assert "tf.reshape(label_batch, [batch_size])" in src
+    evaluation = ast.unparse(function(e.text, "inputs"))
+    assert "resize_with_crop_or_pad" in evaluation and "random" not in evaluation
+    assert "ds.shuffle(min_queue_examples)" not in evaluation  # tf.train.batch: no shuffle
+    assert [what for _, what in e.todos] == [
+        "dropped tf.summary.image('images', images): write input summaries in the training "
+        "loop (a tf.summary writer and a step)"] * 2
+
+
+def test_fully_connected_reader_reads_tfrecords_and_keeps_the_removed_mnist_constant():
+    e = port(REAL / "fully_connected_reader.py")
+    src = ast.unparse(function(e.text, "inputs"))
+    assert "tf.data.TFRecordDataset" in src and "tf.io.parse_single_example" in src
+    assert "set_shape([784])" in src  # mnist.IMAGE_PIXELS: the module is gone from TF 2
+    assert "ds.repeat(num_epochs)" in src and "ds.shuffle(1000)" in src
+    assert "FLAGS.train_dir" in src and "FLAGS = None" in e.text
+    assert not e.todos
+
+
+def test_seed_becomes_pipeline_with_its_helpers_copied():
+    e = port(FIX / "seed_pipeline.py")
+    assert [(p.name, p.original, p.output) for p in e.pipelines] == [
+        ("pipeline", "<module>", "augmented")]
+    assert function(e.text, "pipeline").args.args == []
+    for helper in ("augmentbody", "coloraugment", "resize_image", "aspect1", "aspect2"):
+        function(e.text, helper)
+    assert "jit_scope" not in e.text and "matplotlib" not in e.text
+    assert "_resize_images_v1(image, newsize)" in e.text  # TF1's pixel centres kept
+    assert "stateless_shuffle" in e.text
+    assert not e.todos
+
+
+def test_a_seed_the_script_shares_stays_shared():
+    """pix2pix flips and crops input and target with one seed: one seed per example for all."""
+    e = port(REAL / "pix2pix.py")
+    assert "_draws.seed(seed)" in e.text
+    transform = next(n for n in ast.walk(ast.parse(e.text))
+                     if isinstance(n, ast.FunctionDef) and n.name == "transform")
+    assert "_draws.seed()" not in ast.unparse(transform)
+    assert "with _draws.example(seed):" in e.text  # the map function gives each example a seed
+
+
+def test_an_unknown_source_is_a_todo_and_raises_when_called():
+    e = port(REAL / "im2txt_inputs.py")
+    first = e.pipelines[0]
+    assert not first.complete
+    src = ast.unparse(function(e.text, first.name))
+    assert "raise NotImplementedError" in src
+    assert any("made outside this file" in what for _, what in e.todos)
+
+
+def test_a_method_pipeline_is_a_todo():
+    e = port(REAL / "cyclegan_reader.py")
+    assert not e.pipelines[0].complete
+    assert "is a method" in e.todos[0][1]
+
+
+# -- the CLI ----------------------------------------------------------------------------------
+
+def test_emit_writes_the_port_and_keeps_an_existing_file(tmp_path):
+    out = tmp_path / "port.py"
+    r = run_module("compare.migrate", str(REAL / "cifar10_input.py"), "--emit", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"wrote {out}" in r.stdout and "2 TODO(migrate)" in r.stdout
+    assert out.read_text().startswith('"""tf.data port')
+    out.write_text("# mine\n")
+    r = run_module("compare.migrate", str(REAL / "cifar10_input.py"), "--emit", str(out))
+    assert r.returncode == 2 and r.stderr.strip().endswith("exists; pass --overwrite to replace it")
+    assert len(r.stderr.strip().splitlines()) == 1 and out.read_text() == "# mine\n"
+    r = run_module("compare.migrate", str(REAL / "cifar10_input.py"), "--emit", str(out),
+                   "--overwrite")
+    assert r.returncode == 0 and "def distorted_inputs" in out.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["port.py"]  # no temp file left
+
+
+def test_emit_refuses_the_script_itself_and_a_non_py_name(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_bytes((REAL / "cifar10_input.py").read_bytes())
+    for target in (script, tmp_path / "port.txt"):
+        r = run_module("compare.migrate", str(script), "--emit", str(target))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert script.read_bytes() == (REAL / "cifar10_input.py").read_bytes()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--check"], "--check needs --call"),
+    (["--check", "--call", "nosuch(1)"], "nosuch is not a pipeline function of the port (it "
+                                         "has: distorted_inputs, inputs)"),
+    (["--check", "--call", "inputs(x, 1)"], "arguments must be literals"),
+    (["--check", "--call", "inputs"], "write it as FUNC(ARGS)"),
+])
+def test_check_refuses_a_bad_call_before_running_anything(tmp_path, args, message):
+    r = run_module("compare.migrate", str(REAL / "cifar10_input.py"), *args, "--out",
+                   str(tmp_path / "rep"))
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "rep").exists()
+
+
+def test_parse_call():
+    assert parse_call("inputs(True, 8, num_epochs=None)") == ("inputs", [True, 8],
+                                                              {"num_epochs": None})
+    with pytest.raises(InputError):
+        parse_call("inputs(FLAGS.x)")
+
+
+# -- comparing batches ------------------------------------------------------------------------
+
+def side(structure, *components):
+    comps = [{"shape": list(c.shape), "dtype": str(c.dtype)} for c in components]
+    return {"structure": structure, "components": comps}, [list(components)]
+
+
+def test_compare_batches_passes_equal_batches_and_names_each_difference():
+    img = np.linspace(0, 1, 24, dtype=np.float32).reshape(2, 3, 4)
+    lab = np.array([1, 2], np.int32)
+    rows = compare_batches(side("(t, t)", img, lab), side("(t, t)", img + 1e-6, lab))
+    assert all(r.ok for r in rows), rows
+    rows = compare_batches(side("(t, t)", img, lab), side("(t, t)", img, lab.astype(np.int64)))
+    assert [r.what for r in rows if not r.ok] == ["[1] dtype"]
+    rows = compare_batches(side("(t, t)", img, lab), side("(t, t)", img * 2, lab))
+    assert [r.what for r in rows if not r.ok] == ["[0] value range", "[0] values"]
+    rows = compare_batches(side("(t, t)", img, lab), side("t", img))
+    assert [r.what for r in rows if not r.ok] == ["element structure"]

@@ -1,0 +1,450 @@
+"""``compare.migrate`` on real TF1-era scripts (tests/fixtures/real_scripts, sources in its
+README): the findings (construct, line) and the facts of each pipeline's plan, table by table.
+
+Every expected value was written by reading the script: lines are looked up by the text on them,
+so each row says which statement it means. Facts, not wording: the chain's text is only checked
+for the calls it must (or must not) make.
+"""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from compare.migrate import analyze_file
+from tests.conftest import run_module
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "real_scripts"
+
+
+def line_of(name: str, needle: str, nth: int = 1) -> int:
+    """The 1-based line of the ``nth`` line of the fixture holding ``needle``."""
+    found = [i for i, ln in enumerate((REAL / name).read_text().splitlines(), 1) if needle in ln]
+    assert len(found) >= nth, (name, needle, found)
+    return found[nth - 1]
+
+
+def cell_line_of(name: str, needle: str) -> tuple[int, int]:
+    """(cell number, line in the cell) of ``needle`` in a notebook fixture."""
+    cells = json.loads((REAL / name).read_text())["cells"]
+    for number, cell in enumerate(cells, 1):
+        for i, ln in enumerate("".join(cell["source"]).split("\n"), 1):
+            if needle in ln:
+                return number, i
+    raise AssertionError(needle)
+
+
+_reports: dict = {}
+
+
+def report(name: str):
+    if name not in _reports:
+        _reports[name] = analyze_file(REAL / name)
+    return _reports[name]
+
+
+def found(name: str) -> set[tuple[str, int]]:
+    return {(f.rule.id, f.line) for f in report(name).findings}
+
+
+def pipeline(name: str, function: str):
+    matches = [p for p in report(name).pipelines if p.function == function]
+    assert len(matches) == 1, [(p.function, p.line) for p in report(name).pipelines]
+    return matches[0]
+
+
+# -- findings: (rule, text on the line[, nth such line]) that must be reported ----------------
+
+FINDINGS = {
+    "cifar10_input.py": [
+        ("fixed_length_record_reader", "reader = tf.FixedLengthRecordReader("),
+        ("reader.read", "result.key, value = reader.read(filename_queue)"),
+        ("shuffle_batch", "images, label_batch = tf.train.shuffle_batch("),
+        ("batch", "images, label_batch = tf.train.batch("),
+        ("string_input_producer", "filename_queue = tf.train.string_input_producer(", 1),
+        ("string_input_producer", "filename_queue = tf.train.string_input_producer(", 2),
+        ("random_crop", "distorted_image = tf.random_crop("),
+        ("image.random_flip_left_right", "tf.image.random_flip_left_right(distorted_image)"),
+        ("image.random_brightness", "tf.image.random_brightness(distorted_image"),
+        ("image.random_contrast", "tf.image.random_contrast(distorted_image"),
+    ],
+    "fully_connected_reader.py": [
+        ("tfrecord_reader", "reader = tf.TFRecordReader()"),
+        ("reader.read", "_, serialized_example = reader.read(filename_queue)"),
+        ("string_input_producer", "filename_queue = tf.train.string_input_producer("),
+        ("shuffle_batch", "images, sparse_labels = tf.train.shuffle_batch("),
+        ("coordinator", "coord = tf.train.Coordinator()"),
+        ("start_queue_runners", "threads = tf.train.start_queue_runners("),
+        ("coordinator.method", "while not coord.should_stop():"),
+        ("session", "sess = tf.Session()"),
+    ],
+    "fully_connected_reader_dataset.py": [
+        ("make_iterator", "iterator = dataset.make_one_shot_iterator()"),
+        ("session", "with tf.Session() as sess:"),
+    ],
+    "im2txt_inputs.py": [
+        ("string_input_producer", "filename_queue = tf.train.string_input_producer(", 1),
+        ("string_input_producer", "filename_queue = tf.train.string_input_producer(", 2),
+        ("random_shuffle_queue", "values_queue = tf.RandomShuffleQueue("),
+        ("queue", "values_queue = tf.FIFOQueue("),
+        ("reader.read", "_, value = reader.read(filename_queue)"),  # a reader passed in
+        ("queue.method", "enqueue_ops.append(values_queue.enqueue([value]))"),
+        ("add_queue_runner", "tf.train.queue_runner.add_queue_runner("),
+        ("batch_join", "images, input_seqs, target_seqs, mask = tf.train.batch_join("),
+    ],
+    "inception_image_processing.py": [
+        ("random_shuffle_queue", "examples_queue = tf.RandomShuffleQueue("),
+        ("queue", "examples_queue = tf.FIFOQueue("),
+        ("reader.read", "_, value = reader.read(filename_queue)"),  # reader = dataset.reader()
+        ("reader.read", "_, example_serialized = reader.read(filename_queue)"),
+        ("queue.method", "example_serialized = examples_queue.dequeue()"),
+        ("batch_join", "images, label_index_batch = tf.train.batch_join("),
+        ("sample_distorted_bounding_box", "sample_distorted_bounding_box = tf.image.sample_"),
+        ("image.random_hue", "image = tf.image.random_hue(image, max_delta=0.2)", 1),
+        ("image.random_hue", "image = tf.image.random_hue(image, max_delta=0.2)", 2),
+    ],
+    "pix2pix.py": [
+        ("string_input_producer", "path_queue = tf.train.string_input_producer("),
+        ("whole_file_reader", "reader = tf.WholeFileReader()"),
+        ("reader.read", "paths, contents = reader.read(path_queue)"),
+        ("batch", "paths_batch, inputs_batch, targets_batch = tf.train.batch("),
+        ("image.random_flip_left_right", "r = tf.image.random_flip_left_right(r, seed=seed)"),
+        ("random_uniform", "tf.random_uniform([2], 0, a.scale_size - CROP_SIZE + 1, seed=seed)"),
+        ("set_random_seed", "tf.set_random_seed(a.seed)"),
+        ("dropout", "output = tf.nn.dropout(output, keep_prob=1 - dropout)"),
+        ("supervisor", "sv = tf.train.Supervisor("),
+        ("placeholder", "input = tf.placeholder(tf.string, shape=[1])"),
+    ],
+    "wavenet_audio_reader.py": [
+        ("placeholder", "self.sample_placeholder = tf.placeholder("),
+        ("padding_fifo_queue", "self.queue = tf.PaddingFIFOQueue("),
+        ("queue.method", "self.enqueue = self.queue.enqueue([self.sample_placeholder])"),
+        ("queue.method", "output = self.queue.dequeue_many(num_elements)"),
+        ("feed_dict", "feed_dict={self.sample_placeholder: piece})"),
+        ("feeder_thread", "thread = threading.Thread(target=self.thread_main, args=(sess,))"),
+    ],
+    "caffe_tensorflow_dataset.py": [
+        ("queue", "self.path_queue = tf.FIFOQueue("),
+        ("queue", "processed_queue = tf.FIFOQueue("),
+        ("queue.method", "self.enqueue_paths_op = self.path_queue.enqueue_many("),
+        ("queue.method", "self.dequeue_op = processed_queue.dequeue_many(batch_size)"),
+        ("queue_runner", "self.queue_runner = tf.train.QueueRunner("),
+        ("queue_runner.method", "return self.queue_runner.create_threads("),
+    ],
+    "cyclegan_reader.py": [
+        ("tfrecord_reader", "self.reader = tf.TFRecordReader()"),
+        ("reader.read", "_, serialized_example = self.reader.read(filename_queue)"),
+        ("shuffle_batch", "images = tf.train.shuffle_batch("),
+    ],
+    "mnist_softmax_xla.py": [
+        ("placeholder", "x = tf.placeholder(tf.float32, [None, 784])"),
+        ("jit_level_value", "jit_level = tf.OptimizerOptions.ON_1"),
+        ("global_jit_level", "config.graph_options.optimizer_options.global_jit_level"),
+        ("run_options", "options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)"),
+        ("timeline", "trace = timeline.Timeline(step_stats=run_metadata.step_stats)"),
+        ("feed_dict", "sess.run(train_step, feed_dict={x: batch_xs, y_: batch_ys})"),
+        ("feed_dict", "feed_dict={x: mnist.test.images,"),
+    ],
+    "profiler_time_and_memory_snippet.py": [
+        ("run_metadata", "run_metadata = tf.RunMetadata()"),
+        ("session", "with tf.Session() as sess:"),
+        ("run_options", "options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),"),
+        ("tf1_profiler", "ProfileOptionBuilder = tf.profiler.ProfileOptionBuilder"),
+        ("tf1_profiler", "tf.profiler.profile(", 1),
+    ],
+    "nmt_iterator_utils.py": [
+        ("contrib_data", "tf.contrib.data.group_by_window("),
+        ("make_iterator", "batched_iter = batched_dataset.make_initializable_iterator()", 1),
+        ("make_iterator", "batched_iter = batched_dataset.make_initializable_iterator()", 2),
+    ],
+    "slim_eval_image_classifier.py": [
+        ("slim_provider", "provider = slim.dataset_data_provider.DatasetDataProvider("),
+        ("provider.get", "[image, label] = provider.get(['image', 'label'])"),
+        ("batch", "images, labels = tf.train.batch("),
+        ("slim_queue_runners", "slim.evaluation.evaluate_once("),
+    ],
+    "py2_tfrecord_test5.py": [
+        ("string_input_producer", "filename_queue = tf.train.string_input_producer("),
+        ("tfrecord_reader", "reader = tf.TFRecordReader()"),
+        ("maybe_batch", "input_batch, label_batch = tf.train.maybe_shuffle_batch("),
+        ("start_queue_runners", "threads = tf.train.start_queue_runners("),
+    ],
+    "video_prediction_input.py": [
+        ("string_input_producer", "filename_queue = tf.train.string_input_producer("),
+        ("tfrecord_reader", "reader = tf.TFRecordReader()"),
+        ("batch", "[image_batch, action_batch, state_batch] = tf.train.batch("),
+        ("batch", "image_batch = tf.train.batch("),
+    ],
+}
+
+
+@pytest.mark.parametrize("name,rule,needle,nth", [
+    (name, row[0], row[1], row[2] if len(row) > 2 else 1)
+    for name, rows in FINDINGS.items() for row in rows])
+def test_real_script_findings(name, rule, needle, nth):
+    assert (rule, line_of(name, needle, nth)) in found(name)
+
+
+def test_notebook_findings_name_cell_and_line():
+    name = "build_an_image_dataset.ipynb"
+    got = {(f.rule.id, f.cell, f.line) for f in report(name).findings}
+    for rule, needle in (("slice_input_producer", "image, label = tf.train.slice_input_producer"),
+                         ("batch", "X, Y = tf.train.batch([image, label]"),
+                         ("start_queue_runners", "tf.train.start_queue_runners()"),
+                         ("session", "with tf.Session() as sess:")):
+        assert (rule, *cell_line_of(name, needle)) in got, rule
+    assert any("Notebook" in n for n in report(name).notes)
+
+
+# -- plans: the facts of every pipeline --------------------------------------------------------
+
+PIPELINE_COUNT = {
+    "cifar10_input.py": 2, "fully_connected_reader.py": 1, "fully_connected_reader_dataset.py": 1,
+    "im2txt_inputs.py": 2, "inception_image_processing.py": 1, "pix2pix.py": 1,
+    "wavenet_audio_reader.py": 3, "caffe_tensorflow_dataset.py": 1, "cyclegan_reader.py": 1,
+    "mnist_softmax_xla.py": 0, "profiler_time_and_memory_snippet.py": 0,
+    "nmt_iterator_utils.py": 2, "slim_eval_image_classifier.py": 1,
+    "build_an_image_dataset.ipynb": 1, "py2_tfrecord_test5.py": 1,
+    "video_prediction_input.py": 2,
+}
+
+
+@pytest.mark.parametrize("name,count", sorted(PIPELINE_COUNT.items()))
+def test_pipeline_count_and_valid_tf_data_code(name, count):
+    pipelines = report(name).pipelines
+    assert len(pipelines) == count, [(p.function, p.line) for p in pipelines]
+    for p in pipelines:
+        ast.parse(p.chain)  # the chain is Python, unresolved parts written as "..."
+        assert p.chain.splitlines()[-1].endswith(".prefetch(tf.data.AUTOTUNE)")
+        assert all(u.what and u.why and u.line for u in p.unresolved)
+
+
+def test_scripts_without_a_pipeline_get_no_chain():
+    for name in ("mnist_softmax_xla.py", "profiler_time_and_memory_snippet.py"):
+        r = report(name)
+        assert r.pipelines == [] and "ds = " not in r.to_text()
+        assert "No " in r.plan and "pipeline" in r.plan
+    assert "feed_dict" in report("mnist_softmax_xla.py").plan
+    assert any("import tensorflow as tf" in n
+               for n in report("profiler_time_and_memory_snippet.py").notes)
+
+
+def test_cifar10_train_and_eval_are_planned_apart():
+    name = "cifar10_input.py"
+    train, evaluation = pipeline(name, "distorted_inputs"), pipeline(name, "inputs")
+    assert train.line == line_of(name, "images, label_batch = tf.train.shuffle_batch(")
+    assert evaluation.line == line_of(name, "images, label_batch = tf.train.batch(")
+    (tv,), (ev,) = train.variants, evaluation.variants
+    for v in (tv, ev):
+        assert v.source.kind == "files" and v.source.data.text == "filenames"
+        # the defaults: shuffled each epoch, repeated forever
+        assert v.source.shuffle is None and v.source.num_epochs is None
+        read = v.stages[0]
+        assert read.reader == "fixed_length" and read.args["record_bytes"].value == 3073
+        assert v.maps()[0].parallel.text == "cpu_count()"  # num_threads=num_preprocess_threads
+    assert tv.batch().op == "shuffle_batch" and ev.batch().op == "batch"
+    assert tv.batch().arg("min_after_dequeue").text == "min_queue_examples"
+    assert "ds = ds.shuffle(min_queue_examples)" in train.chain
+    assert "shuffle(min_queue_examples)" not in evaluation.chain
+    assert "drop_remainder=True" in train.chain and "drop_remainder=True" in evaluation.chain
+    train_calls = {c for s in tv.maps()[0].steps for c in s.calls}
+    eval_calls = {c for s in ev.maps()[0].steps for c in s.calls}
+    assert "tensorflow.random_crop" in train_calls and "tensorflow.random_crop" not in eval_calls
+    assert "tensorflow.image.resize_image_with_crop_or_pad" in eval_calls - train_calls
+    assert len(tv.maps()[0].random) == 4 and ev.maps()[0].random == []
+    assert train.unresolved == [] and evaluation.unresolved == []
+
+
+def test_fully_connected_reader_epochs_and_threads():
+    name = "fully_connected_reader.py"
+    p = pipeline(name, "inputs")
+    (v,) = p.variants
+    assert p.line == line_of(name, "images, sparse_labels = tf.train.shuffle_batch(")
+    assert v.source.data.text == "[filename]" and v.source.num_epochs.text == "num_epochs"
+    assert "ds = ds.repeat(num_epochs)" in p.chain and ".shuffle(1)" not in p.chain
+    assert v.stages[0].reader == "tfrecord"
+    assert v.maps()[0].parallel.value == 2
+    assert v.batch().arg("min_after_dequeue").value == 1000
+    assert v.batch().arg("capacity").text == "1000 + 3 * batch_size"
+
+
+def test_fully_connected_reader_dataset_keeps_its_tf_data_chain():
+    name = "fully_connected_reader_dataset.py"
+    p = pipeline(name, "inputs")
+    assert p.kind == "tf.data" and p.line == line_of(name, "dataset = dataset.batch(batch_size)")
+    (v,) = p.variants
+    assert v.source.kind == "dataset"
+    assert [o.method for o in v.stages[0].ops] == ["map", "map", "map", "shuffle", "repeat",
+                                                   "batch"]
+    assert "make_one_shot_iterator" not in p.chain
+
+
+def test_im2txt_dynamic_pad_and_a_reader_passed_in():
+    name = "im2txt_inputs.py"
+    pad = pipeline(name, "batch_with_dynamic_pad")
+    assert pad.line == line_of(name, "images, input_seqs, target_seqs, mask = tf.train.batch_join(")
+    (v,) = pad.variants
+    batch = v.batch()
+    assert batch.op == "batch_join" and batch.padded and batch.copies.text == (
+        "len(images_and_captions)")
+    assert "padded_batch(batch_size, drop_remainder=True)" in pad.chain
+    assert "interleave" not in pad.chain
+    assert v.maps()[0].parallel.text == "len(images_and_captions)"
+    assert v.source.kind == "unknown"
+    assert any("images_and_captions" in u.what for u in pad.unresolved)
+    pre = pipeline(name, "prefetch_input_data")
+    assert pre.line == line_of(name, "enqueue_ops.append(values_queue.enqueue([value]))")
+    assert {w for v in pre.variants for w in v.when} == {("is_training", True),
+                                                         ("is_training", False)}
+    assert "if is_training:" in pre.chain and "ds.shuffle(min_queue_examples)" in pre.chain
+    assert any(u.what.startswith("reader") and u.line == line_of(
+        name, "_, value = reader.read(filename_queue)") for u in pre.unresolved)
+    assert "TFRecordDataset" not in pre.chain  # the reader is unknown: nothing invented
+    read = pre.variants[0].stages[0]
+    assert read.reader == "unknown" and read.readers.text == "num_reader_threads"
+
+
+def test_inception_copies_become_one_parallel_map():
+    name = "inception_image_processing.py"
+    p = pipeline(name, "batch_inputs")
+    assert p.line == line_of(name, "images, label_index_batch = tf.train.batch_join(")
+    assert len(p.variants) == 4  # train x (num_readers > 1)
+    for v in p.variants:
+        assert v.batch().copies.text == "num_preprocess_threads"
+        assert v.maps()[-1].parallel.text == "num_preprocess_threads"
+    assert "interleave(..., cycle_length=num_readers" in p.chain
+    assert "if train:" in p.chain and "if num_readers > 1:" in p.chain
+    whats = " ".join(u.what for u in p.unresolved)
+    assert "dataset.reader()" in whats and "thread_id" in whats
+    train = next(v for v in p.variants if ("train", True) in v.when)
+    fns = {s.function for s in train.maps()[-1].steps}
+    assert {"parse_example_proto", "decode_jpeg", "distort_image", "distort_color"} <= fns
+    assert len(train.maps()[-1].random) == 10
+
+
+def test_pix2pix_conditional_shuffle_and_shared_seed():
+    name = "pix2pix.py"
+    p = pipeline(name, "load_examples")
+    assert p.line == line_of(name, "paths_batch, inputs_batch, targets_batch = tf.train.batch(")
+    (v,) = p.variants
+    assert v.source.shuffle.text == 'a.mode == "train"' and not v.source.shuffle.known
+    assert 'if a.mode == "train":\n    ds = ds.shuffle(' in p.chain
+    read = v.stages[0]
+    assert read.reader == "whole_file" and read.key_used  # the paths are batched too
+    draws = v.maps()[0].random
+    assert {(d.line, d.uses) for d in draws} == {
+        (line_of(name, "r = tf.image.random_flip_left_right(r, seed=seed)"), 2),
+        (line_of(name, "tf.random_uniform([2], 0, a.scale_size"), 2)}
+    assert all(d.seed.text == "seed" and len(d.shares_seed_with) == 1 for d in draws)
+    assert v.root_seed.text == "a.seed"
+    assert v.batch().arg("batch_size").text == "a.batch_size"
+    assert p.unresolved == []
+
+
+def test_wavenet_feeder_threads_become_generators():
+    name = "wavenet_audio_reader.py"
+    for fn, needle in (("AudioReader.dequeue", "output = self.queue.dequeue_many(num_elements)"),
+                       ("AudioReader.dequeue_gc", "return self.gc_queue.dequeue_many("),
+                       ("AudioReader.dequeue_lc", "return self.lc_queue.dequeue_many(")):
+        p = pipeline(name, fn)
+        assert p.line == line_of(name, needle) and p.kind == "feeding"
+        (v,) = p.variants
+        feeder = v.source.feeder
+        assert v.source.kind == "generator" and feeder.function == "AudioReader.thread_main"
+        assert feeder.thread and feeder.feeds
+        assert v.batch().op == "dequeue_many" and v.batch().padded
+        assert "from_generator(" in p.chain and "padded_batch(num_elements, drop_remainder=True)" \
+            in p.chain
+    assert pipeline(name, "AudioReader.dequeue").variants[0].when == ()
+    assert pipeline(name, "AudioReader.dequeue_gc").variants[0].when == (
+        ("self.gc_enabled", True),)
+
+
+def test_caffe_explicit_queues():
+    name = "caffe_tensorflow_dataset.py"
+    p = pipeline(name, "ImageProducer.setup")
+    assert p.line == line_of(name, "self.dequeue_op = processed_queue.dequeue_many(batch_size)")
+    (v,) = p.variants
+    assert v.source.kind == "rows" and not v.source.repeat  # enqueued once, then closed
+    assert "indices" in v.source.data.text
+    assert v.maps()[0].parallel.text == "num_concurrent"  # QueueRunner([op] * num_concurrent)
+    assert v.batch().op == "dequeue_many" and "drop_remainder=True" in p.chain
+
+
+def test_cyclegan_reader_kept_on_self():
+    name = "cyclegan_reader.py"
+    p = pipeline(name, "Reader.feed")
+    (v,) = p.variants
+    read = v.stages[0]
+    assert read.reader == "tfrecord" and read.made.line == line_of(
+        name, "self.reader = tf.TFRecordReader()")
+    assert v.maps()[0].parallel.text == "self.num_threads"
+    assert v.batch().arg("min_after_dequeue").text == "self.min_queue_examples"
+    assert any("utils.convert2float" in u.what for u in p.unresolved)
+
+
+def test_nmt_tf_contrib_data_and_iterators():
+    name = "nmt_iterator_utils.py"
+    infer = pipeline(name, "get_infer_iterator")
+    assert any("src_dataset" in u.what for u in infer.unresolved)
+    assert "if src_max_len:" in infer.chain
+    it = pipeline(name, "get_iterator")
+    assert "tf.contrib" not in it.chain and "make_initializable_iterator" not in it.chain
+    assert "ds.group_by_window(" in it.chain and "if num_buckets > 1:" in it.chain
+    assert "if skip_count is not None:" in it.chain
+
+
+def test_slim_provider_is_unresolved_not_invented():
+    name = "slim_eval_image_classifier.py"
+    p = pipeline(name, "main")
+    assert p.line == line_of(name, "images, labels = tf.train.batch(")
+    (v,) = p.variants
+    assert v.source.kind == "provider" and v.source.shuffle.value is False
+    assert v.maps()[0].parallel.text == "FLAGS.num_preprocessing_threads"
+    whats = " ".join(u.what for u in p.unresolved)
+    assert "DatasetDataProvider" in whats and "image_preprocessing_fn" in whats
+    assert "TFRecordDataset" not in p.chain
+
+
+def test_notebook_pipeline_in_its_cell():
+    name = "build_an_image_dataset.ipynb"
+    p = pipeline(name, "read_images")
+    assert (p.cell, p.line) == cell_line_of(name, "X, Y = tf.train.batch([image, label]")
+    (v,) = p.variants
+    assert v.source.kind == "rows" and v.maps()[0].parallel.value == 4
+    assert "ds = ds.shuffle(ds.cardinality())" in p.chain
+
+
+def test_python2_script_is_analysed_with_a_note():
+    name = "py2_tfrecord_test5.py"
+    r = report(name)
+    assert any("Python 2" in n and "print statement" in n for n in r.notes)
+    p = pipeline(name, "<module>")
+    (v,) = p.variants
+    assert v.batch().op == "maybe_shuffle_batch" and v.batch().arg("keep_input").value is True
+    assert ".filter(" not in p.chain  # keep_input=True keeps everything
+    assert v.maps()[0].parallel.text == "thread"
+
+
+def test_video_prediction_two_batch_calls_under_a_flag():
+    name = "video_prediction_input.py"
+    by_line = {p.line: p for p in report(name).pipelines}
+    state = by_line[line_of(name, "[image_batch, action_batch, state_batch] = tf.train.batch(")]
+    plain = by_line[line_of(name, "image_batch = tf.train.batch(")]
+    assert state.variants[0].when == (("FLAGS.use_state", True),)
+    assert plain.variants[0].when == (("FLAGS.use_state", False),)
+    for p in (state, plain):
+        assert p.function == "build_tfrecord_input"
+        assert any("df['image_decoder']" in u.what for u in p.unresolved)
+
+
+def test_cli_runs_on_every_real_script():
+    for path in sorted(REAL.glob("*.py")) + sorted(REAL.glob("*.ipynb")):
+        proc = run_module("compare.migrate", str(path), "--json", timeout=120)
+        assert proc.returncode == 0 and proc.stderr == "", (path.name, proc.stderr)
+        doc = json.loads(proc.stdout)
+        assert len(doc["pipelines"]) == PIPELINE_COUNT[path.name]
+        for p in doc["pipelines"]:
+            assert {"function", "line", "chain", "unresolved"} <= set(p)
