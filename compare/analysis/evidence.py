@@ -15,6 +15,7 @@ from compare.analysis.legend import Legend
 from compare.analysis.steps import StepChoice
 from compare.model import intervals
 from compare.model.events import CAT, Trace
+from compare.model.lanes import groups, in_lanes
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import FEED_NODE, is_collective
 from compare.vocabulary.thresholds import (
@@ -134,7 +135,11 @@ def _autotune(trace: Trace, choice: StepChoice, out: OneTime, kern: np.ndarray,
     if not len(named):
         return
     nodes, per_node = np.unique(ev.tf_name[named], return_counts=True)
-    execs = np.array([max(1, int((ev.tf_name[host] == n).sum())) for n in nodes])
+    # executions of each node on the host rows (one count, not a pass over them per node)
+    host_nodes, host_runs = np.unique(ev.tf_name[host], return_counts=True)
+    at = np.minimum(np.searchsorted(host_nodes, nodes), max(len(host_nodes) - 1, 0))
+    found = (host_nodes[at] == nodes) if len(host_nodes) else np.zeros(len(nodes), bool)
+    execs = np.maximum(np.where(found, host_runs[at] if len(host_runs) else 0, 0), 1)
     per_exec = per_node / execs
     out.kernel_ops = int(execs.sum())
     top = int(np.argmax(per_exec))
@@ -155,8 +160,8 @@ def _outlier(trace: Trace, out: OneTime, host: np.ndarray, wall: float) -> None:
                 if trace.s(int(i)) in tfops.GRAPH_PLUMBING_OPS or tfops.is_input_op(trace.s(int(i)))]
     h = host[~np.isin(ev.op_type[host], plumbing)]
     best = (0.0, -1, 0.0)
-    for t in np.unique(ev.op_type[h]):
-        k = h[ev.op_type[h] == t]
+    for _, at in groups(ev.op_type[h]):   # one sort, not a pass over h per op type
+        k = h[at]
         if len(k) < 3:
             continue
         j = int(k[np.argmax(ev.dur[k])])
@@ -201,8 +206,7 @@ def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
                  if ln.role == "inter_op" or ln.name.startswith(tfops.GPU_LAUNCH_THREADS)]
         if not lanes:
             return out
-        k = busy[[(int(ev.pid[i]), int(ev.tid[i])) in set(lanes) for i in busy]] \
-            if len(busy) else busy
+        k = busy[in_lanes(ev.pid[busy], ev.tid[busy], lanes)]
         out.row = "the host threads that run ops and launch their kernels"
         out.busy_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
     ops = k[(ev.op_type[k] != 0)]

@@ -16,7 +16,7 @@ from compare.analysis.attribution import segments
 from compare.analysis.steps import StepChoice
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
-from compare.model.lanes import groups
+from compare.model.lanes import groups as lane_groups
 from compare.vocabulary.groups import is_collective
 
 
@@ -267,7 +267,7 @@ def _memory(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[All
     t0 = float(trace.events.ts.min()) if len(trace.events) else float(c.ts.min())
     out = []
     picked = np.flatnonzero(sel)
-    for sid, at in groups(c.name[picked]):
+    for sid, at in lane_groups(c.name[picked]):
         m = picked[at]
         vals, ts = c.value[m], c.ts[m]
         k = int(np.argmax(vals))
@@ -331,7 +331,7 @@ class _Rows:
     def __init__(self, trace: Trace, step_idx: np.ndarray, busy_ev: np.ndarray, lo: float,
                  hi: float) -> None:
         ev = trace.events
-        self._by_pid = {pid: step_idx[at] for pid, at in groups(ev.pid[step_idx])}
+        self._by_pid = {pid: step_idx[at] for pid, at in lane_groups(ev.pid[step_idx])}
         pairs = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0) if len(ev) else []
         self._tids: dict[int, set[int]] = {}
         for pid, tid in [*map(tuple, np.asarray(pairs).tolist()), *trace.lanes]:
@@ -394,12 +394,8 @@ def _wall_by_group(trace: Trace, sel: np.ndarray, inv: np.ndarray, groups: int,
     out = np.zeros(groups)
     if not len(g):
         return out
-    order = np.lexsort((a, g))
-    g, a, b = g[order], a[order], b[order]
-    cuts = np.flatnonzero(g[1:] != g[:-1]) + 1
-    for ga, aa, bb in zip(np.split(g, cuts), np.split(a, cuts), np.split(b, cuts)):
-        out[ga[0]] = intervals.union_us(aa, bb, choice.lo, choice.hi)
-    return out
+    # every group's union at once (a trace may have 200,000 distinct ops)
+    return intervals.union_per_group(g, a, b, choice.lo, choice.hi, groups)
 
 
 def devices(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[DeviceBusy]:
@@ -416,6 +412,9 @@ def devices(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[Dev
             groups.setdefault(host + gpu, []).append(pid)
     out = []
     busy = rows.busy_mask(trace)
+    # each process's events, found once (not a pass over the trace per device)
+    by_pid = dict(lane_groups(ev.pid)) if groups else {}
+    none = np.zeros(0, np.int64)
     for dev, pids in groups.items():
         streams_all = [p for p in pids if roles[p] == "gpu_stream_all"]
         kernel_pids = streams_all or [p for p in pids if roles[p] != "gpu_memcpy"]
@@ -424,7 +423,8 @@ def devices(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[Dev
         if mine:
             st = next((s for s in mine if s.num == choice.step.num), mine[0])
             lo, hi, own = st.ts, st.ts + st.dur, True
-        k = np.flatnonzero(np.isin(ev.pid, pids) & busy & (ev.ts < hi) & (ev.ts + ev.dur > lo))
+        k = np.sort(np.concatenate([by_pid.get(p, none) for p in pids]))
+        k = k[busy[k] & (ev.ts[k] < hi) & (ev.ts[k] + ev.dur[k] > lo)]
         copy = np.array([rows.is_copy(names[ev.name[i]]) for i in k], bool)
         coll = np.array([is_collective(names[ev.op_type[i]], names[ev.name[i]]) for i in k],
                         bool)
@@ -434,7 +434,7 @@ def devices(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[Dev
         def share(x: np.ndarray) -> float:
             return intervals.union_us(ev.ts[x], ev.end[x], lo, hi) / (hi - lo) if hi > lo else 0.0
 
-        out.append(DeviceBusy(dev, bool(np.isin(ev.pid, pids).any()), int(len(kern)),
+        out.append(DeviceBusy(dev, any(p in by_pid for p in pids), int(len(kern)),
                               share(kern), share(cp), share(cm), hi - lo, own))
     return out
 
