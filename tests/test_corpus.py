@@ -348,7 +348,7 @@ def test_compare_run_on_hostile_trace(hostile_corpus, tmp_path, item, side):
     warnings = report["sources"][side]["warnings"]
     if kind == "partial":
         assert any(needle in w for w in warnings), warnings
-        assert any(needle in ln and side in ln for ln in proc.stderr.splitlines()), proc.stderr
+        assert any(needle in ln and path in ln for ln in proc.stderr.splitlines()), proc.stderr
     else:
         assert not warnings, warnings
     md = (out / "report.md").read_text()
