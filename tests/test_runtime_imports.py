@@ -20,6 +20,11 @@ from packaging.utils import canonicalize_name
 
 from tests.conftest import ROOT
 
+try:  # Python 3.11+; on 3.10 the tomli backport, when installed
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    tomllib = pytest.importorskip("tomli")
+
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
