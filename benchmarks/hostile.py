@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -210,8 +211,6 @@ def write(path: Path, pieces: Iterator[str]) -> int:
 def _explain(path: Path, timeout: float) -> dict:
     """``python -m compare.explain path`` in a fresh process: wall s, peak RSS (``wait4``),
     exit code, the last line of stderr; killed after ``timeout`` s."""
-    import threading
-
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "compare.explain", str(path)], cwd=ROOT,

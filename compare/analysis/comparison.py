@@ -375,7 +375,7 @@ def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
         vals = [acc.get((lab, name), 0.0) for acc in per_step]
         if max(vals) > 0:  # listed if it ran in any steady step; valued by its median
             out[lab].append((name, float(np.median(vals)), float(np.mean(vals))))
-    return {lab: [(n, v) for n, v, _ in sorted(rows, key=lambda r: (-r[1], -r[2]))]
+    return {lab: [(n, v) for n, v, _ in sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))]
             for lab, rows in out.items()}
 
 

@@ -10,6 +10,7 @@ Times are microseconds (Chrome trace convention) as floats, absolute as in the s
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -387,8 +388,6 @@ def _step_of_overlapping(ts: np.ndarray, start: np.ndarray, end: np.ndarray, num
     """:meth:`Trace.step_of` for overlapping steps (sorted by start; ``listed``: each one's
     position in the trace's list): a sweep in time keeping the open steps in a heap by that
     position, so the last listed open step is always on top."""
-    import heapq
-
     heap: list[tuple[int, float, int]] = []
     j = 0
     for i in np.argsort(ts, kind="stable"):
