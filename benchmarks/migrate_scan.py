@@ -56,14 +56,19 @@ def train_{i}():
 SMALL = "def f_{i}(x):\n    y = tf.random_uniform([2], seed={i})\n    return x + y\n"
 
 
-def pipelines(size: int) -> str:
+def _repeated(template: str, size: int) -> str:
+    """HEADER then ``template`` numbered 0, 1, ... until ``size`` bytes or more."""
     parts, total, i = [HEADER], len(HEADER), 0
     while total < size:
-        part = PIPELINE.format(i=i)
+        part = template.format(i=i)
         parts.append(part)
         total += len(part)
         i += 1
     return "".join(parts)
+
+
+def pipelines(size: int) -> str:
+    return _repeated(PIPELINE, size)
 
 
 def long_string(size: int) -> str:
@@ -72,13 +77,7 @@ def long_string(size: int) -> str:
 
 
 def small_functions(size: int) -> str:
-    parts, total, i = [HEADER], len(HEADER), 0
-    while total < size:
-        part = SMALL.format(i=i)
-        parts.append(part)
-        total += len(part)
-        i += 1
-    return "".join(parts)
+    return _repeated(SMALL, size)
 
 
 KINDS = {"pipelines": pipelines, "long_string": long_string, "small_functions": small_functions}

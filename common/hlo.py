@@ -18,11 +18,17 @@ from google.protobuf.message import DecodeError
 from common.errors import InputError
 from common.protos import HloProto, XSpace  # our own declarations: no TensorFlow import
 
-_SUFFIX = re.compile(r"\.\d+$")
+#: The ``.N`` instance suffix XLA gives module and instruction names.
+INSTANCE_SUFFIX = re.compile(r"\.\d+$")
 #: An XLA module of TF auto-clustering: ``cluster_3__XlaCompiledKernel_true__...``.
 CLUSTER_MODULE = re.compile(r"^(cluster_\d+)__XlaCompiledKernel")
 #: An XLA module of a ``jit_compile`` function: ``a_inference_augment_123__.42``.
 FUNCTION_MODULE = re.compile(r"^a?(_inference_.+?_\d+)__")
+
+
+def strip_instance(name: str) -> str:
+    """``fusion`` from ``fusion.3``."""
+    return INSTANCE_SUFFIX.sub("", name)
 
 
 @dataclasses.dataclass
@@ -50,7 +56,7 @@ class HloModule:
     def cluster(self) -> str:
         """``cluster_N`` for a TF auto-clustering module, else the module name without ``.N``."""
         m = CLUSTER_MODULE.match(self.name)
-        return m.group(1) if m else _SUFFIX.sub("", self.name)
+        return m.group(1) if m else strip_instance(self.name)
 
     def _walk(self, instruction: str):
         """The instruction and every instruction of the computations it calls (fused bodies,

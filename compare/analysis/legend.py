@@ -7,7 +7,6 @@ This answers the seed's "What is denoted by different pids in the plot?" and the
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
 from compare.model.lanes import groups as lane_groups
 from compare.vocabulary.groups import is_collective
+from compare.vocabulary.rows import STREAM
 
 
 @dataclasses.dataclass
@@ -187,7 +187,7 @@ def process_meaning(trace: Trace, pid: int, role: str, roles: dict[int, str],
         return (f"what {gpu} actually ran: every GPU kernel of every CUDA stream in one row "
                 f"(the per-stream rows repeat these kernels, split by stream)")
     if role == "gpu_stream":
-        num = re.search(r"/stream:(\w+)", p.name, re.I)
+        num = STREAM.search(p.name)
         s = num.group(1) if num else "?"
         if _copies_only(trace, idx):
             return (f"copies that ran on CUDA stream {s} of {gpu} (a stream runs its work one "

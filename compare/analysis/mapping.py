@@ -120,7 +120,7 @@ class StageMap:
                 return base[len(READER_THREAD_PREFIX):] + " (reader thread)"
             return base + " thread"
         if ev.category[i] == CAT["xla_kernel"]:
-            return f"{self.unit.get(i, '?')}/{_strip_n(tr.s(ev.hlo_op[i]))}"
+            return f"{self.unit.get(i, '?')}/{hlo.strip_instance(tr.s(ev.hlo_op[i]))}"
         op_type = tr.s(ev.op_type[i])
         if i in self.unit and op_type:
             return f"{op_type} {self.unit[i]}"
@@ -143,10 +143,6 @@ class UnitContents:
     def as_dict(self) -> dict:
         return {"kind": self.kind, "stages": self.stages,
                 "ops": [f"{name} ({t})" if t else name for t, name in self.ops]}
-
-
-def _strip_n(name: str) -> str:
-    return re.sub(r"\.\d+$", "", name)
 
 
 def stage_of_op(op_type: str, op_name: str, weak_ok: bool = True) -> str | None:
