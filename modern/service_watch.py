@@ -252,19 +252,32 @@ class Stall(Exception):
                 f"came for {self.waited_s:.0f} s"), ""
 
 
+#: What TensorFlow's dispatcher says (as ``NotFoundError``) when it was restarted without
+#: ``--work_dir`` and no longer knows a running job: "Iteration id 2000 not found" (a worker's
+#: split request), "Unknown iteration client id 3000. The dispatcher is not configured to be
+#: fault tolerant, so this could be caused by a dispatcher restart." (the client's heartbeat)
+#: and "Iteration client id not found: 3000" (its state lookup); TF 2.21's dispatcher_impl.cc
+#: and dispatcher_state.cc. Which of them a client meets first depends on timing.
+DISPATCHER_FORGOT = re.compile(
+    r"\b(iteration|job)( client)? id \S+ not found"
+    r"|\b(iteration|job)( client)? id not found"
+    r"|\bunknown (iteration|job)( client)? id\b"
+    r"|could be caused by a dispatcher restart", re.I)
+
+
 def stall_from_error(e: BaseException, health: Health) -> Stall | None:
     """The :class:`Stall` a TensorFlow error from a service read means, if any: the end of the
     job (``OutOfRangeError``) or a dispatcher that no longer knows it (restarted without
-    ``--work_dir``: "Iteration id N not found")."""
+    ``--work_dir``: :data:`DISPATCHER_FORGOT`)."""
     import tensorflow as tf  # lazy: imports TensorFlow
-
 
     if isinstance(e, tf.errors.OutOfRangeError):
         return Stall("ended", 0.0, health)
     msg = tf_error_line(e)
-    if isinstance(e, tf.errors.NotFoundError) and \
-            re.search(r"\b(iteration|job)( id)? \S+ not found", msg, re.I):
-        return Stall("dispatcher_forgot", 0.0, health, msg.rsplit(": ", 1)[-1])
+    found = DISPATCHER_FORGOT.search(msg) if isinstance(e, tf.errors.NotFoundError) else None
+    if found:  # the dispatcher's own words: from the clause the match is in to the end
+        return Stall("dispatcher_forgot", 0.0, health,
+                     msg[msg.rfind(": ", 0, found.start()) + 1:].strip())
     return None
 
 

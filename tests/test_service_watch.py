@@ -103,6 +103,18 @@ def test_tf_errors_that_mean_the_job_is_gone():
     assert "Iteration id 2000 not found" in what and "--work_dir" in hint
     assert stall_from_error(tf.errors.OutOfRangeError(None, None, "End of sequence"),
                             h).kind == "ended"
+    # the client's heartbeat and the dispatcher's state lookup say it in other words
+    heartbeat = ("Failed to get tasks: Unknown iteration client id 3000. The dispatcher is not "
+                 "configured to be fault tolerant, so this could be caused by a dispatcher "
+                 "restart.")
+    s = stall_from_error(tf.errors.NotFoundError(None, None, heartbeat), h)
+    assert s.kind == "dispatcher_forgot"
+    assert s.detail.startswith("Unknown iteration client id 3000.")
+    s = stall_from_error(tf.errors.NotFoundError(None, None, "Failed to get tasks: Iteration "
+                                                 "client id not found: 3000"), h)
+    assert s.kind == "dispatcher_forgot" and s.detail == "Iteration client id not found: 3000"
+    # the same words in another kind of error are not the dispatcher's
+    assert stall_from_error(tf.errors.InvalidArgumentError(None, None, heartbeat), h) is None
     # a missing image on a worker is the input's fault, not the service's
     assert stall_from_error(tf.errors.NotFoundError(None, None, "/x/a.jpg; No such file or "
                                                     "directory"), h) is None
