@@ -1,6 +1,7 @@
-"""``python -m benchmarks.hostile [--rows 10000,100000,1000000] [--cases ...] [--json FILE]``:
-how fast ``compare.explain`` gets through traces of hostile *structure*, row counts growing
-tenfold, to show the time grows linearly with the trace (issue 19).
+"""``python -m benchmarks.hostile [--rows 10000,100000,1000000] [--cases ...] [--tool compare]
+[--json FILE]``: how fast ``compare.explain`` (or ``compare.run`` with the trace on one side)
+gets through traces of hostile *structure*, row counts growing tenfold, to show the time grows
+linearly with the trace (issue 19).
 
 Each case is a generator of a legal (or refused) Chrome-trace JSON document of about N rows:
 every event on its own pid, or on its own thread of one pid; N distinct names; N flow arrows;
@@ -9,7 +10,9 @@ name; nesting far beyond any parser's depth limit; fields of the wrong JSON type
 generators make the structure cases of the bad-input corpus (``tests/corpus/make_corpus.py``)
 and of the loader fuzzing, at small sizes.
 
-Each measurement runs ``python -m compare.explain FILE`` in a fresh subprocess and reports the
+Each measurement runs ``python -m compare.explain FILE`` (``--tool compare``: ``python -m
+compare.run --legacy FILE --modern`` a small TF1 timeline fixture) in a fresh subprocess and
+reports the
 wall time, events per second, peak RSS and the exit code; the growth ratio per tenfold row
 count is printed beside it (10 means linear).
 """
@@ -208,18 +211,32 @@ def write(path: Path, pieces: Iterator[str]) -> int:
 
 # --- measuring -----------------------------------------------------------------------------
 
-def _explain(path: Path, timeout: float) -> dict:
-    """``python -m compare.explain path`` in a fresh process: wall s, peak RSS (``wait4``),
-    exit code, the last line of stderr; killed after ``timeout`` s."""
+#: The small real-shaped trace compare.run sets against the hostile one (``--tool compare``).
+OTHER_SIDE = ROOT / "tests" / "fixtures" / "tf1_cpu_xla.timeline.json"
+
+
+def _command(tool: str, path: Path, out: Path) -> list[str]:
+    if tool == "explain":
+        return ["-m", "compare.explain", str(path)]
+    return ["-m", "compare.run", "--legacy", str(path), "--modern", str(OTHER_SIDE),
+            "--out", str(out)]
+
+
+def _measure(tool: str, path: Path, timeout: float) -> dict:
+    """``python -m compare.explain path`` (or ``compare.run`` with it on one side) in a fresh
+    process: wall s, peak RSS (``wait4``), exit code, the last line of stderr; killed after
+    ``timeout`` s."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "compare.explain", str(path)], cwd=ROOT,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    killer = threading.Timer(timeout, proc.kill)
-    killer.start()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    killer.cancel()
+    with tempfile.TemporaryDirectory(prefix="bench-hostile-out-") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, *_command(tool, path, Path(out) / "run")],
+                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        killer.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     if wall >= timeout:
@@ -229,14 +246,15 @@ def _explain(path: Path, timeout: float) -> dict:
             "stderr": last[0][:300]}
 
 
-def run(cases: list[str], rows: list[int], folder: Path, timeout: float) -> dict:
+def run(cases: list[str], rows: list[int], folder: Path, timeout: float,
+        tool: str = "explain") -> dict:
     out: dict[str, list[dict]] = {}
     for case in cases:
         out[case] = []
         for n in rows:
             path = folder / f"{case}_{n}.json"
             size = write(path, ROW_CASES[case](n))
-            r = _explain(path, timeout)
+            r = _measure(tool, path, timeout)
             r.update(rows=n, file_bytes=size)
             r["events_per_s"] = n / r["wall_s"] if r["wall_s"] else None
             out[case].append(r)
@@ -261,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default="10000,100000,1000000",
                     help="row counts, comma separated")
     ap.add_argument("--cases", default=",".join(ROW_CASES), help="cases, comma separated")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per explain run")
+    ap.add_argument("--tool", choices=("explain", "compare"), default="explain",
+                    help="compare.explain on the trace, or compare.run with it on one side")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     ap.add_argument("--json", dest="json_out", help="also write the numbers to this file")
     a = ap.parse_args(argv)
     cases = [c for c in a.cases.split(",") if c]
@@ -270,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown case(s) {', '.join(sorted(unknown))}; cases: {', '.join(ROW_CASES)}")
     rows = [int(x) for x in a.rows.split(",") if x]
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as d:
-        r = run(cases, rows, Path(d), a.timeout)
-    result = {"cases": r, "loadavg": os.getloadavg(), "cpus": os.cpu_count()}
+        r = run(cases, rows, Path(d), a.timeout, a.tool)
+    result = {"tool": a.tool, "cases": r, "loadavg": os.getloadavg(), "cpus": os.cpu_count()}
     if a.json_out:
         atomic.write_text(a.json_out, json.dumps(result, indent=1) + "\n")
     return 0

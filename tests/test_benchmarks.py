@@ -96,3 +96,15 @@ def test_hostile_benchmark_smoke_writes_json(tmp_path):
         assert all(r["exit"] == 0 and r["events_per_s"] > 0 and r["peak_rss_bytes"] > 0
                    for r in runs), (case, runs)
         assert case in proc.stdout
+
+
+def test_hostile_benchmark_runs_compare_run_too(tmp_path):
+    """``--tool compare`` times ``compare.run`` with the hostile trace on one side."""
+    out = tmp_path / "hostile.json"
+    proc = run_module("benchmarks.hostile", "--rows", "300", "--cases", "many_names",
+                      "--tool", "compare", "--json", str(out))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    result = json.loads(out.read_text())
+    assert result["tool"] == "compare"
+    (run,) = result["cases"]["many_names"]
+    assert run["exit"] == 0 and run["wall_s"] > 0, run

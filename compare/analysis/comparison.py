@@ -27,8 +27,10 @@ from compare.analysis.opdiff import OpDiff, SideOps, TypeDiff
 from compare.analysis.parity import Parity
 from compare.analysis.xla import XlaSummary, summarize
 from compare.model.events import Trace
+from compare.model.per_step import matrix as per_step_matrix
 from compare.vocabulary.groups import GROUPS
 from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS
+from compare.vocabulary.thresholds import GROUP_ROWS_KEPT
 
 #: The two sides, as report.json keys them.
 SIDES = ("legacy", "modern")
@@ -280,7 +282,29 @@ def group_rows(sides: dict[str, Side]) -> list[GroupRow]:
             rows.append(GroupRow(key, group, scope, cells))
     order = {g: i for i, g in enumerate(GROUPS[1:] + ("unmapped",))}
     rows.sort(key=lambda r: (order[r.group], -max(c.us for c in r.cells.values()), r.key))
-    return rows
+    return _fold_rows(rows)
+
+
+def _fold_rows(rows: list[GroupRow]) -> list[GroupRow]:
+    """Each group's rows past its GROUP_ROWS_KEPT largest as one row, ``(N more scopes)``."""
+    out: list[GroupRow] = []
+    by_group: dict[str, list[GroupRow]] = defaultdict(list)
+    for r in rows:
+        by_group[r.group].append(r)
+    for group, members in by_group.items():
+        out += members[:GROUP_ROWS_KEPT]
+        rest = members[GROUP_ROWS_KEPT:]
+        if rest:
+            scope = f"({len(rest)} more scopes)"
+            cells = {k: _sum_cells([r.cells[k] for r in rest]) for k in rest[0].cells}
+            out.append(GroupRow(f"{group}: {scope}", group, scope, cells))
+    return out
+
+
+def _sum_cells(cells: list[GroupCell]) -> GroupCell:
+    firsts = [c.first_us for c in cells if c.first_us is not None]
+    return GroupCell(round(sum(c.us for c in cells), 1), round(sum(c.cpu_us for c in cells), 1),
+                     round(sum(firsts), 1) if firsts else None, [])
 
 
 def _stage_row(stage: str, sides: dict[str, Side], ops: dict) -> StageRow:
@@ -371,10 +395,13 @@ def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
                 acc[(lab, names[i])] += w * frac
         per_step.append(acc)
     out: dict[int, list[tuple[str, float, float]]] = defaultdict(list)
-    for lab, name in {k for acc in per_step for k in acc}:
-        vals = [acc.get((lab, name), 0.0) for acc in per_step]
-        if max(vals) > 0:  # listed if it ran in any steady step; valued by its median
-            out[lab].append((name, float(np.median(vals)), float(np.mean(vals))))
+    keys, vals = per_step_matrix(per_step)
+    if keys:
+        ran = vals.max(axis=1) > 0  # listed if it ran in any steady step; valued by its median
+        med, mean = np.median(vals, axis=1), np.mean(vals, axis=1)
+        for r in np.flatnonzero(ran).tolist():
+            lab, name = keys[r]
+            out[lab].append((name, float(med[r]), float(mean[r])))
     return {lab: [(n, v) for n, v, _ in sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))]
             for lab, rows in out.items()}
 

@@ -30,6 +30,7 @@ from compare.analysis.kernels import kernel_ops
 from compare.analysis.mapping import StageMap, _groups
 from compare.analysis.rows import lane_role, process_roles
 from compare.model.events import CAT, Trace
+from compare.model.per_step import medians
 from compare.vocabulary.groups import (
     GROUP,
     GROUPS,
@@ -196,7 +197,7 @@ def group_times(att: Attribution, gmap: GroupMap, n_ops: int = 4) -> GroupTimes:
 
     per = [one(st) for st in att.steady]
     keys = {k for w, c in per for k in list(w) + list(c)}
-    med = (lambda j: {k: float(np.median([p[j].get(k, 0.0) for p in per])) for k in keys})
+    med = (lambda j: medians([p[j] for p in per], keys))
     names: dict[str, Counter] = {}
     tr = att.trace
     for st in att.steady:

@@ -30,10 +30,11 @@ from compare.analysis.groups import GroupMap
 from compare.analysis.kernels import kernel_ops
 from compare.analysis.rows import on_gpu, work_mask
 from compare.model.events import CAT
+from compare.model.intervals import union_per_group
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import COPY_NAME, GROUPS, RUNTIME_OPS, strip_wrappers
 from compare.vocabulary.labels import SCOPE_SUFFIX
-from compare.vocabulary.thresholds import OP_SAME_SHARE, OP_SAME_US
+from compare.vocabulary.thresholds import OP_SAME_SHARE, OP_SAME_US, TYPE_ROWS_KEPT
 
 STATUSES = ("same", "changed", "added", "removed", "fused")
 #: Categories whose events are ops (or compiled code running ops).
@@ -187,15 +188,21 @@ def _name_groups(ev, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _type_wall(ev, idx: np.ndarray, inv: np.ndarray, whole: dict[int, str],
                n_steps: int) -> dict[str, float]:
-    """Per op type, the union of its events' intervals per steady step."""
-    types: dict[str, list[int]] = defaultdict(list)
+    """Per op type, the union of its events' intervals per steady step (all types with one
+    sort: a trace of many distinct types is not one pass over its events per type)."""
+    if not whole:
+        return {}
+    types = list(dict.fromkeys(whole.values()))
+    tid = {t: k for k, t in enumerate(types)}
+    of_group = np.full(int(inv.max()) + 1, -1, np.int64)
     for g, t in whole.items():
-        types[t].append(g)
-    out = {}
-    for t, groups in types.items():
-        sel = idx[np.isin(inv, groups)]
-        out[t] = _union(ev.ts[sel], ev.end[sel]) / n_steps
-    return out
+        of_group[g] = tid[t]
+    per = of_group[inv]
+    keep = per >= 0
+    sel = idx[keep]
+    wall = union_per_group(per[keep], ev.ts[sel], ev.ts[sel] + ev.dur[sel], -np.inf, np.inf,
+                           len(types))
+    return {t: float(wall[k]) / n_steps for t, k in tid.items()}
 
 
 def event_keys(a: TraceAnalysis) -> dict[int, tuple[str, str]]:
@@ -210,18 +217,6 @@ def event_keys(a: TraceAnalysis) -> dict[int, tuple[str, str]]:
     weights = _XlaWeights(a)
     per = [max(_keys(a, rep, weights, names), key=lambda k: k[2])[:2] for rep in uniq.tolist()]
     return {int(i): per[g] for i, g in zip(idx.tolist(), inv.tolist())}
-
-
-def _union(t0: np.ndarray, t1: np.ndarray) -> float:
-    """Total length of the union of intervals [t0, t1)."""
-    if not len(t0):
-        return 0.0
-    order = np.argsort(t0, kind="stable")
-    t0, t1 = t0[order], t1[order]
-    reach = np.maximum.accumulate(t1)
-    start = np.concatenate([[True], t0[1:] > reach[:-1]])   # a new stretch begins here
-    ends = np.concatenate([reach[np.flatnonzero(start)[1:] - 1], [reach[-1]]])
-    return float(np.sum(ends - t0[start]))
 
 
 class _XlaWeights:
@@ -375,6 +370,12 @@ def by_type(a: SideOps, b: SideOps) -> list[TypeDiff]:
                      round(a.type_wall_us.get(t, 0.0), 1), round(b.type_wall_us.get(t, 0.0), 1),
                      len(ta.get(t, [])), len(tb.get(t, []))) for t in set(ta) | set(tb)]
     rows.sort(key=lambda r: (-abs(r.wall_delta_us), r.type))
+    rest = rows[TYPE_ROWS_KEPT:]
+    if rest:  # bounded whatever the trace: the smallest changes as one row
+        rows = rows[:TYPE_ROWS_KEPT] + [TypeDiff(
+            f"({len(rest)} more types)", *(round(sum(getattr(r, f) for r in rest), 1)
+                                          for f in ("a_us", "b_us", "a_wall_us", "b_wall_us")),
+            sum(r.a_nodes for r in rest), sum(r.b_nodes for r in rest))]
     return rows
 
 

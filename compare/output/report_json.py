@@ -20,11 +20,12 @@ from compare.analysis.comparison import (
     XlaTotals,
 )
 from compare.analysis.opdiff import OpDiff
+from compare.vocabulary.thresholds import MEMBERS_LISTED
 
 if TYPE_CHECKING:
     from compare.output.report import Report
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def to_json(r: "Report") -> dict:
@@ -106,7 +107,8 @@ def op_diff(r: OpDiff) -> dict:
             "modern_count": r.b_count, "status": r.status, "match": r.match, "group": r.group,
             "legacy_host_us": r.a_host_us, "legacy_device_us": r.a_device_us,
             "modern_host_us": r.b_host_us, "modern_device_us": r.b_device_us,
-            "members": list(r.members), "into": r.into}
+            "members": list(r.members[:MEMBERS_LISTED]), "members_total": len(r.members),
+            "into": r.into}
 
 
 def comparability(c: Comparison) -> dict:

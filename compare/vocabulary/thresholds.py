@@ -111,3 +111,11 @@ UNIFORM_SCALE_SHARE, UNIFORM_SCALE_FACTOR = 0.80, 2.0
 MASKED_DEVICE_BUSY = 0.50
 #: Different programs: less than this share of either side's op time matches by name.
 SAME_PROGRAM_SHARE = 0.20
+
+# --- report size -----------------------------------------------------------------------------
+#: Bounded reports whatever the trace: per group the generic view lists this many rows (its
+#: largest scopes) and folds the rest into one; the type diff lists this many types and folds
+#: the rest; a fused row names this many member ops in report.json (with their total count).
+GROUP_ROWS_KEPT = 40
+TYPE_ROWS_KEPT = 200
+MEMBERS_LISTED = 200
