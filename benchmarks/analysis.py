@@ -127,6 +127,7 @@ def generate(path: Path, n_events: int, seed: int = 0) -> int:
 def _child_explain(path: str) -> None:
     clock, cpu = time.perf_counter, time.process_time
     t0 = clock()
+    # lazy: the child's import time is part of what this measures
     from compare.analysis.explanation import explain
     from compare.load import load
     from compare.output.explain_json import to_json

@@ -21,6 +21,8 @@ import argparse
 import statistics
 import time
 
+from compare.migrate import analyze_source
+
 HEADER = "import tensorflow as tf\n\n"
 
 PIPELINE = '''
@@ -85,8 +87,6 @@ KINDS = {"pipelines": pipelines, "long_string": long_string, "small_functions": 
 
 def seconds(text: str, repeat: int) -> tuple[float, float]:
     """Median (wall, CPU) seconds of the whole report (analysis and text) for ``text``."""
-    from compare.migrate import analyze_source
-
     wall, cpu = [], []
     for _ in range(repeat):
         start, start_cpu = time.perf_counter(), time.process_time()
