@@ -542,6 +542,7 @@ class Builder:
             else "nothing: the trace marks no steps" if trace.steps and
             trace.steps[0].name == WHOLE_TRACE else "one TF1 session run (the whole file)")
         trace.meta["group_step"] = found.group_step
+        trace.meta["steps_numbered"] = found.numbered   # the numbers are the program's own
         if found.per_device:
             trace.meta["per_device_steps"] = found.per_device
         assign_steps(trace, found.group_step, found.other_devices)
