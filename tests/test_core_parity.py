@@ -17,7 +17,8 @@ from compare.analysis.comparison import scope_aliases
 from compare.analysis.opdiff import OpStat, describe, diff, scope_key
 from compare.api import compare_traces
 from compare.load.xplane import op_shapes
-from tests.synthetic import CPU, HOST, PYTHON, trace, write
+from compare.load import load
+from tests.synthetic import CPU, HOST, PYTHON, document, trace, write
 
 W1, W2 = "tf_Compute/1", "tf_Compute/2"
 
@@ -146,6 +147,31 @@ def test_xplane_allocation_events_give_op_shapes():
     assert op_shapes([space.SerializeToString()]) == {
         "model/dense/MatMul": [["float16", "[64,16]"]]}
     assert op_shapes([b"no allocation events here"]) == {}
+
+
+def _timeline_with_snapshots(path, batch: int, scale: float = 1.0):
+    """A timeline.py trace written with memory (``show_memory``): each op's output tensor as
+    an object snapshot carrying its TensorDescription."""
+    events = [(CPU, 0, s * scale, d * scale, t, n) for n, t, s, d in MODEL]
+    doc = document(events, steps=[0])
+    for k, (node, *_rest) in enumerate(MODEL):
+        desc = ("dtype: DT_FLOAT\nshape {\n  dim {\n    size: %d\n  }\n  dim {\n    size: 16\n"
+                "  }\n}\nallocation_description {\n  requested_bytes: 4\n}\n" % batch)
+        doc["traceEvents"] += [
+            {"ph": "N", "cat": "Tensor", "name": node, "pid": 1, "tid": 0, "ts": k, "id": k},
+            {"ph": "O", "cat": "Tensor", "name": node if k else f"{node}:0", "pid": 1, "tid": 0,
+             "ts": k + 1, "id": k, "args": {"snapshot": {"tensor_description": desc}}}]
+    path.write_text(json.dumps(doc))
+    return load(path)
+
+
+def test_timeline_snapshots_give_op_shapes_and_the_batch(tmp_path):
+    a = _timeline_with_snapshots(tmp_path / "a.json", 32)
+    assert a.meta["op_shapes"]["model/dense/MatMul"] == [["float32", "[32,16]"]]
+    b = _timeline_with_snapshots(tmp_path / "b.json", 512, scale=8)
+    c = _compare(a, b)
+    x = next(x for x in c.parity.caveats if x.kind == "batch")
+    assert x.facts == {"legacy": 32, "modern": 512, "from": "shapes"}
 
 
 # --- first runs -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from compare.api import compare_traces
+from compare.vocabulary.thresholds import ONE_TIME_LEADS
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "real_pairs"
 PAIRS = {k: v for k, v in json.loads((ROOT / "pairs.json").read_text()).items()
@@ -121,6 +122,25 @@ def test_a_first_run_needs_one_time_evidence(reports, pair):
     caveats = [x for x in doc["comparability"]["caveats"] if x["kind"] == "first_run"]
     if first["a"] is False and first["b"] is False:
         assert not [x for x in caveats if x["breaks"]], (pair, caveats)
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_explain_and_compare_agree_on_first_runs(reports, pair):
+    """A single-step side is a first run in compare's parity check exactly when explain's
+    verdict on that step leads with one-time work (both read analysis/evidence.py)."""
+    from compare.analysis.explanation import explain
+    from compare.load import load
+
+    r, doc = reports[pair]
+    flagged = {k for x in doc["comparability"]["caveats"] if x["kind"] == "first_run"
+               for k, share in x["facts"].items() if share >= ONE_TIME_LEADS}
+    for k, s in r.comparison.sides.items():
+        if s.steps.count != 1:
+            continue
+        findings = explain(load(s.source.path)).verdict.findings
+        high = any(f.kind == "one_time" and f.level == "high" for f in findings)
+        assert high == (k in flagged), (pair, k, [f.text[:80] for f in findings
+                                                  if f.kind == "one_time"])
 
 
 @pytest.mark.parametrize("pair", sorted(PAIRS))

@@ -225,7 +225,8 @@ def _steps(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     if a == b == 1:
         return [Caveat("single_step", "one traced step per side: a single sample each, so "
                        f"differences under {STEP_NOISE_SINGLE:.0%} of the step are not told "
-                       "apart from run-to-run noise", False)]
+                       "apart from run-to-run noise (a typical spread between runs, not one "
+                       "these traces measure: a short step varies more)", False)]
     if min(a, b) == 1 and max(a, b) > 1:
         one = "legacy" if a == 1 else "modern"
         many = "modern" if one == "legacy" else "legacy"

@@ -29,6 +29,8 @@ def _save(fig, path) -> None:
 #: compute rows (one per top-level scope) drawn in stages.png's generic version; the rest
 #: are added up in one row.
 PLOT_COMPUTE_ROWS = 10
+#: ... and only those with this share of the slower step.
+PLOT_ROW_SHARE = 0.005
 
 
 def _stage_values(c: Comparison) -> dict[str, tuple[float, float]]:
@@ -44,17 +46,21 @@ def _group_values(c: Comparison) -> dict[str, tuple[float, float]]:
     """The generic view's rows in their order, the compute rows beyond the largest
     :data:`PLOT_COMPUTE_ROWS` added up in one."""
     values: dict[str, tuple[float, float]] = {}
+    step = max(s.steps.median_us for s in c.sides.values())
     compute = [r for r in c.groups if r.group == "compute"]
-    rest = compute[PLOT_COMPUTE_ROWS:]
+    # the largest scopes, each at least PLOT_ROW_SHARE of the step; the rest in one row
+    shown = [r for r in compute if max(x.us for x in r.cells.values()) >=
+             PLOT_ROW_SHARE * step][:PLOT_COMPUTE_ROWS]
+    rest = [r for r in compute if r not in shown]
     for r in c.groups:
-        if r in rest:
+        if r in rest:   # compute rows come largest first: the rest in one row, where they begin
+            if r is rest[0]:
+                values[f"compute: {len(rest)} more scope(s)"] = tuple(
+                    sum(x.cells[k].us for x in rest) / 1e3 for k in ("legacy", "modern"))
             continue
         a, b = r.cells["legacy"].us / 1e3, r.cells["modern"].us / 1e3
         if a > 0 or b > 0:
             values[r.key] = (a, b)
-        if rest and r is compute[PLOT_COMPUTE_ROWS - 1]:
-            values[f"compute: {len(rest)} more scopes"] = tuple(
-                sum(x.cells[k].us for x in rest) / 1e3 for k in ("legacy", "modern"))
     return values
 
 
@@ -158,7 +164,7 @@ def _lanes_of_step(att: Attribution, st, max_lanes: int, labels: np.ndarray, idl
     waits = att.segment_waits()
     busy = {ln: sum(min(t1[k], st.ts + st.dur) - max(t0[k], st.ts) for k in ks
                     if not waits[k] or labels[k] in shown_waits) for ln, ks in lanes.items()}
-    chosen = sorted(lanes, key=lambda ln: -busy[ln])[:max_lanes]
+    chosen = sorted((ln for ln in lanes if busy[ln] > 0), key=lambda ln: -busy[ln])[:max_lanes]
     chosen.sort(key=lambda ln: _lane_label(att.trace, ln))
     return [(ln, lanes[ln]) for ln in chosen], t0, t1
 

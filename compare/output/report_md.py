@@ -64,7 +64,8 @@ def _comparability(c: Comparison) -> list[str]:
              "TF1 session traces add (first runs, feed_dict, one step against many).", ""]
     if p.like_for_like:
         lines.append("- **Like for like**: no check found a reason not to compare the steps.")
-    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}" for x in p.caveats]
+    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}"
+              for x in sorted(p.caveats, key=lambda x: not x.breaks)]
     return lines + [""]
 
 
@@ -196,7 +197,7 @@ def _split(c: Comparison) -> list[str]:
             f"{ms(st.split_us[s])} ({st.split_us[s] / step:.0%})" for s in SPLIT_KEYS)
             + f" | {st.steady_count} of {st.count} |")
         if st.first_split_us:
-            first = "first step" if st.first_kind == "program" else "first traced step"
+            first = "first traced step" if st.first_kind == "window" else "first step"
             lines.append(f"| {c.label(k)} ({first}) | " + " | ".join(
                 ms(st.first_split_us[s]) for s in SPLIT_KEYS) + " | 1 |")
     return lines + [

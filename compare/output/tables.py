@@ -54,7 +54,7 @@ def stage_table(c: Comparison, width: int = 100) -> str:
 def _step_lines(c: Comparison, w: int = 12) -> list[str]:
     a, b, n = c.sides["legacy"].steps, c.sides["modern"].steps, _cw(c)
     # the program's first step only when the traces say so (a profile window starts later)
-    first = "first step" if a.first_kind == b.first_kind == "program" else "1st traced"
+    first = "1st traced" if "window" in (a.first_kind, b.first_kind) else "first step"
     return [f"{'step':<{w}} {cell(a.median_us):>{n}} {cell(b.median_us):>{n}} "
             + (f"{a.median_us / b.median_us:>6.1f}x" if b.median_us else ""),
             f"{first:<{w}} {cell(a.first_us):>{n}} {cell(b.first_us):>{n}}"]
