@@ -154,13 +154,15 @@ def comparison_sentence(c: "Comparison", named: list[Change]) -> tuple[str, bool
     noise = par.noise if par else 0.0
     significant = abs(a - b) > noise * max(a, b)
     faster, slower = (lb, la) if b < a else (la, lb)
-    single = min(st.steady for st in steps.values()) < 2 if steps else False
-    sample = ("; one traced step per side is a single sample each, so that threshold is a "
-              "typical run-to-run spread, not one measured here" if single else "")
+    ones = [k for k, st in (steps or {}).items() if st.steady < 2]
+    one = ("one traced step per side" if len(ones) == 2 else
+           f"a single traced step in {c.label(ones[0])}" if ones else "")
+    sample = (f"; with {one} that threshold is a typical run-to-run spread, not one measured "
+              f"here" if one else "")
     if significant:
         parts.append(f"{faster} is {max(a, b) / min(a, b):.1f}x faster per step than {slower} "
                      f"({ms(min(a, b))} vs {ms(max(a, b))})"
-                     + (" — on one traced step per side: weak evidence" if single else ""))
+                     + (f" — on {one}: weak evidence" if one else ""))
     else:
         parts.append(f"no significant change per step: {la} {ms(a)}, {lb} {ms(b)} (within the "
                      f"{noise:.0%} these traces can tell apart{sample})")
@@ -236,7 +238,12 @@ def gap_change(c: "Comparison", named: list[Change]) -> Change | None:
     par = c.parity
     if not par or not c.groups:
         return None
-    d = par.steps["modern"].us - par.steps["legacy"].us
+    a_us, b_us = par.steps["legacy"].us, par.steps["modern"].us
+    d = b_us - a_us
+    if abs(d) <= par.noise * max(a_us, b_us):
+        return None   # no change to explain
+    if any(abs(par.steps[k].us - c.sides[k].steps.median_us) > 1.0 for k in par.steps):
+        return None   # compared by traced spans: the group rows hold the untraced gaps too
     ops = sum(r.b_us - r.a_us for r in c.ops_diff)
     if ops * d > 0 and abs(ops) >= abs(d) / 3:
         return None

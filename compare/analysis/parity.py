@@ -168,7 +168,9 @@ def _first_run(sides, labels, rows, steps, facts) -> list[Caveat]:
     set up in it) is a first run; a long input wait alone is not (a steady step can be
     input-bound: that is what the step costs)."""
     found = {k: facts.one_time(k) for k in sides}
-    signs = {k: o for k, o in found.items() if o is not None and o.signs}
+    # signs of one-time work too small to matter (a few background kernels) are not named
+    signs = {k: o for k, o in found.items() if o is not None and o.signs and
+             o.share >= CHANGE_NOTABLE}
     flagged = {k: o for k, o in signs.items() if o.share >= ONE_TIME_LEADS}
     why = {k: f"{'; '.join(o.signs)}; {o.share:.0%} of the step" for k, o in signs.items()}
     facts = {k: round(o.share, 3) for k, o in signs.items()}
