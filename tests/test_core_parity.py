@@ -361,3 +361,10 @@ def test_group_rows_pair_scopes_that_differ_by_a_suffix():
                           "modern": {"compute: clip_by_value"}})
     assert set(many["legacy"].values()) == {"compute: clip_by_value_*"}
     assert many["modern"] == {"compute: clip_by_value": "compute: clip_by_value_*"}
+
+
+def test_explain_does_not_call_a_windows_first_step_a_first_run():
+    from compare.analysis.steps import choose
+
+    assert "window of a longer run" in choose(_xprof(MODEL, first_num=500)).reason
+    assert "one-time work" in choose(_xprof(MODEL, first_num=0)).reason
