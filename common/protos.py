@@ -13,7 +13,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _F = descriptor_pb2.FieldDescriptorProto
 _OPTIONAL, _REPEATED = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
-_TYPES = {"int64": _F.TYPE_INT64, "string": _F.TYPE_STRING, "bytes": _F.TYPE_BYTES}
+_TYPES = {"int64": _F.TYPE_INT64, "uint64": _F.TYPE_UINT64, "string": _F.TYPE_STRING,
+          "bytes": _F.TYPE_BYTES}
 
 #: message -> [(field, number, type or message name, repeated)]: the subset we read.
 _XPLANE = {
@@ -30,6 +31,24 @@ _XPLANE = {
     "XStatMetadata": [("id", 1, "int64", False), ("name", 2, "string", False)],
     "XStat": [("metadata_id", 1, "int64", False), ("str_value", 5, "string", False),
               ("bytes_value", 6, "bytes", False)],
+}
+#: The same XSpace with its lines and events (what the memory events' stats record).
+_XPLANE_EVENTS = {
+    "XSpace": [("planes", 1, "XPlane", True)],
+    "XPlane": [("name", 2, "string", False), ("lines", 3, "XLine", True),
+               ("event_metadata", 4, "XPlane.EventMetadataEntry", True),
+               ("stat_metadata", 5, "XPlane.StatMetadataEntry", True)],
+    "XPlane.EventMetadataEntry": [("key", 1, "int64", False),
+                                  ("value", 2, "XEventMetadata", False)],
+    "XPlane.StatMetadataEntry": [("key", 1, "int64", False),
+                                 ("value", 2, "XStatMetadata", False)],
+    "XLine": [("name", 2, "string", False), ("events", 4, "XEvent", True)],
+    "XEvent": [("metadata_id", 1, "int64", False), ("stats", 4, "XStat", True)],
+    "XEventMetadata": [("id", 1, "int64", False), ("name", 2, "string", False)],
+    "XStatMetadata": [("id", 1, "int64", False), ("name", 2, "string", False)],
+    "XStat": [("metadata_id", 1, "int64", False), ("uint64_value", 3, "uint64", False),
+              ("int64_value", 4, "int64", False), ("str_value", 5, "string", False),
+              ("ref_value", 7, "uint64", False)],
 }
 _HLO = {
     "HloProto": [("hlo_module", 1, "HloModuleProto", False)],
@@ -70,17 +89,21 @@ def _classes() -> dict[str, type]:
     pool = descriptor_pool.DescriptorPool()
     out = {}
     for fname, package, messages in (("compare_xplane_subset.proto", "xplane_subset", _XPLANE),
+                                     ("compare_xplane_events.proto", "xplane_events",
+                                      _XPLANE_EVENTS),
                                      ("compare_hlo_subset.proto", "hlo_subset", _HLO)):
         pool.Add(_file(fname, package, messages))
         for name in messages:
             if "." not in name:
-                out[name] = message_factory.GetMessageClass(
+                out[f"{package}.{name}"] = message_factory.GetMessageClass(
                     pool.FindMessageTypeByName(f"{package}.{name}"))
     return out
 
 
 _CLASSES = _classes()
 #: A profile's ``XSpace`` (planes, their event and stat metadata; no lines or events).
-XSpace = _CLASSES["XSpace"]
+XSpace = _CLASSES["xplane_subset.XSpace"]
+#: The same ``XSpace`` with its lines, events and their stats (stat values by id).
+XSpaceEvents = _CLASSES["xplane_events.XSpace"]
 #: XLA's ``HloProto``: the module, its computations and instructions with TF op metadata.
-HloProto = _CLASSES["HloProto"]
+HloProto = _CLASSES["hlo_subset.HloProto"]

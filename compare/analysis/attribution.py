@@ -83,15 +83,22 @@ class Attribution:
         """TF-thread runtime with no op inside counted as waiting, per steady step (median)."""
         return float(np.median([s.blocked_us for s in self.steady])) if self.steady else 0.0
 
-    def segment_labels(self) -> np.ndarray:
+    def segment_labels(self, per_event: np.ndarray | None = None,
+                       op_labels: frozenset[int] | None = None,
+                       fallback: int = LABEL["runtime"]) -> np.ndarray:
         """Label of each segment for display: the event's label; a worker region that ran
-        shards of other ops takes the label of an op running at its midpoint elsewhere."""
+        shards of other ops takes the label of an op running at its midpoint elsewhere.
+        ``per_event`` / ``op_labels`` / ``fallback``: another labelling of the events (the
+        generic view's groups), the labels that are ops' work, and a region's label when no
+        op runs (default: the stages)."""
         e, t0, t1 = self.segments
-        labels = self.smap.label[e].astype(np.int64)
+        if per_event is None:
+            per_event, op_labels = self.smap.label, PIPELINE | {LABEL["xla_run"], UNMAPPED}
+        labels = per_event[e].astype(np.int64)
         orph = np.flatnonzero(self.smap.orphan[e])
         if not len(orph):
             return labels
-        ops = np.flatnonzero(np.isin(labels, list(PIPELINE | {LABEL["xla_run"], UNMAPPED}))
+        ops = np.flatnonzero(np.isin(labels, list(op_labels))
                              & ~self.smap.wait[e] & ~self.smap.orphan[e])
         order = ops[np.argsort(t0[ops])]
         mids = 0.5 * (t0[orph] + t1[orph])
@@ -108,7 +115,7 @@ class Attribution:
                 j += 1
             while heap and heap[0][1] <= mid:
                 heapq.heappop(heap)
-            labels[orph[k]] = labels[order[-heap[0][0]]] if heap else LABEL["runtime"]
+            labels[orph[k]] = labels[order[-heap[0][0]]] if heap else fallback
         return labels
 
     @property

@@ -21,7 +21,13 @@ from compare.analysis import opdiff, parity
 from compare.analysis.analyse import TraceAnalysis, analyse
 from compare.analysis.attribution import Attribution, attribute
 from compare.analysis.comparison_verdict import Verdicts, verdicts
-from compare.analysis.groups import GroupMap, group_times, map_groups
+from compare.analysis.groups import (
+    GroupMap,
+    GroupTimes,
+    group_times,
+    map_groups,
+    step_group_times,
+)
 from compare.analysis.mapping import StageMap, map_stages
 from compare.analysis.opdiff import OpDiff, SideOps, TypeDiff
 from compare.analysis.parity import Parity
@@ -29,8 +35,9 @@ from compare.analysis.xla import XlaSummary, summarize
 from compare.model.events import Trace
 from compare.model.per_step import matrix as per_step_matrix
 from compare.vocabulary.groups import GROUPS
-from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS
-from compare.vocabulary.thresholds import GROUP_ROWS_KEPT
+from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS, SCOPE_SUFFIX
+from compare.vocabulary.ops import TRAIN_FUNCTION
+from compare.vocabulary.thresholds import GROUP_ROWS_KEPT, SCOPE_VARIANTS_MERGED
 
 #: The two sides, as report.json keys them.
 SIDES = ("legacy", "modern")
@@ -116,6 +123,7 @@ class Representative:
     step: int
     dur_us: float
     stages_us: dict[str, float]
+    groups_us: dict[str, float] = dataclasses.field(default_factory=dict)  # generic view's rows
 
 
 @dataclasses.dataclass
@@ -131,6 +139,14 @@ class StepStats:
     max_us: float
     split_us: dict[str, float]
     first_split_us: dict[str, float] | None
+    #: what the trace's first step is: "program" (numbered 0 or 1 by the program: its first
+    #: step), "window" (numbered later: the trace is a window of a longer run), "unknown"
+    first_kind: str = "unknown"
+    first_num: int | None = None
+    last_num: int | None = None
+    #: Keras train_function calls outside every step the trace marks (at its edges, where the
+    #: profiler started or stopped inside a step): left out of the step count
+    unmarked_calls: int = 0
 
 
 @dataclasses.dataclass
@@ -239,6 +255,24 @@ class Comparison:
         return any(r.kind == "pipeline" and cell.us > 0 for r in self.stages
                    for cell in r.cells.values())
 
+    @property
+    def view(self) -> str:
+        """The view the verdict, the plots and the merged trace show: the seed's stages when a
+        side shows its image pipeline, else the generic groups (``stages`` rows and the
+        stage view's unmapped time stay in report.json all the same)."""
+        return "stages" if self.has_pipeline() else "groups"
+
+    def view_reason(self) -> str:
+        """Why :attr:`view` is the one shown, in a sentence."""
+        if self.view == "stages":
+            return ("a trace shows the seed's image pipeline (its stages by our name scopes, "
+                    "tf.image API scopes or image op types): the verdict and the plots use "
+                    "the stages; the generic groups are beside them")
+        return ("neither trace shows the seed's image pipeline (no stage by our name scopes, "
+                "tf.image API scopes or image op types): the verdict, the plots and the merged "
+                "trace use the generic groups; the seed stages' rows (stages, unmapped_us, "
+                "coverage) leave most of such a program unmapped and are kept for reference")
+
     def row(self, stage: str) -> StageRow:
         return next(r for r in self.stages if r.stage == stage)
 
@@ -259,7 +293,14 @@ def compare(legacy: Side, modern: Side, labels: dict[str, str] | None = None) ->
     results = {k: _side_result(s, stages, ops[k]) for k, s in sides.items()}
     out = Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results,
                      labels=dict(labels or {k: k for k in SIDES}))
-    out.groups = group_rows(sides)
+    times = {k: group_times(s.attribution, s.groups) for k, s in sides.items()}
+    alias = scope_aliases({k: set(t.wall) | set(t.cpu) for k, t in times.items()})
+    out.groups = group_rows(times, alias)
+    for k, s in sides.items():
+        rep, st = out.sides[k].steps.representative, s.attribution.representative()
+        if rep is not None and st is not None:
+            rep.groups_us = {key: round(v, 1) for key, v in _aliased(GroupTimes(
+                step_group_times(st, s.groups)[0], {}, None, {}), alias[k]).wall.items() if v > 0}
     out.ops_diff = opdiff.diff(legacy.ops.ops, modern.ops.ops,
                                {k: opdiff.unit_members(s.analysis) for k, s in sides.items()})
     out.types_diff = opdiff.by_type(legacy.ops, modern.ops)
@@ -268,16 +309,65 @@ def compare(legacy: Side, modern: Side, labels: dict[str, str] | None = None) ->
     return out
 
 
-def group_rows(sides: dict[str, Side]) -> list[GroupRow]:
-    """The generic view's rows, both sides, in group order (compute rows by time)."""
-    times = {k: group_times(s.attribution, s.groups) for k, s in sides.items()}
+def scope_aliases(keys: dict[str, set[str]]) -> dict[str, dict[str, str]]:
+    """Per side, row key -> the key it is shown under: a ``compute`` scope found on one side
+    only, whose name without TF's uniquifying ``_N`` suffix is that of a scope found on the
+    other side only (``gradients`` in A, ``gradients_3`` in B: the same graph built again in
+    one process), is shown under that plain name on both, as op matching pairs them; a scope
+    with :data:`SCOPE_VARIANTS_MERGED` numbered copies or more is one row, ``<scope>_*``."""
+    scopes = {k: {key.partition(": ")[2] for key in ks if key.startswith("compute: ")}
+              for k, ks in keys.items()}
+    out: dict[str, dict[str, str]] = {k: {} for k in keys}
+    if len(scopes) != 2:
+        return out
+    (ka, a), (kb, b) = scopes.items()
+    lone = {ka: a - b, kb: b - a}
+    base = (lambda sc: SCOPE_SUFFIX.sub("", sc))
+    shared = {base(x) for x in lone[ka]} & {base(x) for x in lone[kb]}
+    for k, names in lone.items():
+        for sc in names:
+            if base(sc) in shared and base(sc) != sc:
+                out[k][f"compute: {sc}"] = f"compute: {base(sc)}"
+    # many numbered copies of one scope (clip_by_value_1 ... clip_by_value_49: one API call
+    # per variable) are one row, ``clip_by_value_*``
+    variants: dict[str, set[str]] = defaultdict(set)
+    for sc in a | b:
+        variants[base(sc)].add(sc)
+    for stem, names in variants.items():
+        if len(names - {stem}) >= SCOPE_VARIANTS_MERGED:
+            for k in out:
+                out[k].update({f"compute: {sc}": f"compute: {stem}_*" for sc in names
+                               if sc in scopes[k]})
+    return out
+
+
+def _aliased(t: GroupTimes, alias: dict[str, str]) -> GroupTimes:
+    """``t`` with its row keys renamed by ``alias`` (rows that meet are added up)."""
+    def fold(d: dict[str, float]) -> dict[str, float]:
+        out: dict[str, float] = defaultdict(float)
+        for key, v in d.items():
+            out[alias.get(key, key)] += v
+        return dict(out)
+
+    ops: dict[str, list[str]] = defaultdict(list)
+    for key, names in t.ops.items():
+        ops[alias.get(key, key)] += [n for n in names if n not in ops[alias.get(key, key)]]
+    return GroupTimes(fold(t.wall), fold(t.cpu), fold(t.first) if t.first is not None else None,
+                      dict(ops))
+
+
+def group_rows(raw: dict[str, GroupTimes], alias: dict[str, dict[str, str]]
+               ) -> list[GroupRow]:
+    """The generic view's rows, both sides, in group order (compute rows by time); ``alias``:
+    per side, row keys shown under another key (:func:`scope_aliases`)."""
+    times = {k: _aliased(t, alias.get(k, {})) for k, t in raw.items()}
     keys = {key for t in times.values() for key in (*t.wall, *t.cpu)}
     rows = []
     for key in keys:
         group, _, scope = key.partition(": ")
         cells = {k: GroupCell(round(t.wall.get(key, 0.0), 1), round(t.cpu.get(key, 0.0), 1),
                               round(t.first.get(key, 0.0), 1) if t.first is not None else None,
-                              t.ops.get(key, [])) for k, t in times.items()}
+                              t.ops.get(key, [])[:4]) for k, t in times.items()}
         if any(c.us or c.cpu_us or c.first_us for c in cells.values()):
             rows.append(GroupRow(key, group, scope, cells))
     order = {g: i for i, g in enumerate(GROUPS[1:] + ("unmapped",))}
@@ -357,7 +447,44 @@ def step_stats(att: Attribution) -> StepStats:
         min_us=round(float(min(durs)), 1) if durs else 0.0,
         max_us=round(float(max(durs)), 1) if durs else 0.0,
         split_us={k: round(v, 1) for k, v in att.median_split().items()},
-        first_split_us={k: round(v, 1) for k, v in first.split.items()} if first else None)
+        first_split_us={k: round(v, 1) for k, v in first.split.items()} if first else None,
+        first_kind=first_kind(att.trace),
+        first_num=att.steps[0].num if att.steps else None,
+        last_num=att.steps[-1].num if att.steps else None,
+        unmarked_calls=unmarked_calls(att.trace))
+
+
+def first_kind(trace: Trace) -> str:
+    """Whether the trace's first step is the program's first (see :class:`StepStats`): only
+    step numbers the program wrote tell; a timeline's session runs carry none."""
+    if not trace.steps or not trace.meta.get("steps_numbered"):
+        return "unknown"
+    return "program" if min(trace.steps, key=lambda st: st.ts).num <= 1 else "window"
+
+
+def unmarked_calls(trace: Trace) -> int:
+    """Keras ``train_function`` calls (outermost per thread) whose middle lies in no step of
+    the trace's steps (taken from other marks)."""
+    names = trace.strings.names
+    ids = [i for i, n in enumerate(names) if TRAIN_FUNCTION.match(n)]
+    if not ids or "train_function" in trace.meta.get("steps_from", ""):
+        return 0
+    ev = trace.events
+    calls = np.isin(ev.name, ids)
+    parent = trace.nesting.parent
+
+    def outermost(i: int) -> bool:
+        p = int(parent[i])
+        while p >= 0 and not calls[p]:
+            p = int(parent[p])
+        return p < 0
+
+    idx = np.array([i for i in np.flatnonzero(calls).tolist() if outermost(i)], np.int64)
+    mids = ev.ts[idx] + ev.dur[idx] / 2
+    inside = np.zeros(len(idx), bool)
+    for st in trace.steps:
+        inside |= (mids >= st.ts) & (mids < st.ts + st.dur)
+    return int((~inside).sum())
 
 
 def xla_totals(s: XlaSummary, units: dict[str, XlaUnitRow] | None = None) -> XlaTotals:

@@ -47,6 +47,11 @@ KERNELS_SCOPE = "(GPU kernels)"
 _INHERITABLE = frozenset(GROUP[g] for g in ("input", "preprocessing", "compute", "optimizer",
                                            "communication", "copy", "xla_compile", "xla_run"))
 
+#: Groups whose events are ops' work: a worker region running an op's shards is shown as that
+#: op's group (:meth:`compare.analysis.attribution.Attribution.segment_labels`).
+OP_GROUPS = frozenset(GROUP[g] for g in ("input", "preprocessing", "compute", "optimizer",
+                                         "communication", "copy", "xla_run", "unmapped"))
+
 
 @dataclasses.dataclass
 class GroupMap:
@@ -181,19 +186,25 @@ class GroupTimes:
     ops: dict[str, list[str]]
 
 
+def step_group_times(st, gmap: GroupMap) -> tuple[dict[str, float], dict[str, float]]:
+    """(wall, CPU) time per row key of one step (:class:`~compare.analysis.attribution.
+    StepTimes`); the wall times add up to the step."""
+    wall: dict[str, float] = Counter()
+    cpu: dict[str, float] = Counter()
+    for i, w in st.by_event_wall.items():
+        wall[gmap.key(i)] += w
+    for i, c in st.by_event_cpu.items():
+        cpu[gmap.key(i)] += c
+    idle = float(st.wall[LABEL["idle"]])
+    wall["runtime"] += max(0.0, st.dur - sum(st.by_event_wall.values()) - idle)
+    wall["idle"] += idle
+    return wall, cpu
+
+
 def group_times(att: Attribution, gmap: GroupMap, n_ops: int = 4) -> GroupTimes:
     """The generic view's time per row (see :class:`GroupTimes`) from an attribution."""
     def one(st) -> tuple[dict[str, float], dict[str, float]]:
-        wall: dict[str, float] = Counter()
-        cpu: dict[str, float] = Counter()
-        for i, w in st.by_event_wall.items():
-            wall[gmap.key(i)] += w
-        for i, c in st.by_event_cpu.items():
-            cpu[gmap.key(i)] += c
-        idle = float(st.wall[LABEL["idle"]])
-        wall["runtime"] += max(0.0, st.dur - sum(st.by_event_wall.values()) - idle)
-        wall["idle"] += idle
-        return wall, cpu
+        return step_group_times(st, gmap)
 
     per = [one(st) for st in att.steady]
     keys = {k for w, c in per for k in list(w) + list(c)}

@@ -1,7 +1,11 @@
 """Give every event of a trace a stage of the shared vocabulary, or an overhead category.
 
 Rules, first match wins (the basis of each event's label is kept, so a report can say where a
-number came from and which numbers are estimates):
+number came from and which numbers are estimates). Names any program uses (generic op types
+such as ``ConcatV2``/``StridedSlice``, generic API scopes such as ``clip_by_value``, tf.data
+kinds, TF1 reader threads) count for a stage only in a trace that shows an image pipeline
+(:func:`pipeline_evidence`); elsewhere they are left to the generic view
+(:mod:`compare.analysis.groups`).
 
 1. Overhead op types: ``_XlaCompile`` and compiler work -> ``xla_compile``; ``_XlaRun`` /
    ``_XlaLaunch`` / a ``jit_compile`` function call -> ``xla_run`` (their own time: what kernel
@@ -55,6 +59,7 @@ from compare.vocabulary.labels import (
     COMPILER_THREAD_MARKS,
     FIXED_OP_TYPES,
     GATHER_OPS,
+    GENERIC_API_SCOPES,
     GENERIC_OP_TYPES,
     GRAPPLER_REWRITE,
     JITTER,
@@ -152,16 +157,17 @@ def stage_of_op(op_type: str, op_name: str, weak_ok: bool = True) -> str | None:
     return _op_rule(op_type, op_name, weak_ok)[0]
 
 
-def _api_scope(op_name: str) -> str | None:
+def _api_scope(op_name: str, weak_ok: bool = True) -> str | None:
     """The stage named by a TensorFlow API scope in ``op_name`` (outermost first), also when
-    it is the op's own name (``clip_by_value``) or survives in a Grappler rewrite's name."""
+    it is the op's own name (``clip_by_value``) or survives in a Grappler rewrite's name; a
+    scope any program opens (:data:`GENERIC_API_SCOPES`) only when ``weak_ok``."""
     if not op_name:
         return None
     for part in op_name.split("/"):
         for cand in (part, GRAPPLER_REWRITE.sub("", part)):
-            s = API_SCOPES.get(cand) or API_SCOPES.get(SCOPE_SUFFIX.sub("", cand))
-            if s:
-                return s
+            for key in (cand, SCOPE_SUFFIX.sub("", cand)):
+                if key in API_SCOPES and (weak_ok or key not in GENERIC_API_SCOPES):
+                    return API_SCOPES[key]
     return None
 
 
@@ -175,7 +181,7 @@ def _op_rule(op_type: str, op_name: str, weak_ok: bool = True) -> tuple[str | No
     if s:
         return s, "scope"
     model_side = is_model_side(op_name) if op_name else False
-    s = None if model_side else _api_scope(op_name)
+    s = None if model_side else _api_scope(op_name, weak_ok)
     if s:
         return s, "api_scope"
     s = OP_TYPE_LABEL.get(op_type)
@@ -221,8 +227,9 @@ def _same_block(node: str, users: list[str]) -> bool:
 
 def pipeline_evidence(trace: Trace) -> bool:
     """The trace shows an image pipeline: some op (an event's or one inside an XLA unit) is a
-    pipeline stage's by our scopes, a TF API scope or an image op type, without counting
-    generic op types."""
+    pipeline stage's by our scopes, a ``tf.image`` API scope or an image op type. Generic op
+    types, API scopes and tf.data kinds (slicing, concatenating, clipping, batching,
+    shuffling, reading files) are not evidence: any program has them."""
     ev = trace.events
     pairs: set[tuple[str, str]] = set()
     if len(ev):
@@ -307,7 +314,10 @@ class _Mapper:
                 in_lanes(ev.pid, ev.tid, lanes_step)
             self.label[unk], self.basis[unk] = LABEL["runtime"], BASIS["runtime"]
             generic[unk] = True
-        for lanes, lab in ((self.codegen_lanes, "xla_compile"), (self.reader_lanes, "read")):
+        # a reader thread is the seed's read stage only in a trace of an image pipeline (the
+        # generic view calls it input either way)
+        reader = self.reader_lanes if self.weak_ok else set()
+        for lanes, lab in ((self.codegen_lanes, "xla_compile"), (reader, "read")):
             if lanes:  # XLA's compiler threads; TF1 reader threads
                 on = in_lanes(ev.pid, ev.tid, lanes)
                 self.label[on], self.basis[on], generic[on] = LABEL[lab], BASIS["lane"], False
@@ -341,7 +351,7 @@ class _Mapper:
             if kind in tfops.TFDATA_ASYNC_KINDS or \
                     name.rsplit("::", 1)[-1] in tfops.TFDATA_ASYNC_KINDS:
                 return L["input_wait"], B["tf_data"], True, False, None, None, None
-            if kind in tfops.TFDATA_KIND_STAGE:
+            if kind in tfops.TFDATA_KIND_STAGE and self.weak_ok:  # any program batches
                 return L[tfops.TFDATA_KIND_STAGE[kind]], B["tf_data"], False, False, None, None, None
             # generic: the stage of the work nested inside, else runtime (see _tfdata_fill)
             return L["runtime"], B["tf_data"], False, True, None, None, None
@@ -446,6 +456,7 @@ class _Mapper:
         self.label[launch & direct_xla] = run
         self.label[(launch | (self.label == run)) & direct_comp] = comp
         generic[launch & (direct_xla | direct_comp)] = False
+        self._function_waits()
         inherit = frozenset(PIPELINE) | {run, comp, LABEL["input_wait"]}
         for i in walk:
             p = int(self.parent[i])
@@ -464,6 +475,25 @@ class _Mapper:
                 (self.label == LABEL["runtime"]) & (self.basis == BASIS["runtime"])
             self.basis[self.orphan] = BASIS["concurrent_op"]
         self._tfdata_fill(has_child)
+
+    def _function_waits(self) -> None:
+        """The calling thread's kernel execution of a ``tf.function`` (an
+        ``EagerKernelExecute`` inside ``EagerLocalExecute: __inference_*``) is that thread
+        waiting for the function's ops on the inter-op threads, not runtime work of its own:
+        counted as working, it took a share of every instant from the ops."""
+        ev, names = self.ev, self.names
+        kern = [i for i, n in enumerate(names) if n.startswith(tfops.FUNCTION_KERNEL_EXECUTE)]
+        calls = {i for i, n in enumerate(names) if tfops.FUNCTION_CALL_EVENT.match(n)}
+        if not kern or not calls:
+            return
+        cand = np.flatnonzero(np.isin(ev.name, kern) & (self.label == LABEL["runtime"]) &
+                              (self.basis == BASIS["runtime"]) & ~self.wait)
+        for i in cand.tolist():
+            p = int(self.parent[i])
+            while p >= 0 and int(ev.name[p]) not in calls:
+                p = int(self.parent[p])
+            if p >= 0:
+                self.wait[i] = True
 
     def _tfdata_fill(self, has_child: np.ndarray) -> None:
         """Generic ``Iterator::*`` events take the stage of the work nested in them."""

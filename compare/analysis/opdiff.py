@@ -10,9 +10,12 @@ counted event are not counted twice (self time).
 
 Matching, as HTA's and TraceLens's TraceDiff do it, in passes: (1) the node name with XLA
 cluster and function-call prefixes removed (``cluster_2_1/``, ``StatefulPartitionedCall/``),
-copy edge numbers and Send/Recv suffixes dropped; (2) what is left, by the name with TF's
-uniquifying ``_N`` suffixes removed from every scope (``crop_3/Slice_1`` -> ``crop/Slice``),
-all nodes of a name together; (3) what is still left, by op type. Then XLA: ops that vanished
+copy edge numbers and Send/Recv suffixes dropped, and the op type; (1b) a Grappler remapper
+fusion on one side only (``_FusedConv2D`` against the Conv2D, BiasAdd and Relu of its scope on
+the other: *unfused* or *fused*); (2) what is left, by the name with TF's uniquifying ``_N``
+suffixes removed from every scope (``crop_3/Slice_1`` -> ``crop/Slice``), all nodes of a
+name together, first with the same op type, then with any (an oneDNN ``_Mkl`` variant);
+(3) what is still left, by op type. Then XLA: ops that vanished
 from one side while the other runs XLA clusters the first does not are *fused* into them —
 into the cluster whose HLO or membership lists them, or, when a timeline says nothing of what a
 cluster holds, into the clusters that appeared — reported as one entry per cluster with the
@@ -33,10 +36,10 @@ from compare.model.events import CAT
 from compare.model.intervals import union_per_group
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import COPY_NAME, GROUPS, RUNTIME_OPS, strip_wrappers
-from compare.vocabulary.labels import SCOPE_SUFFIX
+from compare.vocabulary.labels import GRAD_SCOPE_SUFFIX, SCOPE_SUFFIX
 from compare.vocabulary.thresholds import OP_SAME_SHARE, OP_SAME_US, TYPE_ROWS_KEPT
 
-STATUSES = ("same", "changed", "added", "removed", "fused")
+STATUSES = ("same", "changed", "added", "removed", "fused", "unfused")
 #: Categories whose events are ops (or compiled code running ops).
 _OP_CATEGORIES = [CAT[c] for c in ("op", "queue", "tf_data", "xla_run", "xla_compile",
                                    "xla_kernel")]
@@ -102,8 +105,10 @@ def normalise(tf_name: str) -> str:
 
 
 def scope_key(name: str) -> str:
-    """Pass 2's key: TF's ``_N`` uniquifying suffixes dropped from every part."""
-    return "/".join(SCOPE_SUFFIX.sub("", p) for p in name.split("/"))
+    """Pass 2's key: TF's ``_N`` uniquifying suffixes dropped from every part, also where a
+    gradient's scope repeats its op's (``gradients_3/MatMul_3_grad/MatMul_1`` ->
+    ``gradients/MatMul_grad/MatMul``)."""
+    return "/".join(SCOPE_SUFFIX.sub("", GRAD_SCOPE_SUFFIX.sub("", p)) for p in name.split("/"))
 
 
 def _type_key(op_type: str) -> str:
@@ -266,13 +271,14 @@ def diff(a: dict[Key, OpStat], b: dict[Key, OpStat], units: dict[str, dict[str, 
     left_a, left_b = dict(a), dict(b)
     for key in sorted(set(a) & set(b)):                                     # pass 1
         rows.append(_row(key[0], [left_a.pop(key)], [left_b.pop(key)], "name"))
-    for keyf, match in ((scope_key, "scope"), (None, "type")):             # passes 2, 3
-        ga, gb = _by(left_a, keyf), _by(left_b, keyf)
+    rows += _remapped(left_a, left_b)
+    for keyf, match in ((_scope_and_type, "scope"), (scope_key, "scope"), (None, "type")):
+        ga, gb = _by(left_a, keyf), _by(left_b, keyf)                       # passes 2, 3
         for key in sorted(set(ga) & set(gb)):
-            rows.append(_row(key, [left_a.pop(k) for k in ga[key]],
-                             [left_b.pop(k) for k in gb[key]], match,
-                             members=sorted({k[0] for k in ga[key] + gb[key]})
-                             if match == "type" else []))
+            ka, kb = ga[key], gb[key]
+            rows.append(_row(key.partition("\0")[0], [left_a.pop(k) for k in ka],
+                             [left_b.pop(k) for k in kb], match,
+                             members=sorted({k[0] for k in ka + kb})))
     rows += _fused(left_a, left_b, units)
     rows += [_row(k[0], [s], [], "") for k, s in left_a.items()]
     rows += [_row(k[0], [], [s], "") for k, s in left_b.items()]
@@ -280,13 +286,50 @@ def diff(a: dict[Key, OpStat], b: dict[Key, OpStat], units: dict[str, dict[str, 
     return rows
 
 
+def _scope_and_type(name: str, op_type: str) -> str:
+    """Pass 2's key, type included: the same op under another copy of its scope."""
+    return f"{scope_key(name)}\0{op_type}"
+
+
 def _by(side: dict[Key, OpStat], keyf) -> dict[str, list[Key]]:
     out: dict[str, list[Key]] = defaultdict(list)
     for k, st in side.items():
         if st.type in tfops.XLA_OPS:  # clusters match by name or fuse, never by type
             continue
-        out[f"{keyf(k[0])}" if keyf else st.type].append(k)
+        if keyf is _scope_and_type:
+            out[keyf(k[0], st.type)].append(k)
+        else:
+            out[keyf(k[0]) if keyf else st.type].append(k)
     return out
+
+
+def _remapped(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat]) -> list[OpDiff]:
+    """Grappler's remapper fusions on one side only: a ``_Fused*`` op (named after the last
+    op it absorbed) against the ops of its scope on the other side (``sequential/conv2d/``'s
+    Conv2D, BiasAdd and Relu), one row per fused op. Status ``unfused`` when the modern side
+    runs the pieces apart, ``fused`` when it fuses them (``into`` the side holding the fused
+    op)."""
+    rows = []
+    for fused_side, pieces_side, into in ((left_a, left_b, "legacy"),
+                                          (left_b, left_a, "modern")):
+        for key, st in sorted(fused_side.items()):
+            if key not in fused_side or not tfops.FUSED_OP.match(st.type):
+                continue
+            scope = key[0].rpartition("/")[0]
+            parts = [k for k, p in pieces_side.items() if k[0].rpartition("/")[0] == scope
+                     and not tfops.FUSED_OP.match(p.type) and p.type not in RUNTIME_OPS
+                     and p.group in ("compute", "preprocessing")]
+            if not parts or not (len({pieces_side[k].type for k in parts}) >= 2 or
+                                 any(k[0] == key[0] for k in parts)):
+                continue
+            fused = [fused_side.pop(key)]
+            pieces = [pieces_side.pop(k) for k in parts]
+            a, b = (fused, pieces) if into == "legacy" else (pieces, fused)
+            row = _row(key[0], a, b, "name", members=sorted(k[0] for k in parts))
+            row.status, row.into = ("unfused" if into == "legacy" else "fused"), into
+            row.type = st.type
+            rows.append(row)
+    return rows
 
 
 def _row(op: str, a: list[OpStat], b: list[OpStat], match: str,
@@ -302,6 +345,23 @@ def _row(op: str, a: list[OpStat], b: list[OpStat], match: str,
     row.status = _status(row.a_us, row.b_us) if a and b else ("removed" if a else "added")
     row.keys = {"legacy": [s.key for s in a], "modern": [s.key for s in b]}
     return row
+
+
+def describe(r: OpDiff) -> str:
+    """A row's name for a table: rows that share an op type stay apart (a type match lists
+    its nodes, a scope match its nodes on both sides, a fusion its pieces)."""
+    if r.status == "fused" and r.match == "xla":
+        return f"{r.op} ({r.type}) <- {len(r.members)} ops"
+    if r.status in ("fused", "unfused"):
+        arrow = "<-" if r.status == "fused" else "->"
+        return f"{r.op} ({r.type}) {arrow} " + " + ".join(m.rpartition("/")[2] for m in r.members)
+    if r.match == "type":
+        return f"{r.type} x{len(r.members)} by type: " + ", ".join(r.members[:3]) + \
+            ("…" if len(r.members) > 3 else "")
+    if r.match == "scope" and r.members and r.members != [r.op]:
+        return f"{r.op} ({r.type}; " + ", ".join(r.members[:3]) + \
+            ("…" if len(r.members) > 3 else "") + ")"
+    return r.op if r.op == r.type else f"{r.op} ({r.type})"
 
 
 def _status(a_us: float, b_us: float) -> str:

@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from compare.analysis import workload
 from compare.analysis.rows import gpu_of, on_gpu, work_mask
 from compare.fmt import duration as ms
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import FEED_NODE, FEED_OPS
 from compare.vocabulary.thresholds import (
     CHANGE_NOTABLE,
-    COMPILE_MIN_US,
-    FIRST_RUN_OP_SHARE,
-    FIRST_RUN_RATIO,
     MASKED_DEVICE_BUSY,
+    ONE_TIME_LEADS,
+    PRECISION_CAST_FACTOR,
+    PRECISION_CAST_MIN,
     SAME_PROGRAM_SHARE,
     STEP_NOISE_SINGLE,
     UNIFORM_SCALE_FACTOR,
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass
 class Caveat:
-    kind: str         # first_run, feed_dict, steps, untraced, batch, program, devices, host_masks, single_step
+    kind: str         # first_run, feed_dict, steps, untraced, batch, precision, program,
+    #                   devices, host_masks, single_step
     text: str
     breaks: bool      # the pair is not like for like because of it
+    facts: dict = dataclasses.field(default_factory=dict)   # what it rests on, as numbers
 
 
 @dataclasses.dataclass
@@ -67,12 +70,43 @@ class Parity:
         return not any(c.breaks for c in self.caveats)
 
 
+class _Facts:
+    """What the checks read of the two sides, each measured once when first asked for."""
+
+    def __init__(self, sides: dict[str, "Side"]) -> None:
+        self.sides = sides
+        self._one_time: dict[str, workload.OneTimeSigns | None] = {}
+        self._precision: dict[str, workload.Precision] = {}
+        self._shapes: workload.Shapes | None = None
+
+    def one_time(self, k: str) -> "workload.OneTimeSigns | None":
+        """Signs of one-time work in the side's step when it has a single one (with several,
+        the first is reported apart and steady steps are compared)."""
+        if k not in self._one_time:
+            s = self.sides[k]
+            single = s.attribution.first is None and s.trace.steps
+            self._one_time[k] = workload.one_time_signs(s) if single else None
+        return self._one_time[k]
+
+    def precision(self, k: str) -> "workload.Precision":
+        if k not in self._precision:
+            self._precision[k] = workload.precision(self.sides[k])
+        return self._precision[k]
+
+    def shapes(self) -> "workload.Shapes":
+        if self._shapes is None:
+            self._shapes = workload.compare_shapes(
+                *(self.sides[k].trace.meta.get("op_shapes", {}) for k in ("legacy", "modern")))
+        return self._shapes
+
+
 def check(sides: dict[str, "Side"], labels: dict[str, str], rows: list["OpDiff"]) -> Parity:
     steps = {k: step_basis(s) for k, s in sides.items()}
+    facts = _Facts(sides)
     out: list[Caveat] = []
-    for fn in (_first_run, _feed_dict, _steps, _untraced, _program, _batch, _devices,
-               _host_masks):
-        out += fn(sides, labels, rows, steps)
+    for fn in (_first_run, _feed_dict, _steps, _untraced, _program, _batch, _precision,
+               _devices, _host_masks):
+        out += fn(sides, labels, rows, steps, facts)
     return Parity(out, steps, noise_share(list(steps.values())))
 
 
@@ -128,42 +162,35 @@ def _spread(vals: list[float]) -> float:
 # --------------------------------------------------------------------------------------------
 # the checks: each (sides, labels, op rows, step bases) -> caveats
 
-def _first_run(sides, labels, rows, steps) -> list[Caveat]:
-    """A single-step side whose step compiles XLA, or is dominated by one op that takes many
-    times less on the other side: one-time work."""
-    out, flagged = [], {}
-    for k, s in sides.items():
-        if s.attribution.first is not None:   # steady steps are compared; the first apart
-            continue
-        why = _one_time(k, s, rows, steps[k].us)
-        if why:
-            flagged[k] = why
+def _first_run(sides, labels, rows, steps, facts) -> list[Caveat]:
+    """A single-step side whose step shows one-time work (:func:`compare.analysis.workload.
+    one_time_signs`: compiles, autotuning, a first call's set-up, a device or input pipeline
+    set up in it) is a first run; a long input wait alone is not (a steady step can be
+    input-bound: that is what the step costs)."""
+    found = {k: facts.one_time(k) for k in sides}
+    # signs of one-time work too small to matter (a few background kernels) are not named
+    signs = {k: o for k, o in found.items() if o is not None and o.signs and
+             o.share >= CHANGE_NOTABLE}
+    flagged = {k: o for k, o in signs.items() if o.share >= ONE_TIME_LEADS}
+    why = {k: f"{'; '.join(o.signs)}; {o.share:.0%} of the step" for k, o in signs.items()}
+    facts = {k: round(o.share, 3) for k, o in signs.items()}
     if len(flagged) == 2:
         return [Caveat("first_run", "both traces look like first runs (" + "; ".join(
-            flagged.values()) + "): comparable with each other, but neither shows a steady "
-            "step", False)]
-    for k, why in flagged.items():
-        other = next(o for o in sides if o != k)
-        out.append(Caveat("first_run", f"{labels[k]} looks like a first run and "
-                          f"{labels[other]} does not: {why}; one-time work (library set-up, "
-                          f"autotuning, compilation) is not a steady cost — profile a later "
-                          f"step of {labels[k]}", True))
+            f"{labels[k]}: {why[k]}" for k in flagged) + "): comparable with each other, but "
+            "neither shows a steady step", False, facts)]
+    out = []
+    for k, o in signs.items():
+        other = next(x for x in sides if x != k)
+        if k in flagged:
+            out.append(Caveat("first_run", f"{labels[k]} looks like a first run and "
+                              f"{labels[other]} does not: its only step shows one-time work "
+                              f"({why[k]}); one-time work is not a steady cost — profile a "
+                              f"later step of {labels[k]}", True, {k: facts[k]}))
+        else:
+            out.append(Caveat("first_run", f"{labels[k]}'s only step carries some one-time "
+                              f"work ({why[k]}), too little to change the comparison", False,
+                              {k: facts[k]}))
     return out
-
-
-def _one_time(k: str, s: "Side", rows, step_us: float) -> str:
-    compile_us = s.xla.compile_us
-    if compile_us >= COMPILE_MIN_US and step_us and compile_us >= CHANGE_NOTABLE * step_us:
-        return f"XLA compiles for {ms(compile_us)} in its only step"
-    mine = (lambda r: r.a_us) if k == "legacy" else (lambda r: r.b_us)
-    theirs = (lambda r: r.b_us) if k == "legacy" else (lambda r: r.a_us)
-    for r in rows:
-        if r.status not in ("same", "changed") or not step_us:
-            continue
-        if mine(r) >= FIRST_RUN_OP_SHARE * step_us and mine(r) >= FIRST_RUN_RATIO * theirs(r):
-            return (f"{r.op} takes {ms(mine(r))} ({mine(r) / step_us:.0%} of its step) "
-                    f"against {ms(theirs(r))} on the other side")
-    return ""
 
 
 def _traced_input(s: "Side") -> float:
@@ -174,7 +201,7 @@ def _traced_input(s: "Side") -> float:
                and op_type not in ("_Arg", "_Recv") and not tfops.COPY_EDGE.match(name))
 
 
-def _feed_dict(sides, labels, rows, steps) -> list[Caveat]:
+def _feed_dict(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     traced = {k: _traced_input(s) for k, s in sides.items()}
     if bool(traced["legacy"]) == bool(traced["modern"]):
         return []
@@ -194,13 +221,14 @@ def _has_feeds(s: "Side") -> bool:
                or "_arg_" in n for n in names)
 
 
-def _steps(sides, labels, rows, steps) -> list[Caveat]:
+def _steps(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     n = {k: len(s.attribution.steps) for k, s in sides.items()}
     a, b = n["legacy"], n["modern"]
     if a == b == 1:
         return [Caveat("single_step", "one traced step per side: a single sample each, so "
                        f"differences under {STEP_NOISE_SINGLE:.0%} of the step are not told "
-                       "apart from run-to-run noise", False)]
+                       "apart from run-to-run noise (a typical spread between runs, not one "
+                       "these traces measure: a short step varies more)", False)]
     if min(a, b) == 1 and max(a, b) > 1:
         one = "legacy" if a == 1 else "modern"
         many = "modern" if one == "legacy" else "legacy"
@@ -210,7 +238,7 @@ def _steps(sides, labels, rows, steps) -> list[Caveat]:
     return []
 
 
-def _untraced(sides, labels, rows, steps) -> list[Caveat]:
+def _untraced(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     return [Caveat("untraced", f"{labels[k]}'s steps include {ms(st.untraced_us)} with nothing "
                    f"traced between session runs (Python work the trace does not show); "
                    f"its steps are compared by their traced span ({ms(st.us)})", False)
@@ -231,7 +259,7 @@ def _name_matched_share(rows, side: str) -> float:
 _MODEL_GROUPS = frozenset({"compute", "optimizer", "preprocessing", "xla_run"})
 
 
-def _program(sides, labels, rows, steps) -> list[Caveat]:
+def _program(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     shares = {k: _name_matched_share(rows, k) for k in sides}
     if min(shares.values()) >= SAME_PROGRAM_SHARE:
         return []
@@ -241,23 +269,78 @@ def _program(sides, labels, rows, steps) -> list[Caveat]:
                    "type", True)]
 
 
-def _batch(sides, labels, rows, steps) -> list[Caveat]:
-    """The same graph with (nearly) every op scaled alike: a different batch size or input
-    shape (what the trace records of shapes is compared where it has any)."""
-    if _devices(sides, labels, rows, steps) or _first_run(sides, labels, rows, steps) or \
-            min(_name_matched_share(rows, k)
-                                                   for k in sides) < UNIFORM_SCALE_SHARE:
+def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:
+    """Batch size or input shape. Where both traces record tensor shapes (an xplane's
+    allocation events), the shapes decide: leading dimensions that differ on the same ops are
+    a different batch whatever the times do, and equal shapes rule one out. Otherwise the
+    same graph with most of its op time scaled alike suggests one, unless the traces show a
+    change of precision (:func:`_precision`), which scales the ops too."""
+    la, lb = labels["legacy"], labels["modern"]
+    sh = facts.shapes()
+    if sh.recorded:
+        b = sh.batch()
+        if b is None:
+            return []   # the shapes both traces record agree
+        op, x, y = sh.example
+        per = _per_example(steps, b, labels)
+        return [Caveat("batch", f"different batch sizes: {b[0]} in {la}, {b[1]} in {lb} (the "
+                       f"leading dimension of {sh.differ[b]} of the {sh.compared} ops whose "
+                       f"output shapes both traces record, e.g. {op} {x} vs {y}) — compare "
+                       f"per example, not per step{per}", True,
+                       {"legacy": b[0], "modern": b[1], "from": "shapes"})]
+    scale = _uniform_scale(sides, labels, rows, steps, facts)
+    if scale is None or _precision_signs(facts, labels):
         return []
+    return [Caveat("batch", f"{scale.words(lb)}: a different batch size or input shape is "
+                   "likely (the traces record no shapes) — compare per example, not per step",
+                   True, {"from": "times", "factor": round(scale.factor, 2)})]
+
+
+def _per_example(steps, b: tuple[int, int], labels) -> str:
+    """``: per example, B is 3.2x slower`` from the step times and the two batch sizes."""
+    a_us, b_us = steps["legacy"].us, steps["modern"].us
+    if not (a_us and b_us and b[0] > 0 and b[1] > 0):
+        return ""
+    pa, pb = a_us / b[0], b_us / b[1]
+    slow, fast = ("modern", "legacy") if pb > pa else ("legacy", "modern")
+    return (f": per example {labels[slow]} is {max(pa, pb) / min(pa, pb):.1f}x slower "
+            f"({ms(max(pa, pb))} vs {ms(min(pa, pb))})")
+
+
+@dataclasses.dataclass
+class _Scale:
+    """Matched ops that take about ``factor`` times as long on the modern side."""
+
+    factor: float
+    scaled: int
+    matched: int
+    share: float          # of the matched ops' time
+    device: bool
+
+    def words(self, side: str) -> str:
+        most = "nearly all" if self.share >= 0.95 else "most"
+        return (f"{most} of the op time matched by name ({self.share:.0%}; {self.scaled} of "
+                f"{self.matched} ops) takes about {self.factor:.1f}x as long in {side} "
+                f"({'device' if self.device else 'op'} time)")
+
+
+def _uniform_scale(sides, labels, rows, steps, facts) -> _Scale | None:
+    """The same graph (on the same kind of device, no first run, XLA on both sides or
+    neither) with at least UNIFORM_SCALE_SHARE of its matched op time scaled alike."""
+    if _devices(sides, labels, rows, steps) or \
+            any(c.breaks for c in _first_run(sides, labels, rows, steps, facts)) or \
+            min(_name_matched_share(rows, k) for k in sides) < UNIFORM_SCALE_SHARE:
+        return None
     # ops compiled by XLA on either side are faster or slower for that reason: left out
     compiled = {k: {key for key, st in s.ops.ops.items() if st.unit} for k, s in sides.items()}
     if bool(compiled["legacy"]) != bool(compiled["modern"]):
-        return []   # XLA on one side only: not the same graph (and its threads compete)
+        return None   # XLA on one side only: not the same graph (and its threads compete)
     matched = [r for r in rows if r.match == "name" and r.group in ("compute", "preprocessing",
                                                                       "optimizer")
                and r.a_us > 0 and r.b_us > 0
                and not any(key in compiled[k] for k, keys in r.keys.items() for key in keys)]
     if len(matched) < 5:
-        return []
+        return None
     dev = all(r.a_device_us and r.b_device_us for r in matched[:5])
     pairs = [((r.b_device_us / r.a_device_us) if dev and r.a_device_us and r.b_device_us
               else r.b_us / r.a_us, max(r.a_us, r.b_us)) for r in matched]
@@ -265,14 +348,60 @@ def _batch(sides, labels, rows, steps) -> list[Caveat]:
     for up in (True, False):
         scaled = [(f, w) for f, w in pairs if (f >= UNIFORM_SCALE_FACTOR if up
                                                else f <= 1 / UNIFORM_SCALE_FACTOR)]
-        if weight and sum(w for _, w in scaled) >= UNIFORM_SCALE_SHARE * weight:
-            factor = float(np.median([f for f, _ in scaled]))
-            return [Caveat("batch", f"the same ops all take about {factor:.1f}x the time in "
-                           f"{labels['modern']} ({len(scaled)} of {len(pairs)} matched ops, "
-                           f"{'device' if dev else 'op'} time): a different batch size or "
-                           "input shape is likely (the traces record no shapes) — compare per "
-                           "example, not per step", True)]
-    return []
+        share = sum(w for _, w in scaled) / weight if weight else 0.0
+        if share >= UNIFORM_SCALE_SHARE:
+            return _Scale(float(np.median([f for f, _ in scaled])), len(scaled), len(pairs),
+                          share, dev)
+    return None
+
+
+def _precision_signs(facts, labels) -> dict[str, list[str]]:
+    """Per side, what its trace shows of mixed or half precision that the other's does not:
+    dynamic loss scaling (``IsFinite`` nodes), many more ``Cast`` nodes, nodes named for mixed
+    precision, tensors recorded in float16/bfloat16."""
+    p = {k: facts.precision(k) for k in labels}
+    if all(x.dtypes and not x.half for x in p.values()):
+        return {}   # both traces record their tensors' dtypes, none of them half
+    out = {}
+    for k, o in (("legacy", "modern"), ("modern", "legacy")):
+        mine, other = p[k], p[o]
+        signs = []
+        if mine.loss_scale and not other.loss_scale:
+            signs.append(f"{mine.loss_scale} loss-scaling IsFinite node(s) only in {labels[k]}")
+        if mine.named and not other.named:
+            signs.append("nodes named for mixed precision (" + ", ".join(mine.named) + ")")
+        if mine.half and not other.half:
+            signs.append(f"{mine.half} recorded tensor(s) in float16/bfloat16")
+        casts = mine.casts >= PRECISION_CAST_FACTOR * max(other.casts, 1) and \
+            mine.casts - other.casts >= PRECISION_CAST_MIN
+        if casts and (signs or mine.casts - other.casts >= 2 * PRECISION_CAST_MIN):
+            # casts back up the other signs; alone only when there are many more of them
+            signs.append(f"Cast nodes {other.casts} in {labels[o]}, {mine.casts} in "
+                         f"{labels[k]}")
+        if signs:
+            out[k] = signs
+    return out if len(out) == 1 else {}
+
+
+def _precision(sides, labels, rows, steps, facts) -> list[Caveat]:
+    """One side computes in mixed (or half) precision and the other does not: the same
+    workload in another dtype, which scales every op's time (not a batch change)."""
+    signs = _precision_signs(facts, labels)
+    if not signs:
+        return []
+    k, why = next(iter(signs.items()))
+    other = "modern" if k == "legacy" else "legacy"
+    scale = _uniform_scale(sides, labels, rows, steps, facts)
+    same = facts.shapes()
+    shapes = (f"; the {same.compared} op output shapes both traces record are equal"
+              if same.recorded and same.batch() is None else "")
+    p = {x: facts.precision(x) for x in labels}
+    return [Caveat("precision", f"{labels[k]} computes in mixed or half precision and "
+                   f"{labels[other]} does not ({'; '.join(why)}): a change of dtype, not of "
+                   f"batch or shape"
+                   + (f"; {scale.words(labels['modern'])}" if scale else "") + shapes, False,
+                   {"side": k, "casts": {x: v.casts for x, v in p.items()},
+                    "loss_scale": {x: v.loss_scale for x, v in p.items()}})]
 
 
 def _gpus(s: "Side") -> int:
@@ -282,7 +411,7 @@ def _gpus(s: "Side") -> int:
                 if p.pid in pids and p.kind in ("stream", "memcpy", "device") and gpu_of(p.name)})
 
 
-def _devices(sides, labels, rows, steps) -> list[Caveat]:
+def _devices(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     g = {k: _gpus(s) for k, s in sides.items()}
     if (g["legacy"] > 0) == (g["modern"] > 0):
         return []
@@ -309,7 +438,7 @@ def _device_busy(s: "Side") -> float:
     return float(np.median(vals)) if vals else 0.0
 
 
-def _host_masks(sides, labels, rows, steps) -> list[Caveat]:
+def _host_masks(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     """xprof's host-overhead masking rule, for two traces that both ran on a GPU."""
     if not all(_gpus(s) for s in sides.values()):
         return []

@@ -74,8 +74,14 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
                                     "one-time work such as XLA compilation)", **stats)
     median = float(np.median(later))
     k = 1 + int(np.argmin(np.abs(later - median)))
+    if trace.meta.get("steps_numbered") and steps[0].num > 1:
+        # the program numbered its steps and the trace starts later: a profile window
+        why = (f"the first traced step ({steps[0].num}, {durs[0] / 1e3:.1f} ms) is left out "
+               f"as every trace's first is, though this trace is a window of a longer run "
+               f"(steps {steps[0].num}–{steps[-1].num}), so it is not the program's first")
+    else:
+        why = (f"the first step ({durs[0] / 1e3:.1f} ms) is left out, as a first step usually "
+               f"carries one-time work (XLA compilation, thread pools and allocators warming "
+               f"up, files opening)")
     return StepChoice(steps[k], f"a steady step: its duration is the median of the "
-                                f"{len(steps) - 1} steps after the first; the first step "
-                                f"({durs[0] / 1e3:.1f} ms) is left out, as a first step "
-                                f"usually carries one-time work (XLA compilation, thread pools "
-                                f"and allocators warming up, files opening)", **stats)
+                                f"{len(steps) - 1} steps after the first; {why}", **stats)

@@ -8,6 +8,7 @@ from itertools import compress, repeat
 from operator import is_
 
 import numpy as np
+import orjson
 
 from compare.load import chrome_json, step_marks
 from compare.model.events import (
@@ -23,13 +24,27 @@ from compare.model.events import (
     Strings,
     Trace,
 )
-from compare.vocabulary.ops import CUDA_CALL_ARG, SOURCE_NODE, XLA_OPS, category_of, kernel_op
+from compare.vocabulary.ops import (
+    CUDA_CALL_ARG,
+    SOURCE_NODE,
+    TENSOR_DIM,
+    TENSOR_DTYPE,
+    XLA_OPS,
+    category_of,
+    kernel_op,
+)
 from compare.vocabulary.rows import HOST_PLANE_PREFIX, process_kind
 
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
 _I64 = 1 << 63
 #: Unknown phases named one by one in the warnings; more are counted together.
 _UNKNOWN_PH_NAMED = 5
+#: Tensors whose shape a timeline's snapshots give, kept per trace (one per tensor).
+TENSOR_SHAPES_MAX = 50_000
+#: ``DT_FLOAT`` -> ``float32``: a snapshot's dtype in the words allocation events use.
+_DTYPE_WORDS = {"FLOAT": "float32", "DOUBLE": "float64", "HALF": "float16",
+                "BFLOAT16": "bfloat16", "INT32": "int32", "INT64": "int64", "BOOL": "bool",
+                "UINT8": "uint8", "STRING": "string"}
 #: Timestamps and durations beyond this many µs are damage, skipped (see chrome_json).
 MAX_TIME_US = chrome_json.MAX_TIME_US
 
@@ -93,6 +108,7 @@ class Builder:
         self.flows: list[tuple] = []
         self.flow_chunks: list[tuple] = []
         self.objects: dict[int, int] = {}
+        self.tensor_shapes: dict[str, list[list[str]]] = {}   # timeline.py snapshots
         self.open_b: dict[tuple[int, int], list[dict]] = {}
         self.skipped: dict[str, int] = {}
         self.first_skipped: dict[str, int] = {}   # reason -> index of its first event
@@ -115,7 +131,8 @@ class Builder:
                 "input_lengths": self.ev.input_lengths, "input_ids": self.ev.input_ids,
                 "proc_names": self.proc_names, "proc_sort": self.proc_sort, "lanes": self.lanes,
                 "counter_chunks": self.counter_chunks, "flow_chunks": self.flow_chunks,
-                "objects": self.objects, "timeline_style": self.timeline_style}
+                "objects": self.objects, "timeline_style": self.timeline_style,
+                "tensor_shapes": self.tensor_shapes}
 
     def absorb(self, other: dict) -> None:
         """Append the events of an :meth:`export` ed builder that read the events after ours,
@@ -136,6 +153,8 @@ class Builder:
         for pid, n in other["objects"].items():
             self.objects[pid] = self.objects.get(pid, 0) + n
         self.timeline_style = self.timeline_style or other["timeline_style"]
+        for name, shapes in other["tensor_shapes"].items():
+            self.tensor_shapes.setdefault(name, shapes)
 
     def skip(self, why: str, n: int = 1, at: int | None = None) -> None:
         """Count ``n`` events skipped for ``why``; ``at``: the index of one in the event list
@@ -177,6 +196,9 @@ class Builder:
                 pid = e.get("pid")
                 if isinstance(pid, int) and ph == "N":
                     self.objects[pid] = self.objects.get(pid, 0) + 1
+                name = e.get("name")
+                if ph == "O" and isinstance(name, str) and name not in self.tensor_shapes:
+                    self._snapshot(name, lambda e=e: e.get("args"))
             elif ph in ("i", "I", "R", "P", "b", "e", "n", "S", "T", "F", "c"):
                 pass  # instants, marks, async and sample events: not used by our analyses
             elif isinstance(ph, (list, dict)):
@@ -188,6 +210,24 @@ class Builder:
             xs.extend(self._close_pairs(bs))
         if xs:
             self._complete(xs)
+
+    def _snapshot(self, name: str, args) -> None:
+        """A tensor snapshot's dtype and shape (``args.snapshot.tensor_description``, a text
+        proto), kept once per tensor under its node's name (``node:1`` is output 1)."""
+        if len(self.tensor_shapes) >= TENSOR_SHAPES_MAX:
+            return
+        try:
+            desc = args()["snapshot"]["tensor_description"]
+        except (TypeError, KeyError, ValueError, orjson.JSONDecodeError):
+            return
+        if not isinstance(desc, str):
+            return
+        dtype = TENSOR_DTYPE.search(desc)
+        dims = TENSOR_DIM.findall(desc)
+        node = name.rsplit(":", 1)[0] if name.rpartition(":")[2].isdigit() else name
+        if dims and node not in self.tensor_shapes:
+            self.tensor_shapes[node] = [[_DTYPE_WORDS.get(dtype.group(1), dtype.group(1).lower())
+                                         if dtype else "", "[" + ",".join(dims) + "]"]]
 
     def _unknown_ph(self, ph) -> str:
         """Why an event of an unknown phase is skipped: each of the first few phases on a line
@@ -247,6 +287,9 @@ class Builder:
         # an object event's pid may be any JSON value (a list is unhashable): ints only
         for pid, n in Counter([e.pid for e in of(cj.NEvent) if type(e.pid) is int]).items():
             self.objects[pid] = self.objects.get(pid, 0) + n
+        for e in of(cj.OEvent):
+            if isinstance(e.name, str) and e.name not in self.tensor_shapes:
+                self._snapshot(e.name, lambda e=e: orjson.loads(bytes(e.args)))
         cs = of(cj.CEvent)
         if cs:
             self._typed_counters(cs)
@@ -532,6 +575,8 @@ class Builder:
         else:
             flows = Flows.empty()
         meta = {k: v for k, v in rest.items() if k != "traceEvents" and not isinstance(v, (list, dict))}
+        if self.tensor_shapes:
+            meta["op_shapes"] = self.tensor_shapes
         trace = Trace(source=source, format=fmt, strings=self.s, processes=processes,
                       lanes=dict(self.lanes), events=events, counters=counters, flows=flows,
                       objects=self.objects, warnings=self.warnings, meta=meta)
@@ -542,6 +587,7 @@ class Builder:
             else "nothing: the trace marks no steps" if trace.steps and
             trace.steps[0].name == WHOLE_TRACE else "one TF1 session run (the whole file)")
         trace.meta["group_step"] = found.group_step
+        trace.meta["steps_numbered"] = found.numbered   # the numbers are the program's own
         if found.per_device:
             trace.meta["per_device_steps"] = found.per_device
         assign_steps(trace, found.group_step, found.other_devices)

@@ -105,6 +105,14 @@ class NEvent(msgspec.Struct, gc=False, tag_field="ph", tag="N"):
     pid: Any = None
 
 
+class OEvent(msgspec.Struct, gc=False, tag_field="ph", tag="O"):
+    """A tensor snapshot (timeline.py with memory): its args kept raw, decoded only for the
+    first snapshot of a tensor (its dtype and shape)."""
+
+    name: Any = None
+    args: msgspec.Raw = msgspec.Raw(b"null")
+
+
 def _flow(ph: str):
     return msgspec.defstruct(f"Flow_{ph}", [("pid", _Int64), ("tid", _Int64), ("ts", _Time),
                                             ("id", _Int64), ("name", str)],
@@ -117,10 +125,10 @@ def _ignored(ph: str):
 
 #: Flow phases s (start), t (step), f (end): classes by phase.
 FLOWS = {ph: _flow(ph) for ph in "stf"}
-#: Phases no analysis reads (tensor snapshots and deletions, instants, async and sample
-#: events): decoded without a single field.
-IGNORED = tuple(_ignored(ph) for ph in "ODiIRPbenSTFc")
-_UNION = Union[(XEvent, CEvent, MEvent, NEvent, *FLOWS.values(), *IGNORED)]
+#: Phases no analysis reads (tensor deletions, instants, async and sample events): decoded
+#: without a single field.
+IGNORED = tuple(_ignored(ph) for ph in "DiIRPbenSTFc")
+_UNION = Union[(XEvent, CEvent, MEvent, NEvent, OEvent, *FLOWS.values(), *IGNORED)]
 
 
 class TypedChunk(list):

@@ -71,7 +71,8 @@ def merge(per_host: list[tuple[str, Trace]], source: str) -> Trace:
                                  for a in ("id", "phase", "pid", "tid", "ts", "name"))))
     merged.steps = list(traces[0].steps)
     merged.meta = {"hosts": [h for h, _ in per_host], "host_steps": host_steps,
-                   "steps_from": traces[0].meta.get("steps_from", "")}
+                   "steps_from": traces[0].meta.get("steps_from", ""),
+                   "steps_numbered": bool(traces[0].meta.get("steps_numbered"))}
     if per_device:
         merged.meta["per_device_steps"] = per_device
     for t in traces:

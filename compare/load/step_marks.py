@@ -38,6 +38,7 @@ class Found:
     group_names: dict[int, str]                   # group id -> step name (for xprof's step db)
     per_device: dict[int, list[Step]]             # pid -> its own step rows (per-GPU mode)
     other_devices: list[int]                      # devices whose events go by time only
+    numbered: bool = False                        # the program numbered the steps (step_num)
 
 
 def _int(v) -> int | None:
@@ -90,13 +91,15 @@ class Marks:
         marker_num = {g: n for n, g, *_ in self.markers if g >= 0}
         if by_pid and _agree(by_pid):
             rows = sorted(next(iter(by_pid.values())), key=lambda r: r[4])
-            return self._from_rows(rows, marker_num, "xprof's step rows (the Steps line of "
-                                   + ", ".join(processes[p].name for p in sorted(by_pid)
-                                               if p in processes) + ")", {}, [])
+            found = self._from_rows(rows, marker_num, "xprof's step rows (the Steps line of "
+                                    + ", ".join(processes[p].name for p in sorted(by_pid)
+                                                if p in processes) + ")", {}, [])
+            # numbered by the program when every row's group has a step_num marker
+            return dataclasses.replace(found, numbered=all(r[2] in marker_num for r in rows))
         for marks, words in ((self.markers, "step markers (Trace(..., step_num=N))"),
                              (self.profiler, "ProfilerStep#N markers")):
             if marks:
-                return _from_numbered(marks, words)
+                return dataclasses.replace(_from_numbered(marks, words), numbered=True)
         if self.train:
             return _from_train(self.train)
         if any(0 <= r[0] < _INT32 for r in roots):

@@ -22,11 +22,14 @@ from xprof.protobuf import op_stats_pb2, trace_events_old_pb2
 
 from common import atomic, hlo
 from common.errors import InputError
+from common.protos import XSpaceEvents
 from compare.load import hosts
 from compare.load.builder import Builder, assign_steps
 from compare.load.errors import FORMATS_WE_READ, LoadError
 from compare.load.json_trace import load_json_file
 from compare.model.events import WHOLE_TRACE, Step, Strings, Trace
+from compare.vocabulary import ops as tfops
+from compare.vocabulary.rows import HOST_PLANE_PREFIX
 
 XPLANE_SUFFIX = ".xplane.pb"
 #: What TF 2.2/2.3 wrote beside (or instead of) the xplane: the trace viewer's JSON per host.
@@ -91,7 +94,67 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     trace.format = "xprof"
     trace.hlo = modules
     trace.meta["xplane_files"] = paths
+    shapes = op_shapes(blobs)
+    if shapes:
+        trace.meta["op_shapes"] = shapes
     return trace
+
+
+#: Tensors kept per op, and ops kept per trace, of the allocation events' shapes.
+SHAPES_PER_OP, SHAPES_OPS = 4, 50_000
+
+
+def op_shapes(blobs: list[bytes]) -> dict[str, list[list[str]]]:
+    """Per TF op (node name), the ``[dtype, shape]`` of the tensors it allocated as outputs,
+    from the host planes' allocation events (xprof's trace viewer drops them); {} when the
+    profile records none (TF 2.3 and older, or memory not profiled)."""
+    out: dict[str, list[list[str]]] = {}
+    for blob in blobs:
+        if tfops.MEMORY_ALLOCATION_EVENT.encode() not in blob or b"shape" not in blob:
+            continue   # no allocation event: skip the full parse
+        space = XSpaceEvents()
+        try:
+            space.ParseFromString(blob)
+        except Exception:  # noqa: BLE001 - already read once by the converter; shapes are extra
+            continue
+        for plane in space.planes:
+            if plane.name.startswith(HOST_PLANE_PREFIX):
+                _plane_shapes(plane, out)
+    return out
+
+
+def _plane_shapes(plane, out: dict[str, list[list[str]]]) -> None:
+    stat = {k: v.name for k, v in plane.stat_metadata.items()}
+    alloc = {k for k, v in plane.event_metadata.items()
+             if v.name == tfops.MEMORY_ALLOCATION_EVENT}
+    if not alloc:
+        return
+    for line in plane.lines:
+        for e in line.events:
+            if e.metadata_id not in alloc:
+                continue
+            st = {stat.get(x.metadata_id): x for x in e.stats}
+            op, shape = _stat_str(st.get("tf_op"), stat), _stat_str(st.get("shape"), stat)
+            region = _stat_str(st.get("region_type"), stat)
+            if not op or not shape or region not in ("", tfops.ALLOCATION_OUTPUT):
+                continue
+            dt = st.get("data_type")
+            dtype = tfops.DTYPE_NAMES.get(int(dt.int64_value or dt.uint64_value), "") \
+                if dt is not None else ""
+            have = out.get(op)
+            if have is None:
+                if len(out) >= SHAPES_OPS:
+                    continue
+                have = out[op] = []
+            if len(have) < SHAPES_PER_OP and [dtype, shape] not in have:
+                have.append([dtype, shape])
+
+
+def _stat_str(x, stat: dict[int, str]) -> str:
+    """A stat's text: its string, or the name its reference points at."""
+    if x is None:
+        return ""
+    return x.str_value or (stat.get(x.ref_value, "") if x.ref_value else "")
 
 
 def _read(path: str) -> bytes:
@@ -191,7 +254,7 @@ def _use_step_db(trace: Trace, stats, host: int) -> None:
         return
     known_num = trace.meta.get("group_step", {})
     by_num = {s.num: s for s in trace.steps}
-    steps, group_step = [], {}
+    steps, group_step, numbered = [], {}, bool(trace.meta.get("steps_numbered"))
     for seq in stats.step_db.step_sequence:
         cores = [c for c in sorted(seq.step_info_per_core) if _host_of(stats, c) == host]
         if not cores:
@@ -200,6 +263,7 @@ def _use_step_db(trace: Trace, stats, host: int) -> None:
         group = int(seq.step_num)
         known = by_num.get(known_num[group]) if group in known_num else None
         num = known.num if known else group
+        numbered = numbered and known is not None
         name = known.name if known else (info.step_name or str(num))
         steps.append(Step(num, info.begin_ps / 1e6, info.duration_ps / 1e6, name))
         group_step[group] = num
@@ -217,6 +281,7 @@ def _use_step_db(trace: Trace, stats, host: int) -> None:
         if kept else "")
     trace.meta["group_step"] = {**{g: n for g, n in trace.meta.get("group_step", {}).items()
                                    if n in {s.num for s in kept}}, **group_step}
+    trace.meta["steps_numbered"] = numbered
     assign_steps(trace, group_step, list(trace.meta.get("per_device_steps", {})))
 
 

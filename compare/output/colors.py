@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import zlib
 
+from compare.vocabulary.groups import GROUPS
 from compare.vocabulary.labels import LABELS
 
 #: label -> (catapult reserved colour name, RGB)
@@ -34,6 +35,23 @@ STAGE_COLORS: dict[str, tuple[str, tuple[int, int, int]]] = {
 }
 assert set(STAGE_COLORS) == set(LABELS)
 
+#: group of the generic view -> (catapult reserved colour name, RGB); every ``compute`` row
+#: (one per top-level scope) shares the compute colour.
+GROUP_COLORS: dict[str, tuple[str, tuple[int, int, int]]] = {
+    "input": ("light_memory_dump", (0, 0, 180)),
+    "preprocessing": ("rail_animation", (244, 74, 63)),
+    "compute": ("rail_load", (13, 168, 97)),
+    "optimizer": ("rail_response", (67, 135, 253)),
+    "communication": ("rail_idle", (238, 142, 0)),
+    "copy": ("background_memory_dump", (0, 180, 180)),
+    "xla_compile": ("terrible", (180, 0, 0)),
+    "xla_run": ("cq_build_passed", (153, 238, 102)),
+    "runtime": ("generic_work", (125, 125, 125)),
+    "idle": ("grey", (221, 221, 221)),
+    "unmapped": ("black", (0, 0, 0)),
+}
+assert set(GROUP_COLORS) == set(GROUPS)
+
 
 #: Catapult colour names for ops matched across the two runs (both sides' events of one
 #: ``ops_diff`` row get the same one).
@@ -48,11 +66,17 @@ def match_cname(key: str) -> str:
     return MATCH_PALETTE[zlib.crc32(key.encode()) % len(MATCH_PALETTE)]
 
 
-def cname(label: str) -> str:
-    return STAGE_COLORS[label][0]
+def _table(view: str) -> dict[str, tuple[str, tuple[int, int, int]]]:
+    return GROUP_COLORS if view == "groups" else STAGE_COLORS
 
 
-def rgb01(label: str) -> tuple[float, float, float]:
-    """The stage's colour as matplotlib wants it."""
-    r, g, b = STAGE_COLORS[label][1]
+def cname(label: str, view: str = "stages") -> str:
+    """The catapult colour name of a stage (``view="stages"``) or of a group (``"groups"``,
+    a ``compute: <scope>`` row taking the compute colour)."""
+    return _table(view)[label.partition(":")[0]][0]
+
+
+def rgb01(label: str, view: str = "stages") -> tuple[float, float, float]:
+    """The stage's (or group's) colour as matplotlib wants it."""
+    r, g, b = _table(view)[label.partition(":")[0]][1]
     return (r / 255, g / 255, b / 255)

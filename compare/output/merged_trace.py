@@ -24,7 +24,9 @@ import orjson
 
 from common import atomic
 from compare.analysis.attribution import Attribution
+from compare.analysis.groups import OP_GROUPS, GroupMap
 from compare.output.colors import cname, match_cname
+from compare.vocabulary.groups import GROUP, GROUPS
 from compare.vocabulary.labels import BASES, ESTIMATES, LABELS
 from compare.vocabulary.rows import NOT_WORK_KINDS
 
@@ -36,10 +38,13 @@ class _Rows:
     ``merged:<run> <name>``), per lane its events' row and a ``· stages`` row under it."""
 
     def __init__(self, side: str, att: Attribution, pid_base: int, sort_base: int,
-                 label: str | None = None, matches: dict[int, str] | None = None) -> None:
+                 label: str | None = None, matches: dict[int, str] | None = None,
+                 gmap: GroupMap | None = None) -> None:
         tr = att.trace
         self.side = label or side
         self.matches = matches or {}
+        self.gmap = gmap                    # the generic view, when it is the one shown
+        band = "groups" if gmap is not None else "stages"
         side = self.side
         self.keep = [p for p in sorted(tr.processes) if tr.processes[p].kind not in NOT_WORK_KINDS]
         self.pid = {p: pid_base + k for k, p in enumerate(self.keep)}
@@ -53,7 +58,7 @@ class _Rows:
             self._meta("process_sort_index", self.pid[p], 0, sort_index=sort_base + k)
         for lane, tid in self.tid.items():
             lname = tr.lane_name(*lane)
-            for t, nm in ((tid, lname), (tid + 1, f"{lname} · stages")):
+            for t, nm in ((tid, lname), (tid + 1, f"{lname} · {band}")):
                 self._meta("thread_name", self.pid[lane[0]], t, name=nm)
                 self._meta("thread_sort_index", self.pid[lane[0]], t, sort_index=t)
 
@@ -64,9 +69,10 @@ class _Rows:
 
 def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
                     sort_base: int, label: str | None = None,
-                    matches: dict[int, str] | None = None) -> tuple[list[dict], list[dict]]:
+                    matches: dict[int, str] | None = None,
+                    gmap: GroupMap | None = None) -> tuple[list[dict], list[dict]]:
     """(metadata events, complete events) of one run."""
-    rows = _Rows(side, att, pid_base, sort_base, label, matches)
+    rows = _Rows(side, att, pid_base, sort_base, label, matches, gmap)
     side = rows.side
     out = _op_events(rows, att, shift) + _stage_bands(rows, att, shift)
     if rows.keep:  # a steps row
@@ -91,6 +97,8 @@ def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
             continue
         lab = LABELS[smap.label[i]]
         args = {"stage": lab, "stage_basis": BASES[smap.basis[i]], "run": rows.side}
+        if rows.gmap is not None:
+            args["group"] = rows.gmap.key(i)
         tf_name, op_type = names[ev.tf_name[i]], names[ev.op_type[i]]
         if tf_name:
             args["long_name"] = f"{tf_name}:{op_type}" if op_type else tf_name
@@ -103,7 +111,9 @@ def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
             args["estimate"] = ESTIMATES[BASES[smap.basis[i]]]
         if i in smap.ops:
             args["tf_ops"] = [n for _, n in smap.ops[i]][:40]
-        name, cat, colour = names[ev.name[i]] or op_type or "?", lab, cname(lab)
+        name = names[ev.name[i]] or op_type or "?"
+        cat, colour = (lab, cname(lab)) if rows.gmap is None else \
+            (args["group"], cname(args["group"], "groups"))
         match = rows.matches.get(i)
         if match:  # matched across the runs: one name and one colour on both sides
             args["event_name"], args["op_match"] = name, match
@@ -115,10 +125,15 @@ def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
 
 
 def _stage_bands(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
-    """Per lane, runs of one label on its innermost timeline (waits left blank)."""
+    """Per lane, runs of one label (stage, or group) on its innermost timeline (waits left
+    blank)."""
     ev = att.trace.events
     seg_e, t0, t1 = att.segments
-    labels = att.segment_labels()
+    if rows.gmap is None:
+        labels, names, view = att.segment_labels(), LABELS, "stages"
+    else:
+        labels = att.segment_labels(rows.gmap.group, OP_GROUPS, GROUP["runtime"])
+        names, view = GROUPS, "groups"
     waits = att.segment_waits()
     lane_pid, lane_tid = ev.pid[seg_e], ev.tid[seg_e]
     order = np.lexsort((t0, lane_tid, lane_pid))
@@ -132,19 +147,19 @@ def _stage_bands(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
             cur[3] = float(t1[k])
             continue
         if cur:
-            out.append(_band(cur, rows.pid, rows.tid, shift))
+            out.append(_band(cur, rows.pid, rows.tid, shift, names, view))
         cur = [lane, lab, float(t0[k]), float(t1[k])]
     if cur:
-        out.append(_band(cur, rows.pid, rows.tid, shift))
+        out.append(_band(cur, rows.pid, rows.tid, shift, names, view))
     return out
 
 
-def _band(cur, new_pid, new_tid, shift) -> dict:
+def _band(cur, new_pid, new_tid, shift, names, view: str) -> dict:
     lane, lab, a, b = cur
-    name = LABELS[lab]
+    name = names[lab]
     return {"ph": "X", "pid": new_pid[lane[0]], "tid": new_tid[lane] + 1,
             "ts": round(a + shift, 3), "dur": round(b - a, 3), "name": name, "cat": name,
-            "cname": cname(name), "args": {"stage": name}}
+            "cname": cname(name, view), "args": {"stage" if view == "stages" else "group": name}}
 
 
 def _origin(att: Attribution) -> tuple[float, float]:
@@ -156,11 +171,13 @@ def _origin(att: Attribution) -> tuple[float, float]:
 
 def write(path: str | os.PathLike, runs: dict[str, Attribution],
           labels: dict[str, str] | None = None,
-          matches: dict[str, dict[int, str]] | None = None) -> dict:
+          matches: dict[str, dict[int, str]] | None = None,
+          groups: dict[str, GroupMap] | None = None) -> dict:
     """Write the merged trace (gzip JSON) atomically; returns a summary {events, bytes}.
     ``labels``: what to call each run; ``matches``: per run, event -> the ``ops_diff`` row it
-    belongs to (matched ops are named and coloured alike on both sides)."""
-    labels, matches = labels or {}, matches or {}
+    belongs to (matched ops are named and coloured alike on both sides); ``groups``: per run
+    its generic view, when that is the view shown (rows and colours by group, not stage)."""
+    labels, matches, groups = labels or {}, matches or {}, groups or {}
     origins = {k: _origin(a) for k, a in runs.items()}
     lead = max((first - earliest) for first, earliest in origins.values()) if origins else 0.0
     metas, events = [], []
@@ -168,11 +185,12 @@ def write(path: str | os.PathLike, runs: dict[str, Attribution],
         first, _ = origins[side]
         m, e = _events_of_side(side, att, pid_base=1000 * (n + 1), shift=lead - first,
                                sort_base=100 * n, label=labels.get(side),
-                               matches=matches.get(side))
+                               matches=matches.get(side), gmap=groups.get(side))
         metas.extend(m)
         events.extend(e)
     doc_head = orjson.dumps({"displayTimeUnit": "ms", "otherData": {
-        "about": "two runs side by side; one colour per stage (see report.md), matched ops "
+        "about": "two runs side by side; one colour per stage, or per group when the "
+                 "traces show no image pipeline (see report.md), matched ops "
                  "named and coloured alike",
         "runs": [labels.get(k, k) for k in runs]}})[:-1] + b',"traceEvents":['
     with atomic.atomic_open(path, "wb") as raw:

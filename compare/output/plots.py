@@ -12,8 +12,10 @@ from matplotlib.patches import Patch
 from common import atomic
 from compare.analysis.attribution import Attribution
 from compare.analysis.comparison import Comparison
+from compare.analysis.groups import OP_GROUPS, GroupMap
 from compare.output.colors import rgb01
-from compare.vocabulary.labels import LABEL, LABELS
+from compare.vocabulary.groups import GROUP, GROUPS
+from compare.vocabulary.labels import LABELS
 
 _ORDER = [s for s in LABELS if s != "unmapped"] + ["unmapped"]
 
@@ -24,49 +26,106 @@ def _save(fig, path) -> None:
     atomic.write_bytes(path, buf.getvalue())
 
 
-def stages_png(path: str | os.PathLike, c: Comparison) -> None:
-    """Top: each run's representative steady step (closest to the median) as one bar split by
-    stage. Bottom: per stage, the two runs' median wall time per steady step (ms), legacy
-    solid, modern hatched."""
+#: compute rows (one per top-level scope) drawn in stages.png's generic version; the rest
+#: are added up in one row.
+PLOT_COMPUTE_ROWS = 10
+#: ... and only those with this share of the slower step.
+PLOT_ROW_SHARE = 0.005
+
+
+def _stage_values(c: Comparison) -> dict[str, tuple[float, float]]:
     values = {row.stage: (row.cells["legacy"].us / 1e3, row.cells["modern"].us / 1e3)
               for row in c.stages if row.cells["legacy"].us > 0 or row.cells["modern"].us > 0}
     um = {k: s.unmapped_us for k, s in c.sides.items()}
     if um["legacy"] or um["modern"]:
         values["unmapped"] = (um["legacy"] / 1e3, um["modern"] / 1e3)
-    stages = [s for s in _ORDER if s in values]
+    return {s: values[s] for s in _ORDER if s in values}
+
+
+def _group_values(c: Comparison) -> dict[str, tuple[float, float]]:
+    """The generic view's rows in their order, the compute rows beyond the largest
+    :data:`PLOT_COMPUTE_ROWS` added up in one."""
+    values: dict[str, tuple[float, float]] = {}
+    step = max(s.steps.median_us for s in c.sides.values())
+    compute = [r for r in c.groups if r.group == "compute"]
+    # the largest scopes, each at least PLOT_ROW_SHARE of the step; the rest in one row
+    shown = [r for r in compute if max(x.us for x in r.cells.values()) >=
+             PLOT_ROW_SHARE * step][:PLOT_COMPUTE_ROWS]
+    rest = [r for r in compute if r not in shown]
+    for r in c.groups:
+        if r in rest:   # compute rows come largest first: the rest in one row, where they begin
+            if r is rest[0]:
+                values[f"compute: {len(rest)} more scope(s)"] = tuple(
+                    sum(x.cells[k].us for x in rest) / 1e3 for k in ("legacy", "modern"))
+            continue
+        a, b = r.cells["legacy"].us / 1e3, r.cells["modern"].us / 1e3
+        if a > 0 or b > 0:
+            values[r.key] = (a, b)
+    return values
+
+
+def _parts(c: Comparison, side: str) -> list[tuple[str, float]]:
+    """The representative step's split (ms) in the comparison's view: by stage, or by group
+    (compute scopes together)."""
+    rep = c.sides[side].steps.representative
+    if c.view == "stages":
+        return [(s, rep.stages_us.get(s, 0.0) / 1e3) for s in _ORDER]
+    by_group: dict[str, float] = {}
+    for key, us in rep.groups_us.items():
+        g = key.partition(":")[0]
+        by_group[g] = by_group.get(g, 0.0) + us / 1e3
+    return [(g, by_group[g]) for g in GROUPS[1:] + ("unmapped",) if g in by_group]
+
+
+def stages_png(path: str | os.PathLike, c: Comparison) -> None:
+    """Top: each run's representative steady step (closest to the median) as one bar split by
+    stage, or by group when neither trace shows the seed's image pipeline (the comparison's
+    view). Bottom: per stage (group row), the two runs' median wall time per steady step
+    (ms), legacy solid, modern hatched."""
+    view = c.view
+    values = _stage_values(c) if view == "stages" else _group_values(c)
+    stages = list(values)
+    what = "stage" if view == "stages" else "group (the generic view)"
     fig = Figure(figsize=(11, 3.2 + 0.42 * len(stages)))
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [
         1.1, max(len(stages), 1) * 0.42]})
+    parts = {side: _parts(c, side) if c.sides[side].steps.representative else []
+             for side in ("legacy", "modern")}
     for y, side in enumerate(("legacy", "modern")):
         rep = c.sides[side].steps.representative
         if not rep:
             continue
         left = 0.0
-        for s in _ORDER:
-            v = rep.stages_us.get(s, 0.0) / 1e3
+        for s, v in parts[side]:
             if v <= 0:
                 continue
-            top.barh(y, v, left=left, color=rgb01(s), edgecolor="white", linewidth=0.5,
+            top.barh(y, v, left=left, color=rgb01(s, view), edgecolor="white", linewidth=0.5,
                      hatch="//" if side == "modern" else None)
             left += v
         top.text(left, y, f"  step {rep.step}: {rep.dur_us / 1e3:.1f} ms", va="center",
                  fontsize=9)
     top.set_yticks([0, 1], [c.label("legacy"), c.label("modern")])
     top.invert_yaxis()
-    top.set_xlabel("the steady step closest to the median (ms), split by stage (wall time)")
+    top.set_xlabel(f"the steady step closest to the median (ms), split by {what}, wall time")
     top.set_title("Where a steady step's time goes")
+    if view == "groups":
+        used = {g for ps in parts.values() for g, v in ps if v > 0}
+        shown = [g for g in GROUPS[1:] + ("unmapped",) if g in used]
+        top.legend(handles=[Patch(color=rgb01(g, view), label=g) for g in shown],
+                   loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=min(len(shown), 10),
+                   fontsize=7, frameon=False)
     y = np.arange(len(stages))
     h = 0.38
     leg = [values[s][0] for s in stages]
     mod = [values[s][1] for s in stages]
-    bottom.barh(y - h / 2, leg, h, color=[rgb01(s) for s in stages], edgecolor="black",
-                linewidth=0.4)
-    bottom.barh(y + h / 2, mod, h, color=[rgb01(s) for s in stages], edgecolor="black",
-                linewidth=0.4, hatch="//", alpha=0.75)
+    colours = [rgb01(s, view) for s in stages]
+    bottom.barh(y - h / 2, leg, h, color=colours, edgecolor="black", linewidth=0.4)
+    bottom.barh(y + h / 2, mod, h, color=colours, edgecolor="black", linewidth=0.4, hatch="//",
+                alpha=0.75)
     for yy, a, b in zip(y, leg, mod):
         bottom.text(max(a, 0), yy - h / 2, f" {a:.2f}", va="center", fontsize=7)
         bottom.text(max(b, 0), yy + h / 2, f" {b:.2f}", va="center", fontsize=7)
-    bottom.set_yticks(y, stages)
+    bottom.set_yticks(y, [_fit(s) for s in stages])
     bottom.invert_yaxis()
     bottom.set_xlabel("ms per steady step (median; wall time, shared among concurrent threads)")
     bottom.legend(handles=[Patch(facecolor="white", edgecolor="black", label=c.label("legacy")),
@@ -76,38 +135,65 @@ def stages_png(path: str | os.PathLike, c: Comparison) -> None:
     _save(fig, path)
 
 
-def _lanes_of_step(att: Attribution, st, max_lanes: int):
+def _fit(name: str, n: int = 38) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+#: Labels whose waits timelines.png draws (faint): a thread waiting for input.
+_INPUT_WAITS = frozenset({"input_wait", "input"})
+
+
+def _segment_names(att: Attribution, gmap: GroupMap | None) -> tuple[np.ndarray, tuple]:
+    """Per segment its label index, and the names of the labels: stages, or groups."""
+    if gmap is None:
+        return att.segment_labels(), LABELS
+    return att.segment_labels(gmap.group, OP_GROUPS, GROUP["runtime"]), GROUPS
+
+
+def _lanes_of_step(att: Attribution, st, max_lanes: int, labels: np.ndarray, idle: int,
+                   shown_waits: set[int]):
+    """The lanes the step's picture shows: the busiest (work, and waits for input, which the
+    picture draws) first, at most ``max_lanes``."""
     e, t0, t1 = att.segments
-    labels = att.segment_labels()
     ev = att.trace.events
-    m = (t1 > st.ts) & (t0 < st.ts + st.dur) & (labels != LABEL["idle"])
+    m = (t1 > st.ts) & (t0 < st.ts + st.dur) & (labels != idle)
     idx = np.flatnonzero(m)
     lanes: dict[tuple[int, int], list[int]] = {}
     for k in idx:
         lanes.setdefault((int(ev.pid[e[k]]), int(ev.tid[e[k]])), []).append(int(k))
     waits = att.segment_waits()
     busy = {ln: sum(min(t1[k], st.ts + st.dur) - max(t0[k], st.ts) for k in ks
-                    if not waits[k]) for ln, ks in lanes.items()}
-    chosen = sorted(lanes, key=lambda ln: -busy[ln])[:max_lanes]
-    chosen.sort(key=lambda ln: att.trace.lane_name(*ln))
-    return [(ln, lanes[ln]) for ln in chosen], labels, t0, t1, e
+                    if not waits[k] or labels[k] in shown_waits) for ln, ks in lanes.items()}
+    chosen = sorted((ln for ln in lanes if busy[ln] > 0), key=lambda ln: -busy[ln])[:max_lanes]
+    chosen.sort(key=lambda ln: _lane_label(att.trace, ln))
+    return [(ln, lanes[ln]) for ln in chosen], t0, t1
 
 
 def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
-                  names: dict[str, str] | None = None, max_lanes: int = 14) -> None:
+                  names: dict[str, str] | None = None, max_lanes: int = 14,
+                  groups: dict[str, GroupMap] | None = None) -> None:
     """One steady step (the one closest to the median) of each run, one row per thread/lane,
     the runs stacked on a shared time axis (ms from the step's start); a thread waiting for
-    others is left blank."""
+    others is left blank, one waiting for input drawn faint. Coloured by stage, or with
+    ``groups`` (per run its generic view) by group."""
     side_names = names or {}
+    view = "groups" if groups else "stages"
     picked = {side: att.representative() for side, att in runs.items()}
-    data = {side: _lanes_of_step(att, picked[side], max_lanes)
-            for side, att in runs.items() if picked[side] is not None}
+    data = {}
+    for side, att in runs.items():
+        if picked[side] is None:
+            continue
+        seg_labels, label_names = _segment_names(att, (groups or {}).get(side))
+        idle = label_names.index("idle")
+        shown = {label_names.index(x) for x in _INPUT_WAITS if x in label_names}
+        data[side] = (*_lanes_of_step(att, picked[side], max_lanes, seg_labels, idle, shown),
+                      seg_labels, label_names)
     heights = [max(len(d[0]), 1) for d in data.values()] or [1]
     fig = Figure(figsize=(12, 1.4 + 0.32 * sum(heights) + 0.9 * len(heights)))
     axes = fig.subplots(len(heights), 1, sharex=True, gridspec_kw={"height_ratios": heights},
                         squeeze=False)
     used = set()
-    for ax, (side, (lanes, labels, t0, t1, e)) in zip(axes[:, 0], data.items()):
+    for ax, (side, (lanes, t0, t1, labels, label_names)) in zip(axes[:, 0], data.items()):
         att, st = runs[side], picked[side]
         waits = att.segment_waits()
         for row, (ln, ks) in enumerate(lanes):
@@ -115,25 +201,40 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
             for k in ks:
                 a = max(t0[k], st.ts) - st.ts
                 b = min(t1[k], st.ts + st.dur) - st.ts
-                lab = LABELS[labels[k]]
-                if waits[k]:
+                lab = label_names[labels[k]]
+                if waits[k] and lab not in _INPUT_WAITS:
                     continue  # a waiting thread: leave the row empty there
-                bars.setdefault(lab, []).append((a / 1e3, (b - a) / 1e3))
-            for lab, spans in bars.items():
-                ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=rgb01(lab))
-                used.add(lab)
-        names = _dedupe([_short(att.trace.lane_name(*ln)) for ln, _ in lanes])
-        ax.set_yticks(range(len(names)), names, fontsize=7)
-        ax.set_ylim(len(names) - 0.5, -0.5)
+                bars.setdefault((lab, bool(waits[k])), []).append((a / 1e3, (b - a) / 1e3))
+            for (lab, wait), spans in bars.items():
+                # waiting for input is drawn faint: the step's own time, not work
+                ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=rgb01(lab, view),
+                               alpha=0.3 if wait else 1.0)
+                used.add((lab, wait) if wait else lab)
+        lane_names = _dedupe([_short(_lane_label(att.trace, ln)) for ln, _ in lanes])
+        ax.set_yticks(range(len(lane_names)), lane_names, fontsize=7)
+        ax.set_ylim(len(lane_names) - 0.5, -0.5)
         ax.set_title(f"{side_names.get(side, side)}: step {st.num}, {st.dur / 1e3:.1f} ms (the "
                      f"steady step closest to the median)", fontsize=9, loc="left")
         ax.axvline(st.dur / 1e3, color="black", linewidth=0.8, linestyle=":")
     axes[-1, 0].set_xlabel("ms from the step's start")
-    handles = [Patch(color=rgb01(s), label=s) for s in _ORDER if s in used]
-    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 9), fontsize=7,
+    order = [s for s in _ORDER] if view == "stages" else list(GROUPS[1:]) + ["unmapped"]
+    handles = [Patch(color=rgb01(s, view), label=s) for s in order if s in used]
+    handles += [Patch(color=rgb01(s, view), alpha=0.3, label=f"waiting for {s}".replace(
+        "input_wait", "input")) for s in order if (s, True) in used]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 9) or 1, fontsize=7,
                frameon=False, bbox_to_anchor=(0.5, -0.01))
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     _save(fig, path)
+
+
+def _lane_label(trace, lane: tuple[int, int]) -> str:
+    """A lane's name; a lane that is only a number (timelines: one per process) is named for
+    its process (``GPU:0 stream:14``, ``CPU:0 Compute``)."""
+    name = trace.lane_name(*lane)
+    proc = trace.processes.get(lane[0])
+    if name.isdigit() and proc is not None and proc.name:
+        return proc.name.rsplit("/device:", 1)[-1].lstrip("/")
+    return name
 
 
 def _short(name: str, n: int = 34) -> str:

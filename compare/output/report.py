@@ -62,7 +62,7 @@ def _matches(c: Comparison, sides: dict[str, Side]) -> dict[str, dict[int, str]]
     """Per side, event -> the ``ops_diff`` row (same, changed or fused) its op belongs to."""
     out = {}
     for k, s in sides.items():
-        row_of = {key: r.op for r in c.ops_diff if r.status in ("same", "changed", "fused")
+        row_of = {key: r.op for r in c.ops_diff if r.status in ("same", "changed", "fused", "unfused")
                   for key in r.keys.get(k, ())}
         out[k] = {i: row_of[key] for i, key in event_keys(s.analysis).items() if key in row_of}
     return out
@@ -76,10 +76,12 @@ def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> lis
     try:
         runs = {k: s.attribution for k, s in sides.items()}
         c = report.comparison
+        # the generic view's groups colour the pictures when no side shows the seed's stages
+        groups = {k: s.groups for k, s in sides.items()} if c.view == "groups" else None
         report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs,
-                                                 c.labels, _matches(c, sides))
+                                                 c.labels, _matches(c, sides), groups)
         plots.stages_png(staging / FILES["stages_png"], c)
-        plots.timelines_png(staging / FILES["timelines_png"], runs, c.labels)
+        plots.timelines_png(staging / FILES["timelines_png"], runs, c.labels, groups=groups)
         atomic.write_json(staging / FILES["report_json"], report_json.to_json(report))
         atomic.write_text(staging / FILES["report_md"], report_md.render(report))
         written = atomic.move_into(staging, out)

@@ -5,7 +5,9 @@ Version 2 keeps every field of version 1 with its meaning and adds: ``labels`` (
 outputs call each side; the keys stay ``legacy``/``modern``), ``groups`` (the generic view of
 any TF program), ``ops_diff`` and ``types_diff`` (op by op), ``comparability`` (the parity
 checks: caveats, like for like, the step times compared) and ``verdict.named`` /
-``verdict.significant``."""
+``verdict.significant``; later additions that an old reader can ignore: ``view`` (which view
+the verdict and plots use, the unmapped share in each), ``unfused`` rows of ``ops_diff``,
+``steps.*.first_kind`` and friends, ``steps.*.representative.groups_us``."""
 from __future__ import annotations
 
 import dataclasses
@@ -56,6 +58,7 @@ def to_json(r: "Report") -> dict:
         "types_diff": [dataclasses.asdict(t) | {"delta_us": round(t.delta_us, 1)}
                        for t in c.types_diff],
         "comparability": comparability(c),
+        "view": view(c),
         "answers": r.answers,
         "files": r.files,
         "tensorboard": r.tensorboard,
@@ -117,6 +120,16 @@ def comparability(c: Comparison) -> dict:
             "caveats": [dataclasses.asdict(x) for x in p.caveats],
             "step_us": {k: round(st.us, 1) for k, st in p.steps.items()},
             "untraced_us": {k: round(st.untraced_us, 1) for k, st in p.steps.items()}}
+
+
+def view(c: Comparison) -> dict:
+    """Which view the verdict, plots and merged trace use, and each side's unmapped share in
+    both views (``unmapped_us``/``coverage`` are the stages', ``groups`` the generic one's)."""
+    return {"shown": c.view, "why": c.view_reason(),
+            "unmapped_share": {k: {"stages": c.sides[k].coverage.unmapped_share,
+                                   "groups": round(c.group_unmapped_us(k) / s.steps.median_us, 4)
+                                   if s.steps.median_us else 0.0}
+                               for k, s in c.sides.items()}}
 
 
 def steps(s: StepStats) -> dict:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from compare.analysis.attribution import SPLIT_KEYS
 from compare.analysis.comparison import SIDES, Comparison, StageRow
 from compare.fmt import duration, listed, shown
-from compare.output.colors import STAGE_COLORS
+from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
 
@@ -26,7 +26,7 @@ def render(r: "Report") -> str:
     c = r.comparison
     parts = [_head(r), _verdict(c), _comparability(c), _groups(c), _ops_diff(c),
              _stages(c) if c.has_pipeline() else _no_stages(c), _split(c), _xla(c), _how(c),
-             _questions(r), _files()]
+             _questions(r), _files(c)]
     return "\n".join(line for part in parts for line in part) + "\n"
 
 
@@ -64,7 +64,8 @@ def _comparability(c: Comparison) -> list[str]:
              "TF1 session traces add (first runs, feed_dict, one step against many).", ""]
     if p.like_for_like:
         lines.append("- **Like for like**: no check found a reason not to compare the steps.")
-    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}" for x in p.caveats]
+    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}"
+              for x in sorted(p.caveats, key=lambda x: not x.breaks)]
     return lines + [""]
 
 
@@ -96,30 +97,55 @@ def _ops_diff(c: Comparison) -> list[str]:
              "`report.json`'s `ops_diff`). Ops are matched by node name (XLA cluster and "
              "function prefixes removed), then by name without TF's `_N` suffixes, then by op "
              "type; ops that vanished while an XLA cluster appeared on the other side are "
-             "*fused* into it. Time is host (executor rows, launches) plus device (kernels, "
-             "copies).", "",
+             "*fused* into it, and a Grappler fusion on one side only (`_FusedConv2D` against "
+             "Conv2D + BiasAdd + Relu) is *fused* or *unfused*. Time is host (executor rows, "
+             "launches) plus device (kernels, copies).", "",
              f"| op | type | {la} | {lb} | delta | {la} n | {lb} n | status |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in c.ops_diff[:OPS_SHOWN]:
         status = r.status + (f" (by {r.match})" if r.match in ("scope", "type") else "")
-        if r.status == "fused":
-            status += f": {len(r.members)} ops in {c.label('legacy' if r.into == 'modern' else 'modern')}"
+        if r.status in ("fused", "unfused"):
+            apart = "legacy" if r.into == "modern" else "modern"
+            status += f": {len(r.members)} ops in {c.label(apart)}, one in {c.label(r.into)}"
         sign = "+" if r.delta_us > 0 else "-"
-        lines.append(f"| `{r.op}` | {r.type} | {ms(r.a_us)} | {ms(r.b_us)} | "
+        lines.append(f"| `{_md_name(r)}` | {r.type} | {ms(r.a_us)} | {ms(r.b_us)} | "
                      f"{sign}{duration(abs(r.delta_us))} | {r.a_count:g} | {r.b_count:g} | "
                      f"{status} |")
-    fused = [r for r in c.ops_diff if r.status == "fused"]
-    for r in fused:
-        lines += ["", f"`{r.op}` holds: " + ", ".join(f"`{m}`" for m in r.members[:40])
-                  + (f" … (+{len(r.members) - 40})" if len(r.members) > 40 else "")]
+    for r in c.ops_diff[:OPS_SHOWN]:
+        if not (r.status in ("fused", "unfused") or r.match in ("scope", "type") and
+                r.members != [r.op]):
+            continue
+        listed_ = ", ".join(f"`{m}`" for m in r.members[:40]) + (
+            f" … (+{len(r.members) - 40})" if len(r.members) > 40 else "")
+        if r.status == "fused" and r.match == "xla":
+            head = f"`{r.op}` ({r.type} in {c.label(r.into)}) holds: "
+        elif r.status in ("fused", "unfused"):
+            apart = "legacy" if r.into == "modern" else "modern"
+            head = (f"`{r.op}` ({r.type} in {c.label(r.into)}) runs in {c.label(apart)} as: ")
+        else:
+            head = f"`{r.op}` ({r.type}, matched by {r.match}) is the nodes: "
+        lines += ["", head + listed_]
     return lines + [""]
 
 
+def _md_name(r) -> str:
+    """The op column: the node, or for a match by type the type and how many nodes."""
+    if r.match == "type":
+        return f"{r.type} x{len(r.members)}"
+    return r.op
+
+
 def _no_stages(c: Comparison) -> list[str]:
+    shares = ", ".join(f"{c.label(k)} {s.coverage.unmapped_share:.0%}"
+                       for k, s in c.sides.items())
     return ["## Stages of the seed pipeline", "",
-            "Neither trace spends time in the seed pipeline's stages (read, decode, resize, "
-            "crop, ...): these are other programs, described above by group and op. "
-            "`report.json`'s `stages` rows are there all the same.", ""]
+            "Neither trace shows the seed's image pipeline (no stage by our name scopes, "
+            "`tf.image` API scopes or image op types): these are other programs, described "
+            "above by group and op, and the verdict, `stages.png`, `timelines.png` and the "
+            "merged trace use those groups. `report.json`'s `stages` rows, `unmapped_us` and "
+            f"`coverage` are the seed stages' view all the same, which leaves {shares} of the "
+            "step unmapped (`view` in report.json says which view each number belongs to).",
+            "", "![where a steady step's time goes, by group](stages.png)", ""]
 
 
 def _stage_line(row: StageRow) -> str:
@@ -171,7 +197,8 @@ def _split(c: Comparison) -> list[str]:
             f"{ms(st.split_us[s])} ({st.split_us[s] / step:.0%})" for s in SPLIT_KEYS)
             + f" | {st.steady_count} of {st.count} |")
         if st.first_split_us:
-            lines.append(f"| {c.label(k)} (first step) | " + " | ".join(
+            first = "first traced step" if st.first_kind == "window" else "first step"
+            lines.append(f"| {c.label(k)} ({first}) | " + " | ".join(
                 ms(st.first_split_us[s]) for s in SPLIT_KEYS) + " | 1 |")
     return lines + [
         "", f"Stretches of TF's own runtime on a TF thread with no op inside, "
@@ -261,15 +288,17 @@ def _questions(r: "Report") -> list[str]:
     return lines
 
 
-def _files() -> list[str]:
+def _files(c: Comparison) -> list[str]:
+    what = "stage" if c.view == "stages" else "group"
     lines = ["## Files", "",
              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
-             "- `stages.png`, `timelines.png`: the stage bars and one steady step of each run.",
+             f"- `stages.png`, `timelines.png`: the {what} bars and one steady step of each run.",
              "- `merged_trace.json.gz`: both runs in one Chrome trace. TensorBoard's profile "
              "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
              "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "
-             "`· stages` row shows its work by stage; chrome://tracing colours events by "
-             "stage, Perfetto colours by name (so the stage rows match across runs).", "",
-             "| stage | colour |", "|---|---|"]
-    lines += [f"| {lab} | rgb{rgb} (`{cname}`) |" for lab, (cname, rgb) in STAGE_COLORS.items()]
+             f"`· {what}s` row shows its work by {what}; chrome://tracing colours events by "
+             f"{what}, Perfetto colours by name (so the {what} rows match across runs).", "",
+             f"| {what} | colour |", "|---|---|"]
+    table = STAGE_COLORS if c.view == "stages" else GROUP_COLORS
+    lines += [f"| {lab} | rgb{rgb} (`{cname}`) |" for lab, (cname, rgb) in table.items()]
     return lines + [""]

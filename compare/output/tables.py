@@ -3,6 +3,7 @@ generic view of any TF program, and the top of the op diff."""
 from __future__ import annotations
 
 from compare.analysis.comparison import Comparison
+from compare.analysis.opdiff import describe
 from compare.fmt import duration
 
 #: Op-diff rows printed on the terminal (report.md shows more).
@@ -52,9 +53,11 @@ def stage_table(c: Comparison, width: int = 100) -> str:
 
 def _step_lines(c: Comparison, w: int = 12) -> list[str]:
     a, b, n = c.sides["legacy"].steps, c.sides["modern"].steps, _cw(c)
+    # the program's first step only when the traces say so (a profile window starts later)
+    first = "1st traced" if "window" in (a.first_kind, b.first_kind) else "first step"
     return [f"{'step':<{w}} {cell(a.median_us):>{n}} {cell(b.median_us):>{n}} "
             + (f"{a.median_us / b.median_us:>6.1f}x" if b.median_us else ""),
-            f"{'first step':<{w}} {cell(a.first_us):>{n}} {cell(b.first_us):>{n}}"]
+            f"{first:<{w}} {cell(a.first_us):>{n}} {cell(b.first_us):>{n}}"]
 
 
 def group_table(c: Comparison, max_rows: int = 14) -> str:
@@ -77,17 +80,14 @@ def group_table(c: Comparison, max_rows: int = 14) -> str:
 
 
 def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
-    """The largest per-op differences (per steady step)."""
-    n = _cw(c)
-    la, lb = _fit(c.label("legacy"), n), _fit(c.label("modern"), n)
-    lines = [f"{'op (type)':<52} {la:>{n}} {lb:>{n}} {'delta':>10}  status",
+    """The ``n`` largest per-op differences (per steady step)."""
+    w = _cw(c)
+    la, lb = _fit(c.label("legacy"), w), _fit(c.label("modern"), w)
+    lines = [f"{'op (type)':<52} {la:>{w}} {lb:>{w}} {'delta':>10}  status",
              "-" * 100]
     for r in c.ops_diff[:n]:
-        name = r.op if r.op == r.type else f"{r.op} ({r.type})"
-        if r.status == "fused":
-            name = f"{r.op} ({r.type}) <- {len(r.members)} ops"
         sign = "+" if r.delta_us > 0 else "-"
-        lines.append(f"{_fit(name, 52):<52} {cell(r.a_us):>{n}} {cell(r.b_us):>{n}} "
+        lines.append(f"{_fit(describe(r), 52):<52} {cell(r.a_us):>{w}} {cell(r.b_us):>{w}} "
                      f"{sign + duration(abs(r.delta_us)):>10}  {r.status}"
                      + (f" by {r.match}" if r.match in ("scope", "type") else ""))
     return "\n".join(lines)

@@ -69,7 +69,7 @@ OP_TYPE_LABEL: dict[str, str] = {t: s for s, types in OP_TYPES.items() for t in 
 GENERIC_OP_TYPES = frozenset({
     "Slice", "StridedSlice", "StatelessRandomUniformInt", "StatelessRandomUniformIntV2",
     "RandomUniformInt", "ReverseV2", "Reverse", "ClipByValue", "Pack", "ConcatV2", "Concat",
-    "RandomShuffle", "StatelessShuffle"})
+    "RandomShuffle", "StatelessShuffle"}) | OP_TYPES["read"]
 #: Op types whose label no name scope can change (overheads that are what they are).
 FIXED_OP_TYPES = XLA_COMPILE_OPS | XLA_RUN_OPS | INPUT_WAIT_OPS
 
@@ -95,8 +95,14 @@ API_SCOPES: dict[str, str] = {
     "clip_by_value": "clip",
     "random_shuffle": "shuffle",
 }
+#: TF API scopes any program opens (gradient clipping, shuffling, reading files): like
+#: :data:`GENERIC_OP_TYPES`, a stage's evidence only in a trace that shows an image pipeline.
+GENERIC_API_SCOPES = frozenset({"clip_by_value", "random_shuffle", "read_file", "input_producer",
+                                "string_input_producer", "ReaderReadV2"})
 #: TF's uniquifying suffix of a scope (``clip_by_value_1``).
 SCOPE_SUFFIX = re.compile(r"_\d+$")
+#: TF names a gradient's scope after its op, suffix included (``MatMul_3_grad``).
+GRAD_SCOPE_SUFFIX = re.compile(r"_\d+(?=_grad$)")
 #: Grappler renames ops it rewrites ("ArithmeticOptimizer/AddOpsRewrite_adjust_brightness"):
 #: the original scope survives after these prefixes.
 GRAPPLER_REWRITE = re.compile(r"^(?:AddOpsRewrite_(?:Leaf_\d+_)?|[A-Za-z]+Optimizer_)")

@@ -135,6 +135,10 @@ GRAPH_PLUMBING_OPS = frozenset({
     "LoopCond", "ControlTrigger", "PartitionedCall", "StatefulPartitionedCall",
     "MakeIterator", "AnonymousIteratorV3", "AnonymousIteratorV2", "DeleteIterator",
     "OptionalGetValue", "OptionalHasValue"})
+#: Grappler's remapper fuses an op with the ones that follow it into one kernel
+#: (``_FusedConv2D`` = Conv2D + BiasAdd + Relu, ``_FusedMatMul``, ``_FusedBatchNormEx``, oneDNN's
+#: ``_MklFusedConv2D``...), named after the last op it absorbed.
+FUSED_OP = re.compile(r"^_(?:Mkl)?(?:Native)?Fused[A-Z]")
 SEND_OPS = frozenset({"_Send", "_HostSend"})
 RECV_OPS = frozenset({"_Recv", "_HostRecv"})
 #: The ``/_N`` suffix TF gives a Send/Recv pair it inserts between devices.
@@ -164,6 +168,13 @@ RUNTIME_PREFIXES = (
 #: A thread inside these is blocked on other threads, not working: a session waiting for its
 #: executor, a caller waiting for a function's ops (which run on other threads or nest inside).
 WAIT_EVENT_PREFIXES = ("SessionRun", "BlockUntilReady", "FunctionRun", "KernelAndDeviceFunc::Run")
+#: The eager execution of a ``tf.function`` (``EagerLocalExecute: __inference_train_function_967``)
+#: on the calling thread, and the kernel execution inside it: the caller runs the function's
+#: executor and then blocks until its ops, which run on the inter-op threads, are done, so an
+#: ``EagerKernelExecute`` inside a function call with nothing nested is that thread waiting
+#: (TF 2.2/2.3 record no ``KernelAndDeviceFunc::Run`` around the wait).
+FUNCTION_CALL_EVENT = re.compile(r"^Eager(?:Local)?Execute: __inference_")
+FUNCTION_KERNEL_EXECUTE = "EagerKernelExecute"
 #: tf.data building an iterator (once per epoch).
 MAKE_ITERATOR_PREFIX = "MakeIterator::"
 TFDATA_ITERATOR_PREFIX = "Iterator::"
@@ -229,6 +240,29 @@ def kernel_op(args: dict, name: str) -> tuple[str, str]:
                 return node, op_type
     return "", ""
 
+
+# --- tensors: shapes and precision --------------------------------------------------------
+
+#: The TF profiler's allocation events on host planes (TF 2.4 on): the op that allocated
+#: (``tf_op``), the tensor's ``data_type`` (a ``DataType`` enum value), its ``shape``
+#: (``[64,12,8,8]``) and ``region_type`` (``output`` for an op's result, ``temp``...).
+MEMORY_ALLOCATION_EVENT = "MemoryAllocation"
+ALLOCATION_OUTPUT = "output"
+#: ``DataType`` enum values (tensorflow/core/framework/types.proto) by name; the half ones.
+DTYPE_NAMES = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 7: "string", 9: "int64",
+               10: "bool", 14: "bfloat16", 19: "float16"}
+HALF_DTYPES = frozenset({"float16", "bfloat16"})
+#: TF1 timelines with memory (``show_memory``): a tensor snapshot's description, a text
+#: proto (``dtype: DT_FLOAT shape { dim { size: 32 } ... }``).
+TENSOR_DTYPE = re.compile(r"dtype:\s*DT_(\w+)")
+TENSOR_DIM = re.compile(r"dim\s*\{\s*size:\s*(-?\d+)")
+#: Mixed precision in a graph: Keras' dynamic loss scaling checks every gradient is finite
+#: (``IsFinite`` reduced by ``All``), and each layer casts its variables (``Cast``);
+#: Grappler's auto mixed precision names the casts it inserts.
+LOSS_SCALE_OPS = frozenset({"IsFinite"})
+CAST_OPS = frozenset({"Cast"})
+AUTO_MIXED_PRECISION = re.compile(r"AutoMixedPrecision|CastToFp16|CastToBf16|mixed_float16|"
+                                  r"mixed_bfloat16|LossScaleOptimizer")
 
 # --- step marks ------------------------------------------------------------------------------
 

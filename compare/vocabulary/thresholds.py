@@ -99,10 +99,10 @@ STEP_NOISE_SINGLE = 0.10
 #: An op type's total change is named instead of its nodes when it is this many times the
 #: largest node's change (many nodes moving together: "MatMul x6 -21.6 ms").
 TYPE_OVER_NODE = 1.5
-#: First run: one op taking this share of a step while the same op takes at most
-#: FIRST_RUN_RATIO times less on the other side (cuBLAS/cuDNN set-up, autotuning, a first
-#: GPU kernel) is one-time work.
-FIRST_RUN_OP_SHARE, FIRST_RUN_RATIO = 0.50, 50.0
+#: Mixed precision: one side with this many times the other's distinct ``Cast`` nodes, and at
+#: least PRECISION_CAST_MIN more (Keras casts each layer's kernel and bias forward and their
+#: gradients back: four per layer); twice that many more count without another sign.
+PRECISION_CAST_FACTOR, PRECISION_CAST_MIN = 2.0, 8
 #: Batch size or input shape: of the compute time matched by node name, at least this share
 #: scaled the same way by at least this factor (every op's work grows with the batch).
 UNIFORM_SCALE_SHARE, UNIFORM_SCALE_FACTOR = 0.80, 2.0
@@ -111,6 +111,9 @@ UNIFORM_SCALE_SHARE, UNIFORM_SCALE_FACTOR = 0.80, 2.0
 MASKED_DEVICE_BUSY = 0.50
 #: Different programs: less than this share of either side's op time matches by name.
 SAME_PROGRAM_SHARE = 0.20
+#: The generic view shows a top-level scope with this many numbered copies or more
+#: (``clip_by_value_1`` ... ``clip_by_value_49``) as one row.
+SCOPE_VARIANTS_MERGED = 5
 
 # --- report size -----------------------------------------------------------------------------
 #: Bounded reports whatever the trace: per group the generic view lists this many rows (its
