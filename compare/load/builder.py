@@ -10,6 +10,7 @@ from operator import is_
 import numpy as np
 
 from compare.load import chrome_json, step_marks
+from compare.load.duplicates import drop_repeated_runs
 from compare.model.events import (
     CAT,
     MAX_NAME_CHARS,
@@ -23,7 +24,14 @@ from compare.model.events import (
     Strings,
     Trace,
 )
-from compare.vocabulary.ops import CUDA_CALL_ARG, SOURCE_NODE, XLA_OPS, category_of, kernel_op
+from compare.vocabulary.ops import (
+    CUDA_CALL_ARG,
+    SOURCE_NODE,
+    XLA_OPS,
+    category_of,
+    kernel_op,
+    node_and_type,
+)
 from compare.vocabulary.rows import HOST_PLANE_PREFIX, process_kind
 
 #: Integers the int64 columns hold; pid, tid, ids and groups outside are skipped or dropped.
@@ -489,9 +497,12 @@ class Builder:
         ln = args.get("long_name")
         if isinstance(ln, str):  # xprof: "tf/node/name:OpType"
             self.xprof_style = True
-            tf_name, _, op_type = ln.rpartition(":")
-            if not tf_name:
-                tf_name, op_type = op_type, name
+            pair = node_and_type(ln)
+            if pair:
+                tf_name, op_type = pair
+            elif ":" not in ln:
+                tf_name, op_type = ln, name
+            # else a tf.data iterator's path (Iterator::Model::...::Prefetch): no node, no type
         ho = args.get("hlo_op")
         if isinstance(ho, str):
             hlo_op = ho
@@ -535,7 +546,8 @@ class Builder:
         trace = Trace(source=source, format=fmt, strings=self.s, processes=processes,
                       lanes=dict(self.lanes), events=events, counters=counters, flows=flows,
                       objects=self.objects, warnings=self.warnings, meta=meta)
-        found = self.marks.steps(processes, self.lanes)
+        drop_repeated_runs(trace)
+        found = self.marks.steps(trace.processes, trace.lanes)
         trace.steps = found.steps or _infer_steps(trace)
         trace.meta["steps_from"] = found.source if found.steps else (
             "TF1 session runs (each starts with its _SOURCE node)" if len(trace.steps) > 1

@@ -36,36 +36,64 @@ TIMELINE_NAMES = ("timeline.json", "trace.json.gz")
 
 
 def load_dir(p: Path) -> Trace:
-    """A session folder (``<host>.xplane.pb`` or ``<host>.trace.json.gz`` per host), a logdir
-    holding one run's sessions (the latest session is read), or a folder with a timeline."""
-    session = _session(p)
+    """A session folder (``<host>.xplane.pb`` or ``<host>.trace.json.gz`` per host), a folder
+    above one (``plugins/profile``, ``plugins``, the run folder or a logdir holding one run;
+    with several sessions the latest is read and a warning names the others), or a folder
+    with a timeline."""
+    session, others = _session(p)
     if session is None:
         timelines = [t for t in TIMELINE_NAMES if (p / t).is_file()]
         if timelines:
             return load_json_file(p / timelines[0])
         raise LoadError(f"{p}: folder holds no .xplane.pb or <host>.trace.json.gz profile (and "
                         f"no timeline.json); we read {FORMATS_WE_READ}")
+    trace = _load_session(session, p)
+    if others:
+        trace.warnings.append(
+            f"{p} holds {len(others) + 1} profile sessions ({', '.join(o.name for o in others)}, "
+            f"{session.name}); this report explains the latest, {session.name}. To explain "
+            f"another, pass its folder ({os.path.relpath(others[-1], p)} in the folder given)")
+        trace.meta["sessions"] = [str(o) for o in others] + [str(session)]
+    return trace
+
+
+def _load_session(session: Path, source: Path) -> Trace:
     xplanes = sorted(session.glob("*" + XPLANE_SUFFIX))
     if xplanes:
-        return load_xplanes([str(x) for x in xplanes], str(p))
+        return load_xplanes([str(x) for x in xplanes], str(source))
     files = sorted(session.glob("*" + HOST_TRACE_SUFFIX))
     loaded = [(f.name[: -len(HOST_TRACE_SUFFIX)], load_json_file(f)) for f in files]
-    return loaded[0][1] if len(loaded) == 1 else hosts.merge(loaded, str(p))
+    return loaded[0][1] if len(loaded) == 1 else hosts.merge(loaded, str(source))
 
 
-def _session(p: Path) -> Path | None:
-    """The profile session folder ``p`` is or holds (None if none)."""
+#: Where profile sessions sit below a folder the user may name: the ``profile`` folder (sessions
+#: are its children), ``plugins``, and any run folder or logdir above them.
+SESSION_PATTERNS = ("*/", "profile/*/", "**/plugins/profile/*/")
+
+
+def _session(p: Path) -> tuple[Path | None, list[Path]]:
+    """The profile session folder ``p`` is or holds (None if none), and the run's other
+    sessions (older first; session folders are named by the time they were written)."""
     if any(p.glob("*" + XPLANE_SUFFIX)) or any(p.glob("*" + HOST_TRACE_SUFFIX)):
-        return p
-    sessions = sorted({x.parent for suffix in (XPLANE_SUFFIX, HOST_TRACE_SUFFIX)
-                       for x in p.glob(f"**/plugins/profile/*/*{suffix}")})
+        return p, []
+    sessions = sorted({x.parent for pattern in SESSION_PATTERNS
+                       for suffix in (XPLANE_SUFFIX, HOST_TRACE_SUFFIX)
+                       for x in p.glob(pattern + "*" + suffix)})
     if not sessions:
-        return None
-    runs = sorted({str(s.parent.parent.parent) for s in sessions})
+        return None, []
+    runs = sorted({str(_run_of(s)) for s in sessions})
     if len(runs) > 1:
         names = ", ".join(os.path.relpath(r, p) for r in runs)
         raise LoadError(f"{p}: holds several runs ({names}); pass one of them")
-    return sessions[-1]
+    return sessions[-1], sessions[:-1]
+
+
+def _run_of(session: Path) -> Path:
+    """The run folder of a session: ``<run>/plugins/profile/<session>``, else its parent."""
+    up = session.parent
+    if up.name == "profile" and up.parent.name == "plugins":
+        return up.parent.parent
+    return up
 
 
 def host_name(path: str) -> str:

@@ -81,7 +81,7 @@ def header(e: Explanation) -> str:
     if c.source:
         out(f"Steps come from: {c.source}.", hang=4)
     if e.warnings:
-        out("Warnings (the trace is damaged; this report uses what could be read):")
+        out("Warnings (what was wrong or unusual in the input, and what this report did):")
         for w in e.warnings:
             out(f"- {w}", indent=2)
     out()

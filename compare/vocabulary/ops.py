@@ -215,6 +215,18 @@ CUDA_CALL_ARG = "correlation_id"
 COPY_NAME = re.compile(r"^(?:MEMCPY|Memcpy|memcpy|cuMemcpy|cudaMemcpy|Memset|MEMSET)")
 
 
+#: xprof's ``long_name`` of an op: ``node/name:OpType``. TF node names hold no ':' and op types
+#: are identifiers, so a name with ``::`` (a tf.data iterator's path,
+#: ``Iterator::Model::MaxIntraOpParallelism::Prefetch``, or a C++ scope) is not one.
+NODE_AND_TYPE = re.compile(r"^([^:]+):([A-Za-z_][\w>]*)$")
+
+
+def node_and_type(long_name: str) -> tuple[str, str] | None:
+    """(node name, op type) of an xprof ``long_name`` written ``node:Type``, else None."""
+    m = NODE_AND_TYPE.match(long_name)
+    return (m.group(1), m.group(2)) if m else None
+
+
 def kernel_op(args: dict, name: str) -> tuple[str, str]:
     """(node name, op type) of the TF op a GPU kernel ran for, from its args; ("", "") when
     the args name none or the event is a copy."""
