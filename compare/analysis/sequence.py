@@ -33,6 +33,7 @@ import numpy as np
 
 from compare.analysis import rows
 from compare.analysis.steps import StepChoice
+from compare.analysis.xla import kernel_launches
 from compare.model.events import CAT, Trace
 from compare.model.lanes import keys
 from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFFIX
@@ -88,7 +89,7 @@ def _nodes(trace: Trace, choice: StepChoice, work: np.ndarray) -> np.ndarray:
     (events naming a TF op, tf.data iterator events) and, on rows that have none of those,
     the outermost events."""
     ev = trace.events
-    idx = np.flatnonzero(work & (ev.step == choice.step.num))
+    idx = np.flatnonzero(work & choice.in_step(trace))
     if trace.format == "timeline" or not len(idx):
         return idx
     tf_data = CAT["tf_data"]
@@ -188,12 +189,17 @@ def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int,
 
 
 def _launch_edges(t: _Timeline, g: _Graph) -> None:
-    """Each GPU kernel after the host op that launched it (the tracer names it alike)."""
+    """Each GPU kernel after the host op that launched it (the tracer names it alike; TF 1.x's
+    XLA:GPU kernels, named by their HLO, after the launch op that enqueued them)."""
     ev, names = t.ev, t.names
+    launched_by = kernel_launches(t.trace)
+    host = set(t.host)
     for k in sorted(t.kernels, key=lambda i: ev.ts[i]):
         if names[ev.name[k]].startswith(MEMCPY_PREFIX):
             continue
-        u = t.producer(names[ev.tf_name[k]], ev.ts[k], -1)
+        u = launched_by.get(k)
+        if u not in host:
+            u = t.producer(names[ev.tf_name[k]], ev.ts[k], -1)
         if u is not None:
             g.add(u, k, "launch")
             if t.role[k] == "gpu_stream":
@@ -261,11 +267,20 @@ def _copy_readers(t: _Timeline, tensors: set[str]) -> dict[str, list[tuple[int, 
             base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]])
             if base in tensors:
                 out[base].append((v, True))
-        elif t.kernels_of.get(v):
+        else:
+            # an op with kernels reads the copy on the GPU; one without, on another device
+            # than the tensor's producer, receives it (a device-to-host copy)
+            has_kernels = bool(t.kernels_of.get(v))
             for base in dict.fromkeys(SEND_RECV_SUFFIX.sub("", names[s])
                                       for s in ev.inputs_of(v)):
-                if base in tensors:
+                if base not in tensors:
+                    continue
+                if has_kernels:
                     out[base].append((v, False))
+                else:
+                    u = t.producer(base, ev.ts[v], v)
+                    if u is not None and ev.pid[u] != ev.pid[v]:
+                        out[base].append((v, True))
     return out
 
 

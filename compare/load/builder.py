@@ -9,6 +9,7 @@ from operator import is_
 
 import numpy as np
 
+from common.hlo import short_instruction
 from compare.load import chrome_json, step_marks
 from compare.load.duplicates import drop_repeated_runs
 from compare.model.events import (
@@ -27,6 +28,7 @@ from compare.model.events import (
 from compare.vocabulary.ops import (
     CUDA_CALL_ARG,
     SOURCE_NODE,
+    XLA_GPU_KERNEL_OP,
     XLA_OPS,
     category_of,
     kernel_op,
@@ -285,6 +287,9 @@ class Builder:
         names = [e.name for e in xs]
         tf_names = [a.get("name") for a in args]
         tf_names = [n if type(n) is str else "" for n in tf_names]
+        if XLA_GPU_KERNEL_OP in ops:  # TF1 XLA:GPU kernels: named by a whole HLO program
+            tf_names = [short_instruction(n) if o == XLA_GPU_KERNEL_OP else n
+                        for n, o in zip(tf_names, ops)]
         pairs = [(j, v) for j, a in enumerate(args) if len(a) > 2
                  for k, v in a.items() if k[:5] == "input" and type(v) is str]
         if pairs:
@@ -484,6 +489,8 @@ class Builder:
         producer names are appended to ``in_ids``."""
         self.timeline_style = True
         tf_name = args.get("name") if isinstance(args.get("name"), str) else ""
+        if args["op"] == XLA_GPU_KERNEL_OP:  # TF1 XLA:GPU kernels: named by a whole HLO program
+            tf_name = short_instruction(tf_name)
         n_in = 0
         for k, v in args.items():
             if k.startswith("input") and isinstance(v, str):
