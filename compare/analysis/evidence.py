@@ -255,6 +255,17 @@ class Rest:
     def share(self, k: np.ndarray) -> float:
         return min(1.0, self.covered_us(k) / self.wall) if self.wall > 0 else 0.0
 
+    def outside(self, k: np.ndarray) -> np.ndarray:
+        """The events of ``k`` not wholly inside the stretches cut out."""
+        ev = self.trace.events
+        if not len(self.cut_ts) or not len(k):
+            return k
+        order = np.argsort(self.cut_ts)
+        a, b = self.cut_ts[order], np.maximum.accumulate(self.cut_end[order])
+        at = np.searchsorted(a, ev.ts[k], side="right") - 1
+        inside = (at >= 0) & (ev.end[k] <= b[np.maximum(at, 0)])
+        return k[~inside]
+
 
 def one_time_share(o: OneTime, compile_share: float) -> float:
     """The wall share of the step the strongest sign of one-time work accounts for."""

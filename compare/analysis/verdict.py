@@ -25,10 +25,11 @@ facts from a trace. They are split so the thresholds can be checked on construct
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
-from common.stages import stage_of_scope
+from common.stages import PIPELINE_STAGES, stage_of_scope
 from compare.analysis import evidence, inputs, rows
 from compare.analysis.evidence import Communication, Copies, Launch, OneTime, RunStart
 from compare.analysis.legend import WHERE, Legend
@@ -50,6 +51,7 @@ from compare.vocabulary.thresholds import (
     COMPILE_NOTABLE,
     COMPUTE_DOMINATES,
     COMPUTE_NOTABLE,
+    COMPUTE_SHOWN,
     COPY_BOUND,
     COPY_NOTABLE,
     FIRST_STEP_FACTOR,
@@ -106,6 +108,7 @@ class Facts:
     top_op_name: str = ""                  # node name of its longest execution
     top_op_name_share: float = 0.0
     top_op_cpu_us: float = 0.0             # its executions' summed self time (CPU/GPU time)
+    top_op_const_inputs: bool = False      # its longest execution reads only constants
     compute_share: float = 0.0             # wall share of all op work (input waits apart)
     device_bound: bool = False             # the GPU ran kernels GPU_IDLE of the step or more
     critical_share: float = 0.0
@@ -190,8 +193,13 @@ def _caused(x: Finding, out: list[Finding]) -> Finding:
     if cause is None:
         return x
     return dataclasses.replace(x, level="info", try_next="",
-                               text=f"The GPU ran kernels only {1 - x.share:.0%} of the step: "
+                               text=f"The GPU ran kernels {_pct(1 - x.share)} of the step: "
                                     f"it waited for {cause}.")
+
+
+def _pct(share: float) -> str:
+    """A small share in words: "under 1%" rather than "0%" for a little, else "only N%"."""
+    return "under 1%" if 0 < share < 0.005 else f"only {share:.0%}"
 
 
 #: Findings judged again on the rest of a first step, without its one-time work.
@@ -208,8 +216,9 @@ def _without_one_time(f: Facts, cls: str) -> list[Finding]:
     out = []
     for kind in _REJUDGED:
         for x in rules[kind](r, cls):
+            # facts about the rest, not advice: only a later step shows what to optimise
             out.append(dataclasses.replace(
-                x, level="moderate" if x.level == "high" else x.level,
+                x, level="moderate" if x.level == "high" else x.level, try_next="",
                 text=f"Without the one-time work ({ms(f.wall_us - r.wall_us)}), in the rest "
                      f"of the step ({ms(r.wall_us)}): {x.text}"))
     return out
@@ -279,10 +288,9 @@ def _input_detail(f: Facts) -> str:
         out += (f" Of the wait, {ms(f.input_inline_us)} ran the pipeline's own ops on the "
                 f"step's thread (nothing produced elements ahead of the step).")
     if f.one_time.steps == 1:
-        out += (" This is the only step in the trace: a wait this long may be the pipeline "
-                "starting "
-                "(a shuffle buffer filling, files opening, a generator's first elements) "
-                "rather than its steady rate; profile several later steps to tell.")
+        out += (" This is the only step in the trace, so it cannot tell a slow pipeline from "
+                "one still starting up (a shuffle buffer filling, files opening, a generator's "
+                "first elements): profile several later steps to tell.")
     return out
 
 
@@ -449,8 +457,9 @@ def _communication(f: Facts, cls: str) -> list[Finding]:
         "communication", level, c.exposed_share,
         f"Communication: {c.count} collective(s) ({', '.join(c.ops[:4])}) cover "
         f"{c.share:.0%} of the step (wall; {ms(c.summed_us)} summed over their overlapping "
-        f"boxes); for {c.exposed_share:.0%} of the step nothing else ran beside them, so the "
-        f"step waited for them.",
+        f"boxes); for {c.exposed_share:.0%} of the step nothing else ran beside them"
+        + (", so the step waited for them." if c.exposed_share >= COMM_NOTABLE else
+           ": they overlapped other work, so the step hardly waited for them."),
         "overlap communication with computation (all-reduce each gradient as soon as it is "
         "ready, as tf.distribute's MirroredStrategy does; bucket small gradients), give each "
         "replica more work per step (a larger per-replica batch), and keep collectives on "
@@ -519,7 +528,7 @@ def _launch(f: Facts, cls: str) -> list[Finding]:
 def _no_data(f: Facts, cls: str) -> list[Finding]:
     if not f.silent_rows:
         return []
-    gpu_words = ("No GPU row recorded anything: the GPU tracer captured no kernel (it failed "
+    gpu_words = ("no GPU row recorded anything: the GPU tracer captured no kernel (it failed "
                  "to start, lacked permission, or the device ran nothing), so GPU time cannot "
                  "be judged from this trace" if f.gpu_rows and not f.gpus_recorded else
                  "nothing can be said of the devices behind them")
@@ -540,7 +549,7 @@ def _gpu_idle(f: Facts, cls: str) -> list[Finding]:
     return [Finding(
         "gpu_idle", "high" if f.gpu_busy_share < 0.25 else "moderate", 1 - f.gpu_busy_share,
         f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the {f.window} and "
-        f"waited the rest (for input, copies or the host launching kernels).",
+        f"waited the remaining time (for input, copies or the host launching kernels).",
         "keep the GPU fed: prefetch to the device (tf.data.experimental.prefetch_to_device"
         " or .prefetch), larger batches, fewer and larger kernels (XLA: "
         "tf.function(jit_compile=True))")]
@@ -559,8 +568,9 @@ def _xla_overhead(f: Facts, cls: str) -> list[Finding]:
 
 
 def _compute(f: Facts, cls: str) -> list[Finding]:
-    if not f.top_op:
-        return []
+    if not f.top_op or (not f.device_bound and
+                        max(f.top_op_share, f.compute_share) < COMPUTE_SHOWN):
+        return []  # ops that hardly ran: other findings say where the time went
     what = f"XLA clusters ({f.top_op})" if f.top_op_category == "xla_run" else f.top_op
     calls = (f"{f.top_op_count} {'kernels' if f.top_op_where == 'GPU' else 'executions'}; "
              f"the longest, {f.top_op_name}, {f.top_op_name_share:.0%}"
@@ -586,12 +596,18 @@ def _compute(f: Facts, cls: str) -> list[Finding]:
              if f.device_bound else
              f"{ops_words} ran {f.compute_share:.0%} of the {f.window} (wall). "
              if f.compute_share else "")
+    if f.top_op_const_inputs and not f.device_bound:
+        advice = ("its inputs are all constants, so it computes the same result in every run: "
+                  "compute it once and keep the result (a variable initialised with it, or a "
+                  "constant saved in its place) instead of recomputing it per step")
     return [Finding(
         "compute", "high" if high else "info", share,
         f"{where}The largest cost is {what} on the {f.top_op_where}: it covers "
         f"{f.top_op_share:.0%} of the {f.window} (wall time; its executions add up to "
         f"{ms(f.top_op_cpu_us)} of {'GPU' if f.top_op_where == 'GPU' else 'CPU'} time: "
-        f"{calls}). The critical path covers {f.critical_share:.0%} of the {f.window}.",
+        f"{calls})."
+        + (f" The critical path covers {f.critical_share:.0%} of the {f.window}."
+           if f.critical_share >= 0.01 else ""),
         f"start with {f.top_op_name or f.top_op}, the largest cost: {advice}")]
 
 
@@ -771,7 +787,7 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
 
 
 #: The rest of a first step is judged only when it is this share of the step or more.
-REST_MIN_SHARE = 0.05
+REST_MIN_SHARE = 0.02
 
 
 def _rest_facts(st: _Step, f: Facts, legend: Legend, sequence: Sequence,
@@ -810,6 +826,7 @@ def _rest_facts(st: _Step, f: Facts, legend: Legend, sequence: Sequence,
 def _rest_top_op(st: _Step, r: Facts, rest: "evidence.Rest", work: np.ndarray) -> None:
     """The op type covering the most of the rest of the step (the GPU's when it is busy)."""
     ev, names = st.trace.events, st.trace.strings.names
+    work = rest.outside(work)   # the one-time executions themselves are not the rest's work
     gpu = rows.on_gpu(st.trace)[work]
     if r.device_bound:
         work, gpu = work[gpu], gpu[gpu]
@@ -850,7 +867,10 @@ def is_seed_pipeline(trace: Trace) -> bool:
     """The trace is our own seed pipeline's (legacy or modern), by its stage name scopes: only
     then may advice name the seed's structure (its five independent crops)."""
     names = trace.strings.names
-    stages = {stage_of_scope(names[i]) for i in np.unique(trace.events.tf_name) if i}
+    # only names holding a stage's word can carry its scope (a cheap test on 200,000 names)
+    words = re.compile("|".join(PIPELINE_STAGES))
+    stages = {stage_of_scope(names[i]) for i in np.unique(trace.events.tf_name)
+              if i and words.search(names[i])}
     stages.discard(None)
     return "crop" in stages and len(stages) >= SEED_STAGES_MIN
 
@@ -985,9 +1005,9 @@ def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:
     GPU busy GPU_IDLE of the step or more, the GPU's (the step is device-bound)."""
     f.compute_share = st.busy_share(_compute_events(st))
     f.device_bound = f.gpu_busy_share is not None and f.gpu_busy_share >= GPU_IDLE
-    # a NoOp computes nothing (its time is the executor's: a run's _SOURCE), and a copy is not
-    # a kernel (copies have a finding of their own)
-    tops = [t for t in legend.top_ops if t.category != "xla_compile" and
+    # a NoOp computes nothing (its time is the executor's: a run's _SOURCE), a copy is not a
+    # kernel (copies have a finding of their own), tf.data's frames are input (input's finding)
+    tops = [t for t in legend.top_ops if t.category not in ("xla_compile", "tf_data") and
             not tfops.is_input_op(t.op, t.op) and not t.collective and not t.copy and
             t.op not in tfops.NO_WORK_OPS and (t.where == "GPU" or not f.device_bound)]
     if tops:
@@ -996,6 +1016,25 @@ def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:
             t.op, t.where, t.count, t.share, t.category)
         f.top_op_name, f.top_op_name_share = t.largest, min(1.0, t.largest_us / st.wall)
         f.top_op_cpu_us = t.self_us
+        f.top_op_const_inputs = _reads_only_constants(st, t.largest)
+
+
+def _reads_only_constants(st: _Step, node: str) -> bool:
+    """The longest execution of ``node`` in the step has inputs (a timeline records them), and
+    every one of them is made by a constant op in the step."""
+    tr = st.trace
+    ev, names = tr.events, tr.strings.names
+    sid = tr.strings.lookup(node)
+    if sid is None:
+        return False
+    mine = st.idx[ev.tf_name[st.idx] == sid]
+    if not len(mine):
+        return False
+    inputs = ev.inputs_of(int(mine[np.argmax(ev.dur[mine])])).tolist()
+    if not inputs:
+        return False
+    made = {int(n): names[int(o)] for n, o in zip(ev.tf_name[st.idx], ev.op_type[st.idx])}
+    return all(made.get(int(i)) in tfops.CONST_OPS for i in inputs)
 
 
 def step_compile_us(trace: Trace, xla: XlaSummary, choice: StepChoice) -> float:

@@ -76,10 +76,10 @@ def header(e: Explanation) -> str:
     out(f"Trace: {e.trace_source}")
     out(f"What it is: {e.legend.format_words}.", hang=4)
     out(f"Step explained: step {step.num} ({step.name}), {ms(step.dur)} wall, chosen because "
-        f"{c.reason}. The trace has {c.count} step(s)"
-        + (f": first {ms(c.first_us)}, median of the rest {ms(c.median_us)}, shortest "
-           f"{ms(c.min_us)}, longest {ms(c.max_us)}. Pick another with --step N"
-           if c.count > 1 else "") + ".", hang=4)
+        f"{c.reason}."
+        + (f" The trace has {c.count} steps: first {ms(c.first_us)}, median of the rest "
+           f"{ms(c.median_us)}, shortest {ms(c.min_us)}, longest {ms(c.max_us)}. Pick another "
+           f"with --step N." if c.count > 1 else ""), hang=4)
     if c.source:
         out(f"Steps come from: {c.source}.", hang=4)
     if c.window:
@@ -103,8 +103,9 @@ def summary(e: Explanation) -> str:
             + (f"; recompiled: {listed(x.recompiled)}" if x.recompiled else
                "; no recompilation") + ".", indent=2)
     elif x.launch_style != "none":
+        why = _single_call_words(x) or "it shows steady calls only"
         out(f"- XLA ran {sum(1 for u in x.units.values() if u.runs)} cluster(s); none compiled "
-            f"in this trace (it shows steady calls only).", indent=2)
+            f"in this trace ({why}).", indent=2)
     else:
         out("- No XLA in this trace.", indent=2)
     _gpu_summary(out, e)
@@ -250,8 +251,10 @@ def _process(out: Lines, e: Explanation, p) -> None:
             quiet = [ln for ln in lanes if ln.busy_share < 0.01]
             out("lanes (lane 1 and up hold ops that overlapped ops in the lanes below): "
                 + ", ".join(f"{ln.tid} busy {ln.busy_share:.0%}" for ln in busy)
-                + (f"{', and ' if busy else ''}{len(quiet)} lane{'s' if len(quiet) > 1 else ''} "
-                   f"({_span([ln.tid for ln in quiet])}) busy under 1% each" if quiet else "")
+                + ((", and " if busy else "") + (
+                    f"lane {quiet[0].tid} busy under 1%" if len(quiet) == 1 else
+                    f"{len(quiet)} lanes ({_span([ln.tid for ln in quiet])}) busy under 1% "
+                    f"each") if quiet else "")
                 + ".", indent=6, hang=4)
         return
     shown = [ln for ln in p.lanes if ln.events and ln.role != "derived"]
@@ -363,15 +366,27 @@ def _xla_totals(out: Lines, e: Explanation) -> None:
            f"launches them)" if xs.device_us else "") + ".")
 
 
+def _single_calls(x) -> bool:
+    """Each cluster that ran was called once (no steady call to compare a first one with)."""
+    ran = [u for u in x.units.values() if u.runs]
+    return bool(ran) and all(u.runs == 1 for u in ran)
+
+
+def _single_call_words(x) -> str:
+    """Why a trace whose clusters each ran once shows no compile ("" otherwise)."""
+    if x.launch_style != "launch" or not _single_calls(x):
+        return ""
+    longest = max(u.run_first_us for u in x.units.values() if u.runs)
+    return ("each cluster ran once, so there is no steady call to compare with; "
+            + (f"a call of {ms(longest)} is too short to hold one" if longest < COMPILE_MIN_US
+               else f"the longest call, {ms(longest)}, may include one"))
+
+
 def _no_compiles(x) -> str:
     """Why the trace shows no compile, in words."""
-    ran = [u for u in x.units.values() if u.runs]
-    if x.launch_style == "launch" and ran and all(u.runs == 1 for u in ran):
-        longest = max(u.run_first_us for u in ran)
-        return ("Compiles: none seen (each cluster ran once, so there is no steady call to "
-                "compare with; " + (f"a call of {ms(longest)} is too short to hold one). "
-                                    if longest < COMPILE_MIN_US else
-                                    f"the longest call, {ms(longest)}, may include one). "))
+    words = _single_call_words(x)
+    if words:
+        return f"Compiles: none seen ({words}). "
     return "Compiles: none in this trace (every call found its program in the cache). "
 
 
@@ -471,13 +486,15 @@ def _op_list(out: Lines, e: Explanation) -> None:
         head = run[:RUN_HEAD] if len(run) > 1 else run
         for o in head:
             mark = "*" if o.index in crit else " "
-            deps = list(dict.fromkeys("its launch" if a == o.name else a for a in o.after))
+            # a timeline kernel depends on its launch, named as the kernel is
+            deps = list(dict.fromkeys("its launch" if a == o.name and sq.inputs_recorded
+                                      else a for a in o.after))
             after = f"  <- {', '.join(deps[:2])}{' ...' if len(deps) > 2 else ''}" \
                 if deps else ""
             col = o.depth if sq.inputs_recorded else position[o.index]
             start = ("+" if o.start_us >= 0 else "-") + ms(abs(o.start_us))
-            out(f"{col:>5} {start:>9} {ms(o.dur_us):>9} {mark}{o.op} "
-                f"({o.name}) on {o.row}{after}", indent=2, hang=28)
+            out(f"{col:>5} {start:>9} {ms(o.dur_us):>9} {mark}{_op_and_node(o)} "
+                f"on {o.row}{after}", indent=2, hang=28)
         lines += len(head)
         listed_ops += len(run)
         rest = run[len(head):]
@@ -504,6 +521,13 @@ def _op_list(out: Lines, e: Explanation) -> None:
             indent=2)
     else:
         out("* = on the critical path.", indent=2)
+
+
+def _op_and_node(o, brackets: str = "()") -> str:
+    """``MatMul (dense/MatMul)``; the name once when the node is named as its op."""
+    if not o.name or o.name == o.op:
+        return o.op
+    return f"{o.op} {brackets[:1]}{o.name}{brackets[1:]}"
 
 
 def _runs(ops: list) -> list[list]:
@@ -607,10 +631,10 @@ def _link(group) -> str:
                 f"in all{between}: {longs[0].name} ... {longs[-1].name}]")
     if group[-1] != "short":
         o = group[0]
-        return f"{o.op} {o.name} ({ms(o.dur_us)})"
+        return f"{_op_and_node(o, '')} ({ms(o.dur_us)})"
     run = group[:-1]
     if len(run) == 1:
-        return f"{run[0].op} {run[0].name} ({ms(run[0].dur_us)})"
+        return f"{_op_and_node(run[0], '')} ({ms(run[0].dur_us)})"
     types: dict[str, int] = {}
     for o in run:
         types[o.op] = types.get(o.op, 0) + 1
@@ -628,12 +652,14 @@ def interpret(e: Explanation) -> str:
     out(f"Step {step.num} took {ms(step.dur)}. How busy each row was (time when at least one "
         f"of its boxes was open, not the sum of boxes):")
     busy = sorted((p for p in lg.processes if p.events), key=lambda p: (-p.busy_us, p.pid))
-    shown = [p for p in busy if p.busy_share >= QUIET_SHARE][:MAX_BUSY_SHOWN] or busy[:1]
+    shown = busy if len(busy) <= MAX_BUSY_SHOWN else (
+        [p for p in busy if p.busy_share >= QUIET_SHARE][:MAX_BUSY_SHOWN] or busy[:1])
     for p in shown:
         out(f"{p.busy_share:>5.0%}  {p.name}", indent=2, hang=7)
     if len(busy) > len(shown):
-        out(f"... and {len(busy) - len(shown)} more rows, each busy at most "
-            f"{max(p.busy_share for p in busy if p not in shown):.0%}.", indent=2)
+        rest = len(busy) - len(shown)
+        out(f"... and {rest} more row{'s' if rest > 1 else ''}, each busy under "
+            f"{QUIET_SHARE:.0%} of the step.", indent=2)
     _devices(out, e)
     out()
     out("Where the time went, by op type (a GPU kernel counts for the TF op that launched it). "

@@ -158,6 +158,8 @@ GRAPH_PLUMBING_OPS = frozenset({
     "LoopCond", "ControlTrigger", "PartitionedCall", "StatefulPartitionedCall",
     "MakeIterator", "AnonymousIteratorV3", "AnonymousIteratorV2", "DeleteIterator",
     "OptionalGetValue", "OptionalHasValue"})
+#: Constants: an op whose inputs are all constants computes the same result in every run.
+CONST_OPS = frozenset({"Const", "HostConst"})
 #: Ops that compute nothing: their time in a trace is the executor's (a run's ``_SOURCE``).
 NO_WORK_OPS = frozenset({"NoOp"})
 SEND_OPS = frozenset({"_Send", "_HostSend"})

@@ -42,6 +42,8 @@ TIMELINE_SERIAL_BUSY, TIMELINE_SERIAL_PARALLELISM = 0.50, 1.10
 OFF_PATH = 0.20
 GPU_IDLE = 0.50
 COMPUTE_NOTABLE, COMPUTE_DOMINATES = 0.20, 0.50
+#: Ops covering less than this share of the step get no compute finding (say nothing of them).
+COMPUTE_SHOWN = 0.05
 #: A stretch of TF's own runtime on a TF thread with no op inside, at least this long, is a
 #: thread waiting (for another thread, descheduled, or doing something the trace does not
 #: show), not runtime work: executor bookkeeping costs microseconds per op.
