@@ -375,3 +375,15 @@ def test_gpu_idle_caused_by_input_is_said_as_its_effect():
     idle = next(x for x in v.findings if x.kind == "gpu_idle")
     assert v.bottleneck == "input" and idle.level == "info" and not idle.try_next
     assert np.isclose(idle.share, 0.9)
+
+
+def test_a_kernel_that_starts_while_its_launch_runs_stays_on_the_critical_path():
+    events = [(GPU, 0, 0, 300, "MatMul", "m/MatMul"),
+              (GPU_ALL, 0, 100, 5000, "MatMul", "m/MatMul"),      # starts inside its launch
+              (CPU, 0, 5200, 100, "_Retval", "out", ["m/MatMul"])]
+    e = explain(trace(events))
+    sq = e.sequence
+    assert [o.row.split(" lane")[0] for o in sq.critical] == [
+        "/device:GPU:0", "/device:GPU:0/stream:all"]
+    # the launch counts up to its kernel's start: the overlap is not counted twice
+    assert sq.critical_us == pytest.approx(100 + 5000) and sq.time_inconsistent == 0

@@ -19,7 +19,7 @@ from compare.model.events import CAT, CATEGORIES, Trace
 from compare.model.lanes import groups as lane_groups
 from compare.vocabulary.groups import is_collective
 from compare.vocabulary.ops import is_input_op
-from compare.vocabulary.rows import STREAM, TFDATA_GET_NEXT_THREAD, is_copy
+from compare.vocabulary.rows import STREAM, TFDATA_GET_NEXT_THREADS, is_copy
 
 
 @dataclasses.dataclass
@@ -249,7 +249,7 @@ def lane_meaning(trace: Trace, pid: int, tid: int, role: str) -> str:
                 f"ops that started while lane{'s 0..' if tid > 1 else ' '}{tid - 1} "
                 f"{'were' if tid > 1 else 'was'} busy")
     name = rows.thread_base(trace.lanes.get((pid, tid), ""))
-    if role == "tf_data" and name == TFDATA_GET_NEXT_THREAD:
+    if role == "tf_data" and name.startswith(TFDATA_GET_NEXT_THREADS):
         return ("the thread the step's IteratorGetNext runs on: it takes the next element "
                 "from the tf.data pipeline and waits while none is ready (its boxes are the "
                 "step waiting for input; it runs the pipeline's stages itself only where "

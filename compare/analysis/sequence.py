@@ -18,8 +18,9 @@ Where dependencies come from, by trace kind:
 The dataflow order lists ops by depth (0 = depends on no op of this step, k = its latest
 dependency has depth k-1), ties by start time: ops of one depth do not depend on each other.
 The critical path uses only edges that are consistent with time (the dependency ended before
-the dependent started), weighs each op by its duration inside the step, and so is never
-longer than the step's wall time.
+the dependent started; a GPU kernel may start while the host op that launched it still runs,
+and that launch edge counts with the overlap taken off), weighs each op by its duration inside
+the step, and so is never longer than the step's wall time.
 """
 from __future__ import annotations
 
@@ -386,7 +387,8 @@ def _order(nodes: list[int], edges: dict[tuple[int, int], str], ts: np.ndarray
 
 def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, end: np.ndarray,
               lo: float, hi: float) -> tuple[list[int], float]:
-    """The heaviest chain over time-consistent edges; weights are durations inside [lo, hi]."""
+    """The heaviest chain over time-consistent edges; weights are durations inside [lo, hi],
+    less the time a dependency overlaps its dependent (a launch and its kernel)."""
     w = {n: max(0.0, min(end[n], hi) - max(ts[n], lo)) for n in nodes}
     order, _ = _order(nodes, {e: "" for e in edges}, ts)
     pred: dict[int, list[int]] = defaultdict(list)
@@ -396,8 +398,9 @@ def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, en
     for n in order:
         b, arg = 0.0, None
         for u in pred.get(n, ()):
-            if u in best and best[u] > b:
-                b, arg = best[u], u
+            got = best.get(u, 0.0) - max(0.0, min(end[u], hi) - max(ts[n], lo))
+            if u in best and got > b:
+                b, arg = got, u
         best[n] = b + w[n]
         back[n] = arg
     if not best:
@@ -441,7 +444,8 @@ def build(trace: Trace, choice: StepChoice) -> Sequence:
     ts, end = ev.ts, ev.ts + ev.dur
     node_list = [int(i) for i in nodes]
     order, depth = _order(node_list, g.edges, ts)
-    consistent = [(u, v) for (u, v) in g.edges if end[u] <= ts[v] + EPS_US]
+    consistent = [(u, v) for (u, v), kind in g.edges.items() if end[u] <= ts[v] + EPS_US
+                  or kind == "launch" and ts[u] <= ts[v] + EPS_US]
     path, length = _critical(node_list, consistent, ts, end, choice.lo, choice.hi)
     after: dict[int, list[int]] = defaultdict(list)
     for (u, v) in g.edges:

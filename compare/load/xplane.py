@@ -14,6 +14,7 @@ HLO modules come from the xplane's ``/host:metadata`` plane (:mod:`common.hlo`).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -108,6 +109,7 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     except InputError as e:
         raise LoadError(f"{e}; we read {FORMATS_WE_READ}" if "not JSON" in str(e) else str(e)) from None
     blobs = [_read(p) for p in paths]
+    same = _identical_hosts(paths, blobs)
     with tempfile.TemporaryDirectory(prefix="compare-xprof-") as tmp:
         names = _private_copies(paths, blobs, tmp)
         per_host = [(host_name(p), _host_trace(n, p)) for p, n in zip(paths, names)]
@@ -119,7 +121,21 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     trace.format = "xprof"
     trace.hlo = modules
     trace.meta["xplane_files"] = paths
+    if same:
+        trace.warnings.append(
+            f"hosts {', '.join(same)} hold byte-identical profiles (the same events at the same "
+            f"times): most likely one host's profile saved under several names; each is shown "
+            f"as a host of its own, as given")
     return trace
+
+
+def _identical_hosts(paths: list[str], blobs: list[bytes]) -> list[str]:
+    """Host names whose xplane bytes equal another host's (a copy under another name)."""
+    seen: dict[bytes, list[str]] = {}
+    for path, blob in zip(paths, blobs):
+        seen.setdefault(hashlib.blake2b(blob, digest_size=16).digest(), []).append(
+            host_name(path))
+    return [h for hs in seen.values() if len(hs) > 1 for h in hs]
 
 
 def _read(path: str) -> bytes:

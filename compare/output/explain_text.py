@@ -165,7 +165,8 @@ def pids(e: Explanation) -> str:
             empty.setdefault(key, []).append(p)
         elif p.pid in listed:
             if p.role in QUIET_ROLES and p.busy_share < QUIET_SHARE:
-                quiet.setdefault(gpu_of(p.name) or p.role, []).append(p)
+                host = p.name.split(": ", 1)[0] + ": " if ": /" in p.name else ""
+                quiet.setdefault(host + (gpu_of(p.name) or p.role), []).append(p)
                 continue
             _process(out, e, p)
     for gpu, group in quiet.items():
@@ -262,11 +263,21 @@ def _process(out: Lines, e: Explanation, p) -> None:
     if derived:
         out(f"{', '.join(rows_base(ln.name) for ln in derived)}: {derived[0].meaning}.",
             indent=6, hang=4)
-    for ln in shown[:MAX_THREADS_SHOWN]:
-        out(f"{ln.name}: {ln.meaning}; busy {ln.busy_share:.0%}.", indent=6, hang=4)
-    if len(shown) > MAX_THREADS_SHOWN:
-        out(f"... and {len(shown) - MAX_THREADS_SHOWN} more threads with events (all in "
-            f"--json)", indent=6)
+    groups: dict[tuple[str, str], list] = {}   # threads of one name and role: one line
+    for ln in shown:
+        groups.setdefault((rows_base(ln.name), ln.meaning), []).append(ln)
+    for (base, meaning), lanes in list(groups.items())[:MAX_THREADS_SHOWN]:
+        if len(lanes) == 1:
+            out(f"{lanes[0].name}: {meaning}; busy {lanes[0].busy_share:.0%}.", indent=6, hang=4)
+            continue
+        lanes = sorted(lanes, key=lambda ln: -ln.busy_share)
+        shares = [f"{ln.busy_share:.0%}" for ln in lanes]
+        busy = f"{shares[0]} each" if len(set(shares)) == 1 else ", ".join(shares)
+        out(f"{base} x{len(lanes)} (tid {', '.join(str(ln.tid) for ln in lanes)}): {meaning}; "
+            f"busy {busy}.", indent=6, hang=4)
+    if len(groups) > MAX_THREADS_SHOWN:
+        more = sum(len(v) for v in list(groups.values())[MAX_THREADS_SHOWN:])
+        out(f"... and {more} more threads with events (all in --json)", indent=6)
     idle = [ln for ln in p.lanes if not ln.events and ln.role != "derived"]
     if idle:
         out(f"No events in step {step.num}: " + ", ".join(
@@ -449,8 +460,10 @@ def sequence(e: Explanation) -> str:
     if sq.time_inconsistent:
         n = sq.time_inconsistent
         out(f"({n} {'dependency overlaps' if n == 1 else 'dependencies overlap'} in time (the "
-            f"dependent op started before the other ended, e.g. a kernel starting while its "
-            f"launch was still running); the critical path skips {'it' if n == 1 else 'those'}.)")
+            f"dependent op started before the other's box ended: a box can hold bookkeeping "
+            f"after its outputs were ready); the critical path skips "
+            f"{'it' if n == 1 else 'those'}. A kernel starting while its launch still runs is "
+            f"not one of them.)")
     out()
     _op_list(out, e)
     out()
