@@ -14,11 +14,12 @@ from compare.analysis import rows
 from compare.analysis.attribution import segments
 from compare.analysis.inputs import wait_roots
 from compare.analysis.steps import StepChoice
+from compare.analysis.xla import kernel_launches
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
 from compare.model.lanes import groups as lane_groups
 from compare.vocabulary.groups import is_collective
-from compare.vocabulary.ops import is_input_op
+from compare.vocabulary.ops import cluster_of, is_input_op
 from compare.vocabulary.rows import STREAM, TFDATA_GET_NEXT_THREADS, is_copy
 
 
@@ -335,6 +336,7 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, choice: StepChoice,
     totals = np.bincount(inv, weights=selft)
     walls = _wall_by_group(trace, sel, inv, len(uniq), choice)
     names = trace.strings.names
+    launched_by = kernel_launches(trace)
     out = []
     for g in np.lexsort((-totals, -walls))[:limit]:
         members = np.flatnonzero(inv == g)
@@ -345,6 +347,10 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, choice: StepChoice,
         if module:
             mod = trace.hlo.get(module)
             largest += f" (XLA kernel of {mod.cluster if mod else module})"
+        elif int(i) in launched_by:
+            launch = launched_by[int(i)]
+            largest += (f" (XLA kernel of "
+                         f"{cluster_of(names[ev.tf_name[launch]], names[ev.name[launch]])})")
         op = names[int(uniq[g]) // 4]
         out.append(OpTime(op=op, where=WHERE[int(uniq[g]) % 4],
                           category=CATEGORIES[ev.category[i]],

@@ -50,6 +50,9 @@ def busy_mask(trace: Trace) -> np.ndarray:
     session.run (ops that Python runs itself, eagerly, count), not xprof's derived device
     lines."""
     ev = trace.events
+    cached = trace.meta.get("_busy_mask")
+    if cached is not None and len(cached) == len(ev):   # one pass per trace (analyses ask often)
+        return cached.copy()
     m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
     if trace.format != "timeline":
         roles = {(p, t): lane_role(trace, p, t) for p, t in trace.lanes}
@@ -59,6 +62,7 @@ def busy_mask(trace: Trace) -> np.ndarray:
             m &= ~in_lanes(ev.pid, ev.tid, derived)
         if python:  # it waits inside calls; ops it runs itself (eager) are work
             m &= ~(in_lanes(ev.pid, ev.tid, python) & (ev.op_type == 0))
+    trace.meta["_busy_mask"] = m.copy()
     return m
 
 

@@ -272,9 +272,11 @@ def _process(out: Lines, e: Explanation, p) -> None:
             continue
         lanes = sorted(lanes, key=lambda ln: -ln.busy_share)
         shares = [f"{ln.busy_share:.0%}" for ln in lanes]
-        busy = f"{shares[0]} each" if len(set(shares)) == 1 else ", ".join(shares)
-        out(f"{base} x{len(lanes)} (tid {', '.join(str(ln.tid) for ln in lanes)}): {meaning}; "
-            f"busy {busy}.", indent=6, hang=4)
+        more = "" if len(lanes) <= MAX_TIDS_SHOWN else ", ..."
+        busy = f"{shares[0]} each" if len(set(shares)) == 1 else \
+            ", ".join(shares[:MAX_TIDS_SHOWN]) + more
+        tids = ", ".join(str(ln.tid) for ln in lanes[:MAX_TIDS_SHOWN]) + more
+        out(f"{base} x{len(lanes)} (tid {tids}): {meaning}; busy {busy}.", indent=6, hang=4)
     if len(groups) > MAX_THREADS_SHOWN:
         more = sum(len(v) for v in list(groups.values())[MAX_THREADS_SHOWN:])
         out(f"... and {more} more threads with events (all in --json)", indent=6)
@@ -291,8 +293,9 @@ def rows_base(label: str) -> str:
     return label.split(" (tid ", 1)[0]
 
 
-#: Threads of one process listed one by one (the rest are counted).
-MAX_THREADS_SHOWN = 10
+#: Threads of one process listed one by one (the rest are counted); of a group of threads of
+#: one name, the tids (and busy shares) named.
+MAX_THREADS_SHOWN, MAX_TIDS_SHOWN = 10, 8
 
 
 def _memory(out: Lines, e: Explanation) -> None:
