@@ -387,3 +387,13 @@ def test_a_kernel_that_starts_while_its_launch_runs_stays_on_the_critical_path()
         "/device:GPU:0", "/device:GPU:0/stream:all"]
     # the launch counts up to its kernel's start: the overlap is not counted twice
     assert sq.critical_us == pytest.approx(100 + 5000) and sq.time_inconsistent == 0
+
+
+def test_the_new_thresholds_are_the_documented_ones():
+    """verdict.py's docstring and README state these: changing one is a decision."""
+    from compare.vocabulary import thresholds as th
+
+    assert (th.COPY_NOTABLE, th.COPY_BOUND) == (0.10, 0.50)
+    assert (th.RUN_START_NOTABLE, th.RUN_START_BOUND) == (0.20, 0.50)
+    assert (th.SOURCE_GPU_SETUP_US, th.SOURCE_MIN_US) == (10_000.0, 1_000.0)
+    assert th.COMPUTE_SHOWN == 0.05

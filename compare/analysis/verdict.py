@@ -14,12 +14,21 @@ Thresholds (from TensorBoard's input-pipeline analysis and our design notes):
   timeline, a device busy half the step or more whose ops hardly overlapped although 20 % of
   the step or more was work off the critical path, i.e. could have run beside it). A step
   that is one dependency chain is not serialised: it is that chain.
-- GPU idle: the GPU ran kernels less than half of the step.
+  Waiting is not work: input waits and what nests in them, events known to block on other
+  threads and ops that compute nothing (NoOp) never make a row busy.
+- GPU idle: the GPU ran kernels less than half of the step; said as the effect of a high
+  input, copy, communication or overhead finding when there is one.
+- copy: GPU copies with no kernel beside them, from 10 % of the step; the bottleneck from 50 %.
+- overhead: a long ``_SOURCE`` that is not a GPU being set up (the run's start-up cost), from
+  20 % of the step; the bottleneck from 50 %.
+- one-time work (a first run): autotuning, one call far longer than the others of its type, a
+  compile, a ``_SOURCE`` of 10 ms or more on a GPU; the other findings of such a step are
+  judged again on the rest of it (without those stretches), as facts without advice.
 - compute: one op execution takes half of the step or more (by self time): that op is it.
 
-When several findings are high, compilation and then input lead (they cause the others: a
-GPU idling while XLA compiles, a first ``_XlaLaunch`` that is mostly compile); otherwise the
-largest share leads. :func:`judge` turns measured :class:`Facts` into a :class:`Verdict`; :func:`assess` measures the
+When several findings are high, one-time work, compilation, input, copies, communication, the
+run's start-up and launching lead in that order (they cause the others: a GPU idling while XLA
+compiles, a first ``_XlaLaunch`` that is mostly compile); otherwise the largest share leads. :func:`judge` turns measured :class:`Facts` into a :class:`Verdict`; :func:`assess` measures the
 facts from a trace. They are split so the thresholds can be checked on constructed facts.
 """
 from __future__ import annotations
@@ -136,8 +145,8 @@ class Facts:
 
 @dataclasses.dataclass
 class Finding:
-    kind: str      # one_time, input, compile, recompile, communication, launch, idle,
-                   # serialised, gpu_idle, xla_overhead, compute, no_data
+    kind: str      # one_time, input, compile, recompile, copy, communication, overhead,
+                   # launch, idle, serialised, gpu_idle, xla_overhead, compute, no_data
     level: str     # "high", "moderate", "low" (checked, not a problem) or "info"
     share: float   # of the step it accounts for
     text: str

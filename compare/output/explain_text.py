@@ -479,6 +479,8 @@ def sequence(e: Explanation) -> str:
 MAX_OPS_SHOWN, ALL_OPS_UP_TO = 24, 20
 #: A run of this many listed ops on one row is shown as its first RUN_HEAD and a count.
 RUN_FOLDED, RUN_HEAD, RUN_KINDS = 4, 2, 3
+#: An op taking this share of the step or more keeps a line of its own.
+OWN_LINE_SHARE = 0.10
 
 
 def _op_list(out: Lines, e: Explanation) -> None:
@@ -496,7 +498,8 @@ def _op_list(out: Lines, e: Explanation) -> None:
     out(f"{first:>5} {'start':>9} {'took':>9}  op (node) on row  <- after", indent=2)
     position = {o.index: k for k, o in enumerate(sq.ops)}
     lines = listed_ops = 0
-    for run in _runs(shown):
+    for run in (_runs(shown, sq.wall_us * OWN_LINE_SHARE) if len(shown) > ALL_OPS_UP_TO
+                else [[o] for o in shown]):
         if lines >= MAX_OPS_SHOWN:
             break
         head = run[:RUN_HEAD] if len(run) > 1 else run
@@ -546,14 +549,16 @@ def _op_and_node(o, brackets: str = "()") -> str:
     return f"{o.op} {brackets[:1]}{o.name}{brackets[1:]}"
 
 
-def _runs(ops: list) -> list[list]:
+def _runs(ops: list, own_line_us: float) -> list[list]:
     """``ops`` cut into runs of consecutive ops of at most :data:`RUN_KINDS` op types on at
-    most as many rows (a layer's forward or backward ops, repeated); runs shorter than
-    :data:`RUN_FOLDED` are split back into single ops."""
+    most as many rows (a layer's forward or backward ops, repeated); an op of ``own_line_us``
+    or more is never folded into a run; runs shorter than :data:`RUN_FOLDED` are split back
+    into single ops."""
     out: list[list] = []
     for o in ops:
         run = out[-1] if out else None
-        if run and len({r.op for r in run} | {o.op}) <= RUN_KINDS and \
+        if run and o.dur_us < own_line_us and run[-1].dur_us < own_line_us and \
+                len({r.op for r in run} | {o.op}) <= RUN_KINDS and \
                 len({r.row for r in run} | {o.row}) <= RUN_KINDS:
             run.append(o)
         else:
@@ -601,7 +606,8 @@ def _chain(sq) -> list[str]:
     links = [_link(group) for group in _fold_repeats(items)]
     if len(links) > CHAIN_LINKS:
         half = CHAIN_LINKS // 2
-        links = links[:half] + [f"... {len(links) - CHAIN_LINKS} more links ..."] + links[-half:]
+        n = len(links) - CHAIN_LINKS
+        links = links[:half] + [f"... {n} more link{'s' if n > 1 else ''} ..."] + links[-half:]
     return links
 
 
