@@ -91,8 +91,9 @@ def test_a_consumer_blocked_on_prefetch_waits_and_is_not_serial_work(producer, r
     assert f.top_op in ("MatMul", "AddV2")
 
 
-def test_events_known_to_block_are_not_a_busy_row():
-    events = [(HOST, "tf_Compute/1", 0, 9000, "BlockUntilReady", ""),
+@pytest.mark.parametrize("blocking", ["BlockUntilReady", "cuStreamSynchronize"])
+def test_events_known_to_block_are_not_a_busy_row(blocking):
+    events = [(HOST, "tf_Compute/1", 0, 9000, blocking, ""),
               (HOST, "tf_Compute/2", 0, 1000, "MatMul", "m/MatMul"),
               (HOST, "tf_Compute/3", 1000, 1000, "MatMul", "m/MatMul_1")]
     e = explain(trace(events, "xprof", steps=[(0, 10_000)]))

@@ -11,7 +11,7 @@ import numpy as np
 
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
-from compare.vocabulary.ops import WAIT_EVENT_PREFIXES
+from compare.vocabulary.ops import CUDA_SYNC_PREFIXES, WAIT_EVENT_PREFIXES
 from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
 from compare.vocabulary.rows import process_role as _role_of
 
@@ -92,7 +92,9 @@ def on_gpu(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
 
 def blocking_mask(trace: Trace) -> np.ndarray:
     """Events in which a thread is known to block on other threads (a session waiting for its
-    executor, a caller waiting for a function's ops): waiting, not work."""
+    executor, a caller waiting for a function's ops) or on the GPU (a CUDA synchronisation):
+    waiting, not work."""
     ev, names = trace.events, trace.strings.names
-    ids = [int(i) for i in np.unique(ev.name) if names[i].startswith(WAIT_EVENT_PREFIXES)]
+    blocking = WAIT_EVENT_PREFIXES + CUDA_SYNC_PREFIXES
+    ids = [int(i) for i in np.unique(ev.name) if names[i].startswith(blocking)]
     return np.isin(ev.name, ids) if ids else np.zeros(len(ev), bool)

@@ -331,7 +331,8 @@ def xla(e: Explanation) -> str:
     units = sorted((u for u in x.units.values() if u.runs or u.compiles),
                    key=lambda u: -(u.compile_us + u.run_us))
     out()
-    out("Per cluster (largest first): first call vs steady call shows the compile.")
+    out("Per cluster (largest first)" + (": first call vs steady call shows the compile."
+                                         if not _single_calls(x) else ":"))
     for u in units[:8]:
         _xla_unit(out, u)
     if len(units) > 8:
@@ -392,8 +393,9 @@ def _single_call_words(x) -> str:
         return ""
     longest = max(u.run_first_us for u in x.units.values() if u.runs)
     return ("each cluster ran once, so there is no steady call to compare with; "
-            + (f"a call of {ms(longest)} is too short to hold one" if longest < COMPILE_MIN_US
-               else f"the longest call, {ms(longest)}, may include one"))
+            + (f"the longest call, {ms(longest)}, is too short to hold one"
+               if longest < COMPILE_MIN_US else
+               f"the longest call, {ms(longest)}, may include one"))
 
 
 def _no_compiles(x) -> str:

@@ -191,6 +191,9 @@ RUNTIME_PREFIXES = (
 #: A thread inside these is blocked on other threads, not working: a session waiting for its
 #: executor, a caller waiting for a function's ops (which run on other threads or nest inside).
 WAIT_EVENT_PREFIXES = ("SessionRun", "BlockUntilReady", "FunctionRun", "KernelAndDeviceFunc::Run")
+#: CUDA calls in which a host thread waits for the GPU to finish queued work.
+CUDA_SYNC_PREFIXES = ("cuStreamSynchronize", "cudaStreamSynchronize", "cuCtxSynchronize",
+                      "cudaDeviceSynchronize", "cuEventSynchronize", "cudaEventSynchronize")
 #: tf.data building an iterator (once per epoch).
 MAKE_ITERATOR_PREFIX = "MakeIterator::"
 TFDATA_ITERATOR_PREFIX = "Iterator::"
