@@ -28,8 +28,9 @@ Thresholds (from TensorBoard's input-pipeline analysis and our design notes):
 
 When several findings are high, one-time work, compilation, input, copies, communication, the
 run's start-up and launching lead in that order (they cause the others: a GPU idling while XLA
-compiles, a first ``_XlaLaunch`` that is mostly compile); otherwise the largest share leads. :func:`judge` turns measured :class:`Facts` into a :class:`Verdict`; :func:`assess` measures the
-facts from a trace. They are split so the thresholds can be checked on constructed facts.
+compiles, a first ``_XlaLaunch`` that is mostly compile); otherwise the largest share leads.
+:func:`judge` turns measured :class:`Facts` into a :class:`Verdict`; :func:`assess` measures
+the facts from a trace. They are split so the thresholds can be checked on constructed facts.
 """
 from __future__ import annotations
 
@@ -634,7 +635,7 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
         lead = min(highs, key=lambda x: (_CAUSES.get(x.kind, len(_CAUSES)), -x.share))
         words = (f"The step is {cls} ({lead.share:.0%} of the step)" if lead.kind == "input"
                  else _compute_words(f, lead.share) if lead.kind == "compute" else
-                 f"The step is mostly waiting (idle gaps) ({lead.share:.0%} of the step)"
+                 f"The step is mostly waiting, in idle gaps ({lead.share:.0%} of the step)"
                  if lead.kind == "idle" and lead.share >= MOSTLY else
                  f"The GPU is idle {lead.share:.0%} of the step (it ran kernels "
                  f"{f.gpu_busy_share:.0%} of it)" if lead.kind == "gpu_idle" else
@@ -682,10 +683,10 @@ _WORDS = {
     "one_time": "This is a first run dominated by one-time work: profile a later step",
     "compile": "The step is compile-bound",
     "communication": "The step waits on communication (collectives)",
-    "launch": "The step is launch-bound (many small ops; the GPU idles between them)",
+    "launch": "The step is launch-bound: many small ops, the GPU idling between them",
     "overhead": "The step is mostly per-run overhead, the session run's fixed start-up cost",
     "copy": "The step waits on GPU copies, data moving between host and GPU",
-    "idle": "The step waits much of the time (idle gaps)",
+    "idle": "The step waits much of the time, in idle gaps",
     "serialised": "One row serialises the step",
     "gpu_idle": "The GPU is idle most of the step",
     "recompile": "XLA recompiles",
