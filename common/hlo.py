@@ -31,6 +31,30 @@ def strip_instance(name: str) -> str:
     return INSTANCE_SUFFIX.sub("", name)
 
 
+#: An HLO instruction printed as text: ``[%name = ]shape opcode(operands), attributes...``; the
+#: shape is an array (``f32[4096]{0}``) or a tuple of them (``(f32[1]{0}, f32[1,1000]{1,0})``).
+HLO_TEXT = re.compile(r"^\s*(?:%?(?P<name>[\w.\-]+)\s*=\s*)?"
+                      r"(?P<shape>\((?:[^()]|\([^()]*\))*\)|[a-z]\w*\[[\d,]*\](?:\{[\d,]*\})?)"
+                      r"\s+(?P<opcode>[a-z][\w\-]*)\(")
+_LAYOUT = re.compile(r"\{[^{}]*\}")
+_KIND = re.compile(r"\bkind=k(\w+)")
+
+
+def short_instruction(text: str) -> str:
+    """A short name for an HLO instruction printed whole (TF 1.x's XLA:GPU names each kernel
+    by its fused computation's full text, hundreds of characters): its name when it has one
+    (``fusion.3``), else its opcode, fusion kind and result shape (``fusion (Input) ->
+    f32[4096]``). Any other text is returned as it is."""
+    m = HLO_TEXT.match(text)
+    if not m:
+        return text
+    if m.group("name"):
+        return m.group("name")
+    kind = _KIND.search(text)
+    shape = _LAYOUT.sub("", m.group("shape"))
+    return f"{m.group('opcode')}{f' ({kind.group(1)})' if kind else ''} -> {shape}"
+
+
 @dataclasses.dataclass
 class HloInstruction:
     name: str

@@ -284,7 +284,7 @@ def test_timeline_ops_one_at_a_time_serialise_unless_they_are_a_chain(chain, ser
     tr, e = explained(events)
     f = e.verdict.facts
     assert f.tids_are == "lanes" and f.parallelism == pytest.approx(1.0)
-    assert f.busiest_share == pytest.approx(0.9)
+    assert f.busiest_share == pytest.approx(0.8)  # the NoOp computes nothing: not work
     assert ("serialised" in kinds(e.verdict)) == serial
 
 

@@ -41,10 +41,18 @@ def _unpacked(name: str, tmp: Path) -> Path:
         return src
     dst = tmp / name
     shutil.copytree(src, dst)
-    for gz in dst.glob("*.xplane.pb.gz"):
+    _gunzip_xplanes(dst)
+    return dst
+
+
+def _gunzip_xplanes(folder: Path) -> None:
+    for gz in folder.rglob("*.xplane.pb.gz"):
         gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
         gz.unlink()
-    return dst
+
+
+def _computed(name: str) -> dict:
+    return json.loads((CORPUS / "expected.json").read_text())[name]["computed"]
 
 
 def _shares_at_most_one(node, where="") -> None:
@@ -289,3 +297,133 @@ def test_feed_dict_is_said_to_be_outside_the_trace():
     v = verdict.judge(facts(feeds=["_arg_Placeholder_0_0"]))
     text = _kinds(type("E", (), {"verdict": v}))["input"].text
     assert "feed_dict" in text and "_arg_Placeholder_0_0" in text
+
+
+# --------------------------------------------------------------------------------------------
+# the held-out traces of the second evaluation (issue 15): facts from expected.json
+
+def test_a_consumer_blocked_on_a_prefetch_buffer_is_input_bound_not_serial(tmp_path):
+    name = "mholmes_input_bound_62s_tf24"
+    c = _computed(name)
+    e = explain(load(_unpacked(name, tmp_path)))
+    f = e.verdict.facts
+    assert e.verdict.bottleneck == "input"
+    window = c["step_in_host_window"]
+    assert f.input_wait_us / f.wall_us == pytest.approx(window["input_wait_share"], abs=0.01)
+    assert "Iterator::Prefetch" in window["input_wait_nested"] and "Prefetch" in f.input_waits_on
+    assert f.input_producers == ("not recorded" if window["tfdata_producer_events"] == 0
+                                 else "recorded")
+    assert "serialised" not in _kinds(e) and "tf_data_iterator_get_next" not in f.busiest_row
+    assert not any(t.op in ("Prefetch", "Iterator::Prefetch") for t in e.legend.top_ops)
+    assert e.legend.top_ops[0].wait
+
+
+@pytest.mark.parametrize("name", sorted(_spec()))
+def test_advice_names_the_seed_only_in_the_seeds_traces(name, tmp_path):
+    e = explain(load(_unpacked(name, tmp_path)))
+    assert not e.verdict.facts.seed_pipeline   # none of these is our pipeline
+    assert "five crops" not in " ".join(f.try_next for f in e.verdict.findings)
+
+
+def test_a_long_cpu_source_is_per_run_overhead(tmp_path):
+    name = "peterz5_mnist_softmax_xla_script_cpu"
+    c = _computed(name)
+    e = explain(load(_unpacked(name, tmp_path)))
+    assert e.verdict.bottleneck == "overhead" == _spec()[name]["lead"]
+    assert e.verdict.facts.run_start.us == pytest.approx(c["first_run_evidence"]["sources"]["cpu"])
+    assert "one_time" not in _kinds(e)
+    assert not any("TF_CUDNN" in f.try_next for f in e.verdict.findings)  # no GPU here
+    kitti = explain(load(_unpacked("kittibox_first_run_gpu", tmp_path)))
+    assert "TF_CUDNN_USE_AUTOTUNE" in _kinds(kitti)["one_time"].try_next  # autotuning there
+
+
+def test_a_first_runs_rest_is_judged_without_its_one_time_work(tmp_path):
+    name = "seq2seq_first_matmul_gpu"
+    cut = _computed(name)["step"]["without_longest_host_op"]
+    e = explain(load(_unpacked(name, tmp_path)))
+    rest = e.verdict.facts.rest
+    assert e.verdict.bottleneck == "one_time" and e.verdict.facts.one_time.outlier_op == cut["op"]
+    assert rest.wall_us == pytest.approx(cut["rest_us"], rel=0.02)
+    assert rest.launch.busy_share == pytest.approx(cut["launch_row_busy_share"], abs=0.03)
+    assert rest.gpu_busy_share == pytest.approx(cut["device_kernels_busy_share"], abs=0.03)
+
+
+def test_a_tf2_step_window_holds_the_hosts_train_function_and_its_input(tmp_path):
+    name = "mholmes_alexnet_two_sessions_logdir"
+    c = _computed(name)
+    e = explain(load(_unpacked(name, tmp_path)))
+    host, window = c["host_window"], c["step_in_host_window"]
+    assert e.choice.marked is not None
+    assert e.choice.host_us == pytest.approx(host["train_function_us"], rel=0.01)
+    assert e.choice.step.dur == pytest.approx(host["window_us"], rel=0.02)
+    f = e.verdict.facts
+    assert f.input_wait_us / f.wall_us == pytest.approx(window["input_wait_share"], abs=0.002)
+    assert f.input_wait_us > 0   # the IteratorGetNext before the GPU's step row is in it
+    copies = window["copies"]
+    assert f.copies.count == copies["count"]
+    assert f.copies.exposed_share == pytest.approx(copies["exposed_share"], abs=0.02)
+    assert e.verdict.bottleneck == "compute" and f.device_bound
+    assert not f.top_op.lower().startswith("memcpy")   # a copy is not a kernel
+    assert _kinds(e)["copy"].level in ("moderate", "high")
+
+
+def test_a_run_folder_with_two_sessions_explains_the_latest_and_names_the_other(tmp_path):
+    name = "mholmes_alexnet_two_sessions_logdir"
+    root = tmp_path / name
+    shutil.copytree(CORPUS / name, root)
+    _gunzip_xplanes(root)
+    sessions = sorted(p.name for p in (root / "train/plugins/profile").iterdir())
+    for folder in (root, root / "train", root / "train/plugins", root / "train/plugins/profile"):
+        tr = load(folder)
+        assert tr.meta["sessions"][-1].endswith(sessions[-1])
+        (warning,) = [w for w in tr.warnings if "profile sessions" in w]
+        assert sessions[0] in warning
+
+
+def test_host_made_weights_copied_every_run_lead_and_xla_kernels_follow_their_launch(tmp_path):
+    name = "neurosurgeon_xlalaunch_alexnet_gpu"
+    c = _computed(name)
+    e = explain(load(_unpacked(name, tmp_path)))
+    f = e.verdict.facts
+    copies = c["step"]["copies"]
+    assert e.verdict.bottleneck == "copy" == _spec()[name]["lead"]
+    assert f.copies.count == copies["count"]
+    assert f.copies.exposed_share == pytest.approx(copies["exposed_share"], abs=0.01)
+    assert f.copies.largest_us == pytest.approx(copies["largest_us"])
+    assert copies["largest_name"].endswith(f.copies.largest) and f.copies.largest_source == "host"
+    launch = next(iter(c["first_run_evidence"]["xla_launch_ops"]))
+    assert launch in e.ops_present
+    kernels = c["first_run_evidence"]["xla_gpu_kernels"]
+    (unit,) = [u for u in e.xla.units.values() if u.runs]
+    assert unit.device_us == pytest.approx(kernels["summed_us"])
+    ops = {o.index: o for o in e.sequence.ops}
+    assert any(ops[u].op == launch and ops[v].op == "XLA op" for u, v in e.sequence.edges.tolist())
+    assert kernels["longest_name_chars"] > 200 and max(len(o.name) for o in ops.values()) < 100
+
+
+def test_one_run_written_five_times_counts_once(tmp_path):
+    name = "tpnscan_duplicated_emit_cpu"
+    c = _computed(name)
+    e = explain(load(_unpacked(name, tmp_path)))
+    assert any(f"{c['repeated_process_groups']['copies']} times" in w for w in e.warnings)
+    counts = {t.op: t.count for t in e.legend.top_ops}
+    for op in c["step"]["top_host_ops"]:
+        assert counts[op["op"]] == op["count"]
+    assert e.verdict.bottleneck == "compute"
+
+
+def test_one_python_main_thread_and_empty_allocators(tmp_path):
+    from compare.analysis.legend import _LANE_WORDS
+
+    name = "mholmes_resnet_volta_tf24"
+    c = _computed(name)
+    e = explain(load(_unpacked(name, tmp_path)))
+    python = [ln for p in e.legend.processes for ln in p.lanes if ln.role == "python"]
+    assert len(python) == len(c["python_threads_events"]) == 2
+    assert [ln.meaning == _LANE_WORDS["python"] for ln in python].count(True) == 1
+    for name in ("anna_queue_conv_cpu", "lczero_compute_gpu"):
+        if _computed(name)["processes"]["Allocators"]["recorded"]:
+            continue
+        alloc = next(p for p in explain(load(_unpacked(name, tmp_path))).legend.processes
+                     if p.name == "Allocators")
+        assert alloc.meaning.startswith("empty")

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "real_traces"
-LEADS = {"one_time", "input", "compute", "launch", "communication", "compile", "idle", "no_data"}
+LEADS = {"one_time", "input", "compute", "launch", "communication", "compile", "idle", "no_data",
+         "copy", "overhead"}
 MAX_BYTES = 2 * 1024 * 1024
 
 

@@ -23,6 +23,7 @@ from compare.vocabulary.thresholds import (
     FIRST_STEP_FACTOR,
     OUTLIER_FACTOR,
     OUTLIER_MIN_US,
+    SOURCE_GPU_SETUP_US,
     SOURCE_MIN_US,
 )
 
@@ -46,9 +47,21 @@ class OneTime:
     outlier_us: float = 0.0
     outlier_others_us: float = 0.0    # median of the other calls of that type
     outlier_share: float = 0.0
-    source_us: float = 0.0            # a long _SOURCE (device set up in this run)
+    source_us: float = 0.0            # a long _SOURCE on a GPU (the device set up in this run)
     source_share: float = 0.0
     iterators: list[str] = dataclasses.field(default_factory=list)  # created in this step
+    #: (start, end) of each piece of one-time work above, to judge the rest of the step
+    spans: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class RunStart:
+    """A session run's ``_SOURCE`` node that took long without setting up a GPU: the
+    executor starting the run (scheduling its first ops), a cost every run pays."""
+
+    us: float = 0.0
+    share: float = 0.0
+    row: str = ""
 
 
 @dataclasses.dataclass
@@ -64,6 +77,22 @@ class Launch:
 
 
 @dataclasses.dataclass
+class Copies:
+    """GPU copies (host to device, device to host, ...) in the step: they are not kernels."""
+
+    count: int = 0
+    by_direction: dict[str, int] = dataclasses.field(default_factory=dict)
+    share: float = 0.0                # wall share of the copies
+    exposed_share: float = 0.0        # of it, time when the GPU ran no kernel beside them
+    summed_us: float = 0.0
+    largest: str = ""                 # the tensor it copied (a timeline names it), else its name
+    largest_us: float = 0.0
+    largest_direction: str = ""
+    largest_source: str = ""          # "input" (a fed or iterator batch), "host" (made on the
+                                      # host in this step), "" (the trace does not say)
+
+
+@dataclasses.dataclass
 class Communication:
     ops: list[str] = dataclasses.field(default_factory=list)   # collective op types
     count: int = 0
@@ -73,7 +102,7 @@ class Communication:
 
 
 def step_events(trace: Trace, choice: StepChoice) -> np.ndarray:
-    return np.flatnonzero((trace.events.step == choice.step.num) & rows.work_mask(trace))
+    return np.flatnonzero(choice.in_step(trace) & rows.work_mask(trace))
 
 
 def kernel_mask(trace: Trace, roles: dict[int, str]) -> np.ndarray:
@@ -90,7 +119,7 @@ def kernel_mask(trace: Trace, roles: dict[int, str]) -> np.ndarray:
 
 def step_kernels(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> np.ndarray:
     """The step's GPU kernels, each once (see :func:`kernel_mask`)."""
-    return np.flatnonzero((trace.events.step == choice.step.num) & kernel_mask(trace, roles))
+    return np.flatnonzero(choice.in_step(trace) & kernel_mask(trace, roles))
 
 
 def _union(trace: Trace, k: np.ndarray, choice: StepChoice) -> float:
@@ -115,15 +144,43 @@ def one_time(trace: Trace, choice: StepChoice, idx: np.ndarray,
     host = idx[~rows.on_gpu(trace, roles)[idx] & (ev.op_type[idx] != 0)]
     _autotune(trace, choice, out, kern, host)
     _outlier(trace, out, host, wall)
-    src = trace.strings.lookup(tfops.SOURCE_NODE)
-    if src is not None:
-        s = host[(ev.tf_name[host] == src) & (ev.dur[host] >= SOURCE_MIN_US)]
-        if len(s):
-            out.source_us = float(ev.dur[s].max())
-            out.source_share = min(1.0, _union(trace, s, choice) / wall)
+    s = _sources(trace, host, roles, gpu=True)
+    s = s[ev.dur[s] >= SOURCE_GPU_SETUP_US]
+    if len(s):
+        out.source_us = float(ev.dur[s].max())
+        out.source_share = min(1.0, _union(trace, s, choice) / wall)
+        out.spans += [(float(ev.ts[i]), float(ev.end[i])) for i in s]
     out.iterators = sorted({names[ev.op_type[i]] for i in host
                             if names[ev.op_type[i]] in tfops.ITERATOR_CREATION_OPS})
     return out
+
+
+def _sources(trace: Trace, host: np.ndarray, roles: dict[int, str], gpu: bool) -> np.ndarray:
+    """The ``_SOURCE`` executions among ``host``: on a GPU's launch row (``gpu``), or not."""
+    ev = trace.events
+    src = trace.strings.lookup(tfops.SOURCE_NODE)
+    if src is None:
+        return host[:0]
+    s = host[ev.tf_name[host] == src]
+    on_gpu = np.array([roles.get(int(p)) == "gpu_launch" for p in ev.pid[s]], bool)
+    return s[on_gpu == gpu]
+
+
+def run_start(trace: Trace, choice: StepChoice, idx: np.ndarray,
+              roles: dict[int, str]) -> RunStart:
+    """The longest ``_SOURCE`` of the step that is not a GPU being set up (see
+    :class:`RunStart`), if it took :data:`SOURCE_MIN_US` or more."""
+    ev = trace.events
+    host = idx[~rows.on_gpu(trace, roles)[idx] & (ev.op_type[idx] != 0)]
+    s = np.concatenate([_sources(trace, host, roles, gpu=False),
+                        [i for i in _sources(trace, host, roles, gpu=True)
+                         if ev.dur[i] < SOURCE_GPU_SETUP_US]]).astype(np.int64)
+    s = s[ev.dur[s] >= SOURCE_MIN_US]
+    if not len(s):
+        return RunStart()
+    j = int(s[np.argmax(ev.dur[s])])
+    return RunStart(float(ev.dur[j]), min(1.0, _union(trace, s, choice) / (choice.step.dur or 1.0)),
+                    rows.device_of(trace.processes[int(ev.pid[j])].name))
 
 
 def _autotune(trace: Trace, choice: StepChoice, out: OneTime, kern: np.ndarray,
@@ -151,6 +208,7 @@ def _autotune(trace: Trace, choice: StepChoice, out: OneTime, kern: np.ndarray,
         on_host = host[np.isin(ev.tf_name[host], tuned)]
         k = on_host if len(on_host) else named[np.isin(ev.tf_name[named], tuned)]
         out.autotune_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
+        out.spans += [(float(ev.ts[i]), float(ev.end[i])) for i in k]
 
 
 def _outlier(trace: Trace, out: OneTime, host: np.ndarray, wall: float) -> None:
@@ -174,6 +232,39 @@ def _outlier(trace: Trace, out: OneTime, host: np.ndarray, wall: float) -> None:
         out.outlier_node, out.outlier_op = trace.s(ev.tf_name[j]), trace.s(ev.op_type[j])
         out.outlier_us, out.outlier_others_us = best[0], best[2]
         out.outlier_share = min(1.0, best[0] / (wall or 1.0))
+        out.spans.append((float(ev.ts[j]), float(ev.end[j])))
+
+
+class Rest:
+    """The step without some stretches of it (a first run's one-time work): shares of what
+    is left. ``share(k)``: the part of the rest the events ``k`` cover."""
+
+    def __init__(self, trace: Trace, choice: StepChoice, spans: list[tuple[float, float]]):
+        self.trace, self.lo, self.hi = trace, choice.lo, choice.hi
+        self.cut_ts = np.array([a for a, _ in spans], dtype=np.float64)
+        self.cut_end = np.array([b for _, b in spans], dtype=np.float64)
+        self.cut_us = intervals.union_us(self.cut_ts, self.cut_end, self.lo, self.hi)
+        self.wall = choice.step.dur - self.cut_us
+
+    def covered_us(self, k: np.ndarray) -> float:
+        ev = self.trace.events
+        both = intervals.union_us(np.concatenate([ev.ts[k], self.cut_ts]),
+                                  np.concatenate([ev.end[k], self.cut_end]), self.lo, self.hi)
+        return max(0.0, both - self.cut_us)
+
+    def share(self, k: np.ndarray) -> float:
+        return min(1.0, self.covered_us(k) / self.wall) if self.wall > 0 else 0.0
+
+    def outside(self, k: np.ndarray) -> np.ndarray:
+        """The events of ``k`` not wholly inside the stretches cut out."""
+        ev = self.trace.events
+        if not len(self.cut_ts) or not len(k):
+            return k
+        order = np.argsort(self.cut_ts)
+        a, b = self.cut_ts[order], np.maximum.accumulate(self.cut_end[order])
+        at = np.searchsorted(a, ev.ts[k], side="right") - 1
+        inside = (at >= 0) & (ev.end[k] <= b[np.maximum(at, 0)])
+        return k[~inside]
 
 
 def one_time_share(o: OneTime, compile_share: float) -> float:
@@ -186,6 +277,25 @@ def one_time_share(o: OneTime, compile_share: float) -> float:
 # --------------------------------------------------------------------------------------------
 # launching
 
+def launch_events(trace: Trace, choice: StepChoice, legend: Legend) -> tuple[str, np.ndarray]:
+    """(the launch rows in words, their busy events in the step): a timeline's busiest
+    ``<gpu> Compute`` row, or a profile's threads that run ops and launch their kernels."""
+    ev = trace.events
+    busy = np.flatnonzero(choice.in_step(trace) & rows.busy_mask(trace))
+    if trace.format == "timeline":
+        launchers = [p for p in legend.processes if p.role == "gpu_launch" and p.events]
+        if not launchers:
+            return "", busy[:0]
+        p = max(launchers, key=lambda p: p.busy_share)
+        return rows.device_of(p.name) + " Compute", busy[ev.pid[busy] == p.pid]
+    lanes = [(p.pid, ln.tid) for p in legend.processes for ln in p.lanes
+             if ln.role == "inter_op" or ln.name.startswith(tfops.GPU_LAUNCH_THREADS)]
+    if not lanes:
+        return "", busy[:0]
+    return ("the host threads that run ops and launch their kernels",
+            busy[in_lanes(ev.pid[busy], ev.tid[busy], lanes)])
+
+
 def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
            roles: dict[int, str]) -> Launch:
     ev = trace.events
@@ -193,26 +303,60 @@ def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
     kern = step_kernels(trace, choice, roles)
     out.kernels = int(len(kern))
     out.kernel_median_us = float(np.median(ev.dur[kern])) if len(kern) else 0.0
-    busy = np.flatnonzero((ev.step == choice.step.num) & rows.busy_mask(trace))
-    if trace.format == "timeline":
-        launchers = [p for p in legend.processes if p.role == "gpu_launch" and p.events]
-        if not launchers:
-            return out
-        p = max(launchers, key=lambda p: p.busy_share)
-        k = busy[ev.pid[busy] == p.pid]
-        out.row, out.busy_share = rows.device_of(p.name) + " Compute", p.busy_share
-    else:
-        lanes = [(p.pid, ln.tid) for p in legend.processes for ln in p.lanes
-                 if ln.role == "inter_op" or ln.name.startswith(tfops.GPU_LAUNCH_THREADS)]
-        if not lanes:
-            return out
-        k = busy[in_lanes(ev.pid[busy], ev.tid[busy], lanes)]
-        out.row = "the host threads that run ops and launch their kernels"
-        out.busy_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
+    out.row, k = launch_events(trace, choice, legend)
+    if not out.row:
+        return out
+    out.busy_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
     ops = k[(ev.op_type[k] != 0)]
     out.host_ops = int(len(ops))
     out.host_ops_short = int((ev.dur[ops] < 20.0).sum())
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# copies
+
+def copies(trace: Trace, choice: StepChoice, idx: np.ndarray, roles: dict[int, str]) -> Copies:
+    """The step's GPU copies (each once: ``idx`` is the step's work) and how much of the step
+    they held the GPU with no kernel running beside them."""
+    ev, names = trace.events, trace.strings.names
+    gpu = idx[rows.on_gpu(trace, roles)[idx]]
+    copy_ids = [i for i in np.unique(ev.name[gpu]) if rows.is_copy(names[i])]
+    hit = gpu[np.isin(ev.name[gpu], copy_ids)]
+    out = Copies()
+    if not len(hit):
+        return out
+    wall = choice.step.dur or 1.0
+    out.count, out.summed_us = int(len(hit)), float(ev.dur[hit].sum())
+    for i in hit:
+        d = tfops.copy_direction(names[ev.name[i]]) or "other"
+        out.by_direction[d] = out.by_direction.get(d, 0) + 1
+    out.share = min(1.0, _union(trace, hit, choice) / wall)
+    kern = step_kernels(trace, choice, roles)
+    both = np.concatenate([hit, kern])
+    out.exposed_share = min(1.0, max(0.0, _union(trace, both, choice) -
+                                     _union(trace, kern, choice)) / wall)
+    j = int(hit[np.argmax(ev.dur[hit])])
+    out.largest_us = float(ev.dur[j])
+    out.largest_direction = tfops.copy_direction(names[ev.name[j]])
+    edge = tfops.COPY_EDGE.match(names[ev.tf_name[j]])
+    out.largest = edge.group(1) if edge else names[ev.tf_name[j]] or names[ev.name[j]]
+    out.largest_source = _copy_source(trace, idx, roles, out.largest) if edge else ""
+    return out
+
+
+def _copy_source(trace: Trace, idx: np.ndarray, roles: dict[int, str], tensor: str) -> str:
+    """Where a copied tensor came from: the input batch (a fed placeholder or an iterator's
+    output), made on the host in this step, or "" when the trace does not say."""
+    base = tfops.SEND_RECV_SUFFIX.sub("", tensor.split(":")[0])
+    if FEED_NODE.match(base) or base.startswith(tfops.INPUT_WAIT_EVENT_SUFFIXES):
+        return "input"
+    sid = trace.strings.lookup(base)
+    if sid is None:
+        return ""
+    made = idx[(trace.events.tf_name[idx] == sid) & ~rows.on_gpu(trace, roles)[idx]]
+    host = [p for p, r in roles.items() if r in ("cpu_ops", "host")]
+    return "host" if np.isin(trace.events.pid[made], host).any() else ""
 
 
 # --------------------------------------------------------------------------------------------

@@ -65,13 +65,13 @@ def explain(trace: Trace, step: int | None = None, xla: XlaSummary | None = None
 def xla_in_step(trace: Trace, summary: XlaSummary, choice: StepChoice) -> XlaStep:
     """Compile and run time of XLA in the chosen step, and its kernels' GPU time."""
     ev = trace.events
-    in_step = ev.step == choice.step.num
+    in_step = choice.in_step(trace)
     calls = ~np.isin(ev.pid, [p.pid for p in trace.processes.values()
                               if p.kind in ("stream", "memcpy")])
     runs = np.zeros(len(ev), dtype=bool)
     runs[summary.run_events] = True
     compiled_in_step = sum(c for i, _, c in summary.compile_calls
-                           if runs[i] and ev.step[i] == choice.step.num)
+                           if runs[i] and in_step[i])
     run_us = max(float(ev.dur[in_step & calls & runs].sum()) - compiled_in_step, 0.0)
     compile_us = verdict.step_compile_us(trace, summary, choice)
     wall = choice.step.dur

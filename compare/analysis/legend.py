@@ -12,12 +12,15 @@ import numpy as np
 
 from compare.analysis import rows
 from compare.analysis.attribution import segments
+from compare.analysis.inputs import wait_roots
 from compare.analysis.steps import StepChoice
+from compare.analysis.xla import kernel_launches
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
 from compare.model.lanes import groups as lane_groups
 from compare.vocabulary.groups import is_collective
-from compare.vocabulary.rows import STREAM
+from compare.vocabulary.ops import cluster_of, is_input_op
+from compare.vocabulary.rows import STREAM, TFDATA_GET_NEXT_THREADS, is_copy
 
 
 @dataclasses.dataclass
@@ -59,6 +62,8 @@ class OpTime:
     largest: str                # node name of its longest single execution
     largest_us: float
     collective: bool = False    # an all-reduce or other collective (communication)
+    wait: bool = False          # the step waiting for input (its time is waiting, not CPU)
+    copy: bool = False          # a GPU copy or memset (not a kernel)
 
 
 @dataclasses.dataclass
@@ -160,6 +165,10 @@ def process_meaning(trace: Trace, pid: int, role: str, roles: dict[int, str],
     gpu = rows.gpu_of(p.name)
     has_streams = gpu in (gpus_with_streams(trace, roles) if streamed is None else streamed)
     if role == "allocator":
+        if not (trace.counters.pid == pid).any():
+            return ("empty: timeline.py makes an Allocators row in every trace, and it holds "
+                    "memory counters only when the timeline is written with show_memory=True "
+                    "(generate_chrome_trace_format(show_memory=True)); this one holds none")
         return ("memory counters: bytes held by each allocator over time, one series per "
                 "allocator (the curve rises when an op's output is allocated and falls after "
                 "the tensor's last use)")
@@ -240,12 +249,31 @@ def lane_meaning(trace: Trace, pid: int, tid: int, role: str) -> str:
         return ("ops that did not overlap an earlier op" if tid == 0 else
                 f"ops that started while lane{'s 0..' if tid > 1 else ' '}{tid - 1} "
                 f"{'were' if tid > 1 else 'was'} busy")
+    name = rows.thread_base(trace.lanes.get((pid, tid), ""))
+    if role == "tf_data" and name.startswith(TFDATA_GET_NEXT_THREADS):
+        return ("the thread the step's IteratorGetNext runs on: it takes the next element "
+                "from the tf.data pipeline and waits while none is ready (its boxes are the "
+                "step waiting for input; it runs the pipeline's stages itself only where "
+                "nothing produces ahead, e.g. no prefetch)")
     if role in _LANE_WORDS:
         return _LANE_WORDS[role]
-    name = rows.thread_base(trace.lanes.get((pid, tid), ""))
     if role == "runtime":
         return f"a TensorFlow-internal thread ({name})"
     return f"a thread named {name!r}" if name else "a thread with no name"
+
+
+def _one_main_thread(lanes: list[LaneInfo], rows_of: "_Rows", pid: int) -> None:
+    """Several threads named like Python's main one: the one with the most events is it; the
+    others are said to be other Python threads (one may have recorded nothing at all)."""
+    python = [ln for ln in lanes if ln.role == "python"]
+    if len(python) < 2:
+        return
+    main = max(python, key=lambda ln: (ln.events, rows_of.total(pid, ln.tid), -ln.tid))
+    for ln in python:
+        if ln is not main:
+            n = rows_of.total(pid, ln.tid)
+            ln.meaning = (f"another Python thread (the main one is tid {main.tid}); " + (
+                f"it recorded {n} events in the trace" if n else "it recorded no events"))
 
 
 def lane_label(trace: Trace, pid: int, tid: int) -> str:
@@ -292,35 +320,46 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, choice: StepChoice,
     ev = trace.events
     wall = choice.step.dur
     selft = trace.self_time(sel)
-    runtime = ev.category[sel] == CAT["runtime"]
+    # what a thread does while it waits for input (tf.data's iterator frames, runtime events
+    # around the wait) is that wait: it counts for the input op it is nested in
+    root = wait_roots(trace)[sel]
+    fold = (root >= 0) & (ev.op_type[sel] == 0)
+    runtime = (ev.category[sel] == CAT["runtime"]) & ~fold
     runtime_us = float(selft[runtime].sum())
-    sel, selft = sel[~runtime], selft[~runtime]
+    sel, selft, root, fold = sel[~runtime], selft[~runtime], root[~runtime], fold[~runtime]
     if not len(sel):
         return [], runtime_us
-    label = np.where(ev.op_type[sel] != 0, ev.op_type[sel], ev.name[sel]).astype(np.int64)
+    of = np.where(fold, root, sel)
+    label = np.where(ev.op_type[of] != 0, ev.op_type[of], ev.name[of]).astype(np.int64)
     key = label * 4 + _where(trace, sel, gpu)
     uniq, inv = np.unique(key, return_inverse=True)
     totals = np.bincount(inv, weights=selft)
-    counts = np.bincount(inv)
     walls = _wall_by_group(trace, sel, inv, len(uniq), choice)
     names = trace.strings.names
+    launched_by = kernel_launches(trace)
     out = []
     for g in np.lexsort((-totals, -walls))[:limit]:
         members = np.flatnonzero(inv == g)
         big = members[int(np.argmax(selft[members]))]
-        i = sel[big]
+        i = of[big]
         largest = names[ev.tf_name[i]] or names[ev.name[i]]
         module = names[ev.hlo_module[i]]
         if module:
             mod = trace.hlo.get(module)
             largest += f" (XLA kernel of {mod.cluster if mod else module})"
+        elif int(i) in launched_by:
+            launch = launched_by[int(i)]
+            largest += (f" (XLA kernel of "
+                         f"{cluster_of(names[ev.tf_name[launch]], names[ev.name[launch]])})")
         op = names[int(uniq[g]) // 4]
         out.append(OpTime(op=op, where=WHERE[int(uniq[g]) % 4],
-                          category=CATEGORIES[ev.category[i]], count=int(counts[g]),
+                          category=CATEGORIES[ev.category[i]],
+                          count=int(len(np.unique(of[members]))),
                           self_us=float(totals[g]), wall_us=float(walls[g]),
                           share=min(1.0, float(walls[g] / wall)) if wall else 0.0,
                           largest=largest, largest_us=float(selft[big]),
-                          collective=is_collective(op, names[ev.name[i]])))
+                          collective=is_collective(op, names[ev.name[i]]),
+                          wait=is_input_op(op, op), copy=is_copy(op)))
     return out, runtime_us
 
 
@@ -332,7 +371,9 @@ class _Rows:
                  hi: float) -> None:
         ev = trace.events
         self._by_pid = {pid: step_idx[at] for pid, at in lane_groups(ev.pid[step_idx])}
-        pairs = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0) if len(ev) else []
+        pairs, per_lane = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0,
+                                    return_counts=True) if len(ev) else ([], [])
+        self._all = {(int(p), int(t)): int(n) for (p, t), n in zip(pairs, per_lane)}
         self._tids: dict[int, set[int]] = {}
         for pid, tid in [*map(tuple, np.asarray(pairs).tolist()), *trace.lanes]:
             self._tids.setdefault(pid, set()).add(tid)
@@ -357,6 +398,10 @@ class _Rows:
 
     def tids(self, pid: int) -> list[int]:
         return sorted(self._tids.get(pid, ()))
+
+    def total(self, pid: int, tid: int) -> int:
+        """Events of one lane in the whole trace."""
+        return self._all.get((pid, tid), 0)
 
     def lane(self, pid: int, tid: int) -> tuple[int, float]:
         """(events in the step, busy µs) of one lane."""
@@ -445,7 +490,7 @@ def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
     roles = rows.process_roles(trace)
     busy_ev = rows.busy_mask(trace)
     work = rows.work_mask(trace, roles)
-    in_step = ev.step == choice.step.num
+    in_step = choice.in_step(trace)
     lo, hi, wall = choice.lo, choice.hi, choice.step.dur
     step_idx = np.flatnonzero(in_step)
     rows_of = _Rows(trace, step_idx, busy_ev, lo, hi)
@@ -465,6 +510,7 @@ def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
             lanes.append(LaneInfo(tid, lane_label(trace, pid, tid), lrole,
                                   lane_meaning(trace, pid, tid, lrole), n_events, busy,
                                   busy / wall if wall else 0.0))
+        _one_main_thread(lanes, rows_of, pid)
         busy = rows_of.process_busy(pid)
         procs.append(ProcessInfo(
             pid, p.name, p.kind, role, process_meaning(trace, pid, role, roles, mine, streamed),

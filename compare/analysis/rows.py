@@ -11,6 +11,7 @@ import numpy as np
 
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
+from compare.vocabulary.ops import CUDA_SYNC_PREFIXES, WAIT_EVENT_PREFIXES
 from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
 from compare.vocabulary.rows import process_role as _role_of
 
@@ -49,6 +50,9 @@ def busy_mask(trace: Trace) -> np.ndarray:
     session.run (ops that Python runs itself, eagerly, count), not xprof's derived device
     lines."""
     ev = trace.events
+    cached = trace.meta.get("_busy_mask")
+    if cached is not None and len(cached) == len(ev):   # one pass per trace (analyses ask often)
+        return cached.copy()
     m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
     if trace.format != "timeline":
         roles = {(p, t): lane_role(trace, p, t) for p, t in trace.lanes}
@@ -58,6 +62,7 @@ def busy_mask(trace: Trace) -> np.ndarray:
             m &= ~in_lanes(ev.pid, ev.tid, derived)
         if python:  # it waits inside calls; ops it runs itself (eager) are work
             m &= ~(in_lanes(ev.pid, ev.tid, python) & (ev.op_type == 0))
+    trace.meta["_busy_mask"] = m.copy()
     return m
 
 
@@ -83,3 +88,13 @@ def on_gpu(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
     pids = [p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_stream", "gpu_memcpy",
                                                   "gpu_device")]
     return np.isin(trace.events.pid, pids)
+
+
+def blocking_mask(trace: Trace) -> np.ndarray:
+    """Events in which a thread is known to block on other threads (a session waiting for its
+    executor, a caller waiting for a function's ops) or on the GPU (a CUDA synchronisation):
+    waiting, not work."""
+    ev, names = trace.events, trace.strings.names
+    blocking = WAIT_EVENT_PREFIXES + CUDA_SYNC_PREFIXES
+    ids = [int(i) for i in np.unique(ev.name) if names[i].startswith(blocking)]
+    return np.isin(ev.name, ids) if ids else np.zeros(len(ev), bool)

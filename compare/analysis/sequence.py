@@ -18,8 +18,9 @@ Where dependencies come from, by trace kind:
 The dataflow order lists ops by depth (0 = depends on no op of this step, k = its latest
 dependency has depth k-1), ties by start time: ops of one depth do not depend on each other.
 The critical path uses only edges that are consistent with time (the dependency ended before
-the dependent started), weighs each op by its duration inside the step, and so is never
-longer than the step's wall time.
+the dependent started; a GPU kernel may start while the host op that launched it still runs,
+and that launch edge counts with the overlap taken off), weighs each op by its duration inside
+the step, and so is never longer than the step's wall time.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from compare.analysis import rows
 from compare.analysis.steps import StepChoice
+from compare.analysis.xla import kernel_launches
 from compare.model.events import CAT, Trace
 from compare.model.lanes import keys
 from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFFIX
@@ -88,7 +90,7 @@ def _nodes(trace: Trace, choice: StepChoice, work: np.ndarray) -> np.ndarray:
     (events naming a TF op, tf.data iterator events) and, on rows that have none of those,
     the outermost events."""
     ev = trace.events
-    idx = np.flatnonzero(work & (ev.step == choice.step.num))
+    idx = np.flatnonzero(work & choice.in_step(trace))
     if trace.format == "timeline" or not len(idx):
         return idx
     tf_data = CAT["tf_data"]
@@ -188,12 +190,17 @@ def _timeline_edges(trace: Trace, nodes: np.ndarray, g: _Graph, roles: dict[int,
 
 
 def _launch_edges(t: _Timeline, g: _Graph) -> None:
-    """Each GPU kernel after the host op that launched it (the tracer names it alike)."""
+    """Each GPU kernel after the host op that launched it (the tracer names it alike; TF 1.x's
+    XLA:GPU kernels, named by their HLO, after the launch op that enqueued them)."""
     ev, names = t.ev, t.names
+    launched_by = kernel_launches(t.trace)
+    host = set(t.host)
     for k in sorted(t.kernels, key=lambda i: ev.ts[i]):
         if names[ev.name[k]].startswith(MEMCPY_PREFIX):
             continue
-        u = t.producer(names[ev.tf_name[k]], ev.ts[k], -1)
+        u = launched_by.get(k)
+        if u not in host:
+            u = t.producer(names[ev.tf_name[k]], ev.ts[k], -1)
         if u is not None:
             g.add(u, k, "launch")
             if t.role[k] == "gpu_stream":
@@ -261,11 +268,20 @@ def _copy_readers(t: _Timeline, tensors: set[str]) -> dict[str, list[tuple[int, 
             base = SEND_RECV_SUFFIX.sub("", names[ev.tf_name[v]])
             if base in tensors:
                 out[base].append((v, True))
-        elif t.kernels_of.get(v):
+        else:
+            # an op with kernels reads the copy on the GPU; one without, on another device
+            # than the tensor's producer, receives it (a device-to-host copy)
+            has_kernels = bool(t.kernels_of.get(v))
             for base in dict.fromkeys(SEND_RECV_SUFFIX.sub("", names[s])
                                       for s in ev.inputs_of(v)):
-                if base in tensors:
+                if base not in tensors:
+                    continue
+                if has_kernels:
                     out[base].append((v, False))
+                else:
+                    u = t.producer(base, ev.ts[v], v)
+                    if u is not None and ev.pid[u] != ev.pid[v]:
+                        out[base].append((v, True))
     return out
 
 
@@ -371,7 +387,8 @@ def _order(nodes: list[int], edges: dict[tuple[int, int], str], ts: np.ndarray
 
 def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, end: np.ndarray,
               lo: float, hi: float) -> tuple[list[int], float]:
-    """The heaviest chain over time-consistent edges; weights are durations inside [lo, hi]."""
+    """The heaviest chain over time-consistent edges; weights are durations inside [lo, hi],
+    less the time a dependency overlaps its dependent (a launch and its kernel)."""
     w = {n: max(0.0, min(end[n], hi) - max(ts[n], lo)) for n in nodes}
     order, _ = _order(nodes, {e: "" for e in edges}, ts)
     pred: dict[int, list[int]] = defaultdict(list)
@@ -381,8 +398,9 @@ def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, en
     for n in order:
         b, arg = 0.0, None
         for u in pred.get(n, ()):
-            if u in best and best[u] > b:
-                b, arg = best[u], u
+            got = best.get(u, 0.0) - max(0.0, min(end[u], hi) - max(ts[n], lo))
+            if u in best and got > b:
+                b, arg = got, u
         best[n] = b + w[n]
         back[n] = arg
     if not best:
@@ -426,7 +444,8 @@ def build(trace: Trace, choice: StepChoice) -> Sequence:
     ts, end = ev.ts, ev.ts + ev.dur
     node_list = [int(i) for i in nodes]
     order, depth = _order(node_list, g.edges, ts)
-    consistent = [(u, v) for (u, v) in g.edges if end[u] <= ts[v] + EPS_US]
+    consistent = [(u, v) for (u, v), kind in g.edges.items() if end[u] <= ts[v] + EPS_US
+                  or kind == "launch" and ts[u] <= ts[v] + EPS_US]
     path, length = _critical(node_list, consistent, ts, end, choice.lo, choice.hi)
     after: dict[int, list[int]] = defaultdict(list)
     for (u, v) in g.edges:

@@ -11,7 +11,10 @@ import dataclasses
 import numpy as np
 
 from common.errors import InputError
-from compare.model.events import WHOLE_TRACE, Step, Trace
+from compare.fmt import duration as ms
+from compare.model.events import CAT, WHOLE_TRACE, Step, Trace
+from compare.vocabulary.ops import TRAIN_FUNCTION
+from compare.vocabulary.rows import HOST_PLANE_PREFIX
 
 NO_STEPS = ("the trace marks no steps (no xprof step rows, no train_function, ProfilerStep or "
             "Trace(step_num=...) markers, no TF1 session runs), so the whole trace is "
@@ -29,6 +32,11 @@ class StepChoice:
     min_us: float
     max_us: float
     source: str = ""            # where the trace's steps came from, in words
+    #: The step as the trace marks it, when the explained window was widened to the host's
+    #: side of the step (see :func:`widen`); ``step`` is then the widened window.
+    marked: Step | None = None
+    host_us: float = 0.0        # the host's step (its train_function call), when widened
+    window: str = ""            # how the window was drawn, in words, when widened
 
     @property
     def lo(self) -> float:
@@ -38,12 +46,24 @@ class StepChoice:
     def hi(self) -> float:
         return self.step.ts + self.step.dur
 
+    def in_step(self, trace: Trace) -> np.ndarray:
+        """Per event: it belongs to the explained step (its step number; in a widened window,
+        also the events no step claims that start inside it)."""
+        ev = trace.events
+        m = ev.step == self.step.num
+        if self.marked is not None:
+            m |= (ev.step == -1) & (ev.ts >= self.lo) & (ev.ts < self.hi)
+        return m
+
     def as_dict(self) -> dict:
         return {"num": self.step.num, "name": self.step.name, "start_us": self.step.ts,
                 "wall_us": self.step.dur, "reason": self.reason, "steps_in_trace": self.count,
                 "first_step_us": self.first_us, "median_step_us": self.median_us,
                 "min_step_us": self.min_us, "max_step_us": self.max_us,
-                "steps_from": self.source}
+                "steps_from": self.source,
+                "marked_start_us": self.marked.ts if self.marked else self.step.ts,
+                "marked_wall_us": self.marked.dur if self.marked else self.step.dur,
+                "host_step_us": self.host_us, "window": self.window}
 
 
 def choose(trace: Trace, num: int | None = None) -> StepChoice:
@@ -57,6 +77,11 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
     stats = dict(count=len(steps), first_us=float(durs[0]), median_us=float(np.median(later)),
                  min_us=float(durs.min()), max_us=float(durs.max()),
                  source=trace.meta.get("steps_from", ""))
+    return widen(trace, _pick(trace, steps, durs, later, num, stats))
+
+
+def _pick(trace: Trace, steps: list[Step], durs: np.ndarray, later: np.ndarray,
+          num: int | None, stats: dict) -> StepChoice:
     if num is not None:
         match = [s for s in steps if s.num == num]
         if not match:
@@ -85,3 +110,62 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
                f"up, files opening)")
     return StepChoice(steps[k], f"a steady step: its duration is the median of the "
                                 f"{len(steps) - 1} steps after the first; {why}", **stats)
+
+
+#: A host step and a device step differing by less than this (µs) are the same window.
+SAME_WINDOW_US = 1.0
+
+
+def widen(trace: Trace, c: StepChoice) -> StepChoice:
+    """A TF2 profile's step is the device's (xprof's step rows and step database time the GPU),
+    while the host begins it earlier: Keras' ``train_function`` call fetches the input batch
+    and launches the ops before the GPU starts. The explained window is both: from the host's
+    start of the step (the ``train_function`` call around the step's root event on a host
+    thread) to the later of the two ends."""
+    host = _host_step(trace, c.step)
+    if host is None:
+        return c
+    lo, hi = min(c.lo, host[0]), max(c.hi, host[1])
+    if lo >= c.lo - SAME_WINDOW_US and hi <= c.hi + SAME_WINDOW_US:
+        return c
+    step = dataclasses.replace(c.step, ts=lo, dur=hi - lo)
+    host_us, dev_us = host[1] - host[0], c.step.dur
+    words = (f"{ms(hi - lo)}, from the start of the host's side of the step (its "
+             f"train_function call, {ms(host_us)}) to the end of the step as the profile marks "
+             f"it ({ms(dev_us)}, the device's, starting {ms(max(0.0, c.lo - host[0]))} later): "
+             f"the host fetches the input and launches the ops before the device runs them")
+    if abs(host_us - dev_us) > 0.1 * max(host_us, dev_us):
+        end_gap = c.hi - host[1]
+        words += (f". The host's step and the device's differ: the host's call ended "
+                  f"{ms(end_gap)} before the device finished (it queues the device's work and "
+                  f"returns)" if end_gap > 0 else
+                  f". The host's step and the device's differ: the host's call went on "
+                  f"{ms(-end_gap)} after the device finished")
+    return dataclasses.replace(c, step=step, marked=c.step, host_us=host_us, window=words)
+
+
+def _host_step(trace: Trace, step: Step) -> tuple[float, float] | None:
+    """(start, end) of the host's side of ``step``: the outermost ``train_function`` call
+    around the step's root events on host threads (xprof marks each step's root event on
+    the host with the step's name), else those root events; None in a timeline or when the
+    host marks nothing."""
+    if trace.format == "timeline":
+        return None
+    ev = trace.events
+    host_pids = [p.pid for p in trace.processes.values() if p.name.split(": ")[-1]
+                 .startswith(HOST_PLANE_PREFIX)]
+    roots = np.flatnonzero((ev.step == step.num) & (ev.category == CAT["step"]) &
+                           np.isin(ev.pid, host_pids))
+    if not len(roots):
+        return None
+    lo, hi = float(ev.ts[roots].min()), float(ev.end[roots].max())
+    parent, names = trace.nesting.parent, trace.strings.names
+    seen: set[int] = set()
+    for r in roots:
+        p = int(parent[r])
+        while p >= 0 and p not in seen:  # each enclosing event looked at once
+            seen.add(p)
+            if TRAIN_FUNCTION.match(names[ev.name[p]]):
+                lo, hi = min(lo, float(ev.ts[p])), max(hi, float(ev.end[p]))
+            p = int(parent[p])
+    return lo, hi

@@ -14,30 +14,42 @@ Thresholds (from TensorBoard's input-pipeline analysis and our design notes):
   timeline, a device busy half the step or more whose ops hardly overlapped although 20 % of
   the step or more was work off the critical path, i.e. could have run beside it). A step
   that is one dependency chain is not serialised: it is that chain.
-- GPU idle: the GPU ran kernels less than half of the step.
+  Waiting is not work: input waits and what nests in them, events known to block on other
+  threads and ops that compute nothing (NoOp) never make a row busy.
+- GPU idle: the GPU ran kernels less than half of the step; said as the effect of a high
+  input, copy, communication or overhead finding when there is one.
+- copy: GPU copies with no kernel beside them, from 10 % of the step; the bottleneck from 50 %.
+- overhead: a long ``_SOURCE`` that is not a GPU being set up (the run's start-up cost), from
+  20 % of the step; the bottleneck from 50 %.
+- one-time work (a first run): autotuning, one call far longer than the others of its type, a
+  compile, a ``_SOURCE`` of 10 ms or more on a GPU; the other findings of such a step are
+  judged again on the rest of it (without those stretches), as facts without advice.
 - compute: one op execution takes half of the step or more (by self time): that op is it.
 
-When several findings are high, compilation and then input lead (they cause the others: a
-GPU idling while XLA compiles, a first ``_XlaLaunch`` that is mostly compile); otherwise the
-largest share leads. :func:`judge` turns measured :class:`Facts` into a :class:`Verdict`; :func:`assess` measures the
-facts from a trace. They are split so the thresholds can be checked on constructed facts.
+When several findings are high, one-time work, compilation, input, copies, communication, the
+run's start-up and launching lead in that order (they cause the others: a GPU idling while XLA
+compiles, a first ``_XlaLaunch`` that is mostly compile); otherwise the largest share leads.
+:func:`judge` turns measured :class:`Facts` into a :class:`Verdict`; :func:`assess` measures
+the facts from a trace. They are split so the thresholds can be checked on constructed facts.
 """
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
+from common.stages import PIPELINE_STAGES, stage_of_scope
 from compare.analysis import evidence, inputs, rows
-from compare.analysis.evidence import Communication, Launch, OneTime
-from compare.analysis.legend import Legend
+from compare.analysis.evidence import Communication, Copies, Launch, OneTime, RunStart
+from compare.analysis.legend import WHERE, Legend
 from compare.analysis.sequence import Sequence
 from compare.analysis.steps import StepChoice
 from compare.analysis.xla import XlaSummary
 from compare.fmt import duration as ms
 from compare.fmt import listed
 from compare.model import intervals
-from compare.model.events import CAT, Trace
+from compare.model.events import CAT, CATEGORIES, Trace
 from compare.model.lanes import keys
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.thresholds import (
@@ -49,6 +61,9 @@ from compare.vocabulary.thresholds import (
     COMPILE_NOTABLE,
     COMPUTE_DOMINATES,
     COMPUTE_NOTABLE,
+    COMPUTE_SHOWN,
+    COPY_BOUND,
+    COPY_NOTABLE,
     FIRST_STEP_FACTOR,
     GETNEXT_OK_US,
     GPU_IDLE,
@@ -62,6 +77,8 @@ from compare.vocabulary.thresholds import (
     MOSTLY,
     OFF_PATH,
     ONE_TIME_LEADS,
+    RUN_START_BOUND,
+    RUN_START_NOTABLE,
     SERIAL_BUSY,
     SERIAL_OTHERS,
     TIMELINE_SERIAL_BUSY,
@@ -101,24 +118,36 @@ class Facts:
     top_op_name: str = ""                  # node name of its longest execution
     top_op_name_share: float = 0.0
     top_op_cpu_us: float = 0.0             # its executions' summed self time (CPU/GPU time)
+    top_op_const_inputs: bool = False      # its longest execution reads only constants
     compute_share: float = 0.0             # wall share of all op work (input waits apart)
     device_bound: bool = False             # the GPU ran kernels GPU_IDLE of the step or more
     critical_share: float = 0.0
     one_time: OneTime = dataclasses.field(default_factory=OneTime)
+    run_start: RunStart = dataclasses.field(default_factory=RunStart)
+    #: the step without its one-time work (a first run's), or None: see :func:`_rest_facts`
+    rest: "Facts | None" = None
     launch: Launch = dataclasses.field(default_factory=Launch)
     communication: Communication = dataclasses.field(default_factory=Communication)
+    copies: Copies = dataclasses.field(default_factory=Copies)
     silent_rows: list[str] = dataclasses.field(default_factory=list)  # recorded nothing
     gpu_rows: int = 0                      # GPU processes in the trace
     gpus_recorded: int = 0                 # GPUs with any event
     gpu_busiest: str = ""                  # which GPU gpu_busy_share is of, and over what
     feeds: list[str] = dataclasses.field(default_factory=list)   # feed_dict placeholders
     steps_from: str = ""                   # how the trace's steps were found
+    window: str = "step"                   # what wall_us is, in words ("step", or the rest)
+    seed_pipeline: bool = False            # the trace is our own seed pipeline's
+    #: tf.data iterators producing on threads of their own (Prefetch, ParallelMap...) that the
+    #: step's input waits blocked in: the consumer waited for elements other threads make
+    input_waits_on: list[str] = dataclasses.field(default_factory=list)
+    input_inline_us: float = 0.0           # the pipeline's own ops run inside the waits
+    input_producers: str = ""              # "recorded", "not recorded", "" (not known)
 
 
 @dataclasses.dataclass
 class Finding:
-    kind: str      # one_time, input, compile, recompile, communication, launch, idle,
-                   # serialised, gpu_idle, xla_overhead, compute, no_data
+    kind: str      # one_time, input, compile, recompile, copy, communication, overhead,
+                   # launch, idle, serialised, gpu_idle, xla_overhead, compute, no_data
     level: str     # "high", "moderate", "low" (checked, not a problem) or "info"
     share: float   # of the step it accounts for
     text: str
@@ -151,9 +180,58 @@ def judge(f: Facts) -> Verdict:
     out: list[Finding] = []
     for rule in FINDINGS:
         out.extend(rule(f, cls))
+    out = [_caused(x, out) for x in out]
     if any(x.kind == "one_time" and x.level == "high" for x in out):
-        out = [_in_a_first_run(x) for x in out]
+        judged = _REJUDGED if f.rest is not None else ()
+        out = [_in_a_first_run(x) for x in out if x.kind not in judged] + \
+            _without_one_time(f, cls)
     return _lead(out, f, cls)
+
+
+#: What keeps a GPU idle when it is high: an idle GPU is then its effect, not a finding.
+_GPU_IDLE_CAUSES = {"input": "the input above", "copy": "the copies above",
+                    "communication": "the collectives above",
+                    "overhead": "the run's start-up above"}
+
+
+def _caused(x: Finding, out: list[Finding]) -> Finding:
+    """An idle GPU while a high finding explains it: said as that finding's effect."""
+    if x.kind != "gpu_idle":
+        return x
+    cause = next((_GPU_IDLE_CAUSES[y.kind] for y in out
+                  if y.level == "high" and y.kind in _GPU_IDLE_CAUSES), None)
+    if cause is None:
+        return x
+    return dataclasses.replace(x, level="info", try_next="",
+                               text=f"The GPU ran kernels {_pct(1 - x.share)} of the step: "
+                                    f"it waited for {cause}.")
+
+
+def _pct(share: float) -> str:
+    """A small share in words: "under 1%" rather than "0%" for a little, else "only N%"."""
+    return "under 1%" if 0 < share < 0.005 else f"only {share:.0%}"
+
+
+#: Findings judged again on the rest of a first step, without its one-time work.
+_REJUDGED = ("launch", "gpu_idle", "idle", "compute")
+
+
+def _without_one_time(f: Facts, cls: str) -> list[Finding]:
+    """The distorted findings judged on the step without its one-time work (``f.rest``): what
+    the rest of this run shows, stated beside the first-run finding, never above it."""
+    r = f.rest
+    if r is None:
+        return []
+    rules = {"launch": _launch, "gpu_idle": _gpu_idle, "idle": _idle, "compute": _compute}
+    out = []
+    for kind in _REJUDGED:
+        for x in rules[kind](r, cls):
+            # facts about the rest, not advice: only a later step shows what to optimise
+            out.append(dataclasses.replace(
+                x, level="moderate" if x.level == "high" else x.level, try_next="",
+                text=f"Without the one-time work ({ms(f.wall_us - r.wall_us)}), in the rest "
+                     f"of the step ({ms(r.wall_us)}): {x.text}"))
+    return out
 
 
 #: Findings a first run's one-time work distorts (autotuning blocks the launch row, a
@@ -190,11 +268,40 @@ def _input(f: Facts, cls: str) -> list[Finding]:
            "tf.data.AUTOTUNE, then .prefetch(tf.data.AUTOTUNE)); while on queues, give "
            "the queue runners more threads (tf.train.batch(..., num_threads=N)) and a "
            "larger capacity so a dequeue finds data waiting")
+    if f.input_waits_on:
+        fix = (f"the pipeline already produces ahead ({listed(f.input_waits_on)}), so its "
+               f"producer is too slow: run its map with num_parallel_calls=tf.data.AUTOTUNE, "
+               f"read files with interleave, .cache() what repeats each epoch (a "
+               f"Dataset.from_generator source runs Python on one thread: move that work into "
+               f"tf.data ops); TensorBoard's input-pipeline page names the slow stage")
     level = "high" if cls == "highly input-bound" else "moderate"
     return [Finding("input", level, share,
                     f"{cls.capitalize()}: the step spent {ms(f.input_wait_us)} {waiting} "
                     f"input ({ops}), {share:.0%} of its {ms(f.wall_us)} (thresholds: "
-                    f"{INPUT_MODERATE:.0%} moderately, {INPUT_HIGH:.0%} highly).", fix)]
+                    f"{INPUT_MODERATE:.0%} moderately, {INPUT_HIGH:.0%} highly)."
+                    + _input_detail(f), fix)]
+
+
+def _input_detail(f: Facts) -> str:
+    """What the trace shows of why the step waited: the buffer it blocked on, whether the
+    threads filling it were recorded, and whether one step can tell."""
+    out = ""
+    if f.input_waits_on:
+        out += (f" The consumer blocked in tf.data's {listed(f.input_waits_on)} buffer: the "
+                f"step's thread did no input work of its own while it waited for elements "
+                f"other threads produce")
+        out += ({"not recorded": "; those producer threads recorded nothing in this trace, so "
+                                 "which stage is slow cannot be seen here",
+                 "recorded": "; the producer threads' work is in the trace (tf.data rows)"}
+                .get(f.input_producers, "")) + "."
+    elif f.input_inline_us:
+        out += (f" Of the wait, {ms(f.input_inline_us)} ran the pipeline's own ops on the "
+                f"step's thread (nothing produced elements ahead of the step).")
+    if f.one_time.steps == 1:
+        out += (" This is the only step in the trace, so it cannot tell a slow pipeline from "
+                "one still starting up (a shuffle buffer filling, files opening, a generator's "
+                "first elements): profile several later steps to tell.")
+    return out
 
 
 def _no_input_words(f: Facts) -> str:
@@ -228,8 +335,9 @@ def _one_time(f: Facts, cls: str) -> list[Finding]:
         f"work ({share:.0%} of the step) is paid once; it says nothing of what a later step "
         f"costs.",
         "profile a later step (skip the first: e.g. TensorBoard's profile_batch='10,20', or "
-        "trace session run 10 rather than the first) and judge speed there; for "
-        "autotuning, TF_CUDNN_USE_AUTOTUNE=0 shows the steady cost at once")]
+        "trace session run 10 rather than the first) and judge speed there"
+        + ("; for autotuning, TF_CUDNN_USE_AUTOTUNE=0 shows the steady cost at once"
+           if o.autotune_nodes else ""))]
 
 
 def _one_time_signs(f: Facts) -> list[str]:
@@ -247,13 +355,29 @@ def _one_time_signs(f: Facts) -> list[str]:
     if f.compile_us >= COMPILE_MIN_US:
         out.append(f"XLA compilation, {ms(f.compile_us)}")
     if o.source_us:
-        out.append(f"the run's _SOURCE node took {ms(o.source_us)} (the device being set up "
-                   f"in this run)")
+        out.append(f"the run's _SOURCE node on the GPU took {ms(o.source_us)} (the GPU being "
+                   f"set up in this run: a later run's takes microseconds)")
     if o.first_step and o.first_over_rest >= FIRST_STEP_FACTOR:
         out.append(f"the step took {o.first_over_rest:.0f}x the median of the later steps")
     if out and o.iterators:
         out.append(f"the input pipeline was created in it ({', '.join(o.iterators)})")
     return out
+
+
+def _run_start(f: Facts, cls: str) -> list[Finding]:
+    r = f.run_start
+    if not r.us or r.share < RUN_START_NOTABLE:
+        return []
+    level = "high" if r.share >= RUN_START_BOUND else "moderate"
+    return [Finding(
+        "overhead", level, r.share,
+        f"Per-run overhead: before the first op ran, the run's _SOURCE node on {r.row} took "
+        f"{ms(r.us)}, {r.share:.0%} of the step: the executor starting the session run "
+        f"(scheduling its first ops), a fixed cost every run pays; nothing else here marks "
+        f"this run as a first one. A step this short is dominated by it.",
+        "give each session.run more work, so its fixed start-up cost is shared: a larger "
+        "batch, or several training steps per run (a tf.while_loop over the step, or TF2 "
+        "with tf.function and Keras steps_per_execution)")]
 
 
 def _compile(f: Facts, cls: str) -> list[Finding]:
@@ -292,7 +416,12 @@ def _idle(f: Facts, cls: str) -> list[Finding]:
              if g else "")
     return [Finding(
         "idle", "high" if share >= IDLE_BOUND else "moderate", share,
-        f"Idle gaps: for {ms(f.idle_us)} ({share:.0%} of the step) no op of this step ran{where}.",
+        f"Idle gaps: for {ms(f.idle_us)} ({share:.0%} of the {f.window}) no op of this step "
+        f"ran{where}.",
+        "find what the host did in the gap: in the trace viewer, look at the Python thread "
+        "and the other host threads around it (Python code between calls, Keras callbacks, "
+        "a synchronisation with the GPU, another process using the CPU)"
+        if f.tids_are == "threads" else
         "find what the executor waited for: profile the same steps with the TensorBoard "
         "profiler (tf.profiler.experimental.start/stop), which shows every host thread; "
         "usual causes are queue-runner threads or other session runs competing for the "
@@ -321,9 +450,11 @@ def _serialised(f: Facts, cls: str) -> list[Finding]:
     return [Finding(
         "serialised", "high" if f.busiest_share >= 0.8 else "moderate", f.busiest_share,
         f"One row serialises the work: {what}.",
-        "let independent work overlap: raise ConfigProto(inter_op_parallelism_threads=N), "
-        "and split per-image work so it can run in parallel (tf.data map with "
-        "num_parallel_calls; the seed's five crops do not depend on each other)")]
+        "let independent ops overlap: raise ConfigProto(inter_op_parallelism_threads=N) (TF2: "
+        "tf.config.threading.set_inter_op_parallelism_threads), and run per-element input "
+        "work in parallel (tf.data map with num_parallel_calls=tf.data.AUTOTUNE)"
+        + ("; the seed's five crops do not depend on each other, so they can run side by "
+           "side" if f.seed_pipeline else ""))]
 
 
 def _communication(f: Facts, cls: str) -> list[Finding]:
@@ -336,12 +467,48 @@ def _communication(f: Facts, cls: str) -> list[Finding]:
         "communication", level, c.exposed_share,
         f"Communication: {c.count} collective(s) ({', '.join(c.ops[:4])}) cover "
         f"{c.share:.0%} of the step (wall; {ms(c.summed_us)} summed over their overlapping "
-        f"boxes); for {c.exposed_share:.0%} of the step nothing else ran beside them, so the "
-        f"step waited for them.",
+        f"boxes); for {c.exposed_share:.0%} of the step nothing else ran beside them"
+        + (", so the step waited for them." if c.exposed_share >= COMM_NOTABLE else
+           ": they overlapped other work, so the step hardly waited for them."),
         "overlap communication with computation (all-reduce each gradient as soon as it is "
         "ready, as tf.distribute's MirroredStrategy does; bucket small gradients), give each "
         "replica more work per step (a larger per-replica batch), and keep collectives on "
         "NCCL over NVLink where the devices have it")]
+
+
+def _copy(f: Facts, cls: str) -> list[Finding]:
+    c = f.copies
+    if not c.count or c.exposed_share < COPY_NOTABLE:
+        return []
+    level = "high" if c.exposed_share >= COPY_BOUND else "moderate"
+    kinds = ", ".join(f"{n} {d}" for d, n in sorted(c.by_direction.items(), key=lambda x: -x[1]))
+    what = {"input": " (the input batch)", "host": " (made on the host in this run)"}.get(
+        c.largest_source, "")
+    return [Finding(
+        "copy", level, c.exposed_share,
+        f"Copies: {c.count} GPU cop{'y' if c.count == 1 else 'ies'} ({kinds}) cover "
+        f"{c.share:.0%} of the {f.window}, and for {c.exposed_share:.0%} of the {f.window} "
+        f"the GPU ran no kernel beside them: the step waited for data to move, not for GPU "
+        f"compute. The largest took {ms(c.largest_us)}"
+        + (f" ({c.largest_direction})" if c.largest_direction else "")
+        + (f": {c.largest}{what}." if not rows.is_copy(c.largest) else "."),
+        _copy_advice(c))]
+
+
+def _copy_advice(c: Copies) -> str:
+    if c.largest_source == "host":
+        return ("keep that tensor on the GPU instead of making it on the host and copying it "
+                "every run: place the op that produces it on the GPU, or store the result as a "
+                "variable or constant on the GPU once (weights dequantized or converted on the "
+                "CPU in every run are the usual case)")
+    overlap = ("overlap the copy with compute: end the input pipeline with "
+               "tf.data.experimental.prefetch_to_device('/gpu:0') (or copy_to_device then "
+               "prefetch) so the next batch moves while this step computes, and send less: "
+               "uint8 images instead of float32 (cast on the GPU) are 4x smaller")
+    if c.largest_source == "input":
+        return overlap
+    return (overlap + "; if the copied data are weights or constants rather than the batch, "
+            "keep them on the GPU instead of copying them every step")
 
 
 def _launch(f: Facts, cls: str) -> list[Finding]:
@@ -355,8 +522,9 @@ def _launch(f: Facts, cls: str) -> list[Finding]:
     return [Finding(
         "launch", "high", la.busy_share,
         f"Launch-bound: {la.row} {'was' if f.tids_are == 'lanes' else 'were'} busy "
-        f"{la.busy_share:.0%} of the step{ops}, while the GPU ran its {la.kernels} kernels "
-        f"(median {ms(la.kernel_median_us)}) only {gpu:.0%} of it and idled between them: "
+        f"{la.busy_share:.0%} of the {f.window}{ops}, while the GPU ran its {la.kernels} "
+        f"kernels (median {ms(la.kernel_median_us)}) only {gpu:.0%} of it and idled between "
+        f"them: "
         f"the step costs the host's time to launch many small ops, not GPU work or input.",
         ("give each launch more work: a larger batch; XLA is on already, so make the "
          "compiled clusters larger (one tf.function(jit_compile=True) over the whole step) "
@@ -370,7 +538,7 @@ def _launch(f: Facts, cls: str) -> list[Finding]:
 def _no_data(f: Facts, cls: str) -> list[Finding]:
     if not f.silent_rows:
         return []
-    gpu_words = ("No GPU row recorded anything: the GPU tracer captured no kernel (it failed "
+    gpu_words = ("no GPU row recorded anything: the GPU tracer captured no kernel (it failed "
                  "to start, lacked permission, or the device ran nothing), so GPU time cannot "
                  "be judged from this trace" if f.gpu_rows and not f.gpus_recorded else
                  "nothing can be said of the devices behind them")
@@ -390,8 +558,8 @@ def _gpu_idle(f: Facts, cls: str) -> list[Finding]:
         return []  # a launch-bound step, or one waiting on collectives, says why the GPU idles
     return [Finding(
         "gpu_idle", "high" if f.gpu_busy_share < 0.25 else "moderate", 1 - f.gpu_busy_share,
-        f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the step and "
-        f"waited the rest (for input, copies or the host launching kernels).",
+        f"The GPU is underused: it ran kernels {f.gpu_busy_share:.0%} of the {f.window} and "
+        f"waited the remaining time (for input, copies or the host launching kernels).",
         "keep the GPU fed: prefetch to the device (tf.data.experimental.prefetch_to_device"
         " or .prefetch), larger batches, fewer and larger kernels (XLA: "
         "tf.function(jit_compile=True))")]
@@ -410,8 +578,9 @@ def _xla_overhead(f: Facts, cls: str) -> list[Finding]:
 
 
 def _compute(f: Facts, cls: str) -> list[Finding]:
-    if not f.top_op:
-        return []
+    if not f.top_op or (not f.device_bound and
+                        max(f.top_op_share, f.compute_share) < COMPUTE_SHOWN):
+        return []  # ops that hardly ran: other findings say where the time went
     what = f"XLA clusters ({f.top_op})" if f.top_op_category == "xla_run" else f.top_op
     calls = (f"{f.top_op_count} {'kernels' if f.top_op_where == 'GPU' else 'executions'}; "
              f"the longest, {f.top_op_name}, {f.top_op_name_share:.0%}"
@@ -429,22 +598,32 @@ def _compute(f: Facts, cls: str) -> list[Finding]:
     share = f.gpu_busy_share if f.device_bound else max(f.top_op_share, f.compute_share)
     high = f.device_bound or f.top_op_share >= COMPUTE_DOMINATES or (
         f.compute_share >= COMPUTE_DOMINATES and f.top_op_share >= COMPUTE_NOTABLE)
+    ops_words = "Ops other than input waits" if f.input_wait_us else "Ops"
+    copies = (f" (and copies alone another {f.copies.exposed_share:.0%})"
+              if f.copies.exposed_share >= 0.05 else "")
     where = (f"Device-bound: {f.gpu_busiest or 'the GPU'} ran kernels "
-             f"{f.gpu_busy_share:.0%} of the time. "
+             f"{f.gpu_busy_share:.0%} of the time{copies}. "
              if f.device_bound else
-             f"Ops ran {f.compute_share:.0%} of the step (wall). " if f.compute_share else "")
+             f"{ops_words} ran {f.compute_share:.0%} of the {f.window} (wall). "
+             if f.compute_share else "")
+    if f.top_op_const_inputs and not f.device_bound:
+        advice = ("its inputs are all constants, so it computes the same result in every run: "
+                  "compute it once and keep the result (a variable initialised with it, or a "
+                  "constant saved in its place) instead of recomputing it per step")
     return [Finding(
         "compute", "high" if high else "info", share,
         f"{where}The largest cost is {what} on the {f.top_op_where}: it covers "
-        f"{f.top_op_share:.0%} of the step (wall time; its executions add up to "
+        f"{f.top_op_share:.0%} of the {f.window} (wall time; its executions add up to "
         f"{ms(f.top_op_cpu_us)} of {'GPU' if f.top_op_where == 'GPU' else 'CPU'} time: "
-        f"{calls}). The critical path covers {f.critical_share:.0%} of the step.",
+        f"{calls})."
+        + (f" The critical path covers {f.critical_share:.0%} of the {f.window}."
+           if f.critical_share >= 0.01 else ""),
         f"start with {f.top_op_name or f.top_op}, the largest cost: {advice}")]
 
 
 #: The finding rules, in the order findings are listed.
-FINDINGS = (_one_time, _input, _compile, _recompile, _communication, _launch, _idle,
-            _serialised, _gpu_idle, _xla_overhead, _compute, _no_data)
+FINDINGS = (_one_time, _input, _compile, _recompile, _copy, _communication, _run_start,
+            _launch, _idle, _serialised, _gpu_idle, _xla_overhead, _compute, _no_data)
 
 
 def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
@@ -456,8 +635,10 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
         lead = min(highs, key=lambda x: (_CAUSES.get(x.kind, len(_CAUSES)), -x.share))
         words = (f"The step is {cls} ({lead.share:.0%} of the step)" if lead.kind == "input"
                  else _compute_words(f, lead.share) if lead.kind == "compute" else
-                 f"The step is mostly waiting (idle gaps) ({lead.share:.0%} of the step)"
+                 f"The step is mostly waiting, in idle gaps ({lead.share:.0%} of the step)"
                  if lead.kind == "idle" and lead.share >= MOSTLY else
+                 f"The GPU is idle {lead.share:.0%} of the step (it ran kernels "
+                 f"{f.gpu_busy_share:.0%} of it)" if lead.kind == "gpu_idle" else
                  f"{_WORDS[lead.kind]} ({lead.share:.0%} of the step)")
         headline = words + (f"; input: {_said(f, cls)}." if lead.kind != "input" else ".")
         return Verdict(lead.kind, headline, cls, out, f)
@@ -496,15 +677,18 @@ def _said(f: Facts, cls: str) -> str:
 
 #: When several findings are high, the cause leads: one-time work of a first run, then a
 #: compile, an input wait, communication and launching (they cause an idle GPU, idle gaps).
-_CAUSES = {"one_time": 0, "compile": 1, "input": 2, "communication": 3, "launch": 4}
+_CAUSES = {"one_time": 0, "compile": 1, "input": 2, "copy": 3, "communication": 4,
+           "overhead": 5, "launch": 6}
 _WORDS = {
     "one_time": "This is a first run dominated by one-time work: profile a later step",
     "compile": "The step is compile-bound",
     "communication": "The step waits on communication (collectives)",
-    "launch": "The step is launch-bound (many small ops; the GPU idles between them)",
-    "idle": "The step waits much of the time (idle gaps)",
+    "launch": "The step is launch-bound: many small ops, the GPU idling between them",
+    "overhead": "The step is mostly per-run overhead, the session run's fixed start-up cost",
+    "copy": "The step waits on GPU copies, data moving between host and GPU",
+    "idle": "The step waits much of the time, in idle gaps",
     "serialised": "One row serialises the step",
-    "gpu_idle": "The GPU is underused",
+    "gpu_idle": "The GPU is idle most of the step",
     "recompile": "XLA recompiles",
 }
 
@@ -521,6 +705,8 @@ def _phrase(x: Finding, f: Facts, cls: str) -> str:
         "one_time": f"one-time work of a first run {x.share:.0%}",
         "communication": f"waiting on collectives {x.share:.0%}",
         "launch": f"launching small ops {x.share:.0%}",
+        "overhead": f"the run's start-up {x.share:.0%}",
+        "copy": f"GPU copies with no kernel beside them {x.share:.0%}",
     }[x.kind]
 
 
@@ -578,8 +764,7 @@ class _Step:
 def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
            sequence: Sequence) -> Verdict:
     """Measure the facts of the chosen step and judge them."""
-    ev = trace.events
-    in_step = ev.step == choice.step.num
+    in_step = choice.in_step(trace)
     idx = np.flatnonzero(in_step & rows.work_mask(trace))
     ops = inputs.input_ops(trace)
     # input ops on every row, the step's own (Python) thread too: an eager next(iterator)
@@ -587,6 +772,7 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
     st = _Step(trace, choice, idx, np.flatnonzero(in_step & ops))
     f = Facts(wall_us=float(st.wall), tids_are=legend.tids_are)
     _measure_input(st, f, ops)
+    _measure_input_detail(st, f, ops)
     f.compile_us = step_compile_us(trace, xla, choice)
     f.recompiled = list(xla.recompiled)
     _measure_gaps(st, f)
@@ -597,12 +783,105 @@ def assess(trace: Trace, choice: StepChoice, xla: XlaSummary, legend: Legend,
     f.critical_share = min(1.0, sequence.critical_us / st.wall) if st.wall else 0.0
     roles = rows.process_roles(trace)
     f.one_time = evidence.one_time(trace, choice, idx, roles)
+    f.run_start = evidence.run_start(trace, choice, idx, roles)
     f.launch = evidence.launch(trace, choice, idx, legend, roles)
     f.communication = evidence.communication(trace, choice, idx, roles)
+    f.copies = evidence.copies(trace, choice, idx, roles)
     f.silent_rows = evidence.silent_rows(legend)
     f.feeds = evidence.feeds(trace, idx)
     f.steps_from = trace.meta.get("steps_from", "")
+    f.seed_pipeline = is_seed_pipeline(trace)
+    f.rest = _rest_facts(st, f, legend, sequence, xla)
     return judge(f)
+
+
+#: The rest of a first step is judged only when it is this share of the step or more.
+REST_MIN_SHARE = 0.02
+
+
+def _rest_facts(st: _Step, f: Facts, legend: Legend, sequence: Sequence,
+                xla: XlaSummary) -> Facts | None:
+    """The facts the launch, GPU, idle and compute findings read, measured on the step without
+    its one-time work (the stretches :class:`OneTime` and the step's compiles cover)."""
+    if not f.one_time.first_step:
+        return None
+    ev = st.trace.events
+    in_step = st.choice.in_step(st.trace)
+    spans = list(f.one_time.spans) + [(float(ev.ts[i]), float(ev.ts[i]) + us)
+                                      for i, _, us in xla.compile_calls if in_step[i]]
+    if not spans:
+        return None
+    rest = evidence.Rest(st.trace, st.choice, spans)
+    if rest.wall < REST_MIN_SHARE * st.wall:
+        return None
+    r = dataclasses.replace(f, wall_us=rest.wall, compile_us=0.0, one_time=OneTime(),
+                            run_start=RunStart(), rest=None, window="rest",
+                            input_wait_us=rest.covered_us(st.waits))
+    roles = rows.process_roles(st.trace)
+    if f.gpu_busy_share is not None:
+        r.gpu_busy_share = rest.share(evidence.step_kernels(st.trace, st.choice, roles))
+    r.device_bound = r.gpu_busy_share is not None and r.gpu_busy_share >= GPU_IDLE
+    row, k = evidence.launch_events(st.trace, st.choice, legend)
+    if row:
+        r.launch = dataclasses.replace(f.launch, busy_share=rest.share(k))
+    work = _compute_events(st)
+    r.compute_share = rest.share(work)
+    r.idle_us = max(0.0, rest.wall - rest.covered_us(np.union1d(st.idx, st.waits)))
+    r.critical_share = rest.share(np.array([o.index for o in sequence.critical], np.int64))
+    _rest_top_op(st, r, rest, work)
+    return r
+
+
+def _rest_top_op(st: _Step, r: Facts, rest: "evidence.Rest", work: np.ndarray) -> None:
+    """The op type covering the most of the rest of the step (the GPU's when it is busy)."""
+    ev, names = st.trace.events, st.trace.strings.names
+    work = rest.outside(work)   # the one-time executions themselves are not the rest's work
+    gpu = rows.on_gpu(st.trace)[work]
+    if r.device_bound:
+        work, gpu = work[gpu], gpu[gpu]
+    launch = np.isin(ev.pid[work], [p.pid for p in st.trace.processes.values()
+                                    if rows.process_role(st.trace, p.pid) == "gpu_launch"])
+    where = np.where(gpu, 1, np.where(launch, 2, 0))
+    key = ev.op_type[work].astype(np.int64) * 4 + where
+    uniq, inv = np.unique(key, return_inverse=True)
+    summed = np.bincount(inv.reshape(-1), weights=ev.dur[work])
+    best = (0.0, -1)
+    for g in np.argsort(-summed)[:TOP_OPS_REJUDGED]:
+        share = rest.share(work[inv.reshape(-1) == g])
+        if share > best[0]:
+            best = (share, int(g))
+    r.top_op = ""
+    if best[1] < 0:
+        return
+    g = best[1]
+    mine = work[inv.reshape(-1) == g]
+    j = int(mine[np.argmax(ev.dur[mine])])
+    r.top_op, r.top_op_where = names[int(uniq[g]) // 4], WHERE[int(uniq[g]) % 4]
+    r.top_op_count, r.top_op_share, r.top_op_cpu_us = len(mine), best[0], float(summed[g])
+    r.top_op_category = CATEGORIES[ev.category[j]]
+    r.top_op_name = names[ev.tf_name[j]] or names[ev.name[j]]
+    r.top_op_name_share = min(1.0, float(ev.dur[j]) / rest.wall)
+
+
+#: Op types whose share of the rest of a first step is measured (the largest by summed time).
+TOP_OPS_REJUDGED = 12
+
+
+#: Our seed pipeline names its ops by stage (``crop_3/...``, common.stages): a trace whose node
+#: names carry this many of those stages, crops among them, is the seed's.
+SEED_STAGES_MIN = 3
+
+
+def is_seed_pipeline(trace: Trace) -> bool:
+    """The trace is our own seed pipeline's (legacy or modern), by its stage name scopes: only
+    then may advice name the seed's structure (its five independent crops)."""
+    names = trace.strings.names
+    # only names holding a stage's word can carry its scope (a cheap test on 200,000 names)
+    words = re.compile("|".join(PIPELINE_STAGES))
+    stages = {stage_of_scope(names[i]) for i in np.unique(trace.events.tf_name)
+              if i and words.search(names[i])}
+    stages.discard(None)
+    return "crop" in stages and len(stages) >= SEED_STAGES_MIN
 
 
 def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
@@ -612,6 +891,28 @@ def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
     gn = [i for i in st.waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
     if gn:
         f.get_next_us = float(sum(ev.dur[i] for i in gn))
+
+
+def _measure_input_detail(st: _Step, f: Facts, ops: np.ndarray) -> None:
+    """What the step's input waits hold: tf.data buffers they blocked in (and whether the
+    threads filling them were recorded), or the pipeline's own ops run inside them."""
+    if not len(st.waits):
+        return
+    tr = st.trace
+    ev, names = tr.events, tr.strings.names
+    roots = inputs.wait_roots(tr, ops)
+    in_step = st.choice.in_step(tr)
+    inside = np.flatnonzero(in_step & (roots >= 0) & ~ops)
+    f.input_waits_on = sorted({tfops.tfdata_kind(names[n]) for n in np.unique(ev.name[inside])
+                               if tfops.is_tfdata_async(names[n])})
+    work = inside[ev.op_type[inside] != 0]
+    f.input_inline_us = intervals.union_us(ev.ts[work], ev.end[work], st.lo, st.hi)
+    if f.input_waits_on:
+        # the producers: tf.data work outside the waits, on tf.data's rows or as its events
+        outside = np.flatnonzero(in_step & rows.busy_mask(tr) & (roots < 0))
+        lanes = rows.lane_roles(tr)
+        made = (ev.category[outside] == CAT["tf_data"]) | (lanes[outside] == "tf_data")
+        f.input_producers = "recorded" if made.any() else "not recorded"
 
 
 def _measure_gaps(st: _Step, f: Facts) -> None:
@@ -638,8 +939,12 @@ def _measure_rows(st: _Step, f: Facts, legend: Legend) -> None:
     """The busiest row by work other than waiting for input (a long dequeue is not serial
     work), and how busy the others were."""
     ev = st.trace.events
-    mine = np.flatnonzero((ev.step == st.choice.step.num) & rows.busy_mask(st.trace))
-    mine = mine[~np.isin(mine, st.waits)]
+    # waiting is not work: input waits and everything nested in them (tf.data's frames on the
+    # consumer's thread), and events known to block on other threads
+    names = st.trace.strings.names
+    waiting = inputs.inside_input(st.trace) | rows.blocking_mask(st.trace) | np.isin(
+        ev.op_type, [i for i in np.unique(ev.op_type) if names[i] in tfops.NO_WORK_OPS])
+    mine = np.flatnonzero(st.choice.in_step(st.trace) & rows.busy_mask(st.trace) & ~waiting)
     if legend.tids_are == "threads":
         rows_ = [(p, ln) for p in legend.processes for ln in p.lanes
                  if ln.role in _WORKER_ROLES and ln.events]
@@ -692,30 +997,61 @@ def _measure_xla_overhead(st: _Step, f: Facts, xla: XlaSummary) -> None:
             f.xla_overhead_us += float(ev.dur[i])
 
 
+def _compute_events(st: _Step) -> np.ndarray:
+    """The step's op work: ops other than input waits, tf.data and runtime events, copies
+    and the ops that compute nothing (a run's _SOURCE)."""
+    ev, names = st.trace.events, st.trace.strings.names
+    k = st.idx[(ev.op_type[st.idx] != 0) & ~np.isin(st.idx, st.waits) &
+               ~np.isin(ev.category[st.idx], [CAT["runtime"], CAT["tf_data"]])]
+    idle_ops = [i for i in np.unique(ev.op_type[k])
+                if names[i] in tfops.NO_WORK_OPS or rows.is_copy(names[i])]
+    copies = [i for i in np.unique(ev.name[k]) if rows.is_copy(names[i])]
+    return k[~np.isin(ev.op_type[k], idle_ops) & ~np.isin(ev.name[k], copies)]
+
+
 def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:
     """The op with the most wall time (compiles and input have findings of their own); on a
     GPU busy GPU_IDLE of the step or more, the GPU's (the step is device-bound)."""
-    ev = st.trace.events
-    ops = st.idx[(ev.op_type[st.idx] != 0) & ~np.isin(st.idx, st.waits) &
-                 ~np.isin(ev.category[st.idx], [CAT["runtime"], CAT["tf_data"]])]
-    f.compute_share = st.busy_share(ops)
+    f.compute_share = st.busy_share(_compute_events(st))
     f.device_bound = f.gpu_busy_share is not None and f.gpu_busy_share >= GPU_IDLE
-    tops = [t for t in legend.top_ops if t.category != "xla_compile" and
-            not tfops.is_input_op(t.op, t.op) and not t.collective and
-            (t.where == "GPU" or not f.device_bound)]
+    # a NoOp computes nothing (its time is the executor's: a run's _SOURCE), a copy is not a
+    # kernel (copies have a finding of their own), tf.data's frames are input (input's finding)
+    tops = [t for t in legend.top_ops if t.category not in ("xla_compile", "tf_data") and
+            not tfops.is_input_op(t.op, t.op) and not t.collective and not t.copy and
+            t.op not in tfops.NO_WORK_OPS and (t.where == "GPU" or not f.device_bound)]
     if tops:
         t = tops[0]
         f.top_op, f.top_op_where, f.top_op_count, f.top_op_share, f.top_op_category = (
             t.op, t.where, t.count, t.share, t.category)
         f.top_op_name, f.top_op_name_share = t.largest, min(1.0, t.largest_us / st.wall)
         f.top_op_cpu_us = t.self_us
+        f.top_op_const_inputs = _reads_only_constants(st, t.largest)
+
+
+def _reads_only_constants(st: _Step, node: str) -> bool:
+    """The longest execution of ``node`` in the step has inputs (a timeline records them), and
+    every one of them is made by a constant op in the step."""
+    tr = st.trace
+    ev, names = tr.events, tr.strings.names
+    sid = tr.strings.lookup(node)
+    if sid is None:
+        return False
+    mine = st.idx[ev.tf_name[st.idx] == sid]
+    if not len(mine):
+        return False
+    inputs = ev.inputs_of(int(mine[np.argmax(ev.dur[mine])])).tolist()
+    if not inputs:
+        return False
+    made = {int(n): names[int(o)] for n, o in zip(ev.tf_name[st.idx], ev.op_type[st.idx])}
+    return all(made.get(int(i)) in tfops.CONST_OPS for i in inputs)
 
 
 def step_compile_us(trace: Trace, xla: XlaSummary, choice: StepChoice) -> float:
     """Wall time of the step spent compiling: the union of its compile calls (clusters compile
     in parallel on several threads), each counted from its start for its compile time."""
     ev = trace.events
-    calls = [(ev.ts[i], us) for i, _, us in xla.compile_calls if ev.step[i] == choice.step.num]
+    in_step = choice.in_step(trace)
+    calls = [(ev.ts[i], us) for i, _, us in xla.compile_calls if in_step[i]]
     if not calls:
         return 0.0
     ts = np.array([c[0] for c in calls])

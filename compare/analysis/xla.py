@@ -26,7 +26,7 @@ from common.hlo import unit_names
 from compare.model.events import CAT, Trace
 from compare.model.lanes import keys
 from compare.vocabulary import ops as tfops
-from compare.vocabulary.rows import is_stream_all
+from compare.vocabulary.rows import gpu_of, is_stream_all
 from compare.vocabulary.thresholds import COMPILE_LAUNCH_FACTOR, COMPILE_MIN_US
 
 
@@ -129,8 +129,9 @@ def summarize(trace: Trace) -> XlaSummary:
     run_idx = _by_time(ev, np.flatnonzero((ev.category == CAT["xla_run"]) & calls))
     first_compile_op = _compile_ops(found, compile_idx)
     launches = _run_ops(found, run_idx)
+    launched_by = kernel_launches(trace)
     for i in np.flatnonzero(device_kernels(trace)):
-        found.of(i).device_us += float(ev.dur[i])
+        found.of(launched_by.get(int(i), int(i))).device_us += float(ev.dur[i])
     _launch_compiles(found, launches)
     _call_costs(found.units, launches, first_compile_op)
     _members(trace, found.units)
@@ -251,14 +252,44 @@ def _median(values: list[float]) -> float:
 
 def device_kernels(trace: Trace) -> np.ndarray:
     """Mask of the GPU kernels of XLA clusters in a timeline (the GPU tracer names each kernel
-    after the ``_XlaRun`` that launched it): on ``stream:all``, else on every stream row."""
+    after the ``_XlaRun`` that launched it, or TF 1.x's XLA:GPU under the op type ``XLA op``):
+    on ``stream:all``, else on every stream row."""
     ev = trace.events
     streams = [p for p in trace.processes.values() if p.kind == "stream"]
     rows = [p.pid for p in streams if is_stream_all(p.name)] or [p.pid for p in streams]
     if not rows:
         return np.zeros(len(ev), dtype=bool)
     cats = [CAT["xla_run"], CAT["xla_compile"]]
-    return np.isin(ev.pid, rows) & np.isin(ev.category, cats)
+    gpu_op = trace.strings.lookup(tfops.XLA_GPU_KERNEL_OP)
+    return np.isin(ev.pid, rows) & (np.isin(ev.category, cats) |
+                                     (ev.op_type == gpu_op if gpu_op is not None else False))
+
+
+def kernel_launches(trace: Trace) -> dict[int, int]:
+    """TF 1.x XLA:GPU kernels (op type ``XLA op``, named by their HLO rather than by the op that
+    launched them) -> the XLA launch op on the same GPU that started last before each (a
+    launch enqueues its cluster's kernels; they run after it starts). Empty when the trace has
+    no such kernels."""
+    ev = trace.events
+    gpu_op = trace.strings.lookup(tfops.XLA_GPU_KERNEL_OP)
+    if gpu_op is None:
+        return {}
+    kern = np.flatnonzero((ev.op_type == gpu_op) & np.isin(
+        ev.pid, [p.pid for p in trace.processes.values() if p.kind == "stream"]))
+    run_ids = [i for i in (trace.strings.lookup(n) for n in tfops.XLA_RUN_OPS) if i is not None]
+    launch = np.flatnonzero(np.isin(ev.op_type, run_ids) & np.isin(
+        ev.pid, [p.pid for p in trace.processes.values() if p.kind == "compute"]))
+    if not len(kern) or not len(launch):
+        return {}
+    out: dict[int, int] = {}
+    gpu = {pid: gpu_of(p.name) for pid, p in trace.processes.items()}
+    for g in {gpu[int(p)] for p in np.unique(ev.pid[launch])}:
+        mine = launch[[gpu[int(p)] == g for p in ev.pid[launch]]]
+        mine = mine[np.argsort(ev.ts[mine], kind="stable")]
+        ks = kern[[gpu[int(p)] == g for p in ev.pid[kern]]]
+        at = np.searchsorted(ev.ts[mine], ev.ts[ks], side="right") - 1
+        out.update((int(k), int(mine[a])) for k, a in zip(ks, at) if a >= 0)
+    return out
 
 
 def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarray | None:

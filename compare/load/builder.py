@@ -10,7 +10,9 @@ from operator import is_
 import numpy as np
 import orjson
 
+from common.hlo import short_instruction
 from compare.load import chrome_json, step_marks
+from compare.load.duplicates import drop_repeated_runs
 from compare.model.events import (
     CAT,
     MAX_NAME_CHARS,
@@ -29,9 +31,11 @@ from compare.vocabulary.ops import (
     SOURCE_NODE,
     TENSOR_DIM,
     TENSOR_DTYPE,
+    XLA_GPU_KERNEL_OP,
     XLA_OPS,
     category_of,
     kernel_op,
+    node_and_type,
 )
 from compare.vocabulary.rows import HOST_PLANE_PREFIX, process_kind
 
@@ -320,6 +324,9 @@ class Builder:
         names = [e.name for e in xs]
         tf_names = [a.get("name") for a in args]
         tf_names = [n if type(n) is str else "" for n in tf_names]
+        if XLA_GPU_KERNEL_OP in ops:  # TF1 XLA:GPU kernels: named by a whole HLO program
+            tf_names = [short_instruction(n) if o == XLA_GPU_KERNEL_OP else n
+                        for n, o in zip(tf_names, ops)]
         pairs = [(j, v) for j, a in enumerate(args) if len(a) > 2
                  for k, v in a.items() if k[:5] == "input" and type(v) is str]
         if pairs:
@@ -519,6 +526,8 @@ class Builder:
         producer names are appended to ``in_ids``."""
         self.timeline_style = True
         tf_name = args.get("name") if isinstance(args.get("name"), str) else ""
+        if args["op"] == XLA_GPU_KERNEL_OP:  # TF1 XLA:GPU kernels: named by a whole HLO program
+            tf_name = short_instruction(tf_name)
         n_in = 0
         for k, v in args.items():
             if k.startswith("input") and isinstance(v, str):
@@ -532,9 +541,12 @@ class Builder:
         ln = args.get("long_name")
         if isinstance(ln, str):  # xprof: "tf/node/name:OpType"
             self.xprof_style = True
-            tf_name, _, op_type = ln.rpartition(":")
-            if not tf_name:
-                tf_name, op_type = op_type, name
+            pair = node_and_type(ln)
+            if pair:
+                tf_name, op_type = pair
+            elif ":" not in ln:
+                tf_name, op_type = ln, name
+            # else a tf.data iterator's path (Iterator::Model::...::Prefetch): no node, no type
         ho = args.get("hlo_op")
         if isinstance(ho, str):
             hlo_op = ho
@@ -580,7 +592,8 @@ class Builder:
         trace = Trace(source=source, format=fmt, strings=self.s, processes=processes,
                       lanes=dict(self.lanes), events=events, counters=counters, flows=flows,
                       objects=self.objects, warnings=self.warnings, meta=meta)
-        found = self.marks.steps(processes, self.lanes)
+        drop_repeated_runs(trace)
+        found = self.marks.steps(trace.processes, trace.lanes)
         trace.steps = found.steps or _infer_steps(trace)
         trace.meta["steps_from"] = found.source if found.steps else (
             "TF1 session runs (each starts with its _SOURCE node)" if len(trace.steps) > 1

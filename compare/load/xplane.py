@@ -14,6 +14,7 @@ HLO modules come from the xplane's ``/host:metadata`` plane (:mod:`common.hlo`).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -39,36 +40,64 @@ TIMELINE_NAMES = ("timeline.json", "trace.json.gz")
 
 
 def load_dir(p: Path) -> Trace:
-    """A session folder (``<host>.xplane.pb`` or ``<host>.trace.json.gz`` per host), a logdir
-    holding one run's sessions (the latest session is read), or a folder with a timeline."""
-    session = _session(p)
+    """A session folder (``<host>.xplane.pb`` or ``<host>.trace.json.gz`` per host), a folder
+    above one (``plugins/profile``, ``plugins``, the run folder or a logdir holding one run;
+    with several sessions the latest is read and a warning names the others), or a folder
+    with a timeline."""
+    session, others = _session(p)
     if session is None:
         timelines = [t for t in TIMELINE_NAMES if (p / t).is_file()]
         if timelines:
             return load_json_file(p / timelines[0])
         raise LoadError(f"{p}: folder holds no .xplane.pb or <host>.trace.json.gz profile (and "
                         f"no timeline.json); we read {FORMATS_WE_READ}")
+    trace = _load_session(session, p)
+    if others:
+        trace.warnings.append(
+            f"{p} holds {len(others) + 1} profile sessions ({', '.join(o.name for o in others)}, "
+            f"{session.name}); this report explains the latest, {session.name}. To explain "
+            f"another, pass its folder ({os.path.relpath(others[-1], p)} in the folder given)")
+        trace.meta["sessions"] = [str(o) for o in others] + [str(session)]
+    return trace
+
+
+def _load_session(session: Path, source: Path) -> Trace:
     xplanes = sorted(session.glob("*" + XPLANE_SUFFIX))
     if xplanes:
-        return load_xplanes([str(x) for x in xplanes], str(p))
+        return load_xplanes([str(x) for x in xplanes], str(source))
     files = sorted(session.glob("*" + HOST_TRACE_SUFFIX))
     loaded = [(f.name[: -len(HOST_TRACE_SUFFIX)], load_json_file(f)) for f in files]
-    return loaded[0][1] if len(loaded) == 1 else hosts.merge(loaded, str(p))
+    return loaded[0][1] if len(loaded) == 1 else hosts.merge(loaded, str(source))
 
 
-def _session(p: Path) -> Path | None:
-    """The profile session folder ``p`` is or holds (None if none)."""
+#: Where profile sessions sit below a folder the user may name: the ``profile`` folder (sessions
+#: are its children), ``plugins``, and any run folder or logdir above them.
+SESSION_PATTERNS = ("*/", "profile/*/", "**/plugins/profile/*/")
+
+
+def _session(p: Path) -> tuple[Path | None, list[Path]]:
+    """The profile session folder ``p`` is or holds (None if none), and the run's other
+    sessions (older first; session folders are named by the time they were written)."""
     if any(p.glob("*" + XPLANE_SUFFIX)) or any(p.glob("*" + HOST_TRACE_SUFFIX)):
-        return p
-    sessions = sorted({x.parent for suffix in (XPLANE_SUFFIX, HOST_TRACE_SUFFIX)
-                       for x in p.glob(f"**/plugins/profile/*/*{suffix}")})
+        return p, []
+    sessions = sorted({x.parent for pattern in SESSION_PATTERNS
+                       for suffix in (XPLANE_SUFFIX, HOST_TRACE_SUFFIX)
+                       for x in p.glob(pattern + "*" + suffix)})
     if not sessions:
-        return None
-    runs = sorted({str(s.parent.parent.parent) for s in sessions})
+        return None, []
+    runs = sorted({str(_run_of(s)) for s in sessions})
     if len(runs) > 1:
         names = ", ".join(os.path.relpath(r, p) for r in runs)
         raise LoadError(f"{p}: holds several runs ({names}); pass one of them")
-    return sessions[-1]
+    return sessions[-1], sessions[:-1]
+
+
+def _run_of(session: Path) -> Path:
+    """The run folder of a session: ``<run>/plugins/profile/<session>``, else its parent."""
+    up = session.parent
+    if up.name == "profile" and up.parent.name == "plugins":
+        return up.parent.parent
+    return up
 
 
 def host_name(path: str) -> str:
@@ -83,6 +112,7 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     except InputError as e:
         raise LoadError(f"{e}; we read {FORMATS_WE_READ}" if "not JSON" in str(e) else str(e)) from None
     blobs = [_read(p) for p in paths]
+    same = _identical_hosts(paths, blobs)
     with tempfile.TemporaryDirectory(prefix="compare-xprof-") as tmp:
         names = _private_copies(paths, blobs, tmp)
         per_host = [(host_name(p), _host_trace(n, p)) for p, n in zip(paths, names)]
@@ -94,6 +124,11 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     trace.format = "xprof"
     trace.hlo = modules
     trace.meta["xplane_files"] = paths
+    if same:
+        trace.warnings.append(
+            f"hosts {', '.join(same)} hold byte-identical profiles (the same events at the same "
+            f"times): most likely one host's profile saved under several names; each is shown "
+            f"as a host of its own, as given")
     shapes = op_shapes(blobs)
     if shapes:
         trace.meta["op_shapes"] = shapes
@@ -155,6 +190,15 @@ def _stat_str(x, stat: dict[int, str]) -> str:
     if x is None:
         return ""
     return x.str_value or (stat.get(x.ref_value, "") if x.ref_value else "")
+
+
+def _identical_hosts(paths: list[str], blobs: list[bytes]) -> list[str]:
+    """Host names whose xplane bytes equal another host's (a copy under another name)."""
+    seen: dict[bytes, list[str]] = {}
+    for path, blob in zip(paths, blobs):
+        seen.setdefault(hashlib.blake2b(blob, digest_size=16).digest(), []).append(
+            host_name(path))
+    return [h for hs in seen.values() if len(hs) > 1 for h in hs]
 
 
 def _read(path: str) -> bytes:

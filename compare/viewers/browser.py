@@ -146,9 +146,7 @@ class Chromium:
                 self._wait_exit(10.0)
             # Helpers (renderer, GPU, zygote) share the group: make sure none outlives us.
             # (A live member keeps the group id from being reused by someone else.)
-            if procs.group_members(self.pid):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.pid, signal.SIGKILL)
+            self._end_group(self.pid)
             self.pid = None
             self._end_marked(self._profile)
         for fd in (self._to, self._from):
@@ -159,6 +157,16 @@ class Chromium:
         if self._profile:
             shutil.rmtree(self._profile, ignore_errors=True)
             self._profile = None
+
+    @staticmethod
+    def _end_group(pgid: int) -> None:
+        """Kill what is left of the process group and wait (5 s at most) until it is gone: a
+        killed process lives on until the kernel has torn it down, longer on a loaded machine."""
+        deadline = time.monotonic() + 5.0
+        while procs.group_members(pgid) and time.monotonic() < deadline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            time.sleep(0.05)
 
     def _end_marked(self, profile: str) -> None:
         """Kill any process that carries this browser's marker and outlived it (seen: the

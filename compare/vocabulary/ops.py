@@ -19,6 +19,10 @@ XLA_COMPILE_OPS = frozenset({"_XlaCompile"})
 XLA_LAUNCH_OPS = frozenset({"_XlaLaunch", "XlaLaunch", "XlaLaunchV2"})
 #: Ops that run compiled code: the run half of TF2's pair, and the launch ops.
 XLA_RUN_OPS = frozenset({"_XlaRun"}) | XLA_LAUNCH_OPS
+#: TF 1.x's XLA:GPU runs each kernel under an annotation of this op type, named by the HLO
+#: instruction printed whole (``ScopedAnnotation(hlo->ToString(Canonical), "XLA op")``): a
+#: timeline shows such kernels on the stream rows, not named after the launch op.
+XLA_GPU_KERNEL_OP = "XLA op"
 #: Joins the compiled path with TF's fallback path.
 XLA_MERGE_OPS = frozenset({"_XlaMerge"})
 XLA_OPS = XLA_COMPILE_OPS | XLA_RUN_OPS | XLA_MERGE_OPS
@@ -29,6 +33,9 @@ XLA_OP_WORDS = {
                    "compiled into one program). Its first call compiles the cluster first, so "
                    "it is long; later calls only run it. First call minus a steady call is "
                    "the compile time."),
+    "XlaLaunch": ("the same launch op as _XlaLaunch under the public name later TF 1.x "
+                  "releases gave it (both names are TF's own): one op runs a whole compiled "
+                  "cluster, compiling it first on its first call."),
     "_XlaCompile": ("TF 1.x from 1.12 on and TF2: the compile half of the old _XlaLaunch. It "
                     "compiles the cluster the first time (or for new input shapes) and "
                     "afterwards only looks the program up in a cache (tens of microseconds)."),
@@ -103,6 +110,22 @@ TFDATA_KIND_STAGE = {"Shuffle": "shuffle", "ShuffleAndRepeat": "shuffle", "Batch
                      "MatchingFiles": "read"}
 
 
+def tfdata_kind(name: str) -> str:
+    """``Prefetch`` from a tf.data iterator's event ``Iterator::Prefetch`` (or its path
+    ``Iterator::Model::...::ParallelMapV2``, version suffix dropped); "" for other names."""
+    if not name.startswith(TFDATA_ITERATOR_PREFIX):
+        return ""
+    return re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1].split("[", 1)[0])
+
+
+def is_tfdata_async(name: str) -> bool:
+    """A tf.data iterator that produces ahead on threads of its own (its event on the
+    consumer's side is a wait for them)."""
+    kind = tfdata_kind(name)
+    return bool(kind) and (kind in TFDATA_ASYNC_KINDS or
+                           name.rsplit("::", 1)[-1] in TFDATA_ASYNC_KINDS)
+
+
 def is_input_wait(op_type: str, name: str = "") -> bool:
     """The step waiting for an input element (an iterator or a queue dequeue)."""
     return (op_type in INPUT_WAIT_OPS or name in INPUT_WAIT_OPS
@@ -139,6 +162,10 @@ GRAPH_PLUMBING_OPS = frozenset({
 #: (``_FusedConv2D`` = Conv2D + BiasAdd + Relu, ``_FusedMatMul``, ``_FusedBatchNormEx``, oneDNN's
 #: ``_MklFusedConv2D``...), named after the last op it absorbed.
 FUSED_OP = re.compile(r"^_(?:Mkl)?(?:Native)?Fused[A-Z]")
+#: Constants: an op whose inputs are all constants computes the same result in every run.
+CONST_OPS = frozenset({"Const", "HostConst"})
+#: Ops that compute nothing: their time in a trace is the executor's (a run's ``_SOURCE``).
+NO_WORK_OPS = frozenset({"NoOp"})
 SEND_OPS = frozenset({"_Send", "_HostSend"})
 RECV_OPS = frozenset({"_Recv", "_HostRecv"})
 #: The ``/_N`` suffix TF gives a Send/Recv pair it inserts between devices.
@@ -175,6 +202,9 @@ WAIT_EVENT_PREFIXES = ("SessionRun", "BlockUntilReady", "FunctionRun", "KernelAn
 #: (TF 2.2/2.3 record no ``KernelAndDeviceFunc::Run`` around the wait).
 FUNCTION_CALL_EVENT = re.compile(r"^Eager(?:Local)?Execute: __inference_")
 FUNCTION_KERNEL_EXECUTE = "EagerKernelExecute"
+#: CUDA calls in which a host thread waits for the GPU to finish queued work.
+CUDA_SYNC_PREFIXES = ("cuStreamSynchronize", "cudaStreamSynchronize", "cuCtxSynchronize",
+                      "cudaDeviceSynchronize", "cuEventSynchronize", "cudaEventSynchronize")
 #: tf.data building an iterator (once per epoch).
 MAKE_ITERATOR_PREFIX = "MakeIterator::"
 TFDATA_ITERATOR_PREFIX = "Iterator::"
@@ -224,6 +254,30 @@ CUDA_CALL_ARG = "correlation_id"
 #: the CUDA calls behind them); a copy names the op that needed it in the same args as a
 #: kernel does, and stays a copy, not that op.
 COPY_NAME = re.compile(r"^(?:MEMCPY|Memcpy|memcpy|cuMemcpy|cudaMemcpy|Memset|MEMSET)")
+
+
+#: xprof's ``long_name`` of an op: ``node/name:OpType``. TF node names hold no ':' and op types
+#: are identifiers, so a name with ``::`` (a tf.data iterator's path,
+#: ``Iterator::Model::MaxIntraOpParallelism::Prefetch``, or a C++ scope) is not one.
+NODE_AND_TYPE = re.compile(r"^([^:]+):([A-Za-z_][\w>]*)$")
+
+
+def node_and_type(long_name: str) -> tuple[str, str] | None:
+    """(node name, op type) of an xprof ``long_name`` written ``node:Type``, else None."""
+    m = NODE_AND_TYPE.match(long_name)
+    return (m.group(1), m.group(2)) if m else None
+
+
+#: Which way a GPU copy went, from its name (``MEMCPYHtoD``, ``MemcpyH2D``, ``MemcpyP2P``...).
+COPY_DIRECTIONS = ((re.compile(r"HtoD|H2D"), "host to device"),
+                   (re.compile(r"DtoH|D2H"), "device to host"),
+                   (re.compile(r"DtoD|D2D|P2P|PtoP"), "device to device"),
+                   (re.compile(r"(?i)memset"), "memset"))
+
+
+def copy_direction(name: str) -> str:
+    """``host to device``, ``device to host``, ``device to device``, ``memset`` or ""."""
+    return next((words for pat, words in COPY_DIRECTIONS if pat.search(name)), "")
 
 
 def kernel_op(args: dict, name: str) -> tuple[str, str]:

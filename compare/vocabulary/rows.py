@@ -19,6 +19,10 @@ MEMCPY_PREFIX = "MEMCPY"
 def is_copy(name: str) -> bool:
     """A GPU copy or memset (not a kernel), by the event's name (``ops.COPY_NAME``)."""
     return bool(COPY_NAME.match(name))
+#: The threads tf.data's IteratorGetNext ops run on (TF2; also ``..._as_optional`` and the
+#: multi-device iterator's): the consumer's side of the pipeline, where the step takes its next
+#: element and waits while none is ready.
+TFDATA_GET_NEXT_THREADS = ("tf_data_iterator_get_next", "tf_data_multi_device_iterator_get_next")
 #: xprof's host plane (``/host:CPU``): real threads.
 HOST_PLANE_PREFIX = "/host:"
 #: Process kinds whose rows record no work (memory counters, tensor lifetimes).

@@ -42,6 +42,8 @@ TIMELINE_SERIAL_BUSY, TIMELINE_SERIAL_PARALLELISM = 0.50, 1.10
 OFF_PATH = 0.20
 GPU_IDLE = 0.50
 COMPUTE_NOTABLE, COMPUTE_DOMINATES = 0.20, 0.50
+#: Ops covering less than this share of the step get no compute finding (say nothing of them).
+COMPUTE_SHOWN = 0.05
 #: A stretch of TF's own runtime on a TF thread with no op inside, at least this long, is a
 #: thread waiting (for another thread, descheduled, or doing something the trace does not
 #: show), not runtime work: executor bookkeeping costs microseconds per op.
@@ -65,8 +67,13 @@ FIRST_STEP_FACTOR = 5.0
 #: One execution this many times the median of the other executions of its op type (and at
 #: least OUTLIER_MIN_US) in a first step: a first call setting something up (cuDNN, cuBLAS).
 OUTLIER_FACTOR, OUTLIER_MIN_US = 20.0, 10_000.0
-#: A session run's ``_SOURCE`` node this long: the device was being set up in this run.
+#: A session run's ``_SOURCE`` node on a GPU this long: the device was being set up in this
+#: run (its streams and memory); shorter, or on a CPU, it is the executor starting the run.
+SOURCE_GPU_SETUP_US = 10_000.0
+#: A ``_SOURCE`` this long is worth naming: the run's fixed start-up cost; from RUN_START_NOTABLE
+#: of the step a finding, from RUN_START_BOUND the step's bottleneck.
 SOURCE_MIN_US = 1_000.0
+RUN_START_NOTABLE, RUN_START_BOUND = 0.20, 0.50
 #: One-time work covering this share of a first step or more leads the verdict.
 ONE_TIME_LEADS = 0.20
 
@@ -77,6 +84,11 @@ ONE_TIME_LEADS = 0.20
 LAUNCH_ROW_BUSY = 0.50
 LAUNCH_MIN_KERNELS = 10
 LAUNCH_SHORT_US = 20.0
+
+# --- copies --------------------------------------------------------------------------------
+#: GPU copies running while the GPU runs no kernel, as a share of the step: notable from
+#: COPY_NOTABLE, the bottleneck from COPY_BOUND.
+COPY_NOTABLE, COPY_BOUND = 0.10, 0.50
 
 # --- communication -------------------------------------------------------------------------
 #: Collectives (all-reduce and friends) running while the device computes nothing else, as a
