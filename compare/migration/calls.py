@@ -5,8 +5,10 @@ an ordinary value."""
 from __future__ import annotations
 
 import ast
+import builtins
 
 from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
+from compare.migration.scan import walk
 from compare.migration.values import (
     ClassV,
     DatasetV,
@@ -201,7 +203,7 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
         run.world.queues.append(q)
         return q
     if rid in _BATCHERS:
-        inputs = named.get("tensors", named.get("tensors_list"))
+        inputs = _computed_inputs(run, node, fr, named.get("tensors", named.get("tensors_list")))
         run.world.ends.append(End(last, node, fr.fn.qualname, fr.path, named, inputs,
                                   construct=run.src.segment(node.func, 80), seq=run.cur_seq))
         return Sym(text, node=node)
@@ -213,6 +215,18 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
             queue.copies = ops.loop or Sym(str(len(ops.items)), len(ops.items))
         return Sym(text)
     return PlaceholderV(node, named, text)  # placeholder
+
+
+def _computed_inputs(run, node: ast.Call, fr, inputs: Val | None) -> Val | None:
+    """The tensors a batch call takes; computed in its own arguments
+    (``tf.train.batch([tf.image.decode_jpeg(v)], 4)``), its statement is a per-example step."""
+    arg = next((k.value for k in node.keywords if k.arg in ("tensors", "tensors_list")),
+               node.args[0] if node.args else None)
+    if inputs is None or arg is None or not any(isinstance(n, ast.Call) for n in walk(arg)):
+        return inputs
+    stmt = run.world.log[run.cur_seq].stmt if run.cur_seq >= 0 else None
+    step = run.touch(stmt, fr, [inputs]) if stmt is not None else None
+    return run.stamp(inputs, step) if step is not None else inputs
 
 
 def _iterator(run, node: ast.Call, fr, ds: DatasetV, method: str) -> Val:
@@ -346,9 +360,28 @@ def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
     pos, kw = run.args_of(node, fr)
     vals = pos + list(kw.values())
     name = callee.text if isinstance(callee, Sym) else ""
-    if tensors_in_all(vals) and name:
+    if tensors_in_all(vals) and name and not is_builtin(run, node, fr):
         run.cur_external.append(name)
     return _builtin(run, node, fr, name, pos, vals)
+
+
+#: Python's own functions: never "defined outside this file".
+BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+
+
+def is_builtin(run, node: ast.Call, fr) -> bool:
+    """Is the callee a Python builtin (a bare name the script binds nowhere: ``zip``, ``dict``,
+    ``len``)?"""
+    func = node.func
+    if not (isinstance(func, ast.Name) and func.id in BUILTINS):
+        return False
+    name, f = func.id, fr
+    while f is not None:
+        if f.get(name) is not None:
+            return False
+        f = f.parent
+    mod = run.mod
+    return name not in mod.by_name and name not in mod.classes and name not in mod.imports
 
 
 def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
