@@ -80,3 +80,50 @@ def test_input_producer_slices_its_one_tensor_as_it_is(producer, head, shuffle):
     assert p.chain.split("\n")[0] == head
     assert ("ds.shuffle(" in p.chain) == shuffle
     assert p.variants[0].source.columns is False
+
+
+# -- constructs TF 2 dropped ----------------------------------------------------------------------
+
+def rules(source: str) -> list[tuple[int, str]]:
+    return [(f.line, f.rule.id) for f in analyze_source(source, "t.py").findings]
+
+
+@pytest.mark.parametrize("code,rule", [
+    ("tf.estimator.inputs.numpy_input_fn(x={'a': a}, y=y, shuffle=True)", "numpy_input_fn"),
+    ("tf.compat.v1.estimator.inputs.pandas_input_fn(df, y, shuffle=False)", "pandas_input_fn"),
+    ("tf.contrib.learn.io.numpy_input_fn(x, y)", "numpy_input_fn"),
+    ("tf.contrib.training.bucket_by_sequence_length(n, t, 4, [10, 20])",
+     "bucket_by_sequence_length"),
+    ("tf.contrib.lookup.index_table_from_tensor(tf.constant(['a']))", "lookup_table"),
+    ("tf.estimator.Estimator(model_fn)", "estimator"),
+    ("tf.estimator.DNNClassifier([8], cols)", "estimator"),
+    ("tf.tables_initializer()", "variables_initializer"),
+])
+def test_tf1_only_constructs_are_found(code, rule):
+    assert rules(HEAD + f"x = {code}\n") == [(2, rule)]
+
+
+def test_record_input_and_its_yield_op_are_found():
+    assert rules("from tensorflow.python.ops import data_flow_ops\n"
+                 "r = data_flow_ops.RecordInput(file_pattern='x*', batch_size=8)\n"
+                 "records = r.get_yield_op()\n") == [(2, "record_input"),
+                                                    (3, "record_input.get_yield_op")]
+
+
+def test_lookup_table_replacement_names_the_tf2_tables():
+    (f,) = analyze_source(HEAD + "t = tf.contrib.lookup.index_table_from_tensor(k)\n",
+                          "t.py").findings
+    assert "tf.lookup.StaticHashTable" in f.rule.replacement
+    assert "tf.lookup.StaticVocabularyTable" in f.rule.replacement
+
+
+def test_a_tensorflow_lookalike_imported_as_tf_is_read_as_tensorflow_with_a_note():
+    source = ("import sugarlib as tf\n"
+              "q = tf.train.string_input_producer(['a'])\n"
+              "b = tf.train.batch([q.dequeue()], 2)\n")
+    report = analyze_source(source, "t.py")
+    assert [(f.line, f.rule.id) for f in report.findings][:2] == [
+        (2, "string_input_producer"), (3, "batch")]
+    assert any("sugarlib as tf" in n and "not TensorFlow" in n for n in report.notes)
+    plain = analyze_source("import mathlib as tf\nx = tf.sqrt(2)\n", "t.py")
+    assert plain.findings == [] and plain.notes == []

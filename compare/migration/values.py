@@ -358,6 +358,7 @@ class Module:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.imports[a.asname or a.name.split(".")[0]] = (
+                        "tensorflow" if a.asname and a.name in self.scan.lookalikes else
                         a.name if a.asname else a.name.split(".")[0])
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
