@@ -127,3 +127,55 @@ def test_a_tensorflow_lookalike_imported_as_tf_is_read_as_tensorflow_with_a_note
     assert any("sugarlib as tf" in n and "not TensorFlow" in n for n in report.notes)
     plain = analyze_source("import mathlib as tf\nx = tf.sqrt(2)\n", "t.py")
     assert plain.findings == [] and plain.notes == []
+
+
+# -- data through dicts, lists and zip ------------------------------------------------------------
+
+READ = (HEAD + "def get(files, n, noise):\n"
+        "    q = tf.train.string_input_producer(files)\n"
+        "    _, v = tf.FixedLengthRecordReader(record_bytes=8).read(q)\n"
+        "    x = tf.decode_raw(v, tf.float32)\n")
+
+
+@pytest.mark.parametrize("tail", [
+    # the hand3d pattern: a dict filled key by key, batched through zip(*d.items())
+    ("    d = dict()\n"
+     "    d['x'] = x\n"
+     "    d['y'] = tf.reshape(x, [2, 4]) + tf.truncated_normal([2, 4])\n"
+     "    names, tensors = zip(*d.items())\n"
+     "    out = tf.train.shuffle_batch_join([tensors], n, 100, 50)\n"
+     "    return dict(zip(names, out))\n"),
+    ("    d = {'x': x}\n"
+     "    d.update({'y': tf.reshape(x, [2, 4]) + tf.truncated_normal([2, 4])})\n"
+     "    return tf.train.shuffle_batch(d, n, 100, 50)\n"),
+    ("    parts = [x]\n"
+     "    parts.append(tf.reshape(x, [2, 4]) + tf.truncated_normal([2, 4]))\n"
+     "    keys = ['x', 'y']\n"
+     "    d = dict(zip(keys, parts))\n"
+     "    return tf.train.shuffle_batch(list(d.values()), n, 100, 50)\n"),
+])
+def test_tensors_through_dicts_and_zip_belong_to_the_pipeline_that_made_them(tail):
+    p = only(READ + tail)
+    (v,) = p.variants
+    assert v.source.kind == "files" and v.source.data.text == "files"
+    assert [u.what for u in p.unresolved] == []
+    steps = {s.line for s in v.maps()[0].steps}
+    assert 5 in steps  # tf.decode_raw
+    assert any("tf.random.stateless_truncated_normal" == d.stateless for d in v.maps()[0].random)
+    assert "ds.shuffle(50)" in p.chain and "..." not in p.chain
+
+
+def test_a_dict_entry_popped_and_looked_up():
+    p = only(READ + "    d = {'x': x, 'unused': v}\n"
+             "    d.pop('unused')\n"
+             "    y = d.get('x')\n"
+             "    z = tf.reshape(y, [8])\n"
+             "    return tf.train.batch([z], n)\n")
+    assert {s.line for s in p.variants[0].maps()[0].steps} >= {5, 9}
+
+
+def test_an_estimator_is_not_said_to_just_go():
+    report = analyze_source(HEAD + "m = tf.estimator.Estimator(model_fn)\n"
+                            "with tf.Session() as s:\n    pass\n", "t.py")
+    assert "tf.estimator is gone" in report.plan and "Keras model" in report.plan
+    assert "tf.Session goes" in report.plan and "tf.estimator.Estimator goes" not in report.plan
