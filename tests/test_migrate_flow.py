@@ -179,3 +179,59 @@ def test_an_estimator_is_not_said_to_just_go():
                             "with tf.Session() as s:\n    pass\n", "t.py")
     assert "tf.estimator is gone" in report.plan and "Keras model" in report.plan
     assert "tf.Session goes" in report.plan and "tf.estimator.Estimator goes" not in report.plan
+
+
+# -- other modules, placeholders, generators ------------------------------------------------------
+
+def test_a_reader_object_from_elsewhere_reading_the_filename_queue():
+    """yt8m: ``reader.prepare_reader(filename_queue)`` copies batched together."""
+    p = only(HEAD + "def get(reader, files, n, readers):\n"
+             "    q = tf.train.string_input_producer(files, shuffle=True)\n"
+             "    data = [reader.prepare_reader(q) for _ in range(readers)]\n"
+             "    return tf.train.shuffle_batch_join(data, n, 5 * n, n, enqueue_many=True)\n")
+    (v,) = p.variants
+    assert v.source.kind == "files" and v.source.data.text == "files"
+    read = v.stages[0]
+    assert read.external and read.readers.text == "readers" and read.read.line == 4
+    assert "ds.interleave(..., cycle_length=readers" in p.chain and "ds.unbatch()" in p.chain
+    (u,) = p.unresolved
+    assert u.line == 4 and "reader.prepare_reader(q)" in u.what
+    assert "TFRecordDataset(" not in p.chain
+
+
+def test_a_queue_handed_to_another_module_ends_the_pipeline_there():
+    """facenet: the queue filled here is dequeued and batched by another module's function."""
+    report = plan(HEAD + "import helpers\n"
+                  "def main(n):\n"
+                  "    paths = tf.placeholder(tf.string, shape=(None, 1))\n"
+                  "    q = tf.FIFOQueue(100, dtypes=[tf.string], shapes=[(1,)])\n"
+                  "    op = q.enqueue_many([paths])\n"
+                  "    images = helpers.make_batches(q, n)\n"
+                  "    with tf.Session() as sess:\n"
+                  "        sess.run(op, feed_dict={paths: files()})\n")
+    (p,) = report.pipelines
+    assert p.line == 7 and p.end.construct == "helpers.make_batches"
+    assert any(u.line == 7 and "helpers.make_batches(q, ...)" in u.what for u in p.unresolved)
+    assert any("(the generator)" in u.what for u in p.unresolved)
+    assert "another module" in p.chain.split("\n")[1]
+
+
+def test_a_placeholder_batch_size_is_unresolved():
+    p = only(HEAD + "def main(files):\n"
+             "    size = tf.placeholder(tf.int32)\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    b = tf.train.batch([v], size)\n"
+             "    with tf.Session() as sess:\n"
+             "        sess.run(b, feed_dict={size: 32})\n")
+    (u,) = p.unresolved
+    assert u.line == 6 and "batch_size=size" in u.what and "line 8" in u.why
+
+
+def test_batched_tensors_made_by_another_module_name_the_call():
+    p = only(HEAD + "def input_fn(pipeline, n):\n"
+             "    feats = pipeline.read(pipeline.provider())\n"
+             "    return tf.train.batch(feats, n, dynamic_pad=True)\n")
+    (u,) = p.unresolved
+    assert "made by pipeline.read(pipeline.provider()) at line 3" in u.what
+    assert p.chain.startswith("ds = ...  # unresolved")

@@ -87,7 +87,11 @@ def _source_lines(s: m.Source) -> list[str]:
     where = f" ({s.site.construct}, {at(s.site)})" if s.site else ""
     if s.kind == "generator":
         f = s.feeder
-        fed = ", ".join(f"{v} at line {ln}" for ln, v in f.feeds) or "nothing found"
+        by_line: dict[int, list[str]] = {}
+        for ln, v in f.feeds:
+            by_line.setdefault(ln, []).append(v)
+        fed = "; ".join(f"{', '.join(vs)} at line {ln}" for ln, vs in by_line.items()) or (
+            "nothing found")
         who = f"{f.function} ({'a thread target' if f.thread else 'Python code'})"
         return [f"{m.generator_name(f)}: a generator made of {who}: its loop yields what it fed "
                 f"through feed_dict ({fed}) instead of running the enqueue op{where}"]
@@ -118,9 +122,15 @@ def _source_lines(s: m.Source) -> list[str]:
 
 def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str]:
     if isinstance(st, m.ReadStage):
+        if st.external:
+            return [f"records: {st.origin} at {at(st.read)} reads the filename queue and makes "
+                    "each record's tensors (defined outside this file)"]
         made = f", made at {at(st.made)}" if st.made else ""
         key = "; its key (the file name) is used" if st.key_used else ""
         return [f"records: {st.origin} read at {at(st.read)}{made}{key}"]
+    if isinstance(st, m.ExternalStage):
+        return [f"the rest: {st.call} at {at(st.site)} takes the queue; its dequeue, "
+                "per-example code and batching are in another module"]
     if isinstance(st, m.MapStage):
         out = _map_lines(st, st.name in seeded)
         if st.parallel is not None:
