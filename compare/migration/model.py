@@ -339,10 +339,15 @@ class Pipeline:
     chain: str = ""
     legend: list[str] = dataclasses.field(default_factory=list)
     cell: int | None = None
+    #: Every batch or dequeue call of the pipeline: more than one when the script picks one of
+    #: several under a condition (``if shuffle: shuffle_batch(...) else: batch(...)``), each a
+    #: variant; ``end`` is the first.
+    ends: list[Site] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"function": self.function, "params": list(self.params), "line": self.line,
                 "cell": self.cell, "kind": self.kind, "end": self.end.to_dict(),
+                "ends": [e.to_dict() for e in self.ends],
                 "chain": self.chain, "unresolved": [u.to_dict() for u in self.unresolved],
                 "notes": list(self.notes), "legend": list(self.legend),
                 "variants": [v.to_dict() for v in self.variants]}
@@ -385,6 +390,9 @@ def relocate(p: Pipeline, where) -> None:
                     fix(x)
     p.cell, p.line = where(p.line)
     fix(p.end)
+    for e in p.ends:
+        if e is not p.end:
+            fix(e)
     for v in p.variants:
         fix(v)
     fix(p.unresolved)

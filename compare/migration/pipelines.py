@@ -252,6 +252,12 @@ class _Builder:
         if any(isinstance(v, PlaceholderV) for v in _flat(values)):
             return self.generator_source(q, op, values)
         tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
+        params = _params_in(values)
+        if not tensors and params and not op.many:  # one example, made by the caller
+            return self.unknown(f"{', '.join(params)} (a parameter of {self.owner.qualname})",
+                                op.node, "the caller makes the examples enqueued here, outside "
+                                "this function: plan the caller's pipeline, with this "
+                                "function's code in its per-example map")
         if not tensors:  # a queue runner repeats the enqueue until the queue closes
             return m.Source("rows", self.site(op.node, op.fn), self.code(values),
                             repeat=q.copies is not None and not q.closed,
@@ -522,10 +528,16 @@ def _stream_path(stream: Stream, depth: int) -> tuple[tuple[str, ...], bool]:
 def _queue_path(q: QueueV, depth: int) -> tuple[tuple[str, ...], bool]:
     if q.kind == "producer" or not q.enqueues:
         return q.path, q.kind == "producer"
-    tensors = [t for t in tensors_in(q.enqueues[0].values) if t.stream.kind != "float"]
+    values = q.enqueues[0].values
+    tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
     if tensors and depth < 6:
         return _stream_path(tensors[0].stream, depth + 1)
-    return q.path, True
+    return q.path, not _params_in(values)  # rows of the function's own parameters: a helper
+
+
+def _params_in(val: Val) -> list[str]:
+    """The entry parameters a value is made of (a helper's ``input_tensors``)."""
+    return list(dict.fromkeys(v.param for v in _flat(val) if isinstance(v, Sym) and v.param))
 
 
 def _implicit_ends(world: World, dequeued: set[str]) -> list[End]:
@@ -636,7 +648,7 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
     if stopped:
         notes.append("The analysis stopped early (statement budget spent): pipelines after that "
                      "point are not planned.")
-    out = [_pipeline(mod, g) for g in _drop_covered(groups)]
+    out = _merge_alternatives([(_pipeline(mod, g), g) for g in _drop_covered(groups)])
     out.sort(key=lambda p: (p.line, p.function))
     _same_feeder_notes(out)
     root = _root_seed(mod)
@@ -647,6 +659,33 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
             m.relocate(p, where)
         p.chain, p.legend = _chain.render(p)
     return out, notes
+
+
+def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.Pipeline]:
+    """One pipeline for batch calls that are alternatives of one another: made in the same
+    function from the same source, never both in one run (``if shuffle: shuffle_batch(...)
+    else: batch(...)``); each call's plan becomes a variant, under its condition."""
+    out: list[tuple[m.Pipeline, list[_Found]]] = []
+    for p, group in built:
+        worlds = {id(f.world) for f in group}
+        upstream = set().union(*(f.touched - {id(f.end.node)} for f in group))
+        for q, other in out:
+            if (q.function == p.function and not worlds & {id(f.world) for f in other}
+                    and upstream & set().union(*(f.touched - {id(f.end.node)} for f in other))):
+                q.variants += p.variants
+                q.ends.append(p.end)
+                q.unresolved += [u for u in p.unresolved if u not in q.unresolved]
+                q.notes += [n for n in p.notes if n not in q.notes]
+                other += group
+                break
+        else:
+            out.append((p, list(group)))
+    for q, _ in out:
+        q.ends.sort(key=lambda s: s.line)
+        if len(q.ends) > 1:
+            q.line, q.end = min(q.line, q.ends[0].line), q.ends[0]
+            q.variants = _distinct(q.variants)
+    return [q for q, _ in out]
 
 
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:
@@ -699,7 +738,7 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
     if any(v.source.kind == "generator" for v in variants):
         kind = "feeding"
     return m.Pipeline(entry.qualname, tuple(entry.params), line, site, kind, variants,
-                      unresolved, notes)
+                      unresolved, notes, ends=[site])
 
 
 def _distinct(variants: list[m.Variant]) -> list[m.Variant]:
