@@ -301,3 +301,41 @@ def test_two_batch_calls_of_one_run_stay_two_pipelines():
                   "    b = tf.train.batch([x], 2 * n)\n"
                   "    return a, b\n")
     assert [p.line for p in report.pipelines] == [6, 7]
+
+
+# -- several producers batched together -----------------------------------------------------------
+
+TWO = (HEAD + "def load(images, cams, n, seed, s2):\n"
+       "    iq = tf.train.string_input_producer(images, seed=seed, shuffle=True)\n"
+       "    cq = tf.train.string_input_producer(cams, seed={cam_seed}, shuffle=True)\n"
+       "    _, data = tf.WholeFileReader().read(iq)\n"
+       "    image = tf.image.decode_jpeg(data)\n"
+       "    _, line = tf.TextLineReader().read(cq)\n"
+       "    k = tf.reshape(tf.stack(tf.decode_csv(line, [[1.]] * 9)), [3, 3])\n"
+       "    return tf.train.batch([image, k], batch_size=n)\n")
+
+
+def test_producers_sharing_a_seed_are_one_source_zipped_before_one_shuffle():
+    """SfMLearner: the image list and the camera-file list share seed=seed to stay paired."""
+    p = only(TWO.format(cam_seed="seed"))
+    (v,) = p.variants
+    assert v.source.kind == "rows" and v.source.seed.text == "seed"
+    lines = p.chain.split("\n")
+    assert lines[:2] == ["ds = tf.data.Dataset.from_tensor_slices((images, cams))",
+                         "ds = ds.shuffle(ds.cardinality(), seed=seed)"]
+    assert [b.stages[0].reader for b in v.branches] == ["whole_file", "text_line"]
+    assert "ds = tf.data.Dataset.zip((ds_1, ds_2))" in lines
+    assert lines.index("ds = tf.data.Dataset.zip((ds_1, ds_2))") < next(
+        i for i, ln in enumerate(lines) if "map(load_example" in ln)
+    assert {s.line for s in v.maps()[0].steps} == {6, 8}  # both streams in one map
+    assert p.unresolved == []
+
+
+def test_producers_with_their_own_seeds_are_streams_of_their_own():
+    p = only(TWO.format(cam_seed="s2"))
+    (v,) = p.variants
+    assert v.source.kind == "zip" and len(v.branches) == 2
+    assert "ds_1 = tf.data.Dataset.from_tensor_slices(images)" in p.chain
+    assert "ds_2 = tf.data.Dataset.from_tensor_slices(cams)" in p.chain
+    assert "ds_2 = ds_2.shuffle(ds_2.cardinality(), seed=s2)" in p.chain
+    assert "(images, cams)" not in p.chain

@@ -61,7 +61,7 @@ class _Render:
         return f"{self.ds} = {self.ds}.{call}"
 
     def lines(self) -> list[str]:
-        out = self.source(self.v.source)
+        out = self.branches() if self.v.branches else self.source(self.v.source)
         for stage in self.v.stages:
             out += getattr(self, stage.kind)(stage)
         if not any(".prefetch(" in ln for ln in out[-1:]):
@@ -102,6 +102,22 @@ class _Render:
         if s.kind == "dataset":
             return [f"{ds} = {s.data.text}"]
         return [f"{ds} = ...  # unresolved: {s.data.text if s.data else 'the elements'}"]
+
+    def branches(self) -> list[str]:
+        """Each stream on its own variable, then zipped: ``ds = tf.data.Dataset.zip((ds_1,
+        ds_2))``; streams reading one shared source each take their item of it."""
+        ds, v = self.ds, self.v
+        shared = v.source.kind != "zip"
+        out = self.source(v.source) if shared else []
+        for i, b in enumerate(v.branches, 1):
+            b.name = f"{ds}_{i}"
+            sub = type(self)(b.name, self.p, v)
+            out += ([f"{b.name} = {ds}.map(lambda *paths: paths[{b.component}])"] if shared
+                    else sub.source(b.source))
+            for stage in b.stages:
+                out += getattr(sub, stage.kind)(stage)
+        names = ", ".join(b.name for b in v.branches)
+        return out + [f"{ds} = tf.data.Dataset.zip(({names}))"]
 
     def repeat(self, s: m.Source) -> list[str]:
         if not s.repeat:

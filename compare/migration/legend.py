@@ -174,6 +174,33 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
     return out
 
 
+def _branch_lines(v: m.Variant) -> list[str]:
+    """Several streams zipped: what each is, and why a shared source keeps them paired."""
+    out: list[str] = []
+    shared = v.source.kind != "zip"
+    if shared:
+        s = v.source
+        lists = " and ".join(f"{b.source.data.text} ({at(b.source.site)})" for b in v.branches)
+        out += [f"source: the file lists {lists}, zipped; " + _source_lines(
+            m.Source("files", None, m.Code("[]"), s.num_epochs, s.shuffle, None, s.capacity,
+                     s.repeat))[0].split("; ", 1)[-1],
+                f"  the producers share seed={s.seed.text}: their lists are zipped and shuffled "
+                "once, so each element keeps its items together (as the shared seed did for the "
+                "queues); each stream below reads its item, and both see one order because the "
+                "shuffle has that seed"]
+    for b in v.branches:
+        block = [] if shared else _source_lines(b.source)
+        for st in b.stages:
+            block += _stage_lines(st, v.root_seed)
+        out.append(f"{b.name}: " + (f"item {b.component + 1} of the source" if shared else
+                                    "a stream of its own") + ", zipped with the others")
+        out += ["  " + ln for ln in block]
+    names = ", ".join(b.name for b in v.branches)
+    out.append(f"each element of the zip is ({names}): the map below gets them together, as "
+               "the script combined them")
+    return out
+
+
 def _entries(lines: list[str]) -> list[tuple[str, ...]]:
     """Lines grouped as entries: a top-level line with the indented lines under it."""
     out: list[list[str]] = []
@@ -192,7 +219,7 @@ def legend(p: m.Pipeline) -> list[str]:
     seeded = {st.name for v in p.variants for st in v.maps() if st.random}
     blocks = []
     for v in p.variants:
-        block = _source_lines(v.source)
+        block = _branch_lines(v) if v.branches else _source_lines(v.source)
         for st in v.stages:
             block += _stage_lines(st, v.root_seed, seeded)
         blocks.append(_entries(block))

@@ -85,6 +85,7 @@ class _Builder:
         self.unresolved: list[m.Unresolved] = []
         self.notes: list[str] = []
         self.stages: list = []
+        self.branches: list[m.Branch] = []
         self.owner = world.entry
 
     # -- code -------------------------------------------------------------------------------
@@ -101,15 +102,16 @@ class _Builder:
         return m.Site(fn, node.lineno, construct or self.seg(getattr(node, "func", node), 80))
 
     # -- steps ------------------------------------------------------------------------------
-    def steps_for(self, stream: Stream, deps: frozenset | None) -> list[StepRec]:
+    def steps_for(self, streams: tuple, deps: frozenset | None) -> list[StepRec]:
+        ids = {id(s) for s in streams}
         recs = [s for s in self.world.steps.values()
-                if (s.stream is stream or s.stream.kind == "float") and (
-                    deps is None and s.stream is stream or deps is not None and s.id in deps)]
+                if (id(s.stream) in ids or s.stream.kind == "float") and (
+                    deps is None and id(s.stream) in ids or deps is not None and s.id in deps)]
         return sorted(recs, key=lambda s: s.id)
 
-    def map_stage(self, stream: Stream, deps: frozenset | None, parallel: m.Code | None,
+    def map_stage(self, streams: tuple, deps: frozenset | None, parallel: m.Code | None,
                   parallel_from: str) -> m.MapStage | None:
-        recs = self.steps_for(stream, deps)
+        recs = self.steps_for(streams, deps)
         if not recs:
             return None
         steps, by_stmt = [], collections.OrderedDict()
@@ -129,7 +131,7 @@ class _Builder:
                     "for stateful random ops and TF1-only calls"))
         stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
                            seqs=tuple(r.seq for r in recs))
-        self.loop_variable_note(stream, recs)
+        self.loop_variable_note(recs)
         return stage
 
     def random_draws(self, recs: list[StepRec]) -> list[m.RandomDraw]:
@@ -156,7 +158,7 @@ class _Builder:
                                            and o.seed.text == d.seed.text)
         return out
 
-    def loop_variable_note(self, stream: Stream, recs: list[StepRec]) -> None:
+    def loop_variable_note(self, recs: list[StepRec]) -> None:
         end = self.end
         inputs = end.inputs
         if not (isinstance(inputs, ListV) and inputs.loop is not None and end.kind.endswith(
@@ -176,7 +178,33 @@ class _Builder:
                     parallel_from: str) -> m.Source:
         """The source of ``stream`` (stages before it appended first), then its map stage."""
         source = self.stream_source(stream)
-        stage = self.map_stage(stream, deps, parallel, parallel_from)
+        stage = self.map_stage((stream,), deps, parallel, parallel_from)
+        if stage is not None:
+            self.stages.append(stage)
+        return source
+
+    def from_tensors(self, tensors: list, parallel: m.Code | None, how: str) -> m.Source:
+        """The source of the streams ``tensors`` come from: one stream as :meth:`from_stream`;
+        several (an image and its camera file) as branches zipped before the map that
+        combines them."""
+        tensors = [t for t in tensors if t.stream.kind != "float"] or tensors
+        streams = list({id(t.stream): t.stream for t in tensors}.values())
+        deps = frozenset().union(*(t.deps for t in tensors))
+        if len(streams) == 1:
+            return self.from_stream(streams[0], deps, parallel, how)
+        outer, branches = self.stages, []
+        for s in streams:
+            self.stages = []
+            branches.append(m.Branch(self.stream_source(s), self.stages))
+            self.stages = outer
+        source = _shared_source([b.source for b in branches])
+        if source is not None:
+            for i, b in enumerate(branches):
+                b.component = i
+        else:
+            source = m.Source("zip", None, m.Code(f"{len(branches)} streams"), repeat=False)
+        self.branches = branches
+        stage = self.map_stage(tuple(streams), deps, parallel, how)
         if stage is not None:
             self.stages.append(stage)
         return source
@@ -264,11 +292,9 @@ class _Builder:
                             shuffle=m.Code("False", True, False),
                             target=stream.target if stream is not None else "")
         copies = q.copies or op.loop
-        deps = frozenset().union(*(t.deps for t in tensors))
         how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
                f"the {copies.text} enqueue calls" if copies is not None else "")
-        return self.from_stream(tensors[0].stream, deps, self.code(copies) if copies else None,
-                                how)
+        return self.from_tensors(tensors, self.code(copies) if copies else None, how)
 
     def producer_source(self, q: QueueV) -> m.Source:
         a = q.args
@@ -351,7 +377,7 @@ class _Builder:
         else:
             source = self.batch_variant(end)
         return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
-                         origin=Origin(self.world, end))
+                         origin=Origin(self.world, end), branches=self.branches)
 
     def handed_out(self, end: End) -> None:
         call = end.args.get("call") or self.seg(end.node, 80)
@@ -374,8 +400,7 @@ class _Builder:
             copies is not None) else (threads, f"num_threads of {end.construct}") if (
             threads is not None) else (None, "")
         if tensors:
-            deps = frozenset().union(*(t.deps for t in tensors))
-            source = self.from_stream(tensors[0].stream, deps, self.code(parallel), how)
+            source = self.from_tensors(tensors, self.code(parallel), how)
         else:
             source = self.unknown(*self.made_elsewhere(end))
         args = {k: c for k, v in end.args.items() if k not in ("tensors", "tensors_list")
@@ -438,6 +463,24 @@ class _Builder:
         self.stages.append(m.DatasetStage(_chain.dataset_ops(ds.ops, self.seg,
                                                           self.mod.scan.resolved)))
         return source
+
+
+def _shared_source(sources: list[m.Source]) -> m.Source | None:
+    """One source for producers that shuffle with one and the same seed (SfMLearner's image
+    and camera file lists, ``seed=seed`` on both): their lists zipped into rows, shuffled once
+    with that seed, so each element keeps its pair. None when they do not share one."""
+    first = sources[0]
+    if first.kind != "files" or first.seed is None or first.seed.is_value(None):
+        return None
+    def same(a: m.Code | None, b: m.Code | None) -> bool:
+        return (a.text if a else None) == (b.text if b else None)
+    for s in sources[1:]:
+        if s.kind != "files" or not all(same(getattr(s, k), getattr(first, k))
+                                        for k in ("seed", "shuffle", "num_epochs")):
+            return None
+    data = m.Code("[" + ", ".join(s.data.text for s in sources) + "]")
+    return m.Source("rows", first.site, data, first.num_epochs, first.shuffle, first.seed,
+                    first.capacity, first.repeat)
 
 
 def _lines_text(lines) -> str:
