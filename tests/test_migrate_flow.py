@@ -339,3 +339,79 @@ def test_producers_with_their_own_seeds_are_streams_of_their_own():
     assert "ds_2 = tf.data.Dataset.from_tensor_slices(cams)" in p.chain
     assert "ds_2 = ds_2.shuffle(ds_2.cardinality(), seed=s2)" in p.chain
     assert "(images, cams)" not in p.chain
+
+
+# -- tf.data chains traced back to their start ----------------------------------------------------
+
+CNN = (HEAD + "from tensorflow.contrib.data.python.ops import batching, interleave_ops\n"
+       "def minibatch(files, n, cache_data, start):\n"
+       "    ds = tf.data.TFRecordDataset.list_files(files)\n"
+       "    ds = ds.apply(interleave_ops.parallel_interleave(tf.data.TFRecordDataset, "
+       "cycle_length=10))\n"
+       "    if cache_data:\n"
+       "        ds = ds.take(1).cache().repeat()\n"
+       "    counter = {counter}\n"
+       "    counter = counter.repeat()\n"
+       "    ds = tf.data.Dataset.zip((ds, counter))\n"
+       "    ds = ds.apply(batching.map_and_batch(map_func=parse, batch_size=n))\n"
+       "    return ds.make_one_shot_iterator().get_next()\n")
+
+
+def test_a_tf_data_chain_starts_where_its_datasets_start():
+    """tf_cnn_benchmarks: the chain zips a list_files + interleave + cache branch with a
+    counter; it starts at list_files, not at the zip."""
+    p = only(CNN.format(counter="tf.data.Dataset.range(n)"))
+    lines = p.chain.split("\n")
+    assert lines[0] == "ds = tf.data.TFRecordDataset.list_files(files)"
+    assert ("ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=10, "
+            "num_parallel_calls=tf.data.AUTOTUNE)") in lines
+    assert "if cache_data:" in lines and "counter = tf.data.Dataset.range(n)" in lines
+    assert lines.index("counter = counter.repeat()") < lines.index(
+        "ds = tf.data.Dataset.zip((ds, counter))")
+    assert "ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)" in lines
+    assert "ds = ds.batch(n)" in lines and "tf.contrib" not in p.chain
+    assert p.unresolved == []
+
+
+def test_a_dataset_started_elsewhere_inside_a_zip_is_unresolved():
+    p = only(CNN.format(counter="start"))
+    assert any("start" in u.what for u in p.unresolved)
+    assert "counter = ...  # unresolved" in p.chain
+
+
+def test_record_input_is_a_pipeline_of_shuffled_records_in_batches():
+    p = only("from tensorflow.python.ops import data_flow_ops\nimport tensorflow as tf\n"
+             "def minibatch(pattern, n):\n"
+             "    r = data_flow_ops.RecordInput(file_pattern=pattern, seed=301, parallelism=64,\n"
+             "                                  buffer_size=10000, batch_size=n)\n"
+             "    records = tf.split(r.get_yield_op(), n, 0)\n"
+             "    records = [tf.reshape(x, []) for x in records]\n"
+             "    images = [[] for _ in range(2)]\n"
+             "    for idx in range(n):\n"
+             "        image = tf.image.decode_jpeg(records[idx])\n"
+             "        images[idx % 2].append(image)\n"
+             "    return [tf.parallel_stack(im) for im in images]\n")
+    lines = p.chain.split("\n")
+    assert lines[0] == "ds = tf.data.Dataset.list_files(pattern, shuffle=True, seed=301)"
+    assert ("ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=64, "
+            "num_parallel_calls=tf.data.AUTOTUNE)") in lines
+    assert "ds = ds.shuffle(10000, seed=301)" in lines
+    assert lines[-2] == "ds = ds.batch(n, drop_remainder=True)"
+    steps = {s.line for s in p.variants[0].maps()[0].steps}
+    assert 10 in steps and 12 not in steps  # decode per record; the restack is per batch
+    assert any("loop over the batch" in u.what for u in p.unresolved)
+
+
+def test_unrelated_alternatives_of_one_function_do_not_interleave_their_lines():
+    p = only(HEAD + "def f(use_data, files, n):\n"
+             "    if use_data:\n"
+             "        ds = tf.data.TFRecordDataset(files).repeat().batch(n)\n"
+             "        return ds.make_one_shot_iterator().get_next()\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    return tf.train.batch([v], n)\n")
+    lines = p.chain.split("\n")
+    assert lines[0] == "if use_data:" and lines.count("else:") == 1
+    body = lines[1:lines.index("else:")]
+    assert all(ln.startswith("    ") for ln in body) and "ds = ds.repeat()" in [
+        ln.strip() for ln in body]

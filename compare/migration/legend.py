@@ -137,6 +137,8 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
             out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
         return out + _random_lines(st, root)
     if isinstance(st, m.QueueStage):
+        if st.queue == "random_shuffle" and st.site.construct.endswith("RecordInput"):
+            return [f"shuffle buffer: buffer_size of the RecordInput at {at(st.site)}"]
         if st.queue == "random_shuffle":
             cap = f"; capacity={st.capacity.text} only bounded it" if st.capacity else ""
             return [f"shuffle buffer: min_after_dequeue of the RandomShuffleQueue at "
@@ -156,6 +158,7 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
     small = a.get("allow_smaller_final_batch")
     out.append("  drop_remainder: " + (
         "from dequeue_many (a short last batch is never returned)" if st.op == "dequeue_many"
+        else "RecordInput's batches are always full" if st.op == "get_yield_op"
         else "from dequeue_up_to (the last batch may be short)" if st.op == "dequeue_up_to"
         else "allow_smaller_final_batch is False (the default)" if small is None
         else f"allow_smaller_final_batch={small.text}"))
@@ -177,6 +180,14 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
 def _branch_lines(v: m.Variant) -> list[str]:
     """Several streams zipped: what each is, and why a shared source keeps them paired."""
     out: list[str] = []
+    if v.source.kind == "dataset":
+        for b in v.branches:
+            block = _source_lines(b.source)
+            for st in b.stages:
+                block += _stage_lines(st, v.root_seed)
+            out += [f"{b.name}: a dataset the chain takes by name, built first"] + [
+                "  " + ln for ln in block]
+        return out + _source_lines(v.source)
     shared = v.source.kind != "zip"
     if shared:
         s = v.source
