@@ -415,3 +415,69 @@ def test_unrelated_alternatives_of_one_function_do_not_interleave_their_lines():
     body = lines[1:lines.index("else:")]
     assert all(ln.startswith("    ") for ln in body) and "ds = ds.repeat()" in [
         ln.strip() for ln in body]
+
+
+# -- pipelines no longer missed -------------------------------------------------------------------
+
+def test_an_input_fn_a_factory_returns_is_planned_with_its_buckets():
+    """seq2seq: create_input_fn returns input_fn, which batches what another module reads."""
+    p = only(HEAD + "def create_input_fn(pipeline, batch_size, bounds=None, small=False):\n"
+             "    def input_fn():\n"
+             "        feats = pipeline.read_from_data_provider(pipeline.make_data_provider())\n"
+             "        if bounds:\n"
+             "            _, b = tf.contrib.training.bucket_by_sequence_length(\n"
+             "                input_length=feats['len'], bucket_boundaries=bounds, tensors=feats,\n"
+             "                batch_size=batch_size, keep_input=feats['len'] >= 1,\n"
+             "                dynamic_pad=True, allow_smaller_final_batch=small)\n"
+             "        else:\n"
+             "            b = tf.train.batch(tensors=feats, batch_size=batch_size,\n"
+             "                               dynamic_pad=True, allow_smaller_final_batch=small)\n"
+             "        return b\n"
+             "    return input_fn\n")
+    assert p.function == "create_input_fn.input_fn" and [e.line for e in p.ends] == [6, 11]
+    assert "ds.bucket_by_sequence_length(lambda *example: ..., bounds, [batch_size] * " \
+           "(len(bounds) + 1), drop_remainder=not small)" in p.chain
+    assert "ds.filter(lambda *example: ...)" in p.chain
+    assert "ds.padded_batch(batch_size, drop_remainder=not small)" in p.chain
+    whats = [u.what for u in p.unresolved]
+    assert any("pipeline.read_from_data_provider" in w for w in whats)
+    assert any(w.startswith("input_length=feats['len']") for w in whats)
+    assert any("create_input_fn" in n for n in p.notes)
+
+
+@pytest.mark.parametrize("args,expect,absent", [
+    ("x={'images': x}, y=y, batch_size=32, num_epochs=None, shuffle=True",
+     ["ds = tf.data.Dataset.from_tensor_slices(({'images': x}, y))", "ds = ds.repeat()",
+      "ds = ds.shuffle(250)", "ds = ds.batch(32, drop_remainder=True)"], []),
+    ("x, y, shuffle=False", ["ds = ds.batch(128, drop_remainder=False)"],
+     [".shuffle(", ".repeat("]),
+    ("x, y, shuffle=flag, queue_capacity=400, num_epochs=3",
+     ["ds = ds.repeat(3)", "if flag:\n    ds = ds.shuffle(100)"], []),
+])
+def test_numpy_input_fn_is_a_pipeline(args, expect, absent):
+    p = only(HEAD + f"fn = tf.estimator.inputs.numpy_input_fn({args})\n")
+    for e in expect:
+        assert e in p.chain
+    for a in absent:
+        assert a not in p.chain
+
+
+def test_pandas_input_fn_slices_the_frame_as_a_dict():
+    p = only(HEAD + "fn = tf.estimator.inputs.pandas_input_fn(df, df.pop('y'), shuffle=False)\n")
+    assert p.chain.startswith("ds = tf.data.Dataset.from_tensor_slices((dict(df), df.pop('y')))")
+
+
+def test_a_function_called_through_a_changing_decorator_is_not_followed():
+    """speech-to-text-wavenet: @tf.sg_producer_func makes the call a py_func behind a queue."""
+    p = only(HEAD + "import lib\n"
+             "@lib.producer_func\n"
+             "def _load(src):\n"
+             "    return np.load(src[1])\n"
+             "def corpus(labels, files, n):\n"
+             "    l, f = tf.train.slice_input_producer([labels, files], shuffle=True)\n"
+             "    l, m = _load(source=[l, f], num_threads=8)\n"
+             "    return tf.train.batch([l, m], n, shapes=[(None,), (20, None)],\n"
+             "                          dynamic_pad=True)\n")
+    (u,) = p.unresolved
+    assert u.line == 8 and "@lib.producer_func" in u.what and "line 4" in u.why
+    assert "padded_shapes=((None,), (20, None))" in p.chain

@@ -58,7 +58,7 @@ _MAYBE_PARAMS = {
                                  "allow_smaller_final_batch"),
 }
 _BATCHERS = frozenset({"batch", "shuffle_batch", "batch_join", "shuffle_batch_join",
-                       "maybe_batch"})
+                       "maybe_batch", "bucket_by_sequence_length", "bucket"})
 _READERS = frozenset({"whole_file_reader", "tfrecord_reader", "text_line_reader",
                       "fixed_length_record_reader", "other_reader"})
 _PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer",
@@ -106,7 +106,8 @@ _NOT_OPS = ("tensorflow.gfile", "tensorflow.io.gfile", "tensorflow.logging", "te
             "tensorflow.compat", "tensorflow.errors", "tensorflow.RunOptions",
             "tensorflow.RunMetadata", "tensorflow.ConfigProto", "tensorflow.OptimizerOptions",
             "tensorflow.GraphOptions", "tensorflow.profiler", "tensorflow.Print",
-            "tensorflow.assert_", "tensorflow.debugging", "tensorflow.saved_model")
+            "tensorflow.assert_", "tensorflow.debugging", "tensorflow.saved_model",
+            "tensorflow.examples", "tensorflow.estimator")
 
 
 def _is_op(qual: str) -> bool:
@@ -157,7 +158,8 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
     rid = rule.id if rule else ""
     last = qual.rsplit(".", 1)[-1]
     if rid in _PRODUCERS or rid in _READERS or rid in _QUEUE_KINDS or rid in _BATCHERS or rid in (
-            "slice_input_producer", "slim_provider", "queue_runner", "placeholder"):
+            "slice_input_producer", "slim_provider", "queue_runner", "placeholder",
+            "numpy_input_fn", "pandas_input_fn"):
         return _pipeline_call(run, node, fr, qual, rid, last)
     if rid == "make_iterator" and last.startswith("make_"):
         pos, _ = run.args_of(node, fr)
@@ -223,6 +225,10 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
         return Sym(text, node=node)
     if rid == "slim_provider":
         return ProviderV(node, fr.fn.qualname, named, text)
+    if rid in ("numpy_input_fn", "pandas_input_fn"):  # an input_fn: source and batch in one
+        run.world.ends.append(End(rid, node, fr.fn.qualname, fr.path, named,
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
+        return Sym(text, node=node)
     if rid == "queue_runner":
         queue, ops = named.get("queue"), named.get("enqueue_ops")
         if isinstance(queue, QueueV) and isinstance(ops, ListV):

@@ -133,6 +133,8 @@ class _Render:
         e = s.num_epochs
         if e is None or e.is_value(None):
             return [self.op("repeat()")]
+        if e.is_value(1):  # one pass: nothing to repeat
+            return []
         return [self.op(f"repeat({e.text})")]
 
     # -- stages -----------------------------------------------------------------------------
@@ -172,8 +174,8 @@ class _Render:
     def queue(self, st: m.QueueStage) -> list[str]:
         if st.queue != "random_shuffle":
             return []
-        return [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
-                        f"{_seed(st.seed)})")]
+        return _when(st.when, [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
+                                       f"{_seed(st.seed)})")])
 
     def batch(self, st: m.BatchStage) -> list[str]:
         a = st.args
@@ -188,9 +190,14 @@ class _Render:
                                f"{_seed(a.get('seed'))})"))
         size = _text(a.get("batch_size"), "batch_size")
         drop = _drop(st)
+        if st.op in _BUCKETS:
+            return out + [self.op(_bucket(st, size, drop))]
         pad = a.get("dynamic_pad")
+        shapes = a.get("shapes")
+        shapes = f"padded_shapes={_tuple(shapes.text)}, " if shapes is not None and (
+            not shapes.is_value(None)) else ""
         plain, padded = (self.op(f"batch({size}, drop_remainder={drop})"),
-                         self.op(f"padded_batch({size}, drop_remainder={drop})"))
+                         self.op(f"padded_batch({size}, {shapes}drop_remainder={drop})"))
         if st.padded or pad is None or pad.known:
             return out + [padded if st.padded else plain]
         return out + [f"if {pad.text}:", INDENT + padded, "else:", INDENT + plain]
@@ -210,6 +217,23 @@ class _Render:
                 open_guards = o.guards
             out.append(INDENT * len(o.guards) + self.op(o.text))
         return out
+
+
+_BUCKETS = frozenset({"bucket_by_sequence_length", "bucket"})
+
+
+def _bucket(st: m.BatchStage, size: str, drop: str) -> str:
+    """tf.contrib.training's bucketing as the Dataset method that does it (the length or bucket
+    of an element is a function of it the script computed per example: written ``...``)."""
+    a = st.args
+    if st.op == "bucket":
+        return (f"group_by_window(key_func=lambda *example: ..., reduce_func=lambda _, w: "
+                f"w.padded_batch({size}, drop_remainder={drop}), window_size={size})  "
+                f"# which_bucket={_text(a.get('which_bucket'), '...')}, computed per example")
+    bounds = _text(a.get("bucket_boundaries"), "bucket_boundaries")
+    return (f"bucket_by_sequence_length(lambda *example: ..., {bounds}, "
+            f"[{size}] * (len({bounds}) + 1), drop_remainder={drop})  "
+            f"# input_length={_text(a.get('input_length'), '...')}, computed per example")
 
 
 def _record_dataset(st: m.ReadStage) -> str:

@@ -722,6 +722,10 @@ class Run:
         if fr.depth + 1 > MAX_DEPTH or info in self.stack:
             return None
         args = ([bound] if bound is not None else []) + pos
+        if info.decorator:  # the decorator's code runs, not the body: a call we cannot follow
+            if any(tensors_in(v) for v in args + list(kw.values())):
+                self.cur_external.append(info.qualname)
+            return None
         relevant = info.name in self.mod.structural or info.name == "<lambda>" or any(
             tensors_in(v) or _pipeline_val(v) for v in args + list(kw.values()))
         if not relevant:
@@ -766,7 +770,8 @@ class Run:
 
     def entry_frame(self) -> Frame:
         info = self.entry
-        fr = Frame(info, {}, 0, None, (info.qualname,), fid=self.new_frame(info, None, None))
+        fr = Frame(info, {}, 0, self.enclosing(info), (info.qualname,),
+                   fid=self.new_frame(info, None, None))
         if info.cls is not None and info.params:
             me = self.instance(info.cls, info.params[0])
             self.clock += 1
@@ -777,12 +782,28 @@ class Run:
             fr.bind(name, Sym(name, param=name), self.clock)
         return fr
 
+    def enclosing(self, info: FuncInfo) -> Frame | None:
+        """For a nested function run on its own: the functions around it, their parameters
+        known by name only (what the caller of the outer function passes)."""
+        outer = None
+        chain = []
+        parent = info.parent
+        while parent is not None and len(chain) < MAX_DEPTH:
+            chain.append(parent)
+            parent = parent.parent
+        for fn in reversed(chain):
+            outer = Frame(fn, {}, 0, outer, (fn.qualname,))
+            for name in fn.params:
+                self.clock += 1
+                outer.bind(name, Sym(name, param=name), self.clock)
+        return outer
+
     def instance(self, cls: ClassInfo, me_name: str) -> ObjV:
         """``self`` for a method run on its own: the attributes ``__init__`` sets (run without
         following its calls to other methods)."""
         me = ObjV({}, me_name, cls)
         init = self.method_of(me, "__init__")
-        if init is None or init.args is None:
+        if init is None or init.args is None or init is self.entry:
             return me
         fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me,
                    fid=self.new_frame(init, None, None))

@@ -100,8 +100,10 @@ def _source_lines(s: m.Source) -> list[str]:
                 "range": "the numbers below"}[s.kind]
         bits = [f"source: {what} {s.data.text}{where}"]
         single = s.kind == "files" or (s.kind == "rows" and not s.columns)
-        if single and m.literal_length(s.data.text) == 1:
+        if single and not s.shuffle_note and m.literal_length(s.data.text) == 1:
             bits.append("one element: nothing to shuffle")
+        elif s.shuffle_note:
+            bits.append(f"shuffled {s.shuffle_note}")
         elif s.kind != "file_pattern" or s.shuffle is not None:
             bits.append("shuffled " + ("each epoch (shuffle=True by default)" if s.shuffle is None
                                        else "only when " + s.shuffle.text
@@ -110,6 +112,7 @@ def _source_lines(s: m.Source) -> list[str]:
         if s.repeat:
             bits.append("repeated " + ("forever (num_epochs=None)" if s.num_epochs is None
                                        or s.num_epochs.is_value(None)
+                                       else "once (num_epochs=1)" if s.num_epochs.is_value(1)
                                        else f"{s.num_epochs.value} times" if s.num_epochs.known
                                        else f"{s.num_epochs.text} times (None: forever)"))
         if s.capacity is not None:
@@ -137,6 +140,13 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
             out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
         return out + _random_lines(st, root)
     if isinstance(st, m.QueueStage):
+        if st.queue == "random_shuffle" and st.when is not None:
+            flag = "shuffle=True" if st.when.known else f"shuffle={st.when.text} is true"
+            if st.when.known and not st.when.value:
+                return []  # the source line says it is never shuffled
+            return [f"shuffle buffer {st.min_after_dequeue.text}: when {flag}, "
+                    f"{st.site.construct} at {at(st.site)} shuffled in a RandomShuffleQueue "
+                    "keeping a quarter of queue_capacity (1000 by default)"]
         if st.queue == "random_shuffle" and st.site.construct.endswith("RecordInput"):
             return [f"shuffle buffer: buffer_size of the RecordInput at {at(st.site)}"]
         if st.queue == "random_shuffle":
@@ -156,6 +166,11 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
         cap = f"; capacity={a['capacity'].text} only bounded the queue" if a.get("capacity") else ""
         out.append(f"  shuffle buffer {a['min_after_dequeue'].text}: its min_after_dequeue{cap}")
     small = a.get("allow_smaller_final_batch")
+    if st.op in ("numpy_input_fn", "pandas_input_fn"):
+        out.append(f"  drop_remainder: {st.op} takes full batches (dequeue_many) when it repeats "
+                   "forever (num_epochs=None), else up to batch_size (dequeue_up_to: the last "
+                   "may be short)")
+        return out
     out.append("  drop_remainder: " + (
         "from dequeue_many (a short last batch is never returned)" if st.op == "dequeue_many"
         else "RecordInput's batches are always full" if st.op == "get_yield_op"

@@ -103,6 +103,8 @@ class Source:
     #: rows: ``data`` lists tensors sliced together (slice_input_producer's tensor_list, one
     #: tuple per row); False: it is one tensor, sliced as it is (input_producer's input_tensor).
     columns: bool = True
+    #: How it is shuffled when not per epoch by the source itself (numpy_input_fn: in a queue).
+    shuffle_note: str = ""
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
@@ -220,11 +222,13 @@ class QueueStage:
     capacity: Code | None = None
     min_after_dequeue: Code | None = None
     seed: Code | None = None
+    #: The flag it shuffles under (numpy_input_fn's ``shuffle``); None: always.
+    when: Code | None = None
     kind: str = "queue"
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "queue": self.queue, "site": self.site.to_dict()}
-        for k in ("capacity", "min_after_dequeue", "seed"):
+        for k in ("capacity", "min_after_dequeue", "seed", "when"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
         return out
@@ -422,8 +426,10 @@ def relocate(p: Pipeline, where) -> None:
 
 def short_name(qualname: str) -> str:
     """The last part of a qualified function name; top-level code is ``pipeline``."""
-    name = qualname.rsplit(".", 1)[-1]
-    return "pipeline" if name.startswith("<") else name
+    parts = qualname.split(".")
+    if parts[-1] == "__init__" and len(parts) > 1:  # a constructor: its class names it
+        return f"{parts[-2]}_init"
+    return "pipeline" if parts[-1].startswith("<") else parts[-1]
 
 
 def generator_name(f: Feeder) -> str:

@@ -51,6 +51,7 @@ _READER_KIND = {"whole_file_reader": "whole_file", "tfrecord_reader": "tfrecord"
                 "record_input": "tfrecord",
                 "text_line_reader": "text_line", "fixed_length_record_reader": "fixed_length",
                 "other_reader": "other", "unknown": "unknown", "external": "unknown"}
+_INPUT_FNS = frozenset({"numpy_input_fn", "pandas_input_fn"})
 #: Statement budget of the whole analysis: this many per statement of the script, plus a floor.
 BUDGET_PER_STATEMENT = 6
 BUDGET_FLOOR = 20000
@@ -126,14 +127,27 @@ class _Builder:
                                 self.seg(r.stmt, 160), calls, guards, len(group),
                                 tuple(dict.fromkeys(r.external)), loop=r.loop))
             for name in dict.fromkeys(r.external):
-                self.unresolved.append(m.Unresolved(
-                    f"{name} (called on each example)", r.stmt.lineno,
-                    "defined outside this file: it runs inside Dataset.map as it is; check it "
-                    "for stateful random ops and TF1-only calls"))
+                self.unresolved.append(self.external_item(name, r.stmt.lineno))
         stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
                            seqs=tuple(r.seq for r in recs))
         self.loop_variable_note(recs)
         return stage
+
+    def external_item(self, name: str, line: int) -> m.Unresolved:
+        """A function the per-example code calls that this file does not define (or calls
+        through a decorator that changes what it does)."""
+        decorated = next((fi for fi in self.mod.functions if fi.qualname == name and
+                          fi.decorator), None)
+        if decorated is not None:
+            return m.Unresolved(
+                f"{name} (called on each example, through {decorated.decorator})", line,
+                f"defined at line {decorated.node.lineno}, but the decorator decides what the "
+                "call does (a library's own producer or wrapper): port the body by hand inside "
+                "the map (Python code such as NumPy through tf.numpy_function), and check it "
+                "for randomness")
+        return m.Unresolved(f"{name} (called on each example)", line,
+                            "defined outside this file: it runs inside Dataset.map as it is; "
+                            "check it for stateful random ops and TF1-only calls")
 
     def random_draws(self, recs: list[StepRec]) -> list[m.RandomDraw]:
         draws: dict[int, m.RandomDraw] = {}
@@ -408,10 +422,48 @@ class _Builder:
                 self.stages.append(self.queue_stage(end.queue))
             if end.kind == "external":
                 self.handed_out(end)
+        elif end.kind in _INPUT_FNS:
+            source = self.input_fn_variant(end)
         else:
             source = self.batch_variant(end)
         return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
                          origin=Origin(self.world, end), branches=self.branches)
+
+    def input_fn_variant(self, end: End) -> m.Source:
+        """tf.estimator's numpy_input_fn / pandas_input_fn: arrays (a DataFrame) fed to a queue
+        from Python, shuffled in a RandomShuffleQueue of a quarter of queue_capacity, batched
+        with dequeue_many when it repeats forever, dequeue_up_to otherwise."""
+        a = end.args
+        site = self.site(end.node, end.fn, end.construct)
+        params = rule_for(self.mod.scan.resolved.get(id(end.node), "")).params
+        x_node, y_node = _arg(end.node, "x", params), _arg(end.node, "y", params)
+        x = self.seg(x_node, 200) if x_node is not None else "x"
+        if end.kind == "pandas_input_fn":
+            x = f"dict({x})"
+        has_y = y_node is not None and not (isinstance(y_node, ast.Constant)
+                                            and y_node.value is None)
+        data = m.Code(f"({x}, {self.seg(y_node, 200)})" if has_y else x)
+        epochs = self.code(a.get("num_epochs")) or m.Code("1", True, 1)
+        capacity = self.code(a.get("queue_capacity"))
+        buffer = m.Code(f"{capacity.text} // 4") if capacity is not None and not capacity.known \
+            else m.Code(str((capacity.value if capacity is not None else 1000) // 4), True,
+                        (capacity.value if capacity is not None else 1000) // 4)
+        shuffle = self.code(a.get("shuffle"))
+        self.stages.append(m.QueueStage("random_shuffle", site, capacity, buffer,
+                                        self.code(a.get("seed")),
+                                        when=shuffle or m.Code("None", True, None)))
+        forever = epochs.is_value(None)
+        small = m.Code(str(not forever), True, not forever) if epochs.known else m.Code(
+            f"{epochs.text} is not None")
+        args = {"batch_size": self.code(a.get("batch_size")) or m.Code("128", True, 128),
+                "allow_smaller_final_batch": small}
+        threads = self.code(a.get("num_threads"))
+        if threads is not None:
+            args["num_threads"] = threads
+        self.stages.append(m.BatchStage(end.kind, site, args))
+        never = shuffle is not None and shuffle.known and not shuffle.value
+        return m.Source("rows", site, data, epochs, m.Code("False", True, False), columns=False,
+                        shuffle_note="" if never else "in the queue below, not per epoch")
 
     def handed_out(self, end: End) -> None:
         call = end.args.get("call") or self.seg(end.node, 80)
@@ -440,6 +492,7 @@ class _Builder:
         args = {k: c for k, v in end.args.items() if k not in ("tensors", "tensors_list")
                 and (c := self.code(v)) is not None}
         self.placeholder_args(end)
+        self.bucket_key(end)
         padded = args.get("dynamic_pad")
         self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct), args,
                                         padded=bool(padded and padded.is_value(True)),
@@ -455,7 +508,9 @@ class _Builder:
         calls = [p.node for p in parts if isinstance(getattr(p, "node", None), ast.Call)]
         if calls:
             call = calls[0]
-            return (f"{what} (made by {self.seg(call, 60)} at line {call.lineno})", end.node,
+            name = inputs.text if inputs is not None and inputs.text.isidentifier() else (
+                "the batched tensors")
+            return (f"{name} (made by {self.seg(call, 60)} at line {call.lineno})", call,
                     "that call is defined outside this file (a parameter's method or another "
                     "module): the dataset starts from what it reads")
         if params:
@@ -464,6 +519,18 @@ class _Builder:
                     "the caller makes its elements, outside this function: start the dataset "
                     "there (or take a dataset as the parameter)")
         return (what, end.node, "they do not come from a reader, producer or queue in this file")
+
+    def bucket_key(self, end: End) -> None:
+        """Bucketing by a per-example value: tf.data wants it as a function of the element."""
+        arg = {"bucket_by_sequence_length": "input_length", "bucket": "which_bucket"}.get(
+            end.kind)
+        if arg is None:
+            return
+        value = end.args.get(arg)
+        self.unresolved.append(m.Unresolved(
+            f"{arg}={value.text if value is not None else '...'} (per example)", end.node.lineno,
+            "the script computed it with the example's tensors; the Dataset method takes a "
+            "function of the element: write it to compute the same value from the element"))
 
     def placeholder_args(self, end: End) -> None:
         """A batch size (or any batching argument) fed through a placeholder at each run."""
@@ -607,6 +674,8 @@ def _source_path(end: End, depth: int = 0) -> tuple[tuple[str, ...], bool]:
         return (head[3].path, True) if head[0] == "call" else (end.path, False)
     if end.kind in ("dequeue_many", "dequeue_up_to", "queue", "external"):
         return _queue_path(end.queue, depth)
+    if end.kind in _INPUT_FNS:  # the arrays it is given are its source
+        return end.path, True
     stream = end.stream if end.kind == "stream" else next(
         (t.stream for t in tensors_in(end.inputs)), None)
     return _stream_path(stream, depth) if stream is not None else (end.path, False)
@@ -825,6 +894,12 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
         getattr(end.node, "func", end.node), 80))
     if end.kind == "iterator" and line != end.node.lineno:
         site = m.Site(end.fn, line, f".{_batch_op(group)}, then {end.construct}")
+    if entry.parent is not None and entry.name in mod.structural and (
+            entry.name not in mod.callees.get(entry.parent.name, ())):
+        notes.insert(0, f"{entry.name} is made by {entry.parent.qualname}, which hands it out "
+                        f"without calling it: {entry.parent.qualname}'s parameters "
+                        f"({', '.join(entry.parent.params) or 'none'}) are what its caller "
+                        "passes")
     if end.fn != entry.qualname:
         notes.insert(0, f"its {site.construct} is in {end.fn} (line {site.line}), called from "
                         f"{entry.qualname}")

@@ -299,10 +299,29 @@ class FuncInfo:
     params: list[str]
     cls: ClassInfo | None = None
     parent: FuncInfo | None = None
+    #: A decorator that changes what a call does (``@tf.sg_producer_func``), as written; such a
+    #: function is not followed into: the call runs the decorator's code, not the body as is.
+    decorator: str = ""
 
     @property
     def args(self) -> ast.arguments | None:
         return getattr(self.node, "args", None)
+
+
+#: Decorators that leave a call running the body as written.
+TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "abstractmethod",
+                                    "wraps", "function", "lru_cache", "cache", "cached_property",
+                                    "setter", "getter", "override", "overload"})
+
+
+def changing_decorator(node: ast.AST, seg) -> str:
+    """The first decorator of a def that is not one of :data:`TRANSPARENT_DECORATORS`."""
+    for d in getattr(node, "decorator_list", ()):
+        target = d.func if isinstance(d, ast.Call) else d
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name not in TRANSPARENT_DECORATORS:
+            return "@" + seg(d, 60)
+    return ""
 
 
 @dataclasses.dataclass(eq=False)
@@ -355,7 +374,8 @@ class Module:
                 a = node.args
                 params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
                 params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
-                fi = FuncInfo(node, prefix + node.name, node.name, node.body, params, cls, parent)
+                fi = FuncInfo(node, prefix + node.name, node.name, node.body, params, cls, parent,
+                              changing_decorator(node, self.scan.source.segment))
                 self.functions.append(fi)
                 self.by_node[id(node)] = fi
                 if cls is not None and parent is None:
@@ -432,6 +452,7 @@ class Module:
                 if isinstance(f, ast.Attribute):
                     self._feeding(n, f, fi)
         direct.discard(MODULE)
+        self.callees = calls
         found = set(direct)
         changed = True
         while changed:
@@ -454,8 +475,10 @@ class Module:
 
     def entries(self) -> list[FuncInfo]:
         """The functions worth running: those that build pipeline parts, and the module body
-        when it does (nested functions run inside their parents)."""
-        out = [fi for fi in self.functions if fi.name in self.structural and fi.parent is None]
+        when it does. A nested function runs inside its parent, unless the parent never calls
+        it (``create_input_fn`` returning its ``input_fn``): then it is an entry of its own."""
+        out = [fi for fi in self.functions if fi.name in self.structural and (
+            fi.parent is None or fi.name not in self.callees.get(fi.parent.name, ()))]
         if any(self.is_structural(s) for s in self.module.body):
             out.append(self.module)
         return out
