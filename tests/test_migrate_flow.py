@@ -481,3 +481,39 @@ def test_a_function_called_through_a_changing_decorator_is_not_followed():
     (u,) = p.unresolved
     assert u.line == 8 and "@lib.producer_func" in u.what and "line 4" in u.why
     assert "padded_shapes=((None,), (20, None))" in p.chain
+
+
+# -- slim's DatasetDataProvider ------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,expect,absent", [
+    ("dataset, num_readers=4, common_queue_capacity=200, common_queue_min=100, shuffle=True",
+     ["list_files(dataset.data_sources, shuffle=True)", "interleave(..., cycle_length=4",
+      "ds = ds.shuffle(100)\nds = ds.map(...)  # unresolved: dataset.decoder"], []),
+    ("dataset", ["ds = ds.shuffle(128)", "ds.flat_map(...)"], []),  # slim's defaults
+    ("dataset, shuffle=False", ["list_files(dataset.data_sources, shuffle=False)"],
+     ["ds.shuffle("]),
+    ("dataset, shuffle=flag, common_queue_min=64", ["if flag:\n    ds = ds.shuffle(64)"], []),
+])
+def test_dataset_data_provider_shuffles_its_records_and_reads_in_parallel(args, expect, absent):
+    p = only(HEAD + "import tf_slim as slim\n"
+             "def main(dataset, n, flag):\n"
+             f"    provider = slim.dataset_data_provider.DatasetDataProvider({args})\n"
+             "    image, label = provider.get(['image', 'label'])\n"
+             "    return tf.train.batch([image, label], n)\n")
+    for e in expect:
+        assert e in p.chain
+    for a in absent:
+        assert a not in p.chain
+    assert "TFRecordDataset" not in p.chain
+
+
+def test_a_method_of_an_object_from_elsewhere_on_each_example_is_listed():
+    p = only(HEAD + "import nets\n"
+             "def main(files, n):\n"
+             "    net = nets.get_network('ssd')(params)\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    boxes = net.bboxes_encode(v)\n"
+             "    return tf.train.batch([boxes], n)\n")
+    assert [(u.line, u.what) for u in p.unresolved] == [
+        (7, "net.bboxes_encode (called on each example)")]

@@ -312,6 +312,8 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
                                                                   pos + list(kw.values()))
     if handed is not None:
         return handed
+    if not isinstance(recv, ObjV) and tensors_in_all(pos + list(kw.values())):
+        run.cur_external.append(run.src.segment(node.func, 60))  # an object from elsewhere
     return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
 
 

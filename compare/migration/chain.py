@@ -91,14 +91,10 @@ class _Render:
             sig = specs[0] if len(specs) == 1 else "(" + ", ".join(specs) + ")"
             return [f"{ds} = tf.data.Dataset.from_generator({m.generator_name(f)}, "
                     f"output_signature={sig})"]
-        if s.kind == "provider":
+        if s.kind == "provider":  # its reading, shuffling and decoding are stages
             shuffle = "True" if s.shuffle is None else s.shuffle.text
             return ([f"{ds} = tf.data.Dataset.list_files({s.data.text}.data_sources, "
-                     f"shuffle={shuffle})"] + self.repeat(s)
-                    + [self.op("interleave(..., num_parallel_calls=tf.data.AUTOTUNE)  # the "
-                               f"record dataset of {s.data.text}.reader (unresolved)"),
-                       self.op(f"map(...)  # {s.data.text}.decoder.decode of the items "
-                               "provider.get asks for (unresolved)")])
+                     f"shuffle={shuffle}{_seed(s.seed)})"] + self.repeat(s))
         if s.kind == "dataset":
             return [f"{ds} = {s.data.text}"]
         return [f"{ds} = ...  # unresolved: {s.data.text if s.data else 'the elements'}"]
@@ -157,6 +153,10 @@ class _Render:
             return [self.op(f"flat_map({records}){note}")] + up_to
         return [self.op(f"interleave({records}, cycle_length={st.readers.text}, "
                         f"num_parallel_calls={AUTOTUNE}){note}")] + up_to
+
+    def decode(self, st: m.DecodeStage) -> list[str]:
+        return [self.op(f"map(...)  # unresolved: {st.decoder}.decode of the items "
+                        f"provider.get asks for ({st.items or '...'})")]
 
     def external(self, st: m.ExternalStage) -> list[str]:
         return [f"{self.ds} = ...  # unresolved: {st.call} takes the queue here; the rest of the "

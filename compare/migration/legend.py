@@ -120,6 +120,13 @@ def _source_lines(s: m.Source) -> list[str]:
         return ["; ".join(bits)]
     if s.kind == "dataset":
         return [f"source: {s.data.text}{where}"]
+    if s.kind == "provider":
+        shuffled = ("shuffled only when " + s.shuffle.text if not s.shuffle.known else
+                    "shuffled each epoch" if s.shuffle.value else "shuffled never (shuffle=False)")
+        repeated = ("forever (num_epochs=None)" if s.num_epochs is None or
+                    s.num_epochs.is_value(None) else f"{s.num_epochs.text} times")
+        return [f"source: the files of {s.data.text}.data_sources{where}; {shuffled}; repeated "
+                f"{repeated}"]
     return []
 
 
@@ -130,7 +137,12 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
                     "each record's tensors (defined outside this file)"]
         made = f", made at {at(st.made)}" if st.made else ""
         key = "; its key (the file name) is used" if st.key_used else ""
-        return [f"records: {st.origin} read at {at(st.read)}{made}{key}"]
+        many = (f"; {st.readers.text} readers at once" if st.readers is not None and
+                not st.readers.is_value(1) else "")
+        return [f"records: {st.origin} read at {at(st.read)}{made}{key}{many}"]
+    if isinstance(st, m.DecodeStage):
+        return [f"decoding: {st.decoder} turns each record into {st.items or 'the items'} "
+                f"(provider.get at {at(st.site)}): set where the dataset is made"]
     if isinstance(st, m.ExternalStage):
         return [f"the rest: {st.call} at {at(st.site)} takes the queue; its dequeue, "
                 "per-example code and batching are in another module"]
@@ -140,6 +152,16 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
             out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
         return out + _random_lines(st, root)
     if isinstance(st, m.QueueStage):
+        if st.queue == "random_shuffle" and st.when is not None and (
+                st.site.construct.endswith("DatasetDataProvider")):
+            if st.when.known and not st.when.value:
+                return []
+            cap = f"; common_queue_capacity={st.capacity.text} only bounded it" if (
+                st.capacity) else ""
+            flag = "" if st.when.known else f" when {st.when.text}"
+            return [f"shuffle buffer {st.min_after_dequeue.text}{flag}: common_queue_min of the "
+                    f"DatasetDataProvider at {at(st.site)} (its records' RandomShuffleQueue)"
+                    f"{cap}"]
         if st.queue == "random_shuffle" and st.when is not None:
             flag = "shuffle=True" if st.when.known else f"shuffle={st.when.text} is true"
             if st.when.known and not st.when.value:

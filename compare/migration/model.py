@@ -287,6 +287,21 @@ class DatasetStage:
 
 
 @dataclasses.dataclass
+class DecodeStage:
+    """Records decoded by a decoder made elsewhere (slim's ``dataset.decoder``) into the items
+    the script asks for (``provider.get(['image', 'label'])``, at ``site``)."""
+
+    site: Site
+    decoder: str
+    items: str
+    kind: str = "decode"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "site": self.site.to_dict(), "decoder": self.decoder,
+                "items": self.items}
+
+
+@dataclasses.dataclass
 class ExternalStage:
     """The rest of the pipeline, built outside this file: ``call`` (as written, at ``site``)
     takes the queue filled here and dequeues, preprocesses and batches it."""
@@ -299,7 +314,8 @@ class ExternalStage:
         return {"kind": self.kind, "site": self.site.to_dict(), "call": self.call}
 
 
-Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage]
+Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage,
+              DecodeStage]
 
 
 @dataclasses.dataclass

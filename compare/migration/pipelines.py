@@ -372,9 +372,19 @@ class _Builder:
             f"{name} (the slim Dataset given to DatasetDataProvider)", p.node.lineno,
             "its data_sources, reader and decoder are set where it is made (another module): "
             "they decide the files, the record dataset and the decoding map"))
-        return m.Source("provider", self.site(p.node, p.fn), m.Code(name),
-                        self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
-                        self.code(a.get("seed")), self.code(a.get("common_queue_capacity")))
+        site = self.site(p.node, p.fn)
+        shuffle = self.code(a.get("shuffle")) or m.Code("True", True, True)  # slim's defaults
+        readers = self.code(a.get("num_readers")) or m.Code("1", True, 1)
+        self.stages.append(m.ReadStage("unknown", f"{name}.reader", site, readers=readers))
+        self.stages.append(m.QueueStage(
+            "random_shuffle", site, self.code(a.get("common_queue_capacity")) or m.Code(
+                "256", True, 256), self.code(a.get("common_queue_min")) or m.Code(
+                "128", True, 128), self.code(a.get("seed")), when=shuffle))
+        items = stream.rows.text if stream.rows is not None else ""
+        self.stages.append(m.DecodeStage(self.site(stream.node, stream.fn), f"{name}.decoder",
+                                         items))
+        return m.Source("provider", site, m.Code(name), self.code(a.get("num_epochs")), shuffle,
+                        self.code(a.get("seed")), repeat=True)
 
     def generator_source(self, q: QueueV, op: EnqueueV, values: Val) -> m.Source:
         holders = [v for v in _flat(values) if isinstance(v, PlaceholderV)]
