@@ -517,3 +517,46 @@ def test_a_method_of_an_object_from_elsewhere_on_each_example_is_listed():
              "    return tf.train.batch([boxes], n)\n")
     assert [(u.line, u.what) for u in p.unresolved] == [
         (7, "net.bboxes_encode (called on each example)")]
+
+
+# -- per-batch code -------------------------------------------------------------------------------
+
+def test_code_after_the_batch_that_makes_the_result_is_a_per_batch_map():
+    """BEGAN / SfMLearner: resize, transpose, one augmentation draw per batch after batching."""
+    p = only(READ + "    img = tf.reshape(x, [2, 2, 2])\n"
+             "    batch = tf.train.batch([img], n)\n"
+             "    batch = tf.image.resize_nearest_neighbor(batch, [4, 4])\n"
+             "    scale = tf.random_uniform([2], 1, 1.15)\n"
+             "    batch = batch * scale[0]\n"
+             "    unused = tf.reduce_sum(batch)\n"
+             "    return tf.to_float(batch)\n")
+    (v,) = p.variants
+    b = v.batch()
+    assert [s.line for s in b.after] == [8, 9, 10, 12] and b.after_name == "get_batch"
+    assert [d.line for d in b.after_random] == [9]
+    lines = p.chain.split("\n")
+    assert lines[-3:] == ["ds = tf.data.Dataset.zip((ds, tf.data.Dataset.random(seed=None)."
+                          "batch(2)))", "ds = ds.map(get_batch, num_parallel_calls="
+                          "tf.data.AUTOTUNE)", "ds = ds.prefetch(tf.data.AUTOTUNE)"]
+    assert 6 not in {s.line for s in b.after}
+
+
+def test_a_function_that_uses_its_batches_itself_has_no_per_batch_map():
+    """facenet: the model and the training loop after batch_join are not input pipeline."""
+    p = only(READ + "    images = tf.train.batch([x], n)\n"
+             "    logits = tf.layers.dense(images, 10)\n"
+             "    loss = tf.reduce_mean(logits)\n"
+             "    with tf.Session() as sess:\n"
+             "        sess.run(loss)\n")
+    assert p.variants[0].batch().after == [] and "_batch," not in p.chain
+
+
+def test_a_batch_taken_apart_and_processed_per_element_is_flagged():
+    """tf_cnn_benchmarks' CIFAR-10: unstack the batch, preprocess each image in a loop."""
+    p = only(READ + "    images = tf.train.batch([x], n)\n"
+             "    parts = tf.unstack(images, axis=0)\n"
+             "    out = []\n"
+             "    for i in range(n):\n"
+             "        out.append(tf.image.random_flip_left_right(parts[i]))\n"
+             "    return tf.parallel_stack(out)\n")
+    assert any("per-example code" in note and "line 7" in note for note in p.notes)

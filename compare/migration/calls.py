@@ -31,6 +31,7 @@ from compare.migration.values import (
     Val,
     dict_key,
     merge,
+    primary,
     tensors_in,
 )
 
@@ -220,9 +221,14 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
         return q
     if rid in _BATCHERS:
         inputs = _computed_inputs(run, node, fr, named.get("tensors", named.get("tensors_list")))
+        batch = _batch_stream(run, node, fr)
         run.world.ends.append(End(last, node, fr.fn.qualname, fr.path, named, inputs,
-                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
-        return Sym(text, node=node)
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq,
+                                  batch=batch))
+        one = inputs.items[0] if last.endswith("join") and isinstance(inputs, ListV) and (
+            inputs.items) else inputs
+        out = batched(one, batch)
+        return ListV([Tensor(batch), out], text) if last.startswith("bucket") else out
     if rid == "slim_provider":
         return ProviderV(node, fr.fn.qualname, named, text)
     if rid in ("numpy_input_fn", "pandas_input_fn"):  # an input_fn: source and batch in one
@@ -235,6 +241,22 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
             queue.copies = ops.loop or Sym(str(len(ops.items)), len(ops.items))
         return Sym(text)
     return PlaceholderV(node, named, text)  # placeholder
+
+
+def _batch_stream(run, node: ast.Call, fr) -> Stream:
+    stream = Stream("batch", node, fr.fn.qualname, fr.path)
+    run.world.streams.append(stream)
+    return stream
+
+
+def batched(inputs: Val | None, stream: Stream) -> Val:
+    """What a batch call hands out: the structure it was given (a list, a dict of features),
+    each tensor now a batch of ``stream``."""
+    if isinstance(inputs, ListV):
+        return ListV([batched(v, stream) for v in inputs.items], inputs.text)
+    if isinstance(inputs, DictV):
+        return DictV({k: batched(v, stream) for k, v in inputs.items.items()}, inputs.text)
+    return Tensor(stream)
 
 
 def _computed_inputs(run, node: ast.Call, fr, inputs: Val | None) -> Val | None:
@@ -304,8 +326,9 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         run.args_of(node, fr)
         return Sym(run.render(node, fr), node=node)
     pos, kw = run.args_of(node, fr)
-    if isinstance(recv, Tensor):
-        return Tensor(recv.stream, recv.deps)
+    if isinstance(recv, Tensor):  # a tensor's method (a table's lookup of an example's key)
+        tensors = [recv] + [t for v in pos + list(kw.values()) for t in tensors_in(v)]
+        return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)))
     if isinstance(recv, FuncV):
         return value_call(run, node, fr, recv)
     handed = None if isinstance(recv, ObjV) else queue_handed_out(run, node, fr,
@@ -388,10 +411,11 @@ def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
         return Tensor(stream)
     if attr in ("dequeue_many", "dequeue_up_to"):
         n = pos[0] if pos else kw.get("n", Sym(""))
+        batch = _batch_stream(run, node, fr)
         run.world.ends.append(End(attr, node, fr.fn.qualname, fr.path, {"batch_size": n},
                                   queue=q, construct=run.src.segment(node.func, 80),
-                                  seq=run.cur_seq))
-        return Sym(run.render(node, fr), node=node)
+                                  seq=run.cur_seq, batch=batch))
+        return batched(q.enqueues[0].values if q.enqueues else None, batch)
     if attr == "get_yield_op" and q.rule == "record_input":  # batch_size shuffled records
         reader = ReaderV("record_input", q.node, q.fn, q.args, "data_flow_ops.RecordInput",
                          q.text)
@@ -463,7 +487,7 @@ def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
         out = _container(run, node, fr, name, pos, kw)
         if out is not None:
             return out
-    if tensors_in_all(vals) and name and not builtin:
+    if tensors_in_all(vals) and name and not builtin and name not in run.mod.record_types:
         run.cur_external.append(name)
     return _builtin(run, node, fr, name, pos, vals)
 

@@ -52,6 +52,10 @@ def _seed(code: m.Code | None) -> str:
 class _Render:
     """Renders one variant's lines with dataset variable ``ds``."""
 
+    #: The name of the per-batch function the chain maps after batching; None: the plan's
+    #: (a code emitter that defines its own sets it, and appends that map itself).
+    after: str | None = None
+
     def __init__(self, ds: str, pipeline: m.Pipeline, variant: m.Variant):
         self.ds, self.p, self.v = ds, pipeline, variant
         # a map that draws in any variant takes a seed in all (one listing, one signature)
@@ -178,6 +182,16 @@ class _Render:
                                        f"{_seed(st.seed)})")])
 
     def batch(self, st: m.BatchStage) -> list[str]:
+        out = self.batching(st)
+        if st.after and self.after is None:
+            if st.after_random:
+                root = self.v.root_seed.text if self.v.root_seed is not None else "None"
+                out.append(f"{self.ds} = tf.data.Dataset.zip(({self.ds}, "
+                           f"tf.data.Dataset.random(seed={root}).batch(2)))")
+            out.append(self.op(f"map({st.after_name}, num_parallel_calls={AUTOTUNE})"))
+        return out
+
+    def batching(self, st: m.BatchStage) -> list[str]:
         a = st.args
         out: list[str] = []
         keep = a.get("keep_input")
@@ -413,6 +427,9 @@ def _name_maps(p: m.Pipeline) -> None:
     for v in p.variants:
         for i, st in enumerate(v.maps(), 1):
             st.name = f"{base}_example" if count == 1 else f"{base}_stage{i}"
+        batch = v.batch()
+        if batch is not None and batch.after:
+            batch.after_name = f"{base}_batch"
 
 
 def _merge(variants: list[tuple[tuple, list[str]]]) -> list[str]:

@@ -129,6 +129,10 @@ class World:
     stopped: bool = False
     log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
     frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
+    #: What the entry hands out: its return value and, for a method, ``self`` (per-batch code
+    #: is what makes these from the batches).
+    returned: object = None
+    me: object = None
 
 
 def _unparse_with(node: ast.AST, texts: dict) -> str:
@@ -263,6 +267,8 @@ class Run:
                 owner.items[index.const] = val
             elif isinstance(owner, DictV) and not isinstance(target.slice, ast.Slice):
                 owner.items[dict_key(index)] = val
+            elif isinstance(owner, ListV) and owner.loop is not None and len(owner.items) == 1:
+                owner.items[0] = val  # lists[i] = ... of a list made by a comprehension
 
     def unpack(self, val: Val, n: int) -> list:
         if isinstance(val, ListV) and len(val.items) == n:
@@ -453,7 +459,8 @@ class Run:
             self.assign(gen.target, item, inner)
         elt = node.elt if hasattr(node, "elt") else node.value
         val = self.ev(elt, inner)
-        if tensors_in(val):  # [read(q) for _ in range(n)]: n copies, each reading
+        if tensors_in(val) or isinstance(val, (ListV, DictV)) and not isinstance(
+                node, ast.DictComp):  # [read(q) for _ in range(n)]: n copies; [[] for ...]
             return ListV([val], self.render(node, fr)(), loop=count if count.text else None)
         return Sym(self.render(node, fr), listish=True, node=node)
 
@@ -829,7 +836,10 @@ class Run:
     def go(self) -> World:
         try:
             fr = self.entry_frame()
-            self.block(self.entry.body, fr)
+            self.world.me = fr.me
+            out = self.block(self.entry.body, fr)
+            if out is not None and out.kind == "return":
+                self.world.returned = out.value
         except _Stop:
             self.world.stopped = True
         except RecursionError:

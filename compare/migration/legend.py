@@ -37,8 +37,13 @@ def _groups(steps: list[m.Step]) -> list[tuple]:
 
 def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
     args = "example, seed" if st.random or seeded else "example"
-    out = [f"{st.name}({args}): the script's per-example code, in order:"]
-    groups = _groups(st.steps)
+    return [f"{st.name}({args}): the script's per-example code, in order:"] + _step_lines(
+        st.steps)
+
+
+def _step_lines(steps: list[m.Step], per: str = "example") -> list[str]:
+    out = []
+    groups = _groups(steps)
     for fn, first, last, guards, calls, times, cell, loop in groups[:MAX_STEP_LINES]:
         where = f"line {first}" if first == last else f"lines {first}-{last}"
         where = f"cell {cell} {where}" if cell else where
@@ -46,7 +51,7 @@ def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
         if guards:
             text += f" (if {' and '.join(guards)})"
         if times > 1:
-            text += f" (run {times} times per example)"
+            text += f" (run {times} times per {per})"
         if loop:
             text += f" (in a loop of {loop})"
         out.append(text)
@@ -181,7 +186,29 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
     return [f"{at(o)}: {o.changed}" for o in st.ops if o.changed]
 
 
+def _after_lines(st: m.BatchStage) -> list[str]:
+    """The per-batch map: the script's code after the batch call, and its draws."""
+    if not st.after:
+        return []
+    args = "batch, seed" if st.after_random else "batch"
+    out = [f"{st.after_name}({args}): the script's per-batch code after the batch call, in "
+           "order (what the pipeline function hands out is made here):"] + _step_lines(
+        st.after, "batch")
+    if st.after_random:
+        out.append(f"random draws in {st.after_name} (stateful in the script), as often as the "
+                   "script draws them (once per batch, unless in a loop), with a seed that comes "
+                   "with each batch:")
+    for d in st.after_random:
+        seed = f"seed={d.seed.text}" if d.seed is not None else "unseeded"
+        out.append(f"  {d.construct} ({d.function} {at(d)}, {seed}) -> {d.stateless}")
+    return out
+
+
 def _batch_lines(st: m.BatchStage) -> list[str]:
+    return _batching_lines(st) + _after_lines(st)
+
+
+def _batching_lines(st: m.BatchStage) -> list[str]:
     a = st.args
     out = [f"batching: {st.site.construct} at {at(st.site)}"]
     if a.get("min_after_dequeue") is not None:

@@ -247,6 +247,12 @@ class BatchStage:
     padded: bool = False
     copies: Code | None = None
     tensors: Code | None = None  # the per-example tensors batched, as written
+    #: The script's code after the batch call that makes what the pipeline hands out from the
+    #: batches (``after_name`` is the function the plan gives it), and its random draws (one
+    #: per batch, as in the script).
+    after: list[Step] = dataclasses.field(default_factory=list)
+    after_random: list[RandomDraw] = dataclasses.field(default_factory=list)
+    after_name: str = ""
     kind: str = "batch"
 
     def arg(self, name: str) -> Code | None:
@@ -256,7 +262,9 @@ class BatchStage:
         return {"kind": self.kind, "op": self.op, "site": self.site.to_dict(),
                 "args": {k: v.to_dict() for k, v in self.args.items()}, "padded": self.padded,
                 "copies": self.copies.to_dict() if self.copies else None,
-                "tensors": self.tensors.to_dict() if self.tensors else None}
+                "tensors": self.tensors.to_dict() if self.tensors else None,
+                "after": {"name": self.after_name, "steps": [s.to_dict() for s in self.after],
+                          "random": [r.to_dict() for r in self.after_random]}}
 
 
 @dataclasses.dataclass

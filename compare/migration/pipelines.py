@@ -116,6 +116,13 @@ class _Builder:
         recs = self.steps_for(streams, deps)
         if not recs:
             return None
+        stage = m.MapStage("", self.steps(recs, "example"), parallel, parallel_from,
+                           self.random_draws(recs), seqs=tuple(r.seq for r in recs))
+        self.loop_variable_note(recs)
+        return stage
+
+    def steps(self, recs: list[StepRec], per: str) -> list[m.Step]:
+        """The recorded statements as plan steps (one per statement, however often run)."""
         steps, by_stmt = [], collections.OrderedDict()
         for r in recs:
             by_stmt.setdefault(id(r.stmt), []).append(r)
@@ -127,15 +134,40 @@ class _Builder:
                                 self.seg(r.stmt, 160), calls, guards, len(group),
                                 tuple(dict.fromkeys(r.external)), loop=r.loop))
             for name in dict.fromkeys(r.external):
-                self.unresolved.append(self.external_item(name, r.stmt.lineno))
-        stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
-                           seqs=tuple(r.seq for r in recs))
-        self.loop_variable_note(recs)
-        return stage
+                self.unresolved.append(self.external_item(name, r.stmt.lineno, per))
+        return steps
 
-    def external_item(self, name: str, line: int) -> m.Unresolved:
-        """A function the per-example code calls that this file does not define (or calls
-        through a decorator that changes what it does)."""
+    def per_batch(self, end: End) -> None:
+        """The code after the batch call that makes what the pipeline function hands out (its
+        return value, or what a method stores on ``self``): one map over batches. The model
+        and the loop that use the batches in the function itself are not part of it."""
+        batch = next((s for s in self.stages if isinstance(s, m.BatchStage)), None)
+        if batch is None or end.batch is None:
+            return
+        out = [self.world.returned] + ([self.world.me] if self.world.me is not None else [])
+        steps = self.world.steps
+        deps = frozenset().union(*(t.deps for v in out for t in tensors_in(v) if (
+            t.stream is end.batch or any(steps[d].stream is end.batch for d in t.deps))))
+        recs = [r for r in self.world.steps.values() if r.id in deps and (
+            r.stream is end.batch or r.stream.kind == "float")]
+        if recs:
+            recs.sort(key=lambda r: r.id)
+            batch.after = self.steps(recs, "batch")
+            batch.after_random = self.random_draws(recs)
+            split = next((s for s in batch.after if "tensorflow.unstack" in s.calls), None)
+            looped = [s for s in batch.after if s.loop]
+            looped = [s for s in looped if s.loop == looped[0].loop]
+            if split is not None and looped:
+                self.notes.append(
+                    f"after the batch, line {split.line} unstacks it and lines "
+                    f"{looped[0].line}-{looped[-1].end_line} process each element in a loop "
+                    f"of {looped[0].loop}: that is per-example code; it belongs in the "
+                    "per-example map, before the batch (its random draws then differ per "
+                    "example as they did)")
+
+    def external_item(self, name: str, line: int, per: str = "example") -> m.Unresolved:
+        """A function the per-example (per-batch) code calls that this file does not define
+        (or calls through a decorator that changes what it does)."""
         decorated = next((fi for fi in self.mod.functions if fi.qualname == name and
                           fi.decorator), None)
         if decorated is not None:
@@ -145,7 +177,7 @@ class _Builder:
                 "call does (a library's own producer or wrapper): port the body by hand inside "
                 "the map (Python code such as NumPy through tf.numpy_function), and check it "
                 "for randomness")
-        return m.Unresolved(f"{name} (called on each example)", line,
+        return m.Unresolved(f"{name} (called on each {per})", line,
                             "defined outside this file: it runs inside Dataset.map as it is; "
                             "check it for stateful random ops and TF1-only calls")
 
@@ -436,6 +468,7 @@ class _Builder:
             source = self.input_fn_variant(end)
         else:
             source = self.batch_variant(end)
+        self.per_batch(end)
         return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
                          origin=Origin(self.world, end), branches=self.branches)
 

@@ -261,6 +261,9 @@ class End:
     stream: Stream | None = None
     construct: str = ""
     seq: int = -1  # the executed statement (:class:`Exec`) holding the call
+    #: The stream of the batches it hands out (their tensors, so the per-batch code after it
+    #: is recorded as steps of it).
+    batch: Stream | None = None
 
 
 @dataclasses.dataclass(eq=False)
@@ -358,6 +361,7 @@ class Module:
         self.feeds: list[FeedRun] = []
         self.threads: set[str] = set()
         self.dequeued: set[str] = set()  # receivers of .dequeue*() calls, as written
+        self.record_types: set[str] = set()  # module names bound to a namedtuple class
         self._structural_stmt: dict[int, bool] = {}
         body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                              ast.ClassDef))]
@@ -423,6 +427,8 @@ class Module:
                 value = fold(node.value, self.consts)
                 if value is not NOCONST:
                     self.consts[node.targets[0].id] = value
+                if _is_record_type(node.value):
+                    self.record_types.add(node.targets[0].id)
 
     # -- which functions build pipelines ----------------------------------------------------
     def call_is_structural(self, call: ast.Call) -> bool:
@@ -501,6 +507,15 @@ class Module:
             pairs = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys, feed.values)
                      if k]
             self.feeds.append(FeedRun(node, seg(node.args[0], 80), pairs, fi.qualname))
+
+
+def _is_record_type(value: ast.AST) -> bool:
+    """``collections.namedtuple("Examples", ...)``: a plain record class made in this file."""
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    return (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in (
+        "namedtuple", "NamedTuple")
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
