@@ -560,3 +560,28 @@ def test_a_batch_taken_apart_and_processed_per_element_is_flagged():
              "        out.append(tf.image.random_flip_left_right(parts[i]))\n"
              "    return tf.parallel_stack(out)\n")
     assert any("per-example code" in note and "line 7" in note for note in p.notes)
+
+
+# -- methods --------------------------------------------------------------------------------------
+
+def test_a_method_pipeline_names_the_attributes_its_class_sets():
+    """SfMLearner / nsynth: the plan of Class.method keeps its parameters and says where the
+    self.x it uses are set."""
+    report = plan(HEAD + "class Loader(object):\n"
+                  "    def __init__(self, files, batch_size, threads=4):\n"
+                  "        self.files = files\n"
+                  "        self.batch_size = batch_size\n"
+                  "        self.threads = threads\n"
+                  "    def load(self, shuffle):\n"
+                  "        q = tf.train.string_input_producer(self.files, shuffle=shuffle)\n"
+                  "        _, v = tf.TFRecordReader().read(q)\n"
+                  "        x = tf.parse_single_example(v, F)\n"
+                  "        return tf.train.batch([x], self.batch_size, num_threads=self.threads)\n")
+    (p,) = report.pipelines
+    assert p.function == "Loader.load" and p.params == ("self", "shuffle")
+    assert "from_tensor_slices(self.files)" in p.chain and "if shuffle:" in p.chain
+    got = {(a.name, a.function, a.line, a.value) for a in p.attributes}
+    assert got == {("self.files", "Loader.__init__", 4, "files"),
+                   ("self.batch_size", "Loader.__init__", 5, "batch_size"),
+                   ("self.threads", "Loader.__init__", 6, "threads")}
+    assert any("self.batch_size = batch_size (Loader.__init__ line 5)" in ln for ln in p.legend)

@@ -549,6 +549,16 @@ class Run:
                 val = self.stamp(val, step)
         for t in node.targets:
             self.assign(t, val, fr)
+            self.note_origin(t, node.value, fr)
+
+    def note_origin(self, target: ast.AST, value: ast.AST, fr: Frame) -> None:
+        """``self.x = value``: where the object's attribute was set, for the plan to say."""
+        for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                owner = fr.get(t.value.id)
+                if isinstance(owner, ObjV):
+                    owner.origins.setdefault(t.attr, (fr.fn.qualname, t.lineno,
+                                                      self.src.segment(value, 80)))
 
     def st_AnnAssign(self, node: ast.AnnAssign, fr: Frame) -> None:
         if node.value is not None:

@@ -4,6 +4,7 @@ random draws and their seeds, and where each argument of the chain came from."""
 from __future__ import annotations
 
 from compare.migration import model as m
+from compare.migration.rules import rule_for
 
 #: Steps listed per map before the rest is summarised.
 MAX_STEP_LINES = 14
@@ -16,7 +17,10 @@ def at(obj) -> str:
 
 
 def _short_call(qual: str) -> str:
-    return "tf." + qual[len("tensorflow."):] if qual.startswith("tensorflow.") else qual
+    """``tf.x.y`` for a TensorFlow name, with what TF 2 uses instead when TF 2 removed it."""
+    short = "tf." + qual[len("tensorflow."):] if qual.startswith("tensorflow.") else qual
+    rule = rule_for(qual)
+    return f"{short} (TF 2: {rule.tf2})" if rule is not None and rule.tf2 else short
 
 
 def _groups(steps: list[m.Step]) -> list[tuple]:

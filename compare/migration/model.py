@@ -372,6 +372,21 @@ class Variant:
 
 
 @dataclasses.dataclass
+class Attribute:
+    """An attribute of the object a method pipeline runs on (``self.batch_size``), used by the
+    plan: where the class sets it (function, line) and to what, as written."""
+
+    name: str
+    function: str
+    line: int
+    value: str
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
 class Pipeline:
     """One input pipeline: the script function that builds it (``function``, with its
     ``params``), the line of its batch or dequeue call (``line``; for a pipeline that never
@@ -393,11 +408,14 @@ class Pipeline:
     #: several under a condition (``if shuffle: shuffle_batch(...) else: batch(...)``), each a
     #: variant; ``end`` is the first.
     ends: list[Site] = dataclasses.field(default_factory=list)
+    #: A method's pipeline: the attributes of its object the plan uses, and where they are set.
+    attributes: list[Attribute] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"function": self.function, "params": list(self.params), "line": self.line,
                 "cell": self.cell, "kind": self.kind, "end": self.end.to_dict(),
                 "ends": [e.to_dict() for e in self.ends],
+                "attributes": [a.to_dict() for a in self.attributes],
                 "chain": self.chain, "unresolved": [u.to_dict() for u in self.unresolved],
                 "notes": list(self.notes), "legend": list(self.legend),
                 "variants": [v.to_dict() for v in self.variants]}
@@ -446,6 +464,7 @@ def relocate(p: Pipeline, where) -> None:
     for v in p.variants:
         fix(v)
     fix(p.unresolved)
+    fix(p.attributes)
 
 
 def short_name(qualname: str) -> str:

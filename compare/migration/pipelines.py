@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import re
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
@@ -864,9 +865,12 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
     for p in out:
         for v in p.variants:
             v.root_seed = root
+        p.chain, p.legend = _chain.render(p)
+        p.attributes = _attributes(p)
         if where is not None:
             m.relocate(p, where)
-        p.chain, p.legend = _chain.render(p)
+            p.chain, p.legend = _chain.render(p)
+        p.legend += _attribute_lines(p)
     return out, notes
 
 
@@ -894,6 +898,29 @@ def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.
             q.line, q.end = min(q.line, q.ends[0].line), q.ends[0]
             q.variants = _distinct(q.variants)
     return [q for q, _ in out]
+
+
+def _attributes(p: m.Pipeline) -> list[m.Attribute]:
+    """The attributes of ``self`` the plan of a method pipeline uses, where the class sets them
+    (its ``__init__`` first) and to what."""
+    me = next((v.origin.world.me for v in p.variants if v.origin is not None
+               and v.origin.world.me is not None), None)
+    if me is None or not me.origins:
+        return []
+    said = "\n".join([p.chain, *p.legend] + [f"{u.what} {u.why}" for u in p.unresolved])
+    used = dict.fromkeys(re.findall(rf"\b{re.escape(me.text)}\.(\w+)", said))
+    return [m.Attribute(f"{me.text}.{a}", *me.origins[a]) for a in used if a in me.origins]
+
+
+def _attribute_lines(p: m.Pipeline) -> list[str]:
+    if not p.attributes:
+        return []
+    out = [f"the object's attributes the plan uses (the port takes them as parameters, or "
+           f"keeps {m.short_name(p.function)} a method):"]
+    for a in p.attributes:
+        where = f"cell {a.cell} line {a.line}" if a.cell else f"line {a.line}"
+        out.append(f"  {a.name} = {a.value} ({a.function} {where})")
+    return out
 
 
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:

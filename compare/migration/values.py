@@ -136,6 +136,8 @@ class ObjV(Val):
     attrs: dict
     text: str = ""
     cls: ClassInfo | None = None
+    #: Where each attribute was first set: (function, line, the value as written).
+    origins: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(eq=False)
