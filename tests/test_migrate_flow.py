@@ -585,3 +585,20 @@ def test_a_method_pipeline_names_the_attributes_its_class_sets():
                    ("self.batch_size", "Loader.__init__", 5, "batch_size"),
                    ("self.threads", "Loader.__init__", 6, "threads")}
     assert any("self.batch_size = batch_size (Loader.__init__ line 5)" in ln for ln in p.legend)
+
+
+def test_datasets_a_zip_takes_from_the_caller_are_unresolved_but_stay_parameters():
+    p = only(HEAD + "def get_iterator(src, tgt, n):\n"
+             "    ds = tf.data.Dataset.zip((src, tgt)).batch(n)\n"
+             "    return ds.make_initializable_iterator()\n")
+    assert p.chain.startswith("ds = tf.data.Dataset.zip((src, tgt))")
+    assert {u.what for u in p.unresolved} == {"src (a parameter of get_iterator)",
+                                              "tgt (a parameter of get_iterator)"}
+    assert all(u.line == 3 for u in p.unresolved)
+
+
+def test_graph_bookkeeping_is_not_per_example_code():
+    p = only(READ + "    tf.add_to_collection('examples', x)\n"
+             "    tf.summary.histogram('x', x)\n"
+             "    return tf.train.batch([x], n)\n")
+    assert [s.line for s in p.variants[0].maps()[0].steps] == [5]

@@ -111,7 +111,7 @@ _NOT_OPS = ("tensorflow.gfile", "tensorflow.io.gfile", "tensorflow.logging", "te
             "tensorflow.examples", "tensorflow.estimator")
 
 
-def _is_op(qual: str) -> bool:
+def is_op(qual: str) -> bool:
     return qual.startswith("tensorflow.") and not qual.startswith(_NOT_OPS)
 
 
@@ -120,7 +120,7 @@ def _opaque(run, node: ast.Call, fr, vals: list, qual: str = "") -> Val:
     parameters, when it is a TensorFlow op), a graph tensor that joins whatever per-example
     stream it meets (a TensorFlow op on constants: ``tf.random_uniform([2])``), an ordinary
     value otherwise."""
-    if not tensors_in_all(vals) and _is_op(qual):
+    if not tensors_in_all(vals) and is_op(qual):
         params = [v.param for v in vals if isinstance(v, Sym) and v.param]
         if params:
             return Tensor(param_stream(run, params[0], node, fr))
@@ -172,7 +172,7 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
         if last[:1].isupper() or last in ("from_tensor_slices", "from_tensors", "range", "zip",
                                            "list_files", "from_generator"):
             return DatasetV(("call", qual, node, fr, pos, kw), (), run.src.segment(node, 400),
-                            dataset_inputs(run, node, fr))
+                            dataset_inputs(run, node, fr, last in _COMBINING))
         return Sym(run.render(node, fr), qual=qual, node=node)  # a transformation for .apply
     pos, kw = run.args_of(node, fr)
     run.cur_calls.append((qual, node))
@@ -447,17 +447,25 @@ def _dataset_method(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         return _iterator(run, node, fr, ds, attr)
     pos, kw = run.args_of(node, fr)
     out = DatasetV(ds.head, ds.ops + ((attr, node, fr, pos, kw, fr.guards),),
-                   run.src.segment(node, 120), ds.inputs + dataset_inputs(run, node, fr))
+                   run.src.segment(node, 120),
+                   ds.inputs + dataset_inputs(run, node, fr, attr in _COMBINING))
     return out
 
 
-def dataset_inputs(run, node: ast.Call, fr) -> tuple:
-    """The datasets a call takes by name in its arguments (``zip((ds, counter))``)."""
+#: Dataset constructors and methods whose arguments are datasets.
+_COMBINING = frozenset({"zip", "concatenate", "sample_from_datasets", "choose_from_datasets"})
+
+
+def dataset_inputs(run, node: ast.Call, fr, combining: bool) -> tuple:
+    """The datasets a call takes by name in its arguments (``zip((ds, counter))``); for a call
+    that combines datasets, a name the run knows nothing of is a dataset made elsewhere."""
     out = []
     for a in list(node.args) + [k.value for k in node.keywords]:
         for n in ast.walk(a):  # in the order written
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 val = run.lookup(n.id, fr, n)
+                if combining and isinstance(val, Sym) and not val.known and not val.qual:
+                    val = DatasetV(("value", val, node), (), n.id)
                 if isinstance(val, DatasetV) and all(val is not v for _, v in out):
                     out.append((n.id, val))
     return tuple(out)

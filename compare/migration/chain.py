@@ -9,6 +9,7 @@ written ``...`` with a comment, and listed in the pipeline's unresolved items.
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import re
 
@@ -61,6 +62,12 @@ class _Render:
         # a map that draws in any variant takes a seed in all (one listing, one signature)
         self.seeded = {st.name for v in pipeline.variants for st in v.maps() if st.random}
 
+    def on(self, ds: str) -> _Render:
+        """The same renderer writing to another dataset variable (a branch)."""
+        sub = copy.copy(self)
+        sub.ds = ds
+        return sub
+
     def op(self, call: str) -> str:
         return f"{self.ds} = {self.ds}.{call}"
 
@@ -110,7 +117,10 @@ class _Render:
         if v.source.kind == "dataset":  # the datasets the script's own chain takes by name
             out = []
             for b in v.branches:
-                sub = type(self)(b.name, self.p, v)
+                if b.source.kind == "unknown" and b.name in self.p.params and not b.stages[
+                        0].ops:
+                    continue  # the function's own parameter: it stays one
+                sub = self.on(b.name)
                 out += sub.source(b.source)
                 for stage in b.stages:
                     out += getattr(sub, stage.kind)(stage)
@@ -119,7 +129,7 @@ class _Render:
         out = self.source(v.source) if shared else []
         for i, b in enumerate(v.branches, 1):
             b.name = f"{ds}_{i}"
-            sub = type(self)(b.name, self.p, v)
+            sub = self.on(b.name)
             out += ([f"{b.name} = {ds}.map(lambda *paths: paths[{b.component}])"] if shared
                     else sub.source(b.source))
             for stage in b.stages:

@@ -582,6 +582,9 @@ class Run:
             if step is not None:
                 self.assign(target, self.stamp(old, step), fr)
             return
+        qual = self.mod.scan.resolved.get(id(call), "") if isinstance(call, ast.Call) else ""
+        if qual.startswith("tensorflow.") and not calls.is_op(qual):
+            return  # graph bookkeeping (add_to_collection, summaries, logging): no data
         self.touch(node, fr, [val] if not isinstance(val, (QueueV, EnqueueV)) else [])
 
     def st_Return(self, node: ast.Return, fr: Frame) -> _Exit:

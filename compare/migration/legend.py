@@ -250,6 +250,9 @@ def _branch_lines(v: m.Variant) -> list[str]:
     out: list[str] = []
     if v.source.kind == "dataset":
         for b in v.branches:
+            if b.source.kind == "unknown":
+                out.append(f"{b.name}: a dataset made outside this function (unresolved below)")
+                continue
             block = _source_lines(b.source)
             for st in b.stages:
                 block += _stage_lines(st, v.root_seed)
@@ -322,7 +325,7 @@ def legend(p: m.Pipeline) -> list[str]:
                 own += e
                 said.setdefault(e, when)
         if when and len(p.variants) > 1:
-            out += [f"when {when}:"] + ["  " + ln for ln in own]
+            out += [f"when {when}:"] + ["  " + ln for ln in own] if own else []
         elif when:
             out += [f"built only when {when}"] + own
         else:

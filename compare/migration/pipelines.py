@@ -28,6 +28,7 @@ from compare.migration.values import (
     Module,
     PlaceholderV,
     QueueV,
+    ReaderV,
     StepRec,
     Stream,
     Sym,
@@ -612,7 +613,7 @@ class _Builder:
         else:
             value = head[1]
             param = getattr(value, "param", "")
-            line_node = ds.ops[0][1] if ds.ops else self.end.node
+            line_node = head[2] if len(head) > 2 else ds.ops[0][1] if ds.ops else self.end.node
             source = self.unknown(
                 f"{param} (a parameter of {self.owner.qualname})" if param else
                 value.text or "the dataset", line_node, "the dataset it continues is made outside this function: the "
@@ -909,7 +910,9 @@ def _attributes(p: m.Pipeline) -> list[m.Attribute]:
         return []
     said = "\n".join([p.chain, *p.legend] + [f"{u.what} {u.why}" for u in p.unresolved])
     used = dict.fromkeys(re.findall(rf"\b{re.escape(me.text)}\.(\w+)", said))
-    return [m.Attribute(f"{me.text}.{a}", *me.origins[a]) for a in used if a in me.origins]
+    pipeline_parts = (QueueV, ReaderV, EnqueueV, PlaceholderV)  # the chain replaces these
+    return [m.Attribute(f"{me.text}.{a}", *me.origins[a]) for a in used if a in me.origins
+            and not isinstance(me.attrs.get(a), pipeline_parts)]
 
 
 def _attribute_lines(p: m.Pipeline) -> list[str]:
