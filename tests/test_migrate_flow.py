@@ -602,3 +602,16 @@ def test_graph_bookkeeping_is_not_per_example_code():
              "    tf.summary.histogram('x', x)\n"
              "    return tf.train.batch([x], n)\n")
     assert [s.line for s in p.variants[0].maps()[0].steps] == [5]
+
+
+def test_batches_only_put_into_a_record_need_no_per_batch_map():
+    """pix2pix: ``return Examples(paths=..., inputs=..., count=len(paths))``."""
+    p = only(HEAD + "import collections\n"
+             "Examples = collections.namedtuple('Examples', 'inputs, count')\n"
+             "def get(files, n):\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    x = tf.parse_single_example(v, F)\n"
+             "    batch = tf.train.batch([x], n)\n"
+             "    return Examples(inputs=batch, count=len(files))\n")
+    assert p.variants[0].batch().after == [] and p.unresolved == []

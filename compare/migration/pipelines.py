@@ -54,6 +54,8 @@ _READER_KIND = {"whole_file_reader": "whole_file", "tfrecord_reader": "tfrecord"
                 "text_line_reader": "text_line", "fixed_length_record_reader": "fixed_length",
                 "other_reader": "other", "unknown": "unknown", "external": "unknown"}
 _INPUT_FNS = frozenset({"numpy_input_fn", "pandas_input_fn"})
+#: Python functions that only put values into a container or count them.
+_PACKERS = frozenset({"dict", "list", "tuple", "zip", "len"})
 #: Statement budget of the whole analysis: this many per statement of the script, plus a floor.
 BUDGET_PER_STATEMENT = 6
 BUDGET_FLOOR = 20000
@@ -152,7 +154,7 @@ class _Builder:
             t.stream is end.batch or any(steps[d].stream is end.batch for d in t.deps))))
         recs = [r for r in self.world.steps.values() if r.id in deps and (
             r.stream is end.batch or r.stream.kind == "float")]
-        if recs:
+        if recs and not all(self.packing(r.stmt) for r in recs):
             recs.sort(key=lambda r: r.id)
             batch.after = self.steps(recs, "batch")
             batch.after_random = self.random_draws(recs)
@@ -166,6 +168,21 @@ class _Builder:
                     f"of {looped[0].loop}: that is per-example code; it belongs in the "
                     "per-example map, before the batch (its random draws then differ per "
                     "example as they did)")
+
+    def packing(self, stmt: ast.stmt) -> bool:
+        """A statement that only puts the batches into a container (a namedtuple, a dict, a
+        tuple) and counts things: nothing for a per-batch map to do."""
+        value = getattr(stmt, "value", None)
+        if value is None:
+            return False
+        for n in walk(value):
+            if isinstance(n, ast.Call):
+                name = n.func.id if isinstance(n.func, ast.Name) else ""
+                if name not in self.mod.record_types and name not in _PACKERS:
+                    return False
+            elif isinstance(n, (ast.BinOp, ast.Subscript, ast.Attribute)):
+                return False
+        return True
 
     def external_item(self, name: str, line: int, per: str = "example") -> m.Unresolved:
         """A function the per-example (per-batch) code calls that this file does not define
