@@ -5,11 +5,16 @@ an ordinary value."""
 from __future__ import annotations
 
 import ast
+import builtins
+
+from compare.migration import values
 
 from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
+from compare.migration.scan import walk
 from compare.migration.values import (
     ClassV,
     DatasetV,
+    DictV,
     End,
     EnqueueV,
     FuncV,
@@ -24,6 +29,9 @@ from compare.migration.values import (
     Sym,
     Tensor,
     Val,
+    dict_key,
+    merge,
+    primary,
     tensors_in,
 )
 
@@ -51,10 +59,11 @@ _MAYBE_PARAMS = {
                                  "allow_smaller_final_batch"),
 }
 _BATCHERS = frozenset({"batch", "shuffle_batch", "batch_join", "shuffle_batch_join",
-                       "maybe_batch"})
+                       "maybe_batch", "bucket_by_sequence_length", "bucket"})
 _READERS = frozenset({"whole_file_reader", "tfrecord_reader", "text_line_reader",
                       "fixed_length_record_reader", "other_reader"})
-_PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer"})
+_PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer",
+                        "record_input"})
 #: Dataset methods: a value they are called on is taken for a dataset.
 DATASET_METHODS = frozenset({"map", "batch", "padded_batch", "shuffle", "repeat", "prefetch",
                              "filter", "apply", "interleave", "flat_map", "shard", "skip", "take",
@@ -98,10 +107,11 @@ _NOT_OPS = ("tensorflow.gfile", "tensorflow.io.gfile", "tensorflow.logging", "te
             "tensorflow.compat", "tensorflow.errors", "tensorflow.RunOptions",
             "tensorflow.RunMetadata", "tensorflow.ConfigProto", "tensorflow.OptimizerOptions",
             "tensorflow.GraphOptions", "tensorflow.profiler", "tensorflow.Print",
-            "tensorflow.assert_", "tensorflow.debugging", "tensorflow.saved_model")
+            "tensorflow.assert_", "tensorflow.debugging", "tensorflow.saved_model",
+            "tensorflow.examples", "tensorflow.estimator")
 
 
-def _is_op(qual: str) -> bool:
+def is_op(qual: str) -> bool:
     return qual.startswith("tensorflow.") and not qual.startswith(_NOT_OPS)
 
 
@@ -110,7 +120,7 @@ def _opaque(run, node: ast.Call, fr, vals: list, qual: str = "") -> Val:
     parameters, when it is a TensorFlow op), a graph tensor that joins whatever per-example
     stream it meets (a TensorFlow op on constants: ``tf.random_uniform([2])``), an ordinary
     value otherwise."""
-    if not tensors_in_all(vals) and _is_op(qual):
+    if not tensors_in_all(vals) and is_op(qual):
         params = [v.param for v in vals if isinstance(v, Sym) and v.param]
         if params:
             return Tensor(param_stream(run, params[0], node, fr))
@@ -149,7 +159,8 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
     rid = rule.id if rule else ""
     last = qual.rsplit(".", 1)[-1]
     if rid in _PRODUCERS or rid in _READERS or rid in _QUEUE_KINDS or rid in _BATCHERS or rid in (
-            "slice_input_producer", "slim_provider", "queue_runner", "placeholder"):
+            "slice_input_producer", "slim_provider", "queue_runner", "placeholder",
+            "numpy_input_fn", "pandas_input_fn"):
         return _pipeline_call(run, node, fr, qual, rid, last)
     if rid == "make_iterator" and last.startswith("make_"):
         pos, _ = run.args_of(node, fr)
@@ -160,10 +171,18 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
         pos, kw = run.args_of(node, fr)
         if last[:1].isupper() or last in ("from_tensor_slices", "from_tensors", "range", "zip",
                                            "list_files", "from_generator"):
-            return DatasetV(("call", qual, node, fr, pos, kw), (), run.src.segment(node, 400))
+            return DatasetV(("call", qual, node, fr, pos, kw), (), run.src.segment(node, 400),
+                            dataset_inputs(run, node, fr, last in _COMBINING))
         return Sym(run.render(node, fr), qual=qual, node=node)  # a transformation for .apply
     pos, kw = run.args_of(node, fr)
     run.cur_calls.append((qual, node))
+    restacked = _restacked(run, node, fr, qual, pos)
+    if restacked is not None:
+        return restacked
+    if not qual.startswith("tensorflow."):
+        handed = queue_handed_out(run, node, fr, pos + list(kw.values()))
+        if handed is not None:
+            return handed
     if not qual.startswith("tensorflow.") and tensors_in_all(pos + list(kw.values())):
         run.cur_external.append(run.src.segment(node.func, 60))
     extra = _lambdas(run, pos + list(kw.values()), fr)
@@ -201,18 +220,62 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
         run.world.queues.append(q)
         return q
     if rid in _BATCHERS:
-        inputs = named.get("tensors", named.get("tensors_list"))
+        inputs = _computed_inputs(run, node, fr, named.get("tensors", named.get("tensors_list")))
+        batch = _batch_stream(run, node, fr)
         run.world.ends.append(End(last, node, fr.fn.qualname, fr.path, named, inputs,
-                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
-        return Sym(text, node=node)
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq,
+                                  batch=batch))
+        one = inputs.items[0] if last.endswith("join") and isinstance(inputs, ListV) and (
+            inputs.items) else inputs
+        out = batched(one, batch)
+        return ListV([Tensor(batch), out], text) if last.startswith("bucket") else out
     if rid == "slim_provider":
         return ProviderV(node, fr.fn.qualname, named, text)
+    if rid in ("numpy_input_fn", "pandas_input_fn"):  # an input_fn: source and batch in one
+        run.world.ends.append(End(rid, node, fr.fn.qualname, fr.path, named,
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
+        return Sym(text, node=node)
     if rid == "queue_runner":
         queue, ops = named.get("queue"), named.get("enqueue_ops")
         if isinstance(queue, QueueV) and isinstance(ops, ListV):
             queue.copies = ops.loop or Sym(str(len(ops.items)), len(ops.items))
         return Sym(text)
     return PlaceholderV(node, named, text)  # placeholder
+
+
+def _batch_stream(run, node: ast.Call, fr) -> Stream:
+    stream = Stream("batch", node, fr.fn.qualname, fr.path)
+    run.world.streams.append(stream)
+    return stream
+
+
+def batched(inputs: Val | None, stream: Stream) -> Val:
+    """What a batch call hands out: the structure it was given (a list, a dict of features),
+    each tensor now a batch of ``stream``."""
+    if isinstance(inputs, ListV):
+        return ListV([batched(v, stream) for v in inputs.items], inputs.text)
+    if isinstance(inputs, DictV):
+        return DictV({k: batched(v, stream) for k, v in inputs.items.items()}, inputs.text)
+    return Tensor(stream)
+
+
+def _computed_inputs(run, node: ast.Call, fr, inputs: Val | None) -> Val | None:
+    """The tensors a batch call takes; computed in its own arguments
+    (``tf.train.batch([tf.image.decode_jpeg(v)], 4)``), its statement is a per-example step."""
+    arg = next((k.value for k in node.keywords if k.arg in ("tensors", "tensors_list")),
+               node.args[0] if node.args else None)
+    return computed_here(run, fr, [arg] if arg is not None else [], inputs)
+
+
+def computed_here(run, fr, nodes: list, val: Val | None) -> Val | None:
+    """``val`` (what ``nodes`` evaluated to), as a step of the statement being run when they
+    compute tensors in place (``parts.append(tf.reshape(x, s))``, ``d.update(y=f(x))``): the
+    container they go into would otherwise hold tensors no step made."""
+    if val is None or not any(isinstance(n, ast.Call) for a in nodes for n in walk(a)):
+        return val
+    stmt = run.world.log[run.cur_seq].stmt if run.cur_seq >= 0 else None
+    step = run.touch(stmt, fr, [val]) if stmt is not None else None
+    return run.stamp(val, step) if step is not None else val
 
 
 def _iterator(run, node: ast.Call, fr, ds: DatasetV, method: str) -> Val:
@@ -231,8 +294,11 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
                                       and isinstance(recv, Sym) and (recv.param or not recv.known)
                                       and not recv.qual):
         return _dataset_method(run, node, fr, recv, attr)
+    if isinstance(recv, DictV) and attr in _DICT_METHODS:
+        return _dict_method(run, node, fr, recv, attr)
     if isinstance(recv, ListV) and attr in ("append", "extend"):
         pos, _ = run.args_of(node, fr)
+        pos = [computed_here(run, fr, node.args[:1], pos[0])] if pos else pos
         if pos:
             add = pos[0].items if attr == "extend" and isinstance(pos[0], ListV) else pos[:1]
             recv.items.extend(add)
@@ -260,11 +326,58 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         run.args_of(node, fr)
         return Sym(run.render(node, fr), node=node)
     pos, kw = run.args_of(node, fr)
-    if isinstance(recv, Tensor):
-        return Tensor(recv.stream, recv.deps)
+    if isinstance(recv, Tensor):  # a tensor's method (a table's lookup of an example's key)
+        tensors = [recv] + [t for v in pos + list(kw.values()) for t in tensors_in(v)]
+        return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)))
     if isinstance(recv, FuncV):
         return value_call(run, node, fr, recv)
+    handed = None if isinstance(recv, ObjV) else queue_handed_out(run, node, fr,
+                                                                  pos + list(kw.values()))
+    if handed is not None:
+        return handed
+    if not isinstance(recv, ObjV) and tensors_in_all(pos + list(kw.values())):
+        run.cur_external.append(run.src.segment(node.func, 60))  # an object from elsewhere
     return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
+
+
+_STACKS = frozenset({"tensorflow.stack", "tensorflow.parallel_stack", "tensorflow.concat"})
+
+
+def _restacked(run, node: ast.Call, fr, qual: str, pos: list) -> Val | None:
+    """``tf.parallel_stack(images)`` of a list filled in a loop over the records a RecordInput
+    yielded together: the batch again; what follows is per batch, not per record."""
+    if qual not in _STACKS or not pos or not isinstance(pos[0], ListV) or pos[0].loop is None:
+        return None
+    tensors = tensors_in(pos[0])
+    if not tensors or not any(t.stream.reader is not None and t.stream.reader.kind ==
+                              "record_input" for t in tensors):
+        return None
+    stream = Stream("stacked", node, fr.fn.qualname, fr.path)
+    run.world.streams.append(stream)
+    return Tensor(stream)
+
+
+def queue_handed_out(run, node: ast.Call, fr, vals: list) -> Val | None:
+    """A call defined outside this file given one of the pipeline's queues: it reads a filename
+    queue (``reader.prepare_reader(filename_queue)``: records it reads and parses itself), or it
+    takes a queue filled here (``facenet.create_input_pipeline(input_queue, ...)``: it dequeues
+    and batches it, which ends the pipeline here). None when no queue is given."""
+    queues = [v for v in vals for v in (v.items if isinstance(v, ListV) else [v])
+              if isinstance(v, QueueV)]
+    if not queues:
+        return None
+    q = queues[0]
+    more = len(node.args) + len(node.keywords) > 1
+    text = f"{run.src.segment(node.func, 60)}({q.text or '...'}{', ...' if more else ''})"
+    if q.kind == "producer":
+        reader = ReaderV("external", node, fr.fn.qualname, {}, text, text)
+        stream = Stream("records", node, fr.fn.qualname, fr.path, queue=q, reader=reader,
+                        loop=fr.loop)
+        run.world.streams.append(stream)
+        return Tensor(stream)
+    run.world.ends.append(End("external", node, fr.fn.qualname, fr.path, {"call": text}, queue=q,
+                              construct=run.src.segment(node.func, 80), seq=run.cur_seq))
+    return Sym(run.render(node, fr), node=node)
 
 
 def _origin(run, recv: Val, expr: ast.AST) -> str:
@@ -298,10 +411,18 @@ def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
         return Tensor(stream)
     if attr in ("dequeue_many", "dequeue_up_to"):
         n = pos[0] if pos else kw.get("n", Sym(""))
+        batch = _batch_stream(run, node, fr)
         run.world.ends.append(End(attr, node, fr.fn.qualname, fr.path, {"batch_size": n},
                                   queue=q, construct=run.src.segment(node.func, 80),
-                                  seq=run.cur_seq))
-        return Sym(run.render(node, fr), node=node)
+                                  seq=run.cur_seq, batch=batch))
+        return batched(q.enqueues[0].values if q.enqueues else None, batch)
+    if attr == "get_yield_op" and q.rule == "record_input":  # batch_size shuffled records
+        reader = ReaderV("record_input", q.node, q.fn, q.args, "data_flow_ops.RecordInput",
+                         q.text)
+        stream = Stream("records", node, fr.fn.qualname, fr.path, queue=q, reader=reader,
+                        loop=fr.loop)
+        run.world.streams.append(stream)
+        return Tensor(stream)
     if attr == "close":
         q.closed = True
     return Sym(run.render(node, fr), node=node)
@@ -326,8 +447,28 @@ def _dataset_method(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         return _iterator(run, node, fr, ds, attr)
     pos, kw = run.args_of(node, fr)
     out = DatasetV(ds.head, ds.ops + ((attr, node, fr, pos, kw, fr.guards),),
-                   run.src.segment(node, 120))
+                   run.src.segment(node, 120),
+                   ds.inputs + dataset_inputs(run, node, fr, attr in _COMBINING))
     return out
+
+
+#: Dataset constructors and methods whose arguments are datasets.
+_COMBINING = frozenset({"zip", "concatenate", "sample_from_datasets", "choose_from_datasets"})
+
+
+def dataset_inputs(run, node: ast.Call, fr, combining: bool) -> tuple:
+    """The datasets a call takes by name in its arguments (``zip((ds, counter))``); for a call
+    that combines datasets, a name the run knows nothing of is a dataset made elsewhere."""
+    out = []
+    for a in list(node.args) + [k.value for k in node.keywords]:
+        for n in ast.walk(a):  # in the order written
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                val = run.lookup(n.id, fr, n)
+                if combining and isinstance(val, Sym) and not val.known and not val.qual:
+                    val = DatasetV(("value", val, node), (), n.id)
+                if isinstance(val, DatasetV) and all(val is not v for _, v in out):
+                    out.append((n.id, val))
+    return tuple(out)
 
 
 def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
@@ -346,9 +487,108 @@ def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
     pos, kw = run.args_of(node, fr)
     vals = pos + list(kw.values())
     name = callee.text if isinstance(callee, Sym) else ""
-    if tensors_in_all(vals) and name:
+    builtin = is_builtin(run, node, fr)
+    handed = None if builtin else queue_handed_out(run, node, fr, vals)
+    if handed is not None:
+        return handed
+    if builtin and name in _CONTAINERS:
+        out = _container(run, node, fr, name, pos, kw)
+        if out is not None:
+            return out
+    if tensors_in_all(vals) and name and not builtin and name not in run.mod.record_types:
         run.cur_external.append(name)
     return _builtin(run, node, fr, name, pos, vals)
+
+
+_CONTAINERS = frozenset({"dict", "zip", "list", "tuple"})
+_DICT_METHODS = frozenset({"items", "keys", "values", "pop", "get", "update", "copy",
+                           "setdefault"})
+
+
+def _container(run, node: ast.Call, fr, name: str, pos: list, kw: dict) -> Val | None:
+    """``dict(...)``, ``zip(...)``, ``list(...)``, ``tuple(...)`` of values the run holds as
+    containers, so the tensors in them keep their places; None: not such a call."""
+    text = run.render(node, fr)()
+    starred = len(node.args) == 1 and isinstance(node.args[0], ast.Starred)
+    if name == "dict":
+        items: dict = {}
+        if pos:
+            first = pos[0]
+            if isinstance(first, DictV):
+                items.update(first.items)
+            elif isinstance(first, ListV) and first.loop is None and all(
+                    isinstance(p, ListV) and len(p.items) == 2 for p in first.items):
+                items.update((dict_key(p.items[0]), p.items[1]) for p in first.items)
+            else:
+                return None
+        items.update(kw)
+        return DictV(items, text)
+    if name == "zip":
+        columns = (pos[0].items if starred and isinstance(pos[0], ListV) else pos)
+        if not columns or not all(isinstance(c, ListV) and c.loop is None for c in columns):
+            return None
+        n = min(len(c.items) for c in columns)
+        return ListV([ListV([c.items[i] for c in columns]) for i in range(n)], text)
+    if len(pos) == 1 and not kw and not starred:  # list(x), tuple(x)
+        one = pos[0]
+        if isinstance(one, ListV):
+            return ListV(list(one.items), text, one.loop)
+        if isinstance(one, DictV):
+            return ListV([values.key_val(k) for k in one.items], text)
+    return None
+
+
+def _dict_method(run, node: ast.Call, fr, d: DictV, attr: str) -> Val:
+    pos, kw = run.args_of(node, fr)
+    if attr in ("update", "setdefault"):
+        both = computed_here(run, fr, list(node.args) + [k.value for k in node.keywords],
+                             ListV(pos + list(kw.values())))
+        pos, kw = both.items[:len(pos)], dict(zip(kw, both.items[len(pos):]))
+    text = run.render(node, fr)()
+    if attr == "items":
+        return ListV(d.pairs(), text)
+    if attr == "keys":
+        return ListV([values.key_val(k) for k in d.items], text)
+    if attr == "values":
+        return ListV(list(d.items.values()), text)
+    if attr == "copy":
+        return DictV(dict(d.items), text)
+    if attr == "update":
+        if pos and isinstance(pos[0], DictV):
+            d.items.update(pos[0].items)
+        d.items.update(kw)
+        return Sym("None", None)
+    key = dict_key(pos[0]) if pos else None
+    default = pos[1] if len(pos) > 1 else Sym("None", None)
+    if attr == "pop":
+        return d.items.pop(key, default) if key in d.items else _unknown_entry(d, default)
+    if attr == "setdefault":
+        return d.items.setdefault(key, default)
+    return d.items.get(key, default) if key in d.items else _unknown_entry(d, default)  # get
+
+
+def _unknown_entry(d: DictV, default: Val) -> Val:
+    """An entry the run cannot tell apart: any of the values (their tensors kept)."""
+    return merge(list(d.items.values()) + [default]) if d.items else default
+
+
+#: Python's own functions: never "defined outside this file".
+BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+
+
+def is_builtin(run, node: ast.Call, fr) -> bool:
+    """Is the callee a Python builtin (a bare name the script binds nowhere: ``zip``, ``dict``,
+    ``len``)?"""
+    func = node.func
+    if not (isinstance(func, ast.Name) and func.id in BUILTINS):
+        return False
+    name, f = func.id, fr
+    while f is not None:
+        if f.get(name) is not None:
+            return False
+        f = f.parent
+    mod = run.mod
+    return name not in mod.by_name and name not in mod.classes and name not in mod.imports
 
 
 def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
@@ -358,6 +598,9 @@ def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
         return out
     one = pos[0] if len(pos) == 1 else None
     if name == "len" and isinstance(one, ListV) and one.loop is None:
+        out.const = len(one.items)
+    elif name == "len" and isinstance(one, DictV) and not any(
+            isinstance(k, tuple) for k in one.items):
         out.const = len(one.items)
     elif name in ("int", "float") and isinstance(one, Sym) and isinstance(one.const, (int, float)):
         out.const = int(one.const) if name == "int" else float(one.const)

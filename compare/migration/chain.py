@@ -9,6 +9,7 @@ written ``...`` with a comment, and listed in the pipeline's unresolved items.
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import re
 
@@ -52,16 +53,26 @@ def _seed(code: m.Code | None) -> str:
 class _Render:
     """Renders one variant's lines with dataset variable ``ds``."""
 
+    #: The name of the per-batch function the chain maps after batching; None: the plan's
+    #: (a code emitter that defines its own sets it, and appends that map itself).
+    after: str | None = None
+
     def __init__(self, ds: str, pipeline: m.Pipeline, variant: m.Variant):
         self.ds, self.p, self.v = ds, pipeline, variant
         # a map that draws in any variant takes a seed in all (one listing, one signature)
         self.seeded = {st.name for v in pipeline.variants for st in v.maps() if st.random}
 
+    def on(self, ds: str) -> _Render:
+        """The same renderer writing to another dataset variable (a branch)."""
+        sub = copy.copy(self)
+        sub.ds = ds
+        return sub
+
     def op(self, call: str) -> str:
         return f"{self.ds} = {self.ds}.{call}"
 
     def lines(self) -> list[str]:
-        out = self.source(self.v.source)
+        out = self.branches() if self.v.branches else self.source(self.v.source)
         for stage in self.v.stages:
             out += getattr(self, stage.kind)(stage)
         if not any(".prefetch(" in ln for ln in out[-1:]):
@@ -72,11 +83,12 @@ class _Render:
     def source(self, s: m.Source) -> list[str]:
         ds = self.ds
         if s.kind in ("files", "rows", "range"):
-            data = _tuple(s.data.text) if s.kind == "rows" else s.data.text
+            data = _tuple(s.data.text) if s.kind == "rows" and s.columns else s.data.text
             head = (f"tf.data.Dataset.range({data})" if s.kind == "range" else
                     f"tf.data.Dataset.from_tensor_slices({data})")
             out = [f"{ds} = {head}"]
-            count = _count(s.data.text, ds) if s.kind == "files" else f"{ds}.cardinality()"
+            count = _count(s.data.text, ds) if s.kind == "files" or (
+                s.kind == "rows" and not s.columns) else f"{ds}.cardinality()"
             if count != "1":
                 out += _when(s.shuffle, [self.op(f"shuffle({count}{_seed(s.seed)})")])
             return out + self.repeat(s)
@@ -90,17 +102,40 @@ class _Render:
             sig = specs[0] if len(specs) == 1 else "(" + ", ".join(specs) + ")"
             return [f"{ds} = tf.data.Dataset.from_generator({m.generator_name(f)}, "
                     f"output_signature={sig})"]
-        if s.kind == "provider":
+        if s.kind == "provider":  # its reading, shuffling and decoding are stages
             shuffle = "True" if s.shuffle is None else s.shuffle.text
             return ([f"{ds} = tf.data.Dataset.list_files({s.data.text}.data_sources, "
-                     f"shuffle={shuffle})"] + self.repeat(s)
-                    + [self.op("interleave(..., num_parallel_calls=tf.data.AUTOTUNE)  # the "
-                               f"record dataset of {s.data.text}.reader (unresolved)"),
-                       self.op(f"map(...)  # {s.data.text}.decoder.decode of the items "
-                               "provider.get asks for (unresolved)")])
+                     f"shuffle={shuffle}{_seed(s.seed)})"] + self.repeat(s))
         if s.kind == "dataset":
             return [f"{ds} = {s.data.text}"]
         return [f"{ds} = ...  # unresolved: {s.data.text if s.data else 'the elements'}"]
+
+    def branches(self) -> list[str]:
+        """Each stream on its own variable, then zipped: ``ds = tf.data.Dataset.zip((ds_1,
+        ds_2))``; streams reading one shared source each take their item of it."""
+        ds, v = self.ds, self.v
+        if v.source.kind == "dataset":  # the datasets the script's own chain takes by name
+            out = []
+            for b in v.branches:
+                if b.source.kind == "unknown" and b.name in self.p.params and not b.stages[
+                        0].ops:
+                    continue  # the function's own parameter: it stays one
+                sub = self.on(b.name)
+                out += sub.source(b.source)
+                for stage in b.stages:
+                    out += getattr(sub, stage.kind)(stage)
+            return out + self.source(v.source)
+        shared = v.source.kind != "zip"
+        out = self.source(v.source) if shared else []
+        for i, b in enumerate(v.branches, 1):
+            b.name = f"{ds}_{i}"
+            sub = self.on(b.name)
+            out += ([f"{b.name} = {ds}.map(lambda *paths: paths[{b.component}])"] if shared
+                    else sub.source(b.source))
+            for stage in b.stages:
+                out += getattr(sub, stage.kind)(stage)
+        names = ", ".join(b.name for b in v.branches)
+        return out + [f"{ds} = tf.data.Dataset.zip(({names}))"]
 
     def repeat(self, s: m.Source) -> list[str]:
         if not s.repeat:
@@ -108,6 +143,8 @@ class _Render:
         e = s.num_epochs
         if e is None or e.is_value(None):
             return [self.op("repeat()")]
+        if e.is_value(1):  # one pass: nothing to repeat
+            return []
         return [self.op(f"repeat({e.text})")]
 
     # -- stages -----------------------------------------------------------------------------
@@ -123,10 +160,21 @@ class _Render:
             records = f"lambda f: {body}.map(lambda record: (f, record))"
         note = f"  # unresolved: the record dataset for {st.origin}" if records == "..." else ""
         up_to = [self.op(f"batch({st.up_to.text})")] if st.up_to is not None else []
+        if st.external:
+            note = f"  # unresolved: the records {st.origin} reads"
+            up_to += [self.op(f"map(...)  # unresolved: what {st.origin} makes of each record")]
         if st.readers is None or st.readers.is_value(1):
             return [self.op(f"flat_map({records}){note}")] + up_to
         return [self.op(f"interleave({records}, cycle_length={st.readers.text}, "
                         f"num_parallel_calls={AUTOTUNE}){note}")] + up_to
+
+    def decode(self, st: m.DecodeStage) -> list[str]:
+        return [self.op(f"map(...)  # unresolved: {st.decoder}.decode of the items "
+                        f"provider.get asks for ({st.items or '...'})")]
+
+    def external(self, st: m.ExternalStage) -> list[str]:
+        return [f"{self.ds} = ...  # unresolved: {st.call} takes the queue here; the rest of the "
+                "pipeline is built in another module"]
 
     def map(self, st: m.MapStage) -> list[str]:
         out = []
@@ -140,10 +188,20 @@ class _Render:
     def queue(self, st: m.QueueStage) -> list[str]:
         if st.queue != "random_shuffle":
             return []
-        return [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
-                        f"{_seed(st.seed)})")]
+        return _when(st.when, [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
+                                       f"{_seed(st.seed)})")])
 
     def batch(self, st: m.BatchStage) -> list[str]:
+        out = self.batching(st)
+        if st.after and self.after is None:
+            if st.after_random:
+                root = self.v.root_seed.text if self.v.root_seed is not None else "None"
+                out.append(f"{self.ds} = tf.data.Dataset.zip(({self.ds}, "
+                           f"tf.data.Dataset.random(seed={root}).batch(2)))")
+            out.append(self.op(f"map({st.after_name}, num_parallel_calls={AUTOTUNE})"))
+        return out
+
+    def batching(self, st: m.BatchStage) -> list[str]:
         a = st.args
         out: list[str] = []
         keep = a.get("keep_input")
@@ -156,9 +214,14 @@ class _Render:
                                f"{_seed(a.get('seed'))})"))
         size = _text(a.get("batch_size"), "batch_size")
         drop = _drop(st)
+        if st.op in _BUCKETS:
+            return out + [self.op(_bucket(st, size, drop))]
         pad = a.get("dynamic_pad")
+        shapes = a.get("shapes")
+        shapes = f"padded_shapes={_tuple(shapes.text)}, " if shapes is not None and (
+            not shapes.is_value(None)) else ""
         plain, padded = (self.op(f"batch({size}, drop_remainder={drop})"),
-                         self.op(f"padded_batch({size}, drop_remainder={drop})"))
+                         self.op(f"padded_batch({size}, {shapes}drop_remainder={drop})"))
         if st.padded or pad is None or pad.known:
             return out + [padded if st.padded else plain]
         return out + [f"if {pad.text}:", INDENT + padded, "else:", INDENT + plain]
@@ -178,6 +241,23 @@ class _Render:
                 open_guards = o.guards
             out.append(INDENT * len(o.guards) + self.op(o.text))
         return out
+
+
+_BUCKETS = frozenset({"bucket_by_sequence_length", "bucket"})
+
+
+def _bucket(st: m.BatchStage, size: str, drop: str) -> str:
+    """tf.contrib.training's bucketing as the Dataset method that does it (the length or bucket
+    of an element is a function of it the script computed per example: written ``...``)."""
+    a = st.args
+    if st.op == "bucket":
+        return (f"group_by_window(key_func=lambda *example: ..., reduce_func=lambda _, w: "
+                f"w.padded_batch({size}, drop_remainder={drop}), window_size={size})  "
+                f"# which_bucket={_text(a.get('which_bucket'), '...')}, computed per example")
+    bounds = _text(a.get("bucket_boundaries"), "bucket_boundaries")
+    return (f"bucket_by_sequence_length(lambda *example: ..., {bounds}, "
+            f"[{size}] * (len({bounds}) + 1), drop_remainder={drop})  "
+            f"# input_length={_text(a.get('input_length'), '...')}, computed per example")
 
 
 def _record_dataset(st: m.ReadStage) -> str:
@@ -202,7 +282,7 @@ def compression_type(options: m.Code | None) -> str:
 
 
 def _drop(st: m.BatchStage) -> str:
-    if st.op == "dequeue_many":
+    if st.op in ("dequeue_many", "get_yield_op"):
         return "True"
     if st.op == "dequeue_up_to":
         return "False"
@@ -234,15 +314,8 @@ def _tuple(text: str) -> str:
 def _count(text: str, ds: str) -> str:
     """The buffer that shuffles a whole file list: its length when written out, else the
     dataset's own cardinality."""
-    if not text.startswith(("[", "(")):
-        return f"{ds}.cardinality()"
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        node = None
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return str(len(node.elts))
-    return f"{ds}.cardinality()"
+    n = m.literal_length(text)
+    return str(n) if n is not None else f"{ds}.cardinality()"
 
 
 # -- tf.data the script already builds ------------------------------------------------------
@@ -300,6 +373,14 @@ def _dataset_op(out: list, method: str, node: ast.Call, seg, resolved: dict) -> 
                            node.lineno))
 
 
+def _named_args(call: ast.Call, params: tuple[str, ...], seg) -> dict[str, str]:
+    """A call's arguments by parameter name, as written."""
+    out = {params[i]: seg(a, 400) for i, a in enumerate(call.args[:len(params)])
+           if not isinstance(a, ast.Starred)}
+    out.update({k.arg: seg(k.value, 400) for k in call.keywords if k.arg})
+    return out
+
+
 def _contrib_apply(call: ast.Call, seg, resolved: dict) -> list[tuple[str, str]] | None:
     qual = resolved.get(id(call), "")
     if not qual.startswith("tensorflow.contrib.data."):
@@ -309,16 +390,29 @@ def _contrib_apply(call: ast.Call, seg, resolved: dict) -> list[tuple[str, str]]
     if name in _CONTRIB:
         text = _CONTRIB[name].format(args=", ".join(args))
         return [(text.split("(")[0], text)]
-    if name == "map_and_batch" and len(call.args) >= 2:
-        return [("map", f"map({args[0]}, num_parallel_calls={AUTOTUNE})"),
-                ("batch", f"batch({', '.join(args[1:])})")]
+    if name == "map_and_batch":
+        named = _named_args(call, ("map_func", "batch_size", "num_parallel_batches",
+                                   "drop_remainder", "num_parallel_calls"), seg)
+        if "map_func" in named and "batch_size" in named:
+            drop = f", drop_remainder={named['drop_remainder']}" if "drop_remainder" in named \
+                else ""
+            return [("map", f"map({named['map_func']}, num_parallel_calls={AUTOTUNE})"),
+                    ("batch", f"batch({named['batch_size']}{drop})")]
+    if name == "parallel_interleave":
+        named = _named_args(call, ("map_func", "cycle_length", "block_length", "sloppy",
+                                   "buffer_output_elements", "prefetch_input_elements"), seg)
+        if "map_func" in named and "cycle_length" in named:
+            extra = (f", block_length={named['block_length']}" if "block_length" in named
+                     else "") + (f", deterministic=not {named['sloppy']}" if "sloppy" in named
+                                 else "")
+            return [("interleave", f"interleave({named['map_func']}, cycle_length="
+                                   f"{named['cycle_length']}{extra}, num_parallel_calls="
+                                   f"{AUTOTUNE})")]
     if name == "shuffle_and_repeat" and call.args:
         rest = [a for a in args[1:] if not a.startswith("seed=")]
         seed = [a for a in args[1:] if a.startswith("seed=")]
         return [("shuffle", f"shuffle({', '.join(args[:1] + seed)})"),
                 ("repeat", f"repeat({', '.join(rest[:1])})")]
-    if name == "parallel_interleave" and call.args:
-        return [("interleave", f"interleave({', '.join(args)}, num_parallel_calls={AUTOTUNE})")]
     return [("apply", f"apply(tf.data.experimental.{name}({', '.join(args)}))")]
 
 
@@ -343,6 +437,9 @@ def _name_maps(p: m.Pipeline) -> None:
     for v in p.variants:
         for i, st in enumerate(v.maps(), 1):
             st.name = f"{base}_example" if count == 1 else f"{base}_stage{i}"
+        batch = v.batch()
+        if batch is not None and batch.after:
+            batch.after_name = f"{base}_batch"
 
 
 def _merge(variants: list[tuple[tuple, list[str]]]) -> list[str]:
@@ -384,10 +481,25 @@ def _lines(blocks: list[str], indent: str = "") -> list[str]:
     return [indent + ln for b in blocks for ln in b.split("\n")]
 
 
+def _opcodes(a: list[str], b: list[str]) -> list[tuple]:
+    """difflib's opcodes, with a single shared statement between two differences folded into
+    them: ``ds.repeat()`` of two unrelated chains is not worth splitting both around."""
+    out: list[list] = []
+    codes = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    for k, (tag, i1, i2, j1, j2) in enumerate(codes):
+        lone = tag == "equal" and i2 - i1 < 2 and 0 < k < len(codes) - 1
+        if out and (lone or out[-1][0] == "fold") and not (tag == "equal" and not lone):
+            out[-1][2], out[-1][4] = i2, j2
+            out[-1][0] = "fold"
+        else:
+            out.append([tag, i1, i2, j1, j2])
+    return [("replace" if c[0] == "fold" else c[0], *c[1:]) for c in out]
+
+
 def _diff(cond: str, a: list[str], b: list[str]) -> list[str]:
     a, b = _blocks(a), _blocks(b)
     out: list[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(a, b):
         if tag == "equal":
             out += _lines(a[i1:i2])
             continue

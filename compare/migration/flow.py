@@ -30,6 +30,7 @@ from compare.migration.values import (
     ClassInfo,
     ClassV,
     DatasetV,
+    DictV,
     EnqueueV,
     Exec,
     FrameRec,
@@ -48,7 +49,9 @@ from compare.migration.values import (
     Sym,
     Tensor,
     Val,
+    dict_key,
     fold,
+    key_val,
     merge,
     primary,
     tensors_in,
@@ -126,6 +129,10 @@ class World:
     stopped: bool = False
     log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
     frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
+    #: What the entry hands out: its return value and, for a method, ``self`` (per-batch code
+    #: is what makes these from the batches).
+    returned: object = None
+    me: object = None
 
 
 def _unparse_with(node: ast.AST, texts: dict) -> str:
@@ -258,6 +265,10 @@ class Run:
             if isinstance(owner, ListV) and isinstance(index, Sym) and isinstance(
                     index.const, int) and -len(owner.items) <= index.const < len(owner.items):
                 owner.items[index.const] = val
+            elif isinstance(owner, DictV) and not isinstance(target.slice, ast.Slice):
+                owner.items[dict_key(index)] = val
+            elif isinstance(owner, ListV) and owner.loop is not None and len(owner.items) == 1:
+                owner.items[0] = val  # lists[i] = ... of a list made by a comprehension
 
     def unpack(self, val: Val, n: int) -> list:
         if isinstance(val, ListV) and len(val.items) == n:
@@ -331,7 +342,14 @@ class Run:
         if isinstance(base, ListV) and isinstance(index, Sym) and isinstance(index.const, int):
             if -len(base.items) <= index.const < len(base.items):
                 return base.items[index.const]
-        if isinstance(base, (Tensor, ListV)) and tensors_in(base):
+        if isinstance(base, DictV) and not isinstance(node.slice, ast.Slice):
+            key = dict_key(index)
+            if key in base.items:
+                return base.items[key]
+        if isinstance(base, ListV) and base.items and all(isinstance(v, ListV) for v in
+                                                          base.items):
+            return merge(base.items)  # lists[i] of a list of lists (one per split)
+        if isinstance(base, (Tensor, ListV, DictV)) and tensors_in(base):
             t = tensors_in(base)
             return Tensor(primary(t), frozenset().union(*(x.deps for x in t)))
         return self.combine(node, [base, index], fr)
@@ -343,8 +361,16 @@ class Run:
     ev_Tuple = ev_List
 
     def ev_Dict(self, node: ast.Dict, fr: Frame) -> Val:
-        vals = [self.ev(v, fr) for v in node.values]
-        return self.combine(node, vals, fr)
+        items: dict = {}
+        for k, v in zip(node.keys, node.values):
+            val = self.ev(v, fr)
+            if k is None:  # {**other}
+                if not isinstance(val, DictV):
+                    return self.combine(node, [self.ev(x, fr) for x in node.values], fr)
+                items.update(val.items)
+            else:
+                items[dict_key(self.ev(k, fr))] = val
+        return DictV(items, self.render(node, fr)())
 
     def ev_BinOp(self, node: ast.BinOp, fr: Frame) -> Val:
         left, right = self.ev(node.left, fr), self.ev(node.right, fr)
@@ -424,11 +450,17 @@ class Run:
         count = self.loop_count(first.iter, self.ev(first.iter, fr), fr)
         inner = Frame(fr.fn, {}, fr.depth, fr, fr.path, fr.guards,
                       count if count.text else fr.loop, fr.me)
-        for gen in node.generators:
-            self.assign(gen.target, Sym(self.render(gen.target, fr)), inner)
+        for i, gen in enumerate(node.generators):
+            it = self.ev(gen.iter, fr) if i else None
+            it = it if it is not None else self.ev(first.iter, fr)
+            item = (Tensor(it.stream, it.deps) if isinstance(it, Tensor) else
+                    merge(it.items) if isinstance(it, ListV) and it.items and tensors_in(it)
+                    else Sym(self.render(gen.target, fr)))
+            self.assign(gen.target, item, inner)
         elt = node.elt if hasattr(node, "elt") else node.value
         val = self.ev(elt, inner)
-        if tensors_in(val):  # [read(q) for _ in range(n)]: n copies, each reading
+        if tensors_in(val) or isinstance(val, (ListV, DictV)) and not isinstance(
+                node, ast.DictComp):  # [read(q) for _ in range(n)]: n copies; [[] for ...]
             return ListV([val], self.render(node, fr)(), loop=count if count.text else None)
         return Sym(self.render(node, fr), listish=True, node=node)
 
@@ -505,6 +537,8 @@ class Run:
             return Tensor(val.stream, val.deps | {step.id}, val.text)
         if isinstance(val, ListV):
             return ListV([self.stamp(v, step) for v in val.items], val.text, val.loop)
+        if isinstance(val, DictV):
+            return DictV({k: self.stamp(v, step) for k, v in val.items.items()}, val.text)
         return val
 
     def st_Assign(self, node: ast.Assign, fr: Frame) -> None:
@@ -515,6 +549,16 @@ class Run:
                 val = self.stamp(val, step)
         for t in node.targets:
             self.assign(t, val, fr)
+            self.note_origin(t, node.value, fr)
+
+    def note_origin(self, target: ast.AST, value: ast.AST, fr: Frame) -> None:
+        """``self.x = value``: where the object's attribute was set, for the plan to say."""
+        for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                owner = fr.get(t.value.id)
+                if isinstance(owner, ObjV):
+                    owner.origins.setdefault(t.attr, (fr.fn.qualname, t.lineno,
+                                                      self.src.segment(value, 80)))
 
     def st_AnnAssign(self, node: ast.AnnAssign, fr: Frame) -> None:
         if node.value is not None:
@@ -538,6 +582,9 @@ class Run:
             if step is not None:
                 self.assign(target, self.stamp(old, step), fr)
             return
+        qual = self.mod.scan.resolved.get(id(call), "") if isinstance(call, ast.Call) else ""
+        if qual.startswith("tensorflow.") and not calls.is_op(qual):
+            return  # graph bookkeeping (add_to_collection, summaries, logging): no data
         self.touch(node, fr, [val] if not isinstance(val, (QueueV, EnqueueV)) else [])
 
     def st_Return(self, node: ast.Return, fr: Frame) -> _Exit:
@@ -600,6 +647,8 @@ class Run:
 
     def st_For(self, node: ast.For, fr: Frame) -> _Exit | None:
         it = self.ev(node.iter, fr)
+        if isinstance(it, DictV):  # a dict iterates over its keys
+            it = ListV([key_val(k) for k in it.items], it.text)
         count = self.loop_count(node.iter, it, fr)
         if _is_range(node.iter):  # the copy number: copies made by it may differ by it
             count.loop_vars = tuple(n.id for n in walk(node.target)
@@ -693,6 +742,10 @@ class Run:
         if fr.depth + 1 > MAX_DEPTH or info in self.stack:
             return None
         args = ([bound] if bound is not None else []) + pos
+        if info.decorator:  # the decorator's code runs, not the body: a call we cannot follow
+            if any(tensors_in(v) for v in args + list(kw.values())):
+                self.cur_external.append(info.qualname)
+            return None
         relevant = info.name in self.mod.structural or info.name == "<lambda>" or any(
             tensors_in(v) or _pipeline_val(v) for v in args + list(kw.values()))
         if not relevant:
@@ -737,7 +790,8 @@ class Run:
 
     def entry_frame(self) -> Frame:
         info = self.entry
-        fr = Frame(info, {}, 0, None, (info.qualname,), fid=self.new_frame(info, None, None))
+        fr = Frame(info, {}, 0, self.enclosing(info), (info.qualname,),
+                   fid=self.new_frame(info, None, None))
         if info.cls is not None and info.params:
             me = self.instance(info.cls, info.params[0])
             self.clock += 1
@@ -748,12 +802,28 @@ class Run:
             fr.bind(name, Sym(name, param=name), self.clock)
         return fr
 
+    def enclosing(self, info: FuncInfo) -> Frame | None:
+        """For a nested function run on its own: the functions around it, their parameters
+        known by name only (what the caller of the outer function passes)."""
+        outer = None
+        chain = []
+        parent = info.parent
+        while parent is not None and len(chain) < MAX_DEPTH:
+            chain.append(parent)
+            parent = parent.parent
+        for fn in reversed(chain):
+            outer = Frame(fn, {}, 0, outer, (fn.qualname,))
+            for name in fn.params:
+                self.clock += 1
+                outer.bind(name, Sym(name, param=name), self.clock)
+        return outer
+
     def instance(self, cls: ClassInfo, me_name: str) -> ObjV:
         """``self`` for a method run on its own: the attributes ``__init__`` sets (run without
         following its calls to other methods)."""
         me = ObjV({}, me_name, cls)
         init = self.method_of(me, "__init__")
-        if init is None or init.args is None:
+        if init is None or init.args is None or init is self.entry:
             return me
         fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me,
                    fid=self.new_frame(init, None, None))
@@ -779,7 +849,10 @@ class Run:
     def go(self) -> World:
         try:
             fr = self.entry_frame()
-            self.block(self.entry.body, fr)
+            self.world.me = fr.me
+            out = self.block(self.entry.body, fr)
+            if out is not None and out.kind == "return":
+                self.world.returned = out.value
         except _Stop:
             self.world.stopped = True
         except RecursionError:

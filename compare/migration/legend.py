@@ -4,6 +4,7 @@ random draws and their seeds, and where each argument of the chain came from."""
 from __future__ import annotations
 
 from compare.migration import model as m
+from compare.migration.rules import rule_for
 
 #: Steps listed per map before the rest is summarised.
 MAX_STEP_LINES = 14
@@ -16,7 +17,10 @@ def at(obj) -> str:
 
 
 def _short_call(qual: str) -> str:
-    return "tf." + qual[len("tensorflow."):] if qual.startswith("tensorflow.") else qual
+    """``tf.x.y`` for a TensorFlow name, with what TF 2 uses instead when TF 2 removed it."""
+    short = "tf." + qual[len("tensorflow."):] if qual.startswith("tensorflow.") else qual
+    rule = rule_for(qual)
+    return f"{short} (TF 2: {rule.tf2})" if rule is not None and rule.tf2 else short
 
 
 def _groups(steps: list[m.Step]) -> list[tuple]:
@@ -37,8 +41,13 @@ def _groups(steps: list[m.Step]) -> list[tuple]:
 
 def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
     args = "example, seed" if st.random or seeded else "example"
-    out = [f"{st.name}({args}): the script's per-example code, in order:"]
-    groups = _groups(st.steps)
+    return [f"{st.name}({args}): the script's per-example code, in order:"] + _step_lines(
+        st.steps)
+
+
+def _step_lines(steps: list[m.Step], per: str = "example") -> list[str]:
+    out = []
+    groups = _groups(steps)
     for fn, first, last, guards, calls, times, cell, loop in groups[:MAX_STEP_LINES]:
         where = f"line {first}" if first == last else f"lines {first}-{last}"
         where = f"cell {cell} {where}" if cell else where
@@ -46,7 +55,7 @@ def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
         if guards:
             text += f" (if {' and '.join(guards)})"
         if times > 1:
-            text += f" (run {times} times per example)"
+            text += f" (run {times} times per {per})"
         if loop:
             text += f" (in a loop of {loop})"
         out.append(text)
@@ -87,7 +96,11 @@ def _source_lines(s: m.Source) -> list[str]:
     where = f" ({s.site.construct}, {at(s.site)})" if s.site else ""
     if s.kind == "generator":
         f = s.feeder
-        fed = ", ".join(f"{v} at line {ln}" for ln, v in f.feeds) or "nothing found"
+        by_line: dict[int, list[str]] = {}
+        for ln, v in f.feeds:
+            by_line.setdefault(ln, []).append(v)
+        fed = "; ".join(f"{', '.join(vs)} at line {ln}" for ln, vs in by_line.items()) or (
+            "nothing found")
         who = f"{f.function} ({'a thread target' if f.thread else 'Python code'})"
         return [f"{m.generator_name(f)}: a generator made of {who}: its loop yields what it fed "
                 f"through feed_dict ({fed}) instead of running the enqueue op{where}"]
@@ -95,7 +108,12 @@ def _source_lines(s: m.Source) -> list[str]:
         what = {"files": "files", "file_pattern": "files matching", "rows": "rows of",
                 "range": "the numbers below"}[s.kind]
         bits = [f"source: {what} {s.data.text}{where}"]
-        if s.kind != "file_pattern" or s.shuffle is not None:
+        single = s.kind == "files" or (s.kind == "rows" and not s.columns)
+        if single and not s.shuffle_note and m.literal_length(s.data.text) == 1:
+            bits.append("one element: nothing to shuffle")
+        elif s.shuffle_note:
+            bits.append(f"shuffled {s.shuffle_note}")
+        elif s.kind != "file_pattern" or s.shuffle is not None:
             bits.append("shuffled " + ("each epoch (shuffle=True by default)" if s.shuffle is None
                                        else "only when " + s.shuffle.text
                                        if not s.shuffle.known else "each epoch"
@@ -103,6 +121,7 @@ def _source_lines(s: m.Source) -> list[str]:
         if s.repeat:
             bits.append("repeated " + ("forever (num_epochs=None)" if s.num_epochs is None
                                        or s.num_epochs.is_value(None)
+                                       else "once (num_epochs=1)" if s.num_epochs.is_value(1)
                                        else f"{s.num_epochs.value} times" if s.num_epochs.known
                                        else f"{s.num_epochs.text} times (None: forever)"))
         if s.capacity is not None:
@@ -110,20 +129,57 @@ def _source_lines(s: m.Source) -> list[str]:
         return ["; ".join(bits)]
     if s.kind == "dataset":
         return [f"source: {s.data.text}{where}"]
+    if s.kind == "provider":
+        shuffled = ("shuffled only when " + s.shuffle.text if not s.shuffle.known else
+                    "shuffled each epoch" if s.shuffle.value else "shuffled never (shuffle=False)")
+        repeated = ("forever (num_epochs=None)" if s.num_epochs is None or
+                    s.num_epochs.is_value(None) else f"{s.num_epochs.text} times")
+        return [f"source: the files of {s.data.text}.data_sources{where}; {shuffled}; repeated "
+                f"{repeated}"]
     return []
 
 
 def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str]:
     if isinstance(st, m.ReadStage):
+        if st.external:
+            return [f"records: {st.origin} at {at(st.read)} reads the filename queue and makes "
+                    "each record's tensors (defined outside this file)"]
         made = f", made at {at(st.made)}" if st.made else ""
         key = "; its key (the file name) is used" if st.key_used else ""
-        return [f"records: {st.origin} read at {at(st.read)}{made}{key}"]
+        many = (f"; {st.readers.text} readers at once" if st.readers is not None and
+                not st.readers.is_value(1) else "")
+        return [f"records: {st.origin} read at {at(st.read)}{made}{key}{many}"]
+    if isinstance(st, m.DecodeStage):
+        return [f"decoding: {st.decoder} turns each record into {st.items or 'the items'} "
+                f"(provider.get at {at(st.site)}): set where the dataset is made"]
+    if isinstance(st, m.ExternalStage):
+        return [f"the rest: {st.call} at {at(st.site)} takes the queue; its dequeue, "
+                "per-example code and batching are in another module"]
     if isinstance(st, m.MapStage):
         out = _map_lines(st, st.name in seeded)
         if st.parallel is not None:
             out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
         return out + _random_lines(st, root)
     if isinstance(st, m.QueueStage):
+        if st.queue == "random_shuffle" and st.when is not None and (
+                st.site.construct.endswith("DatasetDataProvider")):
+            if st.when.known and not st.when.value:
+                return []
+            cap = f"; common_queue_capacity={st.capacity.text} only bounded it" if (
+                st.capacity) else ""
+            flag = "" if st.when.known else f" when {st.when.text}"
+            return [f"shuffle buffer {st.min_after_dequeue.text}{flag}: common_queue_min of the "
+                    f"DatasetDataProvider at {at(st.site)} (its records' RandomShuffleQueue)"
+                    f"{cap}"]
+        if st.queue == "random_shuffle" and st.when is not None:
+            flag = "shuffle=True" if st.when.known else f"shuffle={st.when.text} is true"
+            if st.when.known and not st.when.value:
+                return []  # the source line says it is never shuffled
+            return [f"shuffle buffer {st.min_after_dequeue.text}: when {flag}, "
+                    f"{st.site.construct} at {at(st.site)} shuffled in a RandomShuffleQueue "
+                    "keeping a quarter of queue_capacity (1000 by default)"]
+        if st.queue == "random_shuffle" and st.site.construct.endswith("RecordInput"):
+            return [f"shuffle buffer: buffer_size of the RecordInput at {at(st.site)}"]
         if st.queue == "random_shuffle":
             cap = f"; capacity={st.capacity.text} only bounded it" if st.capacity else ""
             return [f"shuffle buffer: min_after_dequeue of the RandomShuffleQueue at "
@@ -134,48 +190,147 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
     return [f"{at(o)}: {o.changed}" for o in st.ops if o.changed]
 
 
+def _after_lines(st: m.BatchStage) -> list[str]:
+    """The per-batch map: the script's code after the batch call, and its draws."""
+    if not st.after:
+        return []
+    args = "batch, seed" if st.after_random else "batch"
+    out = [f"{st.after_name}({args}): the script's per-batch code after the batch call, in "
+           "order (what the pipeline function hands out is made here):"] + _step_lines(
+        st.after, "batch")
+    if st.after_random:
+        out.append(f"random draws in {st.after_name} (stateful in the script), as often as the "
+                   "script draws them (once per batch, unless in a loop), with a seed that comes "
+                   "with each batch:")
+    for d in st.after_random:
+        seed = f"seed={d.seed.text}" if d.seed is not None else "unseeded"
+        out.append(f"  {d.construct} ({d.function} {at(d)}, {seed}) -> {d.stateless}")
+    return out
+
+
 def _batch_lines(st: m.BatchStage) -> list[str]:
+    return _batching_lines(st) + _after_lines(st)
+
+
+def _batching_lines(st: m.BatchStage) -> list[str]:
     a = st.args
     out = [f"batching: {st.site.construct} at {at(st.site)}"]
     if a.get("min_after_dequeue") is not None:
         cap = f"; capacity={a['capacity'].text} only bounded the queue" if a.get("capacity") else ""
         out.append(f"  shuffle buffer {a['min_after_dequeue'].text}: its min_after_dequeue{cap}")
     small = a.get("allow_smaller_final_batch")
+    if st.op in ("numpy_input_fn", "pandas_input_fn"):
+        out.append(f"  drop_remainder: {st.op} takes full batches (dequeue_many) when it repeats "
+                   "forever (num_epochs=None), else up to batch_size (dequeue_up_to: the last "
+                   "may be short)")
+        return out
     out.append("  drop_remainder: " + (
         "from dequeue_many (a short last batch is never returned)" if st.op == "dequeue_many"
+        else "RecordInput's batches are always full" if st.op == "get_yield_op"
         else "from dequeue_up_to (the last batch may be short)" if st.op == "dequeue_up_to"
         else "allow_smaller_final_batch is False (the default)" if small is None
         else f"allow_smaller_final_batch={small.text}"))
     if st.padded:
         out.append("  padded_batch: " + ("dynamic_pad=True" if a.get("dynamic_pad") is not None
                                          else "the queue is a PaddingFIFOQueue"))
-    if a.get("enqueue_many") is not None:
-        out.append(f"  enqueue_many={a['enqueue_many'].text}: the tensors held whole batches, so "
-                   "they are unbatched first")
+    many = a.get("enqueue_many")
+    if many is not None and many.is_value(True):
+        out.append("  enqueue_many=True: the tensors held whole batches, so they are unbatched "
+                   "first")
+    elif many is not None and not many.known:
+        out.append(f"  enqueue_many={many.text}: when true, the tensors held whole batches and "
+                   "are unbatched first")
     if st.copies is not None:
         out.append(f"  {st.copies.text} copies of the same preprocessing became one map")
     return out
 
 
-def legend(p: m.Pipeline) -> list[str]:
+def _branch_lines(v: m.Variant) -> list[str]:
+    """Several streams zipped: what each is, and why a shared source keeps them paired."""
     out: list[str] = []
-    seen: set[str] = set()
+    if v.source.kind == "dataset":
+        for b in v.branches:
+            if b.source.kind == "unknown":
+                out.append(f"{b.name}: a dataset made outside this function (unresolved below)")
+                continue
+            block = _source_lines(b.source)
+            for st in b.stages:
+                block += _stage_lines(st, v.root_seed)
+            out += [f"{b.name}: a dataset the chain takes by name, built first"] + [
+                "  " + ln for ln in block]
+        return out + _source_lines(v.source)
+    shared = v.source.kind != "zip"
+    if shared:
+        s = v.source
+        lists = " and ".join(f"{b.source.data.text} ({at(b.source.site)})" for b in v.branches)
+        out += [f"source: the file lists {lists}, zipped; " + _source_lines(
+            m.Source("files", None, m.Code("[]"), s.num_epochs, s.shuffle, None, s.capacity,
+                     s.repeat))[0].split("; ", 1)[-1],
+                f"  the producers share seed={s.seed.text}: their lists are zipped and shuffled "
+                "once, so each element keeps its items together (as the shared seed did for the "
+                "queues); each stream below reads its item, and both see one order because the "
+                "shuffle has that seed"]
+    for b in v.branches:
+        block = [] if shared else _source_lines(b.source)
+        for st in b.stages:
+            block += _stage_lines(st, v.root_seed)
+        out.append(f"{b.name}: " + (f"item {b.component + 1} of the source" if shared else
+                                    "a stream of its own") + ", zipped with the others")
+        out += ["  " + ln for ln in block]
+    names = ", ".join(b.name for b in v.branches)
+    out.append(f"each element of the zip is ({names}): the map below gets them together, as "
+               "the script combined them")
+    return out
+
+
+def _entries(lines: list[str]) -> list[tuple[str, ...]]:
+    """Lines grouped as entries: a top-level line with the indented lines under it."""
+    out: list[list[str]] = []
+    for ln in lines:
+        if out and ln.startswith(" "):
+            out[-1].append(ln)
+        else:
+            out.append([ln])
+    return [tuple(e) for e in out]
+
+
+def legend(p: m.Pipeline) -> list[str]:
+    """What the names stand for: what every variant shares first, then what each adds under
+    its condition."""
+    out: list[str] = []
     seeded = {st.name for v in p.variants for st in v.maps() if st.random}
+    blocks = []
     for v in p.variants:
-        when = " and ".join(c if val else f"not {c}" for c, val in v.when)
-        block = _source_lines(v.source)
+        block = _branch_lines(v) if v.branches else _source_lines(v.source)
         for st in v.stages:
             block += _stage_lines(st, v.root_seed, seeded)
-        new = [ln for ln in block if ln not in seen]
-        if not new:
-            continue
+        blocks.append(_entries(block))
+    head = tail = 0
+    if len(blocks) > 1:  # entries every variant starts and ends with are said once
+        shortest = min(len(b) for b in blocks)
+        while head < shortest and all(b[head] == blocks[0][head] for b in blocks):
+            head += 1
+        while tail < shortest - head and all(b[-1 - tail] == blocks[0][-1 - tail]
+                                             for b in blocks):
+            tail += 1
+    out += [ln for e in blocks[0][:head] for ln in e]
+    said: dict[tuple, str] = {}  # entry -> the condition it was first listed under
+    for v, block in zip(p.variants, blocks):
+        when = " and ".join(c if val else f"not {c}" for c, val in v.when)
+        own = []
+        for e in block[head:len(block) - tail]:
+            if e in said and len(e) > 1:  # listed in full under another condition
+                own.append(f"{e[0].rstrip(':')} (as when {said[e]})")
+            else:
+                own += e
+                said.setdefault(e, when)
         if when and len(p.variants) > 1:
-            out.append(f"when {when}:")
-            new = ["  " + ln for ln in new]
+            out += [f"when {when}:"] + ["  " + ln for ln in own] if own else []
         elif when:
-            out.append(f"built only when {when}")
-        out += new
-        seen.update(block)
+            out += [f"built only when {when}"] + own
+        else:
+            out += own
+    out += [ln for e in blocks[0][len(blocks[0]) - tail:] for ln in e]
     if p.kind == "tf.data":
         out.append("iterate the dataset itself (for element in ds:) instead of its iterator and "
                    "get_next(); a new loop replaces re-running an initializer")

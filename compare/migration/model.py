@@ -14,6 +14,7 @@ combination is a :class:`Variant` with the decisions it was built under.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Union
 
@@ -99,10 +100,15 @@ class Source:
     repeat: bool = True
     feeder: Feeder | None = None
     target: str = ""  # what the script binds each element to (rows: ``image, label``)
+    #: rows: ``data`` lists tensors sliced together (slice_input_producer's tensor_list, one
+    #: tuple per row); False: it is one tensor, sliced as it is (input_producer's input_tensor).
+    columns: bool = True
+    #: How it is shuffled when not per epoch by the source itself (numpy_input_fn: in a queue).
+    shuffle_note: str = ""
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
-               "repeat": self.repeat, "target": self.target}
+               "repeat": self.repeat, "target": self.target, "columns": self.columns}
         for k in ("data", "num_epochs", "shuffle", "seed", "capacity"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
@@ -126,6 +132,9 @@ class ReadStage:
     key_used: bool = False
     target: str = ""
     up_to: Code | None = None  # read_up_to(queue, n): records come n at a time
+    #: ``origin`` is a call defined outside this file that reads the queue and turns each record
+    #: into tensors itself (``reader.prepare_reader(filename_queue)``).
+    external: bool = False
     kind: str = "read"
 
     def to_dict(self) -> dict:
@@ -134,7 +143,7 @@ class ReadStage:
                 "read": self.read.to_dict(), "made": self.made.to_dict() if self.made else None,
                 "args": {k: v.to_dict() for k, v in self.args.items()},
                 "readers": self.readers.to_dict() if self.readers else None,
-                "key_used": self.key_used,
+                "key_used": self.key_used, "external": self.external,
                 "up_to": self.up_to.to_dict() if self.up_to else None}
 
 
@@ -213,11 +222,13 @@ class QueueStage:
     capacity: Code | None = None
     min_after_dequeue: Code | None = None
     seed: Code | None = None
+    #: The flag it shuffles under (numpy_input_fn's ``shuffle``); None: always.
+    when: Code | None = None
     kind: str = "queue"
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "queue": self.queue, "site": self.site.to_dict()}
-        for k in ("capacity", "min_after_dequeue", "seed"):
+        for k in ("capacity", "min_after_dequeue", "seed", "when"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
         return out
@@ -236,6 +247,12 @@ class BatchStage:
     padded: bool = False
     copies: Code | None = None
     tensors: Code | None = None  # the per-example tensors batched, as written
+    #: The script's code after the batch call that makes what the pipeline hands out from the
+    #: batches (``after_name`` is the function the plan gives it), and its random draws (one
+    #: per batch, as in the script).
+    after: list[Step] = dataclasses.field(default_factory=list)
+    after_random: list[RandomDraw] = dataclasses.field(default_factory=list)
+    after_name: str = ""
     kind: str = "batch"
 
     def arg(self, name: str) -> Code | None:
@@ -245,7 +262,9 @@ class BatchStage:
         return {"kind": self.kind, "op": self.op, "site": self.site.to_dict(),
                 "args": {k: v.to_dict() for k, v in self.args.items()}, "padded": self.padded,
                 "copies": self.copies.to_dict() if self.copies else None,
-                "tensors": self.tensors.to_dict() if self.tensors else None}
+                "tensors": self.tensors.to_dict() if self.tensors else None,
+                "after": {"name": self.after_name, "steps": [s.to_dict() for s in self.after],
+                          "random": [r.to_dict() for r in self.after_random]}}
 
 
 @dataclasses.dataclass
@@ -275,7 +294,54 @@ class DatasetStage:
         return {"kind": self.kind, "ops": [o.to_dict() for o in self.ops]}
 
 
-Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage]
+@dataclasses.dataclass
+class DecodeStage:
+    """Records decoded by a decoder made elsewhere (slim's ``dataset.decoder``) into the items
+    the script asks for (``provider.get(['image', 'label'])``, at ``site``)."""
+
+    site: Site
+    decoder: str
+    items: str
+    kind: str = "decode"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "site": self.site.to_dict(), "decoder": self.decoder,
+                "items": self.items}
+
+
+@dataclasses.dataclass
+class ExternalStage:
+    """The rest of the pipeline, built outside this file: ``call`` (as written, at ``site``)
+    takes the queue filled here and dequeues, preprocesses and batches it."""
+
+    site: Site
+    call: str
+    kind: str = "external"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "site": self.site.to_dict(), "call": self.call}
+
+
+Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage,
+              DecodeStage]
+
+
+@dataclasses.dataclass
+class Branch:
+    """One of several streams a pipeline's per-example code combines (an image and its camera
+    file, read by two readers, batched together): ``source`` is its own; when the variant's
+    source is not ``zip`` it zips the file lists of producers that share a seed (so the pairs
+    stay aligned) and the branch reads its item ``component``; ``stages`` is what happens to
+    the stream before the streams are zipped (reading, per-stream queues)."""
+
+    source: Source
+    stages: list
+    component: int = 0
+    name: str = ""  # its dataset variable in the chain (set by the renderer)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "component": self.component,
+                "source": self.source.to_dict(), "stages": [s.to_dict() for s in self.stages]}
 
 
 @dataclasses.dataclass
@@ -288,6 +354,9 @@ class Variant:
     stages: list[Stage]
     root_seed: Code | None = None
     origin: object = None  # the symbolic run it came from (pipelines.Origin): for the emitter
+    #: Several streams zipped before ``stages`` (see :class:`Branch`); ``source`` is then their
+    #: shared source, or kind ``zip`` when each branch has its own.
+    branches: list[Branch] = dataclasses.field(default_factory=list)
 
     def maps(self) -> list[MapStage]:
         return [s for s in self.stages if isinstance(s, MapStage)]
@@ -298,7 +367,23 @@ class Variant:
     def to_dict(self) -> dict:
         return {"when": [{"condition": c, "value": v} for c, v in self.when],
                 "source": self.source.to_dict(), "stages": [s.to_dict() for s in self.stages],
+                "branches": [b.to_dict() for b in self.branches],
                 "root_seed": self.root_seed.to_dict() if self.root_seed else None}
+
+
+@dataclasses.dataclass
+class Attribute:
+    """An attribute of the object a method pipeline runs on (``self.batch_size``), used by the
+    plan: where the class sets it (function, line) and to what, as written."""
+
+    name: str
+    function: str
+    line: int
+    value: str
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass
@@ -319,13 +404,32 @@ class Pipeline:
     chain: str = ""
     legend: list[str] = dataclasses.field(default_factory=list)
     cell: int | None = None
+    #: Every batch or dequeue call of the pipeline: more than one when the script picks one of
+    #: several under a condition (``if shuffle: shuffle_batch(...) else: batch(...)``), each a
+    #: variant; ``end`` is the first.
+    ends: list[Site] = dataclasses.field(default_factory=list)
+    #: A method's pipeline: the attributes of its object the plan uses, and where they are set.
+    attributes: list[Attribute] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"function": self.function, "params": list(self.params), "line": self.line,
                 "cell": self.cell, "kind": self.kind, "end": self.end.to_dict(),
+                "ends": [e.to_dict() for e in self.ends],
+                "attributes": [a.to_dict() for a in self.attributes],
                 "chain": self.chain, "unresolved": [u.to_dict() for u in self.unresolved],
                 "notes": list(self.notes), "legend": list(self.legend),
                 "variants": [v.to_dict() for v in self.variants]}
+
+
+def literal_length(text: str) -> int | None:
+    """How many items a list or tuple written out in ``text`` has (``[a, b]``: 2), else None."""
+    if not text.startswith(("[", "(")):
+        return None
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    return len(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else None
 
 
 def relocate(p: Pipeline, where) -> None:
@@ -354,15 +458,21 @@ def relocate(p: Pipeline, where) -> None:
                     fix(x)
     p.cell, p.line = where(p.line)
     fix(p.end)
+    for e in p.ends:
+        if e is not p.end:
+            fix(e)
     for v in p.variants:
         fix(v)
     fix(p.unresolved)
+    fix(p.attributes)
 
 
 def short_name(qualname: str) -> str:
     """The last part of a qualified function name; top-level code is ``pipeline``."""
-    name = qualname.rsplit(".", 1)[-1]
-    return "pipeline" if name.startswith("<") else name
+    parts = qualname.split(".")
+    if parts[-1] == "__init__" and len(parts) > 1:  # a constructor: its class names it
+        return f"{parts[-2]}_init"
+    return "pipeline" if parts[-1].startswith("<") else parts[-1]
 
 
 def generator_name(f: Feeder) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import re
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
@@ -27,6 +28,7 @@ from compare.migration.values import (
     Module,
     PlaceholderV,
     QueueV,
+    ReaderV,
     StepRec,
     Stream,
     Sym,
@@ -48,8 +50,12 @@ STATELESS: dict[str, str] = {
     "sample_distorted_bounding_box": "tf.image.stateless_sample_distorted_bounding_box",
 }
 _READER_KIND = {"whole_file_reader": "whole_file", "tfrecord_reader": "tfrecord",
+                "record_input": "tfrecord",
                 "text_line_reader": "text_line", "fixed_length_record_reader": "fixed_length",
-                "other_reader": "other", "unknown": "unknown"}
+                "other_reader": "other", "unknown": "unknown", "external": "unknown"}
+_INPUT_FNS = frozenset({"numpy_input_fn", "pandas_input_fn"})
+#: Python functions that only put values into a container or count them.
+_PACKERS = frozenset({"dict", "list", "tuple", "zip", "len"})
 #: Statement budget of the whole analysis: this many per statement of the script, plus a floor.
 BUDGET_PER_STATEMENT = 6
 BUDGET_FLOOR = 20000
@@ -85,6 +91,7 @@ class _Builder:
         self.unresolved: list[m.Unresolved] = []
         self.notes: list[str] = []
         self.stages: list = []
+        self.branches: list[m.Branch] = []
         self.owner = world.entry
 
     # -- code -------------------------------------------------------------------------------
@@ -101,17 +108,25 @@ class _Builder:
         return m.Site(fn, node.lineno, construct or self.seg(getattr(node, "func", node), 80))
 
     # -- steps ------------------------------------------------------------------------------
-    def steps_for(self, stream: Stream, deps: frozenset | None) -> list[StepRec]:
+    def steps_for(self, streams: tuple, deps: frozenset | None) -> list[StepRec]:
+        ids = {id(s) for s in streams}
         recs = [s for s in self.world.steps.values()
-                if (s.stream is stream or s.stream.kind == "float") and (
-                    deps is None and s.stream is stream or deps is not None and s.id in deps)]
+                if (id(s.stream) in ids or s.stream.kind == "float") and (
+                    deps is None and id(s.stream) in ids or deps is not None and s.id in deps)]
         return sorted(recs, key=lambda s: s.id)
 
-    def map_stage(self, stream: Stream, deps: frozenset | None, parallel: m.Code | None,
+    def map_stage(self, streams: tuple, deps: frozenset | None, parallel: m.Code | None,
                   parallel_from: str) -> m.MapStage | None:
-        recs = self.steps_for(stream, deps)
+        recs = self.steps_for(streams, deps)
         if not recs:
             return None
+        stage = m.MapStage("", self.steps(recs, "example"), parallel, parallel_from,
+                           self.random_draws(recs), seqs=tuple(r.seq for r in recs))
+        self.loop_variable_note(recs)
+        return stage
+
+    def steps(self, recs: list[StepRec], per: str) -> list[m.Step]:
+        """The recorded statements as plan steps (one per statement, however often run)."""
         steps, by_stmt = [], collections.OrderedDict()
         for r in recs:
             by_stmt.setdefault(id(r.stmt), []).append(r)
@@ -123,14 +138,67 @@ class _Builder:
                                 self.seg(r.stmt, 160), calls, guards, len(group),
                                 tuple(dict.fromkeys(r.external)), loop=r.loop))
             for name in dict.fromkeys(r.external):
-                self.unresolved.append(m.Unresolved(
-                    f"{name} (called on each example)", r.stmt.lineno,
-                    "defined outside this file: it runs inside Dataset.map as it is; check it "
-                    "for stateful random ops and TF1-only calls"))
-        stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
-                           seqs=tuple(r.seq for r in recs))
-        self.loop_variable_note(stream, recs)
-        return stage
+                self.unresolved.append(self.external_item(name, r.stmt.lineno, per))
+        return steps
+
+    def per_batch(self, end: End) -> None:
+        """The code after the batch call that makes what the pipeline function hands out (its
+        return value, or what a method stores on ``self``): one map over batches. The model
+        and the loop that use the batches in the function itself are not part of it."""
+        batch = next((s for s in self.stages if isinstance(s, m.BatchStage)), None)
+        if batch is None or end.batch is None:
+            return
+        out = [self.world.returned] + ([self.world.me] if self.world.me is not None else [])
+        steps = self.world.steps
+        deps = frozenset().union(*(t.deps for v in out for t in tensors_in(v) if (
+            t.stream is end.batch or any(steps[d].stream is end.batch for d in t.deps))))
+        recs = [r for r in self.world.steps.values() if r.id in deps and (
+            r.stream is end.batch or r.stream.kind == "float")]
+        if recs and not all(self.packing(r.stmt) for r in recs):
+            recs.sort(key=lambda r: r.id)
+            batch.after = self.steps(recs, "batch")
+            batch.after_random = self.random_draws(recs)
+            split = next((s for s in batch.after if "tensorflow.unstack" in s.calls), None)
+            looped = [s for s in batch.after if s.loop]
+            looped = [s for s in looped if s.loop == looped[0].loop]
+            if split is not None and looped:
+                self.notes.append(
+                    f"after the batch, line {split.line} unstacks it and lines "
+                    f"{looped[0].line}-{looped[-1].end_line} process each element in a loop "
+                    f"of {looped[0].loop}: that is per-example code; it belongs in the "
+                    "per-example map, before the batch (its random draws then differ per "
+                    "example as they did)")
+
+    def packing(self, stmt: ast.stmt) -> bool:
+        """A statement that only puts the batches into a container (a namedtuple, a dict, a
+        tuple) and counts things: nothing for a per-batch map to do."""
+        value = getattr(stmt, "value", None)
+        if value is None:
+            return False
+        for n in walk(value):
+            if isinstance(n, ast.Call):
+                name = n.func.id if isinstance(n.func, ast.Name) else ""
+                if name not in self.mod.record_types and name not in _PACKERS:
+                    return False
+            elif isinstance(n, (ast.BinOp, ast.Subscript, ast.Attribute)):
+                return False
+        return True
+
+    def external_item(self, name: str, line: int, per: str = "example") -> m.Unresolved:
+        """A function the per-example (per-batch) code calls that this file does not define
+        (or calls through a decorator that changes what it does)."""
+        decorated = next((fi for fi in self.mod.functions if fi.qualname == name and
+                          fi.decorator), None)
+        if decorated is not None:
+            return m.Unresolved(
+                f"{name} (called on each example, through {decorated.decorator})", line,
+                f"defined at line {decorated.node.lineno}, but the decorator decides what the "
+                "call does (a library's own producer or wrapper): port the body by hand inside "
+                "the map (Python code such as NumPy through tf.numpy_function), and check it "
+                "for randomness")
+        return m.Unresolved(f"{name} (called on each {per})", line,
+                            "defined outside this file: it runs inside Dataset.map as it is; "
+                            "check it for stateful random ops and TF1-only calls")
 
     def random_draws(self, recs: list[StepRec]) -> list[m.RandomDraw]:
         draws: dict[int, m.RandomDraw] = {}
@@ -156,7 +224,7 @@ class _Builder:
                                            and o.seed.text == d.seed.text)
         return out
 
-    def loop_variable_note(self, stream: Stream, recs: list[StepRec]) -> None:
+    def loop_variable_note(self, recs: list[StepRec]) -> None:
         end = self.end
         inputs = end.inputs
         if not (isinstance(inputs, ListV) and inputs.loop is not None and end.kind.endswith(
@@ -176,7 +244,33 @@ class _Builder:
                     parallel_from: str) -> m.Source:
         """The source of ``stream`` (stages before it appended first), then its map stage."""
         source = self.stream_source(stream)
-        stage = self.map_stage(stream, deps, parallel, parallel_from)
+        stage = self.map_stage((stream,), deps, parallel, parallel_from)
+        if stage is not None:
+            self.stages.append(stage)
+        return source
+
+    def from_tensors(self, tensors: list, parallel: m.Code | None, how: str) -> m.Source:
+        """The source of the streams ``tensors`` come from: one stream as :meth:`from_stream`;
+        several (an image and its camera file) as branches zipped before the map that
+        combines them."""
+        tensors = [t for t in tensors if t.stream.kind != "float"] or tensors
+        streams = list({id(t.stream): t.stream for t in tensors}.values())
+        deps = frozenset().union(*(t.deps for t in tensors))
+        if len(streams) == 1:
+            return self.from_stream(streams[0], deps, parallel, how)
+        outer, branches = self.stages, []
+        for s in streams:
+            self.stages = []
+            branches.append(m.Branch(self.stream_source(s), self.stages))
+            self.stages = outer
+        source = _shared_source([b.source for b in branches])
+        if source is not None:
+            for i, b in enumerate(branches):
+                b.component = i
+        else:
+            source = m.Source("zip", None, m.Code(f"{len(branches)} streams"), repeat=False)
+        self.branches = branches
+        stage = self.map_stage(tuple(streams), deps, parallel, how)
         if stage is not None:
             self.stages.append(stage)
         return source
@@ -187,6 +281,8 @@ class _Builder:
                 f"the filename queue given to {self.seg(stream.node.func, 60)}", stream.node,
                 "it is made outside this function (a parameter or another module)")
             self.stages.append(self.read_stage(stream))
+            if stream.reader.kind == "record_input":
+                self.stages.append(self.record_input_shuffle(stream))
             return source
         if stream.kind == "rows":
             a = stream.args
@@ -211,7 +307,13 @@ class _Builder:
     def read_stage(self, stream: Stream) -> m.ReadStage:
         r = stream.reader
         kind = _READER_KIND.get(r.kind, "other")
-        if kind == "unknown":
+        if r.kind == "external":
+            self.unresolved.append(m.Unresolved(
+                f"{r.origin} (reads the filename queue)", stream.node.lineno,
+                "defined outside this file: it reads the records and turns each into tensors "
+                "itself; its record format decides the record dataset (TFRecordDataset for a "
+                "TFRecordReader, ...) and what it does per record the map after it"))
+        elif kind == "unknown":
             self.unresolved.append(m.Unresolved(
                 f"{r.origin} (the reader)", stream.node.lineno,
                 "made outside this file (a parameter, another module or an attribute): its "
@@ -226,10 +328,15 @@ class _Builder:
                 "compression_type (\"GZIP\" or \"ZLIB\")"))
         key_used = bool(stream.key_ids) or any(
             t.key and t.stream is stream for t in tensors_in(self.end.inputs))
+        readers = self.code(stream.loop) if stream.loop is not None else None
+        if r.kind == "record_input":  # its parallelism readers (16 by default)
+            readers = self.code(r.args.get("parallelism")) or m.Code("16", True, 16)
+            r.args = {}
         return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
                            {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
-                           self.code(stream.loop) if stream.loop is not None else None, key_used,
-                           stream.target, self.code(stream.args.get("up_to")))
+                           readers, key_used,
+                           stream.target, self.code(stream.args.get("up_to")),
+                           external=r.kind == "external")
 
     def queue_source(self, q: QueueV, stream: Stream | None) -> m.Source:
         if q.kind == "producer":
@@ -245,17 +352,21 @@ class _Builder:
         if any(isinstance(v, PlaceholderV) for v in _flat(values)):
             return self.generator_source(q, op, values)
         tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
+        params = _params_in(values)
+        if not tensors and params and not op.many:  # one example, made by the caller
+            return self.unknown(f"{', '.join(params)} (a parameter of {self.owner.qualname})",
+                                op.node, "the caller makes the examples enqueued here, outside "
+                                "this function: plan the caller's pipeline, with this "
+                                "function's code in its per-example map")
         if not tensors:  # a queue runner repeats the enqueue until the queue closes
             return m.Source("rows", self.site(op.node, op.fn), self.code(values),
                             repeat=q.copies is not None and not q.closed,
                             shuffle=m.Code("False", True, False),
                             target=stream.target if stream is not None else "")
         copies = q.copies or op.loop
-        deps = frozenset().union(*(t.deps for t in tensors))
         how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
                f"the {copies.text} enqueue calls" if copies is not None else "")
-        return self.from_stream(tensors[0].stream, deps, self.code(copies) if copies else None,
-                                how)
+        return self.from_tensors(tensors, self.code(copies) if copies else None, how)
 
     def producer_source(self, q: QueueV) -> m.Source:
         a = q.args
@@ -264,13 +375,39 @@ class _Builder:
             a.get("shuffle")), seed=self.code(a.get("seed")), capacity=self.code(a.get("capacity")))
         if q.rule == "range_input_producer":
             return m.Source("range", site, self.code(a.get("limit")), **common)
+        if q.rule == "record_input":  # its files in random order, read in parallel, shuffled
+            return m.Source("file_pattern", site, self.code(a.get("file_pattern")),
+                            shuffle=m.Code("True", True, True), seed=common["seed"])
         if q.rule == "input_producer":
-            return m.Source("rows", site, self.code(a.get("input_tensor")), **common)
+            return m.Source("rows", site, self.code(a.get("input_tensor")), **common,
+                            columns=False)
         files = a.get("string_tensor")
         pattern = _pattern(files)
         if pattern is not None:
             return m.Source("file_pattern", site, m.Code(self.seg(pattern, 200)), **common)
         return m.Source("files", site, self.code(files), **common)
+
+    def record_input_shuffle(self, stream: Stream) -> m.QueueStage:
+        a = stream.queue.args
+        return m.QueueStage("random_shuffle", self.site(stream.queue.node, stream.queue.fn),
+                            min_after_dequeue=self.code(a.get("buffer_size")) or m.Code(
+                                "10000", True, 10000), seed=self.code(a.get("seed")))
+
+    def record_input_batch(self, stream: Stream) -> None:
+        """get_yield_op gave batch_size records at once; the script split them and ran its
+        per-record code on each, in a loop: one map before a batch of that size."""
+        q = stream.queue
+        size = self.code(q.args.get("batch_size"))
+        self.stages.append(m.BatchStage("get_yield_op", self.site(stream.node, stream.fn),
+                                        {"batch_size": size} if size else {}))
+        loops = {s.loop for s in self.steps_for((stream,), None) if s.loop}
+        if loops:
+            self.unresolved.append(m.Unresolved(
+                f"the per-record code's loop over the batch ({', '.join(sorted(loops))})",
+                stream.node.lineno,
+                "the script runs it once per position in the batch; one Dataset.map has no "
+                "position: where the code uses it (to pick a method or a seed), draw it per "
+                "example or number the records with .enumerate()"))
 
     def queue_stage(self, q: QueueV) -> m.QueueStage:
         a = q.args
@@ -286,9 +423,19 @@ class _Builder:
             f"{name} (the slim Dataset given to DatasetDataProvider)", p.node.lineno,
             "its data_sources, reader and decoder are set where it is made (another module): "
             "they decide the files, the record dataset and the decoding map"))
-        return m.Source("provider", self.site(p.node, p.fn), m.Code(name),
-                        self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
-                        self.code(a.get("seed")), self.code(a.get("common_queue_capacity")))
+        site = self.site(p.node, p.fn)
+        shuffle = self.code(a.get("shuffle")) or m.Code("True", True, True)  # slim's defaults
+        readers = self.code(a.get("num_readers")) or m.Code("1", True, 1)
+        self.stages.append(m.ReadStage("unknown", f"{name}.reader", site, readers=readers))
+        self.stages.append(m.QueueStage(
+            "random_shuffle", site, self.code(a.get("common_queue_capacity")) or m.Code(
+                "256", True, 256), self.code(a.get("common_queue_min")) or m.Code(
+                "128", True, 128), self.code(a.get("seed")), when=shuffle))
+        items = stream.rows.text if stream.rows is not None else ""
+        self.stages.append(m.DecodeStage(self.site(stream.node, stream.fn), f"{name}.decoder",
+                                         items))
+        return m.Source("provider", site, m.Code(name), self.code(a.get("num_epochs")), shuffle,
+                        self.code(a.get("seed")), repeat=True)
 
     def generator_source(self, q: QueueV, op: EnqueueV, values: Val) -> m.Source:
         holders = [v for v in _flat(values) if isinstance(v, PlaceholderV)]
@@ -305,6 +452,13 @@ class _Builder:
                 "no sess.run(..., feed_dict=...) in this file feeds it"))
         thread = fn.rsplit(".", 1)[-1] in self.mod.threads
         feeder = m.Feeder(fn, thread, feeds, signature, tuple(sorted(names)))
+        if runs:
+            self.unresolved.append(m.Unresolved(
+                f"{m.generator_name(feeder)} (the generator)", op.node.lineno,
+                f"its body is the Python code of {fn} that fed the placeholders "
+                f"({_lines_text(ln for ln, _ in feeds)}): "
+                "write that loop as a generator that yields the values instead of running the "
+                "enqueue op"))
         return m.Source("generator", self.site(op.node, op.fn), m.Code(fn or "feeder"),
                         repeat=False, feeder=feeder)
 
@@ -321,14 +475,66 @@ class _Builder:
                                             padded=end.queue.kind == "padding_fifo"))
         elif end.kind == "stream":
             source = self.from_stream(end.stream, None, None, "")
-        elif end.kind == "queue":
+            if end.stream.reader is not None and end.stream.reader.kind == "record_input":
+                self.record_input_batch(end.stream)
+        elif end.kind in ("queue", "external"):
             source = self.queue_source(end.queue, None)
             if end.queue.kind != "producer":
                 self.stages.append(self.queue_stage(end.queue))
+            if end.kind == "external":
+                self.handed_out(end)
+        elif end.kind in _INPUT_FNS:
+            source = self.input_fn_variant(end)
         else:
             source = self.batch_variant(end)
+        self.per_batch(end)
         return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
-                         origin=Origin(self.world, end))
+                         origin=Origin(self.world, end), branches=self.branches)
+
+    def input_fn_variant(self, end: End) -> m.Source:
+        """tf.estimator's numpy_input_fn / pandas_input_fn: arrays (a DataFrame) fed to a queue
+        from Python, shuffled in a RandomShuffleQueue of a quarter of queue_capacity, batched
+        with dequeue_many when it repeats forever, dequeue_up_to otherwise."""
+        a = end.args
+        site = self.site(end.node, end.fn, end.construct)
+        params = rule_for(self.mod.scan.resolved.get(id(end.node), "")).params
+        x_node, y_node = _arg(end.node, "x", params), _arg(end.node, "y", params)
+        x = self.seg(x_node, 200) if x_node is not None else "x"
+        if end.kind == "pandas_input_fn":
+            x = f"dict({x})"
+        has_y = y_node is not None and not (isinstance(y_node, ast.Constant)
+                                            and y_node.value is None)
+        data = m.Code(f"({x}, {self.seg(y_node, 200)})" if has_y else x)
+        epochs = self.code(a.get("num_epochs")) or m.Code("1", True, 1)
+        capacity = self.code(a.get("queue_capacity"))
+        buffer = m.Code(f"{capacity.text} // 4") if capacity is not None and not capacity.known \
+            else m.Code(str((capacity.value if capacity is not None else 1000) // 4), True,
+                        (capacity.value if capacity is not None else 1000) // 4)
+        shuffle = self.code(a.get("shuffle"))
+        self.stages.append(m.QueueStage("random_shuffle", site, capacity, buffer,
+                                        self.code(a.get("seed")),
+                                        when=shuffle or m.Code("None", True, None)))
+        forever = epochs.is_value(None)
+        small = m.Code(str(not forever), True, not forever) if epochs.known else m.Code(
+            f"{epochs.text} is not None")
+        args = {"batch_size": self.code(a.get("batch_size")) or m.Code("128", True, 128),
+                "allow_smaller_final_batch": small}
+        threads = self.code(a.get("num_threads"))
+        if threads is not None:
+            args["num_threads"] = threads
+        self.stages.append(m.BatchStage(end.kind, site, args))
+        never = shuffle is not None and shuffle.known and not shuffle.value
+        return m.Source("rows", site, data, epochs, m.Code("False", True, False), columns=False,
+                        shuffle_note="" if never else "in the queue below, not per epoch")
+
+    def handed_out(self, end: End) -> None:
+        call = end.args.get("call") or self.seg(end.node, 80)
+        self.stages.append(m.ExternalStage(self.site(end.node, end.fn, end.construct), call))
+        self.unresolved.append(m.Unresolved(
+            f"{call} (takes the queue)", end.node.lineno,
+            "defined outside this file (another module builds the batch): it dequeues the "
+            "queue and makes the rest of the pipeline, its per-example code and its batching; "
+            "port that part there, continuing this dataset"))
 
     def batch_variant(self, end: End) -> m.Source:
         inputs = end.inputs
@@ -342,21 +548,78 @@ class _Builder:
             copies is not None) else (threads, f"num_threads of {end.construct}") if (
             threads is not None) else (None, "")
         if tensors:
-            deps = frozenset().union(*(t.deps for t in tensors))
-            source = self.from_stream(tensors[0].stream, deps, self.code(parallel), how)
+            source = self.from_tensors(tensors, self.code(parallel), how)
         else:
-            source = self.unknown(f"the tensors given to {end.construct}", end.node,
-                                  "they do not come from a reader, producer or queue in this "
-                                  "file")
+            source = self.unknown(*self.made_elsewhere(end))
         args = {k: c for k, v in end.args.items() if k not in ("tensors", "tensors_list")
                 and (c := self.code(v)) is not None}
+        self.placeholder_args(end)
+        self.bucket_key(end)
         padded = args.get("dynamic_pad")
         self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct), args,
                                         padded=bool(padded and padded.is_value(True)),
                                         copies=self.code(copies), tensors=self.code(inputs)))
         return source
 
+    def made_elsewhere(self, end: End) -> tuple[str, ast.AST, str]:
+        """What, where and why for batched tensors no reader, producer or queue here made."""
+        inputs = end.inputs
+        what = f"the tensors given to {end.construct}"
+        parts = _flat(inputs) if isinstance(inputs, ListV) else [inputs]
+        params = [p.param for p in parts if isinstance(p, Sym) and p.param]
+        calls = [p.node for p in parts if isinstance(getattr(p, "node", None), ast.Call)]
+        if calls:
+            call = calls[0]
+            name = inputs.text if inputs is not None and inputs.text.isidentifier() else (
+                "the batched tensors")
+            return (f"{name} (made by {self.seg(call, 60)} at line {call.lineno})", call,
+                    "that call is defined outside this file (a parameter's method or another "
+                    "module): the dataset starts from what it reads")
+        if params:
+            return (f"{what} ({', '.join(dict.fromkeys(params))}, a parameter of "
+                    f"{self.owner.qualname})", end.node,
+                    "the caller makes its elements, outside this function: start the dataset "
+                    "there (or take a dataset as the parameter)")
+        return (what, end.node, "they do not come from a reader, producer or queue in this file")
+
+    def bucket_key(self, end: End) -> None:
+        """Bucketing by a per-example value: tf.data wants it as a function of the element."""
+        arg = {"bucket_by_sequence_length": "input_length", "bucket": "which_bucket"}.get(
+            end.kind)
+        if arg is None:
+            return
+        value = end.args.get(arg)
+        self.unresolved.append(m.Unresolved(
+            f"{arg}={value.text if value is not None else '...'} (per example)", end.node.lineno,
+            "the script computed it with the example's tensors; the Dataset method takes a "
+            "function of the element: write it to compute the same value from the element"))
+
+    def placeholder_args(self, end: End) -> None:
+        """A batch size (or any batching argument) fed through a placeholder at each run."""
+        for k, v in end.args.items():
+            if not isinstance(v, PlaceholderV):
+                continue
+            names = {v.stored, v.text} - {""}
+            lines = sorted({ln for r in self.mod.feeds for key, _, ln in r.feeds if key in names})
+            fed = f" ({_lines_text(lines)})" if lines else ""
+            self.unresolved.append(m.Unresolved(
+                f"{k}={v.text} (a placeholder)", end.node.lineno,
+                f"the script feeds it at each sess.run{fed}; a tf.data chain takes a Python "
+                f"value: make {k} an argument of the function that builds the dataset (one "
+                "dataset per value it takes)"))
+
     def dataset_variant(self, ds: DatasetV) -> m.Source:
+        """A tf.data pipeline the script builds, traced back to its start: the datasets it
+        takes by name (``zip((ds, counter))``) are branches built first, each from its own
+        start; a start made elsewhere is unresolved."""
+        outer = self.stages
+        for name, sub in _inputs_first(ds):
+            self.stages = []
+            self.branches.append(m.Branch(self.dataset_source(sub), self.stages, name=name))
+            self.stages = outer
+        return self.dataset_source(ds)
+
+    def dataset_source(self, ds: DatasetV) -> m.Source:
         head = ds.head
         if head[0] == "call":
             _, qual, node, fr, pos, kw = head
@@ -367,13 +630,46 @@ class _Builder:
         else:
             value = head[1]
             param = getattr(value, "param", "")
+            line_node = head[2] if len(head) > 2 else ds.ops[0][1] if ds.ops else self.end.node
             source = self.unknown(
-                f"{value.text or 'the dataset'}" + (f" (a parameter of {self.owner.qualname})"
-                                                    if param else ""),
-                self.end.node, "the dataset it continues is made outside this function")
+                f"{param} (a parameter of {self.owner.qualname})" if param else
+                value.text or "the dataset", line_node, "the dataset it continues is made outside this function: the "
+                "chain starts there")
         self.stages.append(m.DatasetStage(_chain.dataset_ops(ds.ops, self.seg,
                                                           self.mod.scan.resolved)))
         return source
+
+
+def _inputs_first(ds: DatasetV, depth: int = 0) -> list[tuple[str, DatasetV]]:
+    """The datasets ``ds`` takes by name, each after the ones it takes itself."""
+    out: list[tuple[str, DatasetV]] = []
+    for name, sub in ds.inputs if depth < 6 else ():
+        out += _inputs_first(sub, depth + 1) + [(name, sub)]
+    return out
+
+
+def _shared_source(sources: list[m.Source]) -> m.Source | None:
+    """One source for producers that shuffle with one and the same seed (SfMLearner's image
+    and camera file lists, ``seed=seed`` on both): their lists zipped into rows, shuffled once
+    with that seed, so each element keeps its pair. None when they do not share one."""
+    first = sources[0]
+    if first.kind != "files" or first.seed is None or first.seed.is_value(None):
+        return None
+    def same(a: m.Code | None, b: m.Code | None) -> bool:
+        return (a.text if a else None) == (b.text if b else None)
+    for s in sources[1:]:
+        if s.kind != "files" or not all(same(getattr(s, k), getattr(first, k))
+                                        for k in ("seed", "shuffle", "num_epochs")):
+            return None
+    data = m.Code("[" + ", ".join(s.data.text for s in sources) + "]")
+    return m.Source("rows", first.site, data, first.num_epochs, first.shuffle, first.seed,
+                    first.capacity, first.repeat)
+
+
+def _lines_text(lines) -> str:
+    """``line 3`` or ``lines 3, 9``."""
+    distinct = list(dict.fromkeys(lines))
+    return ("line " if len(distinct) == 1 else "lines ") + ", ".join(map(str, distinct))
 
 
 def _mentions(var: str, rec: StepRec) -> bool:
@@ -438,8 +734,10 @@ def _source_path(end: End, depth: int = 0) -> tuple[tuple[str, ...], bool]:
     if end.kind == "iterator":
         head = end.dataset.head
         return (head[3].path, True) if head[0] == "call" else (end.path, False)
-    if end.kind in ("dequeue_many", "dequeue_up_to", "queue"):
+    if end.kind in ("dequeue_many", "dequeue_up_to", "queue", "external"):
         return _queue_path(end.queue, depth)
+    if end.kind in _INPUT_FNS:  # the arrays it is given are its source
+        return end.path, True
     stream = end.stream if end.kind == "stream" else next(
         (t.stream for t in tensors_in(end.inputs)), None)
     return _stream_path(stream, depth) if stream is not None else (end.path, False)
@@ -458,10 +756,16 @@ def _stream_path(stream: Stream, depth: int) -> tuple[tuple[str, ...], bool]:
 def _queue_path(q: QueueV, depth: int) -> tuple[tuple[str, ...], bool]:
     if q.kind == "producer" or not q.enqueues:
         return q.path, q.kind == "producer"
-    tensors = [t for t in tensors_in(q.enqueues[0].values) if t.stream.kind != "float"]
+    values = q.enqueues[0].values
+    tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
     if tensors and depth < 6:
         return _stream_path(tensors[0].stream, depth + 1)
-    return q.path, True
+    return q.path, not _params_in(values)  # rows of the function's own parameters: a helper
+
+
+def _params_in(val: Val) -> list[str]:
+    """The entry parameters a value is made of (a helper's ``input_tensors``)."""
+    return list(dict.fromkeys(v.param for v in _flat(val) if isinstance(v, Sym) and v.param))
 
 
 def _implicit_ends(world: World, dequeued: set[str]) -> list[End]:
@@ -572,17 +876,71 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
     if stopped:
         notes.append("The analysis stopped early (statement budget spent): pipelines after that "
                      "point are not planned.")
-    out = [_pipeline(mod, g) for g in _drop_covered(groups)]
+    out = _merge_alternatives([(_pipeline(mod, g), g) for g in _drop_covered(groups)])
     out.sort(key=lambda p: (p.line, p.function))
     _same_feeder_notes(out)
     root = _root_seed(mod)
     for p in out:
         for v in p.variants:
             v.root_seed = root
+        p.chain, p.legend = _chain.render(p)
+        p.attributes = _attributes(p)
         if where is not None:
             m.relocate(p, where)
-        p.chain, p.legend = _chain.render(p)
+            p.chain, p.legend = _chain.render(p)
+        p.legend += _attribute_lines(p)
     return out, notes
+
+
+def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.Pipeline]:
+    """One pipeline for batch calls that are alternatives of one another: made in the same
+    function, never both in one run (``if shuffle: shuffle_batch(...) else: batch(...)``,
+    ``if use_datasets: <tf.data> else: <RecordInput>``); each call's plan becomes a variant,
+    under its condition."""
+    out: list[tuple[m.Pipeline, list[_Found]]] = []
+    for p, group in built:
+        worlds = {id(f.world) for f in group}
+        for q, other in out:
+            if q.function == p.function and not worlds & {id(f.world) for f in other}:
+                q.variants += p.variants
+                q.ends.append(p.end)
+                q.unresolved += [u for u in p.unresolved if u not in q.unresolved]
+                q.notes += [n for n in p.notes if n not in q.notes]
+                other += group
+                break
+        else:
+            out.append((p, list(group)))
+    for q, _ in out:
+        q.ends.sort(key=lambda s: s.line)
+        if len(q.ends) > 1:
+            q.line, q.end = min(q.line, q.ends[0].line), q.ends[0]
+            q.variants = _distinct(q.variants)
+    return [q for q, _ in out]
+
+
+def _attributes(p: m.Pipeline) -> list[m.Attribute]:
+    """The attributes of ``self`` the plan of a method pipeline uses, where the class sets them
+    (its ``__init__`` first) and to what."""
+    me = next((v.origin.world.me for v in p.variants if v.origin is not None
+               and v.origin.world.me is not None), None)
+    if me is None or not me.origins:
+        return []
+    said = "\n".join([p.chain, *p.legend] + [f"{u.what} {u.why}" for u in p.unresolved])
+    used = dict.fromkeys(re.findall(rf"\b{re.escape(me.text)}\.(\w+)", said))
+    pipeline_parts = (QueueV, ReaderV, EnqueueV, PlaceholderV)  # the chain replaces these
+    return [m.Attribute(f"{me.text}.{a}", *me.origins[a]) for a in used if a in me.origins
+            and not isinstance(me.attrs.get(a), pipeline_parts)]
+
+
+def _attribute_lines(p: m.Pipeline) -> list[str]:
+    if not p.attributes:
+        return []
+    out = [f"the object's attributes the plan uses (the port takes them as parameters, or "
+           f"keeps {m.short_name(p.function)} a method):"]
+    for a in p.attributes:
+        where = f"cell {a.cell} line {a.line}" if a.cell else f"line {a.line}"
+        out.append(f"  {a.name} = {a.value} ({a.function} {where})")
+    return out
 
 
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:
@@ -626,6 +984,12 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
         getattr(end.node, "func", end.node), 80))
     if end.kind == "iterator" and line != end.node.lineno:
         site = m.Site(end.fn, line, f".{_batch_op(group)}, then {end.construct}")
+    if entry.parent is not None and entry.name in mod.structural and (
+            entry.name not in mod.callees.get(entry.parent.name, ())):
+        notes.insert(0, f"{entry.name} is made by {entry.parent.qualname}, which hands it out "
+                        f"without calling it: {entry.parent.qualname}'s parameters "
+                        f"({', '.join(entry.parent.params) or 'none'}) are what its caller "
+                        "passes")
     if end.fn != entry.qualname:
         notes.insert(0, f"its {site.construct} is in {end.fn} (line {site.line}), called from "
                         f"{entry.qualname}")
@@ -635,7 +999,7 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
     if any(v.source.kind == "generator" for v in variants):
         kind = "feeding"
     return m.Pipeline(entry.qualname, tuple(entry.params), line, site, kind, variants,
-                      unresolved, notes)
+                      unresolved, notes, ends=[site])
 
 
 def _distinct(variants: list[m.Variant]) -> list[m.Variant]:
