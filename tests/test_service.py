@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -125,10 +126,12 @@ def test_modern_run_cli_on_the_service_end_to_end(service, twelve_jpegs, tmp_pat
 
     assert run["data_service"] == {"address": address.target, "processing_mode": "distributed_epoch",
                                    "workers": sorted(list_workers(address)), "worker_count": 2,
+                                   "not_answering": {},
                                    # nothing went wrong: nothing lost, nothing made again
-                                   "timeout_s": 60.0, "lost_workers": [],
-                                   "dispatcher_outages": [], "reproduced_indices": [],
-                                   "reproduced_count": 0, "reproduced_because": None}
+                                   "timeout_s": 60.0, "lost_worker_wait_s": 10.0,
+                                   "lost_workers": [], "dispatcher_outages": [],
+                                   "reproduced_indices": [], "reproduced_count": 0,
+                                   "reproduced_because": None, "duplicate_indices": []}
     assert len(run["data_service"]["workers"]) == 2
     # the images a local run with this seed reads, with the same index -> image pairs
     assert sorted(run["step_indices"]) == list(range(steps))
@@ -166,6 +169,18 @@ def test_check_service_refuses_what_cannot_serve():
     try:
         target = f"grpc://127.0.0.1:{ds.bound_address(lonely, '127.0.0.1').port}"
         with pytest.raises(InputError, match="no workers registered"):
+            ds.check_service(target)
+        # a worker that registered and is gone stays registered (TF never unregisters one)
+        gone = ds.start_worker(ds.parse_address(target), 0, "127.0.0.1", wait_s=10)
+        deadline = time.monotonic() + 30
+        while not ds.list_workers(ds.parse_address(target)):
+            assert time.monotonic() < deadline, "the worker did not register in 30 s"
+            time.sleep(0.1)
+        gone_address = ds.list_workers(ds.parse_address(target))[0]
+        gone.stop()
+        with pytest.raises(InputError, match=f"none of the dispatcher's 1 registered worker"
+                                             f"\\(s\\) answers \\({gone_address}: connection "
+                                             f"refused\\)"):
             ds.check_service(target)
     finally:
         lonely.stop()
