@@ -37,6 +37,7 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from common.errors import InputError, RunFailed
+from modern.bind import DEFAULT_BIND, EVERY_INTERFACE
 
 PROCESSING_MODE = "distributed_epoch"
 PROTOCOL = "grpc"
@@ -222,24 +223,33 @@ def distribute(ds, target: str):
         compression=COMPRESSION))
 
 
-def exposure_warning(role: str, port: int | None) -> str:
+def exposure_warning(role: str, port: int | None, bind: str = DEFAULT_BIND) -> str:
     """The warning a dispatcher or worker prints first: who can reach it and what they can do.
 
-    TensorFlow cannot bind a tf.data service server to one interface: ``GrpcDataServerBase::
-    Start`` (``tensorflow/core/data/service/server_lib.cc``) always listens on
-    ``"0.0.0.0:" + port`` (``ss -ltn`` shows ``*:PORT``, IPv4 and IPv6), with no option in
-    ``DispatcherConfig`` or ``WorkerConfig`` to change it, and the ``grpc`` protocol has no
-    authentication. The dispatcher builds every dataset graph a client registers (to split
-    it), the workers run them.
+    The ``grpc`` protocol of tf.data service has no authentication or TLS, and the dispatcher
+    builds every dataset graph a client registers (to split it), the workers run them. Who can
+    reach the port depends on ``bind`` (:mod:`modern.bind`): 127.0.0.1, this machine's
+    processes; another address, whoever reaches that network; ``0.0.0.0``, every interface
+    (TensorFlow's own ``"0.0.0.0:" + port`` in ``server_lib.cc``; ``ss -ltn`` shows
+    ``*:PORT``, IPv4 and IPv6).
     """
 
     where = f"port {port}" if port else "its port"
-    return (f"WARNING: this {role} listens on {where} of EVERY network interface, not only "
-            f"127.0.0.1 (TensorFlow's tf.data service always binds 0.0.0.0 and offers no way "
-            f"to choose), without authentication: anyone who can reach the port can send "
-            f"dataset graphs that this process runs as user {getpass.getuser()!r} (graph ops "
-            f"read and write files). Run it on a private network, or let a firewall admit only "
-            f"your own hosts to this port (README, 'Who can get in').")
+    runs = (f"without authentication, and it runs the dataset graphs clients send as user "
+            f"{getpass.getuser()!r} (graph ops read and write files)")
+    if bind == DEFAULT_BIND:
+        return (f"note: this {role} listens on {bind} only ({where}; --bind): every process "
+                f"on this machine, of any user, can reach it, {runs}. To serve other machines "
+                f"use --bind with an address on a private network, or --bind {EVERY_INTERFACE} "
+                f"behind a firewall (README, 'Who can get in').")
+    if bind == EVERY_INTERFACE:
+        return (f"WARNING: this {role} listens on {where} of EVERY network interface "
+                f"(--bind {bind}), {runs}: anyone who can reach the port can. Run it on a "
+                f"private network, or let a firewall admit only your own hosts to this port "
+                f"(README, 'Who can get in').")
+    return (f"WARNING: this {role} listens on {bind} only ({where}; --bind): anyone who can "
+            f"reach that address can reach it, {runs}. Keep that network private, or let a "
+            f"firewall admit only your own hosts to this port (README, 'Who can get in').")
 
 
 def this_host() -> str:
@@ -253,7 +263,8 @@ def _server_error(what: str, port: int, e: Exception) -> InputError:
 
 
 def start_dispatcher(port: int = 0, work_dir: str | None = None):
-    """A tf.data service dispatcher listening on ``port`` (0: any free port), all interfaces.
+    """A tf.data service dispatcher listening on ``port`` (0: any free port), on every
+    interface unless this process runs with :mod:`modern.bind`'s shim.
 
     With ``work_dir`` it journals its state there (fault-tolerant mode) and recovers the
     registered datasets and jobs after a restart with the same folder.

@@ -37,6 +37,9 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.slow
 
 STEPS = 200  # the client is paused after its first step: the rest are read after the fault
+#: compare.run's child's --service_timeout (and --lost_worker_wait, so that the hung worker is
+#: noticed, within ~7 s, before a lost one's wait could end the stall).
+CHILD_TIMEOUT_S = 20
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
@@ -295,7 +298,8 @@ class _CompareChild:
             try:
                 self.result["run"] = run_in_child("modern", out, images.split(","), STEPS, 5,
                                                   self.log, data_service=target,
-                                                  service_timeout=15,
+                                                  service_timeout=CHILD_TIMEOUT_S,
+                                                  lost_worker_wait=CHILD_TIMEOUT_S,
                                                   relay=self.relayed.append)
             except BaseException as e:  # noqa: BLE001 -- handed to the test
                 self.result["error"] = e
@@ -353,8 +357,9 @@ def test_no_worker_left_signals_and_the_timeout_end_the_wait(servers, images, tm
     from common.errors import RunFailed
 
     _, target, [(dead, dead_address), (hung, hung_address)] = servers.cluster(2)
-    with _modern_run(tmp_path, "term", images, target) as term, \
-            _modern_run(tmp_path, "int", images, target) as sigint, \
+    wait = ("--lost_worker_wait", "30")  # as the child's
+    with _modern_run(tmp_path, "term", images, target, *wait) as term, \
+            _modern_run(tmp_path, "int", images, target, *wait) as sigint, \
             _CompareChild(tmp_path, target, images) as child:
         _paused_after_first_step(term, sigint, child)
         servers.kill(dead)
@@ -363,8 +368,8 @@ def test_no_worker_left_signals_and_the_timeout_end_the_wait(servers, images, tm
         for c in (term, sigint, child):
             c.resume()
         for c in (term, sigint, child):  # the hung one is noticed too: two probes unanswered
-            c.wait_for("no worker left", timeout=30)
-        assert time.monotonic() - t_fault < 30
+            c.wait_for("no worker left", timeout=CHILD_TIMEOUT_S)
+        assert time.monotonic() - t_fault < CHILD_TIMEOUT_S
         time.sleep(1.0)  # blocked inside a service read now
         for c, sig in ((term, signal.SIGTERM), (sigint, signal.SIGINT)):
             t0 = time.monotonic()
@@ -373,7 +378,7 @@ def test_no_worker_left_signals_and_the_timeout_end_the_wait(servers, images, tm
             assert time.monotonic() - t0 < 10
         child.thread.join(timeout=60)
         assert not child.thread.is_alive(), "compare.run's modern child still running"
-    assert time.monotonic() - t_fault < 15 + 30  # the timeout, and the partial profile
+    assert time.monotonic() - t_fault < CHILD_TIMEOUT_S + 30  # the timeout, the partial profile
     for c, sig in ((term, "SIGTERM"), (sigint, "SIGINT")):
         assert f"interrupted by {sig}; partial results kept in" in c.stderr
         partial = c.err_path.with_suffix("") / "partial"
@@ -386,7 +391,8 @@ def test_no_worker_left_signals_and_the_timeout_end_the_wait(servers, images, tm
     assert line.startswith(f"{prog}every tf.data service worker of {target} is gone"), line
     assert f"{dead_address} (connection refused)" in line, line
     assert f"{hung_address} (no answer in" in line, line
-    assert "and no element came for 15 s" in line and f"of {STEPS} steps done" in line, line
+    assert f"and no element came for {CHILD_TIMEOUT_S} s" in line, line
+    assert f"of {STEPS} steps done" in line, line
     assert line.endswith(f"partial results kept in {tmp_path / 'child' / 'partial'}"), line
     assert isinstance(child.result.get("error"), RunFailed), child.result
     assert str(child.result["error"]).startswith("every tf.data service worker"), child.result
@@ -401,13 +407,14 @@ def test_a_dispatcher_killed_and_restarted_on_the_same_port(servers, images, tmp
     journal = tmp_path / "journal" if work_dir else None
     dispatcher, target, _ = servers.cluster(1, journal)
     port = int(target.rsplit(":", 1)[1])
-    with _modern_run(tmp_path, "run", images, target) as client:
+    # a timeout long enough for a restart on a busy machine (TensorFlow's import alone)
+    with _modern_run(tmp_path, "run", images, target, "--service_timeout", "150") as client:
         _paused_after_first_step(client)
         servers.kill(dispatcher)
         client.resume()
         client.wait_for("stopped answering", timeout=20)
         servers.dispatcher(port, journal)  # the same port, and folder if any
-        code = client.wait(timeout=120)
+        code = client.wait(timeout=150)
     if work_dir:  # TF's fault-tolerant mode: the job goes on
         assert code == 0, client.stderr[-3000:]
         assert "answers again after" in client.stderr
