@@ -82,10 +82,10 @@ def shim_path(bind: str = DEFAULT_BIND) -> Path:
     cc = os.environ.get("CC") or next(
         (c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
     if not cc:
-        raise InputError(f"--bind {bind}: no C compiler (cc) "
-                         f"to build the small shim that narrows TensorFlow's every-interface "
-                         f"bind; install one (e.g. apt-get install gcc), or use --bind "
-                         f"{EVERY_INTERFACE} and a firewall (README, 'Who can get in')")
+        raise InputError(f"--bind {bind}: no C compiler (cc) to build the small shim that "
+                         f"narrows TensorFlow's every-interface bind; install one (e.g. apt-get "
+                         f"install gcc), or use --bind {EVERY_INTERFACE} and a firewall "
+                         f"(README, 'tf.data service: who can get in')")
     target.parent.mkdir(parents=True, exist_ok=True)
     instead = f"(for --bind {bind}); or use --bind {EVERY_INTERFACE} and a firewall"
     with tempfile.TemporaryDirectory(prefix="bind-shim-") as tmp:

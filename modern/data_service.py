@@ -180,8 +180,9 @@ def no_answer_reason(e, timeout_s: float) -> str:
     """Why a dispatcher did not answer (a ``grpc.RpcError``), in a few words."""
 
     detail = (e.details() or "").lower()
-    return ("cannot resolve the host name" if "resolv" in detail
+    return ("cannot resolve the host name" if "resolv" in detail or "dns resolution" in detail
             else "connection refused" if "refused" in detail
+            else "connection reset" if "reset by peer" in detail
             else f"no answer in {timeout_s:g} s"
             if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED else e.details() or str(e.code()))
 
@@ -241,15 +242,16 @@ def exposure_warning(role: str, port: int | None, bind: str = DEFAULT_BIND) -> s
         return (f"note: this {role} listens on {bind} only ({where}; --bind): every process "
                 f"on this machine, of any user, can reach it, {runs}. To serve other machines "
                 f"use --bind with an address on a private network, or --bind {EVERY_INTERFACE} "
-                f"behind a firewall (README, 'Who can get in').")
+                f"behind a firewall (README, 'tf.data service: who can get in').")
     if bind == EVERY_INTERFACE:
         return (f"WARNING: this {role} listens on {where} of EVERY network interface "
                 f"(--bind {bind}), {runs}: anyone who can reach the port can. Run it on a "
                 f"private network, or let a firewall admit only your own hosts to this port "
-                f"(README, 'Who can get in').")
+                f"(README, 'tf.data service: who can get in').")
     return (f"WARNING: this {role} listens on {bind} only ({where}; --bind): anyone who can "
             f"reach that address can reach it, {runs}. Keep that network private, or let a "
-            f"firewall admit only your own hosts to this port (README, 'Who can get in').")
+            f"firewall admit only your own hosts to this port (README, 'tf.data service: who "
+            f"can get in').")
 
 
 def this_host() -> str:

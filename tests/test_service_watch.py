@@ -20,7 +20,7 @@ import grpc
 import pytest
 
 from common.errors import RunFailed
-from modern.data_service import Address, probe_worker
+from modern.data_service import Address, no_answer_reason, probe_worker
 from modern.service_watch import (
     DEFAULT_LOST_WORKER_WAIT_S,
     Health,
@@ -254,6 +254,21 @@ def test_probe_worker_says_why():
         assert time.monotonic() - t0 < 2.0
         worker.hung.set()
         assert probe_worker(worker.address, 0.3) == "no answer in 0.3 s"
+
+
+@pytest.mark.parametrize("details, code, reason", [
+    ("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:5050: Failed to "
+     "connect to remote host: Connection refused", grpc.StatusCode.UNAVAILABLE,
+     "connection refused"),
+    ("Stream removed (recvmsg:Connection reset by peer (104))", grpc.StatusCode.UNAVAILABLE,
+     "connection reset"),
+    ("Deadline Exceeded", grpc.StatusCode.DEADLINE_EXCEEDED, "no answer in 2 s"),
+    ("DNS resolution failed for nohost:5050", grpc.StatusCode.UNAVAILABLE,
+     "cannot resolve the host name"),
+    ("", grpc.StatusCode.INTERNAL, "StatusCode.INTERNAL"),
+])
+def test_why_a_server_did_not_answer_in_a_few_words(details, code, reason):
+    assert no_answer_reason(_RpcError(details, code), 2.0) == reason
 
 
 def test_the_watch_notices_a_lost_worker_a_new_one_and_a_dispatcher_outage():
