@@ -117,9 +117,10 @@ class Legacy:
 class Modern:
     """The tf.data pipeline feeding the augmentation, compiled by XLA or not; its input on the
     tf.data service at ``data_service`` if given. There every read is bounded
-    (:class:`modern.service_watch.ServiceReads`): a service that stops delivering (a worker or
-    the dispatcher lost) ends the benchmark with one line, exit 1, instead of a wait without
-    end; SIGINT and SIGTERM are handled while a read is blocked."""
+    (:class:`modern.service_watch.ServiceReads`): a worker lost, or a service that stops
+    delivering (the dispatcher lost), ends the benchmark with one line, exit 1, instead of
+    timing a damaged service or waiting without end; SIGINT and SIGTERM are handled while a
+    read is blocked."""
 
     def __init__(self, paths: list[str], seed: int, jit: bool, data_service: str | None = None,
                  count: int | None = None, service_timeout_s: float | None = None):
@@ -130,18 +131,28 @@ class Modern:
         self.reads = _service_reads(data_service, service_timeout_s) if data_service else None
         self.restart()
 
-    def _call(self, fn):
+    def _call(self, fn, element: bool = False):
+        """``fn()``, bounded on the service; ``element``: it reads one element."""
         if self.reads is None:
             return fn()
 
         try:
-            return self.reads.call(fn)
+            result = self.reads.call(fn)
         except Stall as stall:
             what, hint = stall.describe(self.reads.address)
-            raise RunFailed(what + (f"; {hint}" if hint else "")) from None
+            raise RunFailed(f"{what}; {self._done()}" + (f"; {hint}" if hint else "")) from None
+        self.reads.watch.steps_done += element
+        lost = self.reads.watch.history
+        if lost:  # the elements it held are gone: what is timed now is not this service
+            raise RunFailed(f"tf.data service worker {lost[0].address} lost ({lost[0].reason}); "
+                            f"{self._done()}; a benchmark does not time a damaged service")
+        return result
+
+    def _done(self) -> str:
+        return f"{self.reads.watch.steps_done} element(s) read from it"
 
     def step(self):
-        return self._call(self.step_fn)
+        return self._call(self.step_fn, element=True)
 
     def restart(self) -> None:
         from modern import augment  # lazy: imports TensorFlow

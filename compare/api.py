@@ -125,8 +125,8 @@ def _remove_if_only_log(out: Path) -> None:
 class RunOptions:
     """What ``compare.run`` runs: images (files or folders; default matplotlib's
     grace_hopper.jpg), profiled steps per pipeline, seed, an optional tf.data service for
-    modern's input (and the longest a read from it may wait, seconds; default modern.run's),
-    and whether to screenshot TensorBoard's profile tab."""
+    modern's input (the longest a read from it may wait, and how long once a worker is lost,
+    seconds; defaults modern.run's), and whether to screenshot TensorBoard's profile tab."""
 
     images: list[str] = dataclasses.field(default_factory=list)
     steps: int = 20
@@ -134,6 +134,7 @@ class RunOptions:
     data_service: str | None = None
     screenshot: bool = False
     service_timeout: float | None = None
+    lost_worker_wait: float | None = None
 
 
 def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | None = None,
@@ -189,13 +190,19 @@ def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
                           f"jit_compile) ...")
     runs["modern"] = run_in_child("modern", out / "modern", opts.images, opts.steps, opts.seed,
                                   log, data_service=opts.data_service,
-                                  service_timeout=opts.service_timeout)
+                                  service_timeout=opts.service_timeout,
+                                  lost_worker_wait=opts.lost_worker_wait, relay=clock.say)
     clock.say(_run_line("modern", runs["modern"]))
 
 
 def _run_line(side: str, run: dict) -> str:
+    svc = run.get("data_service") or {}
+    lost = [w["address"] for w in svc.get("lost_workers", [])]
+    faults = (f"; tf.data service worker(s) lost: {', '.join(lost)}" if lost else "") + (
+        f"; {svc['reproduced_count']} element(s) made again in modern's process"
+        if svc.get("reproduced_count") else "")
     return (f"{side}: first step {run['first_step_s'] * 1e3:.0f} ms, steady median "
-            f"{run['steady_median_s'] * 1e3:.1f} ms/step")
+            f"{run['steady_median_s'] * 1e3:.1f} ms/step{faults}")
 
 
 def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Callable
 
 from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError, RunFailed, run_cli, say
 from common.tflog import quiet_python_logs
@@ -24,33 +25,41 @@ from modern.runner import run_modern
 
 
 def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int,
-                 data_service: str | None = None, service_timeout: float | None = None) -> dict:
+                 data_service: str | None = None, service_timeout: float | None = None,
+                 lost_worker_wait: float | None = None) -> dict:
     """Run ``side`` in this process (what the child does); returns its run.json. Progress
     lines go to stderr, which the parent keeps in its log. ``data_service`` (modern only):
-    the tf.data service dispatcher whose workers run modern's input pipeline."""
+    the tf.data service dispatcher whose workers run modern's input pipeline (and its
+    limits, seconds: :func:`modern.runner.run_modern`)."""
     def progress(line: str) -> None:
         say(f"{side}: {line}")
 
     if side == "legacy":
         return run_legacy(out, images, steps, xla=True, seed=seed, progress=progress)
     return run_modern(out, images, steps, jit=True, seed=seed, progress=progress,
-                      data_service=data_service, service_timeout_s=service_timeout)
+                      data_service=data_service, service_timeout_s=service_timeout,
+                      lost_worker_wait_s=lost_worker_wait)
 
 
 def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, seed: int,
                  log_path: Path | None, data_service: str | None = None,
-                 service_timeout: float | None = None) -> dict:
+                 service_timeout: float | None = None, lost_worker_wait: float | None = None,
+                 relay: Callable[[str], None] | None = None) -> dict:
     """Run ``side`` in a child Python; stream its stderr to ``log_path`` (or our stderr when
-    None). Returns its run.json. Ctrl-C / SIGTERM stop the child cleanly (it removes its partial
-    output) and are re-raised here as KeyboardInterrupt."""
+    None). Returns its run.json. Ctrl-C / SIGTERM stop the child cleanly (it keeps its partial
+    output) and are re-raised here as KeyboardInterrupt. ``relay(line)`` also hears the
+    child's lines about its tf.data service (a worker lost, a wait, elements made again), which
+    a user waiting on the run should see while it waits, not only in the log."""
     cmd = [sys.executable, "-m", "compare.pipelines", side, str(out), "--steps", str(steps),
            "--seed", str(seed)]
     if images:
         cmd += ["--images", json.dumps(list(images))]
     if data_service:
         cmd += ["--data_service", data_service]
-    if service_timeout is not None:
-        cmd += ["--service_timeout", repr(service_timeout)]
+    for flag, seconds in (("--service_timeout", service_timeout),
+                          ("--lost_worker_wait", lost_worker_wait)):
+        if seconds is not None:
+            cmd += [flag, repr(seconds)]
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -63,6 +72,8 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
             for line in proc.stderr:
                 if b"error:" in line:
                     errors.append(line.decode("utf-8", "replace").strip())
+                if relay and log and _about_the_service(side, line):
+                    relay(line.decode("utf-8", "replace").strip())
                 if log:
                     log.write(line)
                     log.flush()
@@ -91,6 +102,11 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
     return json.loads((out / "run.json").read_text())
 
 
+def _about_the_service(side: str, line: bytes) -> bool:
+    """A progress line of ``side`` (``"modern: ..."``) about its tf.data service."""
+    return line.startswith(f"{side}: ".encode()) and b"tf.data service" in line
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """Ask the child to stop as Ctrl-C would (it cleans up), then insist."""
     for sig, wait in ((signal.SIGINT, 30), (signal.SIGKILL, 10)):
@@ -114,10 +130,11 @@ def _child(argv: list[str]) -> int:
     p.add_argument("--images", default="")
     p.add_argument("--data_service", default=None)
     p.add_argument("--service_timeout", type=float, default=None)
+    p.add_argument("--lost_worker_wait", type=float, default=None)
     a = p.parse_args(argv)
     quiet_python_logs()
     run_pipeline(a.side, a.out, json.loads(a.images) if a.images else None, a.steps, a.seed,
-                 a.data_service, a.service_timeout)
+                 a.data_service, a.service_timeout, a.lost_worker_wait)
     return 0
 
 

@@ -1,7 +1,8 @@
 """``python -m compare.run``: run both pipelines, compare them stage by stage, write the report.
 
     python -m compare.run [--out DIR] [--images A.jpg,B/] [--steps N] [--seed S] [--verbose]
-                          [--data_service grpc://HOST:PORT [--service_timeout S]] [--screenshot]
+                          [--data_service grpc://HOST:PORT [--service_timeout S]
+                          [--lost_worker_wait S]] [--screenshot]
     python -m compare.run --legacy TRACE --modern TRACE [--out DIR] [--labels A,B]
 
 The first form runs the legacy pipeline and then the modern one, each in its own process and
@@ -47,6 +48,9 @@ def _define_flags() -> None:
     flags.DEFINE_float("service_timeout", None, "With --data_service: the longest a read from "
                        "the service may wait, in seconds (modern.run --service_timeout).",
                        lower_bound=0.1)
+    flags.DEFINE_float("lost_worker_wait", None, "With --data_service: once a worker is lost, "
+                       "how long a read waits before modern makes what it held in its own "
+                       "process, in seconds (modern.run --lost_worker_wait).", lower_bound=0.1)
     flags.DEFINE_boolean("screenshot", False, "Also open the run folder in TensorBoard and "
                          "headless Chromium (Debian's chromium) and save the profile tab, both "
                          "sessions listed, as profile_tab.png (shown in report.md).")
@@ -75,10 +79,11 @@ def _main(argv: list[str]) -> int:
                                 labels=labels)
         _print_summary(report, t0, tensorboard=False)
         return 0
-    if FLAGS.service_timeout is not None and not FLAGS.data_service:
-        raise InputError("--service_timeout goes with --data_service")
+    for name in ("service_timeout", "lost_worker_wait"):
+        if FLAGS[name].value is not None and not FLAGS.data_service:
+            raise InputError(f"--{name} goes with --data_service")
     options = RunOptions(FLAGS.images, FLAGS.steps, FLAGS.seed, FLAGS.data_service,
-                         FLAGS.screenshot, FLAGS.service_timeout)
+                         FLAGS.screenshot, FLAGS.service_timeout, FLAGS.lost_worker_wait)
     report = run_and_compare(FLAGS.out, options, FLAGS.verbose, say, labels=labels)
     _print_summary(report, t0, tensorboard=True)
     return 0

@@ -13,7 +13,9 @@ readable under the same names on every worker.
 The dispatcher is also asked directly (its ``GetWorkers`` RPC, the message types declared here
 from TensorFlow's ``dispatcher.proto``, which TF does not ship as Python): :func:`list_workers`
 checks that a dispatcher answers and has workers before a run starts -- otherwise TF's client
-and workers wait for it without end -- and tells run.json how many workers there were.
+and workers wait for it without end -- and tells run.json how many workers there were. Each
+worker is asked too (:func:`probe_worker`, its ``GetWorkerTasks`` RPC): TF's dispatcher keeps
+a dead worker registered for good, and a hung one still accepts TCP connections.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -33,7 +36,8 @@ from typing import Iterator
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from common.errors import InputError
+from common.errors import InputError, RunFailed
+from modern.bind import DEFAULT_BIND, EVERY_INTERFACE
 
 PROCESSING_MODE = "distributed_epoch"
 PROTOCOL = "grpc"
@@ -98,6 +102,46 @@ def get_workers_call(channel):
                                request_serializer=bytes, response_deserializer=cls.FromString)
 
 
+#: How long :func:`probe_worker` waits for a worker's answer.
+PROBE_TIMEOUT_S = 2.0
+#: A worker's ``GetWorkerTasks`` RPC (worker.proto): an empty request, a short answer that only
+#: a running worker process gives (the kernel accepts TCP connections for a stopped one).
+_WORKER_TASKS = "/tensorflow.data.WorkerService/GetWorkerTasks"
+
+
+def probe_worker(hostport: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """None if the tf.data service worker at ``hostport`` answers within ``timeout_s``; else why
+    not, in a few words ("connection refused", "no answer in 2 s", ...).
+
+    A fresh channel each time: a kept one would back off reconnecting (up to minutes) and call
+    a worker restarted on the same port unreachable long after it is back.
+    """
+    with grpc.insecure_channel(hostport) as channel:
+        call = channel.unary_unary(_WORKER_TASKS, request_serializer=bytes,
+                                   response_deserializer=None)
+        try:
+            call(b"", timeout=timeout_s)  # GetWorkerTasksRequest is empty
+        except grpc.RpcError as e:
+            return no_answer_reason(e, timeout_s)
+    return None
+
+
+def probe_workers(workers: list[str], timeout_s: float = PROBE_TIMEOUT_S) -> dict[str, str | None]:
+    """:func:`probe_worker` on every worker at once (a partitioned host costs one timeout, not
+    one per worker): {worker: None or why it did not answer}."""
+    answers: dict[str, str | None] = {}
+
+    def one(w: str) -> None:
+        answers[w] = probe_worker(w, timeout_s)
+
+    threads = [threading.Thread(target=one, args=(w,), daemon=True) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout_s + 1.0)
+    return {w: answers.get(w, f"no answer in {timeout_s:g} s") for w in workers}
+
+
 def list_workers(address: Address, wait_s: float = 0.0,
                  answer_timeout_s: float = ANSWER_TIMEOUT_S) -> list[str]:
     """The workers registered with the dispatcher at ``address`` (their ``host:port``).
@@ -136,25 +180,34 @@ def no_answer_reason(e, timeout_s: float) -> str:
     """Why a dispatcher did not answer (a ``grpc.RpcError``), in a few words."""
 
     detail = (e.details() or "").lower()
-    return ("cannot resolve the host name" if "resolv" in detail
+    return ("cannot resolve the host name" if "resolv" in detail or "dns resolution" in detail
             else "connection refused" if "refused" in detail
+            else "connection reset" if "reset by peer" in detail
             else f"no answer in {timeout_s:g} s"
-            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED else e.details())
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED else e.details() or str(e.code()))
 
 
 def check_service(text: str) -> dict:
-    """Check ``--data_service`` before a run: the dispatcher answers and has at least one worker.
+    """Check ``--data_service`` before a run: the dispatcher answers and at least one of its
+    workers does (TF keeps a dead worker registered, and its client would wait for it).
 
-    Returns what run.json records: address, processing mode, the workers registered now.
+    Returns what run.json records: address, processing mode, the workers registered now, and
+    those of them that did not answer (``not_answering``: {worker: why}).
     """
     address = parse_address(text)
-    workers = list_workers(address)
+    workers = sorted(list_workers(address))
+    start = (f"start some with: python -m modern.service worker --dispatcher "
+             f"{address.hostport}")
     if not workers:
-        raise InputError(f"{address.target}: the dispatcher has no workers registered; start "
-                         f"some with: python -m modern.service worker --dispatcher "
-                         f"{address.hostport}")
+        raise InputError(f"{address.target}: the dispatcher has no workers registered; {start}")
+    silent = {w: why for w, why in probe_workers(workers).items() if why}
+    if len(silent) == len(workers):
+        raise InputError(f"{address.target}: none of the dispatcher's {len(workers)} "
+                         f"registered worker(s) answers ("
+                         + ", ".join(f"{w}: {why}" for w, why in silent.items())
+                         + f"); {start}")
     return {"address": address.target, "processing_mode": PROCESSING_MODE,
-            "workers": sorted(workers), "worker_count": len(workers)}
+            "workers": workers, "worker_count": len(workers), "not_answering": silent}
 
 
 def distribute(ds, target: str):
@@ -171,24 +224,34 @@ def distribute(ds, target: str):
         compression=COMPRESSION))
 
 
-def exposure_warning(role: str, port: int | None) -> str:
+def exposure_warning(role: str, port: int | None, bind: str = DEFAULT_BIND) -> str:
     """The warning a dispatcher or worker prints first: who can reach it and what they can do.
 
-    TensorFlow cannot bind a tf.data service server to one interface: ``GrpcDataServerBase::
-    Start`` (``tensorflow/core/data/service/server_lib.cc``) always listens on
-    ``"0.0.0.0:" + port`` (``ss -ltn`` shows ``*:PORT``, IPv4 and IPv6), with no option in
-    ``DispatcherConfig`` or ``WorkerConfig`` to change it, and the ``grpc`` protocol has no
-    authentication. The dispatcher builds every dataset graph a client registers (to split
-    it), the workers run them.
+    The ``grpc`` protocol of tf.data service has no authentication or TLS, and the dispatcher
+    builds every dataset graph a client registers (to split it), the workers run them. Who can
+    reach the port depends on ``bind`` (:mod:`modern.bind`): 127.0.0.1, this machine's
+    processes; another address, whoever reaches that network; ``0.0.0.0``, every interface
+    (TensorFlow's own ``"0.0.0.0:" + port`` in ``server_lib.cc``; ``ss -ltn`` shows
+    ``*:PORT``, IPv4 and IPv6).
     """
 
     where = f"port {port}" if port else "its port"
-    return (f"WARNING: this {role} listens on {where} of EVERY network interface, not only "
-            f"127.0.0.1 (TensorFlow's tf.data service always binds 0.0.0.0 and offers no way "
-            f"to choose), without authentication: anyone who can reach the port can send "
-            f"dataset graphs that this process runs as user {getpass.getuser()!r} (graph ops "
-            f"read and write files). Run it on a private network, or let a firewall admit only "
-            f"your own hosts to this port (README, 'Who can get in').")
+    runs = (f"without authentication, and it runs the dataset graphs clients send as user "
+            f"{getpass.getuser()!r} (graph ops read and write files)")
+    if bind == DEFAULT_BIND:
+        return (f"note: this {role} listens on {bind} only ({where}; --bind): every process "
+                f"on this machine, of any user, can reach it, {runs}. To serve other machines "
+                f"use --bind with an address on a private network, or --bind {EVERY_INTERFACE} "
+                f"behind a firewall (README, 'tf.data service: who can get in').")
+    if bind == EVERY_INTERFACE:
+        return (f"WARNING: this {role} listens on {where} of EVERY network interface "
+                f"(--bind {bind}), {runs}: anyone who can reach the port can. Run it on a "
+                f"private network, or let a firewall admit only your own hosts to this port "
+                f"(README, 'tf.data service: who can get in').")
+    return (f"WARNING: this {role} listens on {bind} only ({where}; --bind): anyone who can "
+            f"reach that address can reach it, {runs}. Keep that network private, or let a "
+            f"firewall admit only your own hosts to this port (README, 'tf.data service: who "
+            f"can get in').")
 
 
 def this_host() -> str:
@@ -202,7 +265,8 @@ def _server_error(what: str, port: int, e: Exception) -> InputError:
 
 
 def start_dispatcher(port: int = 0, work_dir: str | None = None):
-    """A tf.data service dispatcher listening on ``port`` (0: any free port), all interfaces.
+    """A tf.data service dispatcher listening on ``port`` (0: any free port), on every
+    interface unless this process runs with :mod:`modern.bind`'s shim.
 
     With ``work_dir`` it journals its state there (fault-tolerant mode) and recovers the
     registered datasets and jobs after a restart with the same folder.
@@ -225,10 +289,12 @@ def start_worker(dispatcher: Address, port: int = 0, host: str | None = None,
     ``host`` is the name the dispatcher gives clients to reach this worker (default: this
     machine's host name; TF's own default, ``localhost``, only works when every client runs on
     this machine). The dispatcher must answer within ``wait_s`` seconds: TF's worker would
-    otherwise wait for it without end.
+    otherwise wait for it without end. (TensorFlow is imported first: a worker started with
+    its dispatcher imports it meanwhile instead of after.)
     """
-    list_workers(dispatcher, wait_s)
     import tensorflow as tf  # lazy: imports TensorFlow
+
+    list_workers(dispatcher, wait_s)
 
     svc = tf.data.experimental.service
     config = svc.WorkerConfig(dispatcher_address=dispatcher.hostport,
@@ -245,8 +311,9 @@ def bound_address(server, host: str) -> Address:
     return Address(host, int(server._address.rsplit(":", 1)[1]))  # TF: "localhost:<bound port>"
 
 
-#: How long :func:`local_cluster` lets its servers stop after an exception before killing them.
-STOP_AFTER_FAILURE_S = 5.0
+#: How long :func:`local_cluster` lets its servers stop after an exception before killing them
+#: (all at once: the client that kept them busy is the one going away).
+STOP_AFTER_FAILURE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -262,17 +329,13 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
     """A dispatcher and ``workers`` workers on this machine, each its own
     ``python -m modern.service`` process on 127.0.0.1 (as on separate hosts, elements travel
     over gRPC); yields a :class:`LocalCluster` once every worker has registered, and stops
-    them with SIGTERM on exit (workers first). For the benchmark and for trying the service on one machine. A
-    server that fails to start, or does not stop cleanly (exit 0 within 30 s), is an
-    :class:`InputError` quoting its last stderr line. Left by an exception (a signal, a
-    failed run), the servers get :data:`STOP_AFTER_FAILURE_S` seconds and are then killed.
+    them with SIGTERM on exit (workers first). For the benchmark and for trying the service on
+    one machine. A server that fails to start is an :class:`InputError` quoting its last stderr
+    line; one that ended before the stop, or does not stop cleanly (exit 0 within 30 s), a
+    :class:`RunFailed`. Left by an exception (a signal, a failed run), the servers get
+    :data:`STOP_AFTER_FAILURE_S` seconds and are then killed.
     """
     servers: list[tuple[subprocess.Popen, object]] = []
-
-    def last_line(log) -> str:
-        log.seek(0)
-        lines = [ln.strip() for ln in log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-        return lines[-1] if lines else "no output"
 
     def spawn(*args: str) -> str:
         log = tempfile.TemporaryFile()
@@ -283,30 +346,8 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
         line = proc.stdout.readline().strip()  # the address, once it listens
         if not line:
             raise InputError(f"modern.service {args[0]} exited with code {proc.wait()} before "
-                             f"listening: {last_line(log)}")
+                             f"listening: {_last_line(log)}")
         return line
-
-    def stop_all(grace_s: float, together: bool) -> list[str]:
-        # workers first, each given grace_s; or (together) all at once with one shared
-        # deadline. What has not exited by then is killed.
-        order = list(reversed(servers))
-        deadline = time.monotonic() + grace_s
-        failures = []
-        for proc, _ in order if together else ():
-            proc.send_signal(signal.SIGTERM)
-        for proc, log in order:
-            if not together:
-                proc.send_signal(signal.SIGTERM)
-                deadline = time.monotonic() + grace_s
-            try:
-                code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = f"killed after {grace_s:g} s ({proc.wait()})"
-            if code != 0:
-                failures.append(f"{' '.join(proc.args[2:4])}: exit {code}: {last_line(log)}")
-            log.close()
-        return failures
 
     try:
         dispatcher = parse_address(spawn("dispatcher", "--port", "0"))
@@ -320,8 +361,58 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
             time.sleep(0.2)
         yield LocalCluster(dispatcher, tuple(proc.pid for proc, _ in servers))
     except BaseException:
-        stop_all(STOP_AFTER_FAILURE_S, together=True)  # a client may still hold requests
+        _stop_servers(servers, STOP_AFTER_FAILURE_S, together=True)
         raise
-    failures = stop_all(30.0, together=False)
+    failures = _stop_servers(servers, 30.0, together=False)
     if failures:
-        raise InputError("local tf.data service did not stop cleanly: " + "; ".join(failures))
+        raise RunFailed("local tf.data service did not stop cleanly: " + "; ".join(failures))
+
+
+def _last_line(log) -> str:
+    """The last non-empty line a server wrote to its stderr ``log``."""
+    log.seek(0)
+    lines = [ln.strip() for ln in log.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def _stop_servers(servers: list, grace_s: float, together: bool) -> list[str]:
+    """Stop :func:`local_cluster`'s ``servers`` ((process, stderr log) pairs) with SIGTERM:
+    workers first, each given ``grace_s``; or (``together``) all at once with one shared
+    deadline. What has not exited by then is killed. Returns what did not stop cleanly,
+    naming a server that had already ended (killed, crashed)."""
+    order = list(reversed(servers))
+    deadline = time.monotonic() + grace_s
+    failures = []
+    ended = {proc: proc.poll() for proc, _ in order}
+    for proc, _ in order if together else ():
+        if ended[proc] is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc, log in order:
+        what = " ".join(proc.args[2:4])
+        if ended[proc] is not None:
+            failures.append(f"{what} (pid {proc.pid}) had ended before the stop "
+                            f"({exit_reason(ended[proc])})")
+            log.close()
+            continue
+        if not together:
+            proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+        try:
+            code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = f"killed after {grace_s:g} s ({proc.wait()})"
+        if code != 0:
+            failures.append(f"{what}: exit {code}: {_last_line(log)}")
+        log.close()
+    return failures
+
+
+def exit_reason(code: int) -> str:
+    """A process's exit code in words: "exit 1", "killed by SIGKILL"."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"

@@ -1,5 +1,5 @@
 """``python -m modern.run --out DIR [--images ...] [--steps N] [--nojit] [--seed S] [--skip_bad]
-[--data_service grpc://HOST:PORT [--service_timeout SECONDS]]``.
+[--data_service grpc://HOST:PORT [--service_timeout SECONDS] [--lost_worker_wait SECONDS]]``.
 
 A thin CLI over :func:`modern.runner.run_modern`; see there for what it writes.
 """
@@ -15,7 +15,7 @@ from common.inputs import check_file, resolve_images
 from common.tflog import native_stderr_to, quiet_python_logs
 from modern.data_service import parse_address
 from modern.runner import run_modern
-from modern.service_watch import DEFAULT_TIMEOUT_S, LOST_GRACE_S
+from modern.service_watch import DEFAULT_LOST_WORKER_WAIT_S, DEFAULT_TIMEOUT_S
 
 FLAGS = flags.FLAGS
 
@@ -34,9 +34,14 @@ def _define_flags() -> None:
     flags.DEFINE_float("service_timeout", None, "With --data_service: the longest any read from "
                        "the service may wait, in seconds (default "
                        f"{DEFAULT_TIMEOUT_S:g}); then the run makes what the service still owes "
-                       "in this process if the service still answers, else ends with exit 1. "
-                       "A lost worker's elements are made here after "
-                       f"{LOST_GRACE_S:g} s.", lower_bound=0.1)
+                       "in this process if the service still answers, else ends with exit 1.",
+                       lower_bound=0.1)
+    flags.DEFINE_float("lost_worker_wait", None, "With --data_service: once a worker is lost "
+                       "and the rest of the service answers, how long a read waits before the "
+                       "elements the lost worker held are made in this process, in seconds "
+                       f"(default {DEFAULT_LOST_WORKER_WAIT_S:g}; at most --service_timeout). "
+                       "Longer if one element takes the workers longer than that.",
+                       lower_bound=0.1)
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
 
 
@@ -48,8 +53,10 @@ def _main(argv: list[str]) -> int:
 
     if FLAGS.data_service is not None:
         parse_address(FLAGS.data_service)
-    elif FLAGS.service_timeout is not None:
-        raise InputError("--service_timeout goes with --data_service")
+    else:
+        for name in ("service_timeout", "lost_worker_wait"):
+            if FLAGS[name].value is not None:
+                raise InputError(f"--{name} goes with --data_service")
     if not FLAGS.skip_bad:
         for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
             check_file(path)
@@ -62,6 +69,7 @@ def _main(argv: list[str]) -> int:
         run = run_modern(out, FLAGS.images, FLAGS.steps, jit=not FLAGS.nojit, seed=FLAGS.seed,
                          skip_bad=FLAGS.skip_bad, data_service=FLAGS.data_service,
                          service_timeout_s=FLAGS.service_timeout,
+                         lost_worker_wait_s=FLAGS.lost_worker_wait,
                          progress=lambda line: say(f"modern: {line}"))
     if run["data_service"]:
         _say_service(run["data_service"])
@@ -79,10 +87,14 @@ def _say_service(svc: dict) -> None:
     say(f"modern: input pipeline ran on {svc['worker_count']} tf.data service worker(s) "
         f"({', '.join(svc['workers'])}), {svc['processing_mode']}")
     faults = [f"worker {w['address']} lost after step {w['after_steps']}"
+              + (f" (back {w['back_after_s']:g} s later)" if w.get("back_after_s") else "")
               for w in svc.get("lost_workers", [])]
     faults += [f"dispatcher unreachable after step {o['after_steps']} for "
                + (f"{o['seconds']:g} s" if o["seconds"] is not None else "the rest of the run")
                for o in svc.get("dispatcher_outages", [])]
+    if svc.get("duplicate_indices"):
+        faults.append(f"{len(svc['duplicate_indices'])} element(s) the service sent twice "
+                      f"dropped")
     if faults or svc.get("reproduced_count"):
         say(f"modern: {'; '.join(faults) or 'no server lost'}; {svc['reproduced_count']} "
             f"element(s) made again in this process (run.json: data_service)")

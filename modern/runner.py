@@ -39,7 +39,12 @@ from common.profiling import xplane_files, xplane_to_trace_json
 from common.run_record import run_record
 from modern import data_service as service
 from modern.data_service import parse_address
-from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads, Stall
+from modern.service_watch import (
+    DEFAULT_LOST_WORKER_WAIT_S,
+    DEFAULT_TIMEOUT_S,
+    ServiceReads,
+    Stall,
+)
 
 STEP_NAME = "modern"
 
@@ -116,11 +121,16 @@ class ServiceSteps:
     * the dispatcher gone, no worker left, or a restarted dispatcher that no longer knows the
       job: :class:`common.errors.RunFailed` naming what went and how many steps were done.
 
+    Each index of the job is delivered once: one the service sends again, or one outside the
+    job, is dropped within the step (``duplicate_indices`` in :meth:`report`) and the next
+    element read. Once every step is read the watch stops: what happens to the servers after
+    that is no longer the run's business.
+
     ``make_service() -> step_fn`` builds the service iterator's step (on the helper thread:
     creating the iterator already talks to the dispatcher); ``reads``: a
     :class:`modern.service_watch.ServiceReads` (or a stand-in with ``call``, ``address``,
-    ``timeout_s``, ``watch`` and the context manager). :meth:`report` is what run.json adds to
-    ``data_service``.
+    ``timeout_s``, ``lost_worker_wait_s``, ``watch`` and the context manager).
+    :meth:`report` is what run.json adds to ``data_service``.
     """
 
     def __init__(self, reads, count: int, make_service, make_local, progress=None):
@@ -130,6 +140,7 @@ class ServiceSteps:
         self._make_service = make_service
         self._service = self._local = None
         self._seen: set[int] = set()
+        self.duplicates: list[int] = []
         self.reproduced: list[int] = []
         self.reproduced_because: str | None = None
 
@@ -153,14 +164,24 @@ class ServiceSteps:
 
         if self._local is None:
             try:
-                result = self._reads.call(lambda: _profiled_step(self._service, i, profiled))
+                result = self._reads.call(lambda: _profiled_step(self._fresh, i, profiled))
             except Stall as stall:
                 self._give_up(stall)
             else:
                 self._seen.add(int(result[2]))
                 self._reads.watch.steps_done = len(self._seen)
+                if len(self._seen) == self._count:
+                    self._reads.watch.__exit__(None, None, None)
                 return result
         return _profiled_step(self._local, i, profiled)
+
+    def _fresh(self):
+        """The service step, until it delivers an index of the job not delivered yet."""
+        while True:
+            out, path, index = self._service()
+            if 0 <= int(index) < self._count and int(index) not in self._seen:
+                return out, path, index
+            self.duplicates.append(int(index))
 
     def _give_up(self, stall) -> None:
         """Make the missing indices here, or raise RunFailed."""
@@ -178,32 +199,37 @@ class ServiceSteps:
 
     def report(self) -> dict:
         return {"timeout_s": self._reads.timeout_s,
+                "lost_worker_wait_s": self._reads.lost_worker_wait_s,
                 **self._reads.watch.report(),
                 "reproduced_indices": self.reproduced,
                 "reproduced_count": len(self.reproduced),
-                "reproduced_because": self.reproduced_because}
+                "reproduced_because": self.reproduced_because,
+                "duplicate_indices": self.duplicates}
 
 
 def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: int = 20,
                jit: bool = True, seed: int = 0, skip_bad: bool = False, progress=None,
-               data_service: str | None = None,
-               service_timeout_s: float | None = None) -> dict:
+               data_service: str | None = None, service_timeout_s: float | None = None,
+               lost_worker_wait_s: float | None = None) -> dict:
     """Run the modern pipeline and write its artifacts into ``out``; return run.json's content.
 
     Artifacts are staged (:func:`common.atomic.staged`): nothing appears in ``out`` until the
     run is done; an interrupted run keeps the profile of the steps that ran in ``out/partial``.
     ``progress(line)``, if given, hears how the run goes. ``data_service``: a tf.data service
     dispatcher (``grpc://host:port``) whose workers run the input pipeline; it must answer and
-    have workers (:func:`modern.data_service.check_service`). No read from it waits longer
-    than ``service_timeout_s`` (default :data:`modern.service_watch.DEFAULT_TIMEOUT_S`); what
-    happens when the service fails mid-run: :class:`ServiceSteps`."""
+    have workers that answer (:func:`modern.data_service.check_service`). No read from it waits
+    longer than ``service_timeout_s`` (default :data:`modern.service_watch.DEFAULT_TIMEOUT_S`),
+    nor longer than ``lost_worker_wait_s`` (default
+    :data:`modern.service_watch.DEFAULT_LOST_WORKER_WAIT_S`) once a worker is lost and the rest
+    answer; what happens then: :class:`ServiceSteps`."""
     from modern import augment  # lazy: imports TensorFlow
 
     if steps < 1:
         raise InputError(f"--steps {steps}: need at least one step")
-    if service_timeout_s is not None and service_timeout_s <= 0:
-        raise InputError(f"--service_timeout {service_timeout_s:g}: need a positive number of "
-                         f"seconds")
+    for flag, seconds in (("service_timeout", service_timeout_s),
+                          ("lost_worker_wait", lost_worker_wait_s)):
+        if seconds is not None and not seconds > 0:
+            raise InputError(f"--{flag} {seconds:g}: need a positive number of seconds")
     paths = [os.path.abspath(p) for p in resolve_images(images)]
     paths, shapes, skipped = select_images(paths, skip_bad)
     service_info = service.check_service(data_service) if data_service else None
@@ -211,8 +237,10 @@ def run_modern(out: str | os.PathLike, images: list[str] | None = None, steps: i
     with atomic.staged(out) as staging, contextlib.ExitStack() as stack:
         augment_fn = augment.make_augment(jit)
         if service_info:
+            limits = (service_timeout_s or DEFAULT_TIMEOUT_S,
+                      lost_worker_wait_s or DEFAULT_LOST_WORKER_WAIT_S)
             next_step = stack.enter_context(_service_steps(
-                paths, seed, steps, augment_fn, service_info, service_timeout_s, progress))
+                paths, seed, steps, augment_fn, service_info, limits, progress))
         else:
             next_step = _local_steps(paths, seed, augment_fn)
         walls, keys, indices, result = _run_steps(next_step, steps, profile_dir=staging,
@@ -248,10 +276,10 @@ def _local_steps(paths: list[str], seed: int, augment_fn):
 
 
 def _service_steps(paths: list[str], seed: int, steps: int, augment_fn, info: dict,
-                   timeout_s: float | None, progress) -> ServiceSteps:
+                   limits: tuple[float, float], progress) -> ServiceSteps:
     """``next_step`` for a run on the service. The job is exactly indices 0..steps-1, the
     images a local run reads, and it ends on the workers with the run (an abandoned endless
-    job keeps tasks there)."""
+    job keeps tasks there). ``limits``: (timeout, lost-worker wait) in seconds."""
     from modern import augment, pipeline  # lazy: imports TensorFlow
 
     def make_service():
@@ -263,6 +291,6 @@ def _service_steps(paths: list[str], seed: int, steps: int, augment_fn, info: di
                                                                  indices=indices)))
 
     say = progress or (lambda line: None)
-    reads = ServiceReads(parse_address(info["address"]), info["workers"],
-                         DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s, notify=say)
+    reads = ServiceReads(parse_address(info["address"]), info["workers"], limits[0],
+                         notify=say, lost_worker_wait_s=limits[1])
     return ServiceSteps(reads, steps, make_service, make_local, say)

@@ -1,5 +1,5 @@
-"""``python -m modern.service dispatcher [--port P] [--work_dir DIR] [--host NAME]`` and
-``python -m modern.service worker --dispatcher HOST:P [--port Q] [--host NAME]``.
+"""``python -m modern.service dispatcher [--port P] [--work_dir DIR] [--bind IP] [--host NAME]``
+and ``python -m modern.service worker --dispatcher HOST:P [--port Q] [--bind IP] [--host NAME]``.
 
 Start a tf.data service dispatcher or worker for the modern pipeline and run until stopped:
 SIGINT (Ctrl-C) or SIGTERM stops the server and exits 0 (one that arrives while the server is
@@ -10,9 +10,11 @@ exit code 1 instead. The first line on stdout is the address to connect to (the 
 hands it to clients); what to do next goes to stderr.
 A thin CLI over :mod:`modern.data_service`; bad flags, addresses or ports are one line, exit 2.
 
-The first line on stderr is a warning: TensorFlow binds these servers to every interface
-(``0.0.0.0``; it cannot be told otherwise) with no authentication, and they run the dataset
-graphs clients send (:func:`modern.data_service.exposure_warning`).
+A server listens on ``--bind`` only (default 127.0.0.1: this machine), although TensorFlow
+always binds every interface: :mod:`modern.bind` narrows it (``--bind 0.0.0.0``: every
+interface, as TensorFlow would). The first line on stderr says who can reach the server and
+what they can do there -- no authentication, and it runs the dataset graphs clients send
+(:func:`modern.data_service.exposure_warning`).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from absl import flags
 
 from common.errors import InputError, cli_main, say
 from common.tflog import native_stderr_to
+from modern import bind as listen
 from modern import data_service as ds
 
 FLAGS = flags.FLAGS
@@ -34,15 +37,21 @@ DEFAULT_DISPATCHER_PORT = 5050
 
 
 def _define_flags() -> None:
-    flags.DEFINE_integer("port", None, f"Port to listen on, on every interface: TensorFlow "
-                         f"cannot bind one (dispatcher default {DEFAULT_DISPATCHER_PORT}; worker "
-                         f"default 0 = any free port).",
+    flags.DEFINE_integer("port", None, f"Port to listen on (dispatcher default "
+                         f"{DEFAULT_DISPATCHER_PORT}; worker default 0 = any free port).",
                          lower_bound=0, upper_bound=65535)
+    flags.DEFINE_string("bind", listen.DEFAULT_BIND, "The IPv4 address to listen on: "
+                        f"{listen.DEFAULT_BIND} (this machine only), one of this machine's "
+                        "addresses (e.g. on a private network), or "
+                        f"{listen.EVERY_INTERFACE} for every interface. Without authentication "
+                        "anyone who reaches it can run dataset graphs here (README, 'Who can "
+                        "get in').")
     flags.DEFINE_string("work_dir", None, "dispatcher: journal its state in this folder so a "
                         "restart with the same folder recovers it (fault-tolerant mode).")
     flags.DEFINE_string("dispatcher", None, "worker: the dispatcher's HOST:PORT.")
-    flags.DEFINE_string("host", None, "The name or IP other machines reach this one by (default: "
-                        "this machine's host name); a worker registers HOST:PORT with the "
+    flags.DEFINE_string("host", None, "The name or IP clients reach this server by (default: the "
+                        f"--bind address, or this machine's host name with --bind "
+                        f"{listen.EVERY_INTERFACE}); a worker registers HOST:PORT with the "
                         "dispatcher, which hands it to clients.")
     flags.DEFINE_float("wait_for_dispatcher", 30.0, "worker: seconds to wait for the dispatcher "
                        "to answer before giving up.", lower_bound=0.0)
@@ -88,28 +97,30 @@ def _main(argv: list[str]) -> int:
     role = argv[1]
     _check_role_flags(role)
 
-    host = FLAGS.host or ds.this_host()
+    bind = listen.parse_bind(FLAGS.bind)
+    host = FLAGS.host or (ds.this_host() if bind == listen.EVERY_INTERFACE else bind)
     port = (DEFAULT_DISPATCHER_PORT if role == "dispatcher" else 0) if FLAGS.port is None \
         else FLAGS.port
     if role == "worker" and not FLAGS.dispatcher:
         raise InputError("worker: --dispatcher HOST:PORT is required")
     dispatcher = ds.parse_address(FLAGS.dispatcher, "--dispatcher") if FLAGS.dispatcher else None
-    say(f"{PROG}: {ds.exposure_warning(role, port)}")
+    listen.preload(bind)  # may start this process again, with the shim (same pid)
+    say(f"{PROG}: {ds.exposure_warning(role, port, bind)}")
+    server, where = _start(role, port, host, dispatcher)
+    try:
+        on = listen.check_listening(where.port, bind)
+    except BaseException:
+        stop_within(server, FLAGS.stop_grace)
+        raise
+    print(where.target if role == "dispatcher" else where.hostport, flush=True)
+    on_text = listen.describe(on, where.port)
     if role == "dispatcher":
-        with _startup_log():
-            server = ds.start_dispatcher(port, FLAGS.work_dir)
-        where = ds.bound_address(server, host)
-        print(where.target, flush=True)
-        say(f"{PROG}: dispatcher listening on port {where.port}"
+        say(f"{PROG}: dispatcher listening on {on_text}"
             + (f", journal in {FLAGS.work_dir}" if FLAGS.work_dir else "")
             + f". Workers: python -m modern.service worker --dispatcher {where.hostport}; "
             f"clients: --data_service {where.target}. Ctrl-C or SIGTERM stops it.")
     else:
-        with _startup_log():
-            server = ds.start_worker(dispatcher, port, host, FLAGS.wait_for_dispatcher)
-        where = ds.bound_address(server, host)
-        print(where.hostport, flush=True)
-        say(f"{PROG}: worker listening on port {where.port}, registered with the dispatcher at "
+        say(f"{PROG}: worker listening on {on_text}, registered with the dispatcher at "
             f"{dispatcher.hostport} as {where.hostport}. Ctrl-C or SIGTERM stops it.")
     name = serve_until_signalled()
     say(f"{PROG}: {role} stopping ({name}); waiting up to {FLAGS.stop_grace:g} s for clients "
@@ -117,6 +128,17 @@ def _main(argv: list[str]) -> int:
     stop_within(server, FLAGS.stop_grace)
     say(f"{PROG}: {role} stopped")
     return 0
+
+
+def _start(role: str, port: int, host: str, dispatcher):
+    """The server, started (TensorFlow's start-up log hidden unless ``--verbose``), and its
+    address as clients reach it."""
+    with _startup_log():
+        if role == "dispatcher":
+            server = ds.start_dispatcher(port, FLAGS.work_dir)
+        else:
+            server = ds.start_worker(dispatcher, port, host, FLAGS.wait_for_dispatcher)
+    return server, ds.bound_address(server, host)
 
 
 def stop_within(server, seconds: float) -> None:

@@ -12,18 +12,20 @@ one C++ call, where Python's signal handlers cannot run. So a client here
   slices of :data:`WAIT_SLICE_S`: SIGINT and SIGTERM are handled at once, and a read that takes
   too long is given up (the helper, blocked in TF, is left behind as a daemon thread);
 * watches the service (:class:`ServiceWatch`): every :data:`PROBE_INTERVAL_S` it asks the
-  dispatcher for its workers and connects to each worker's port; a worker whose port refuses,
-  or does not answer twice in a row, is lost;
+  dispatcher for its workers and asks each worker for its tasks
+  (:func:`modern.data_service.probe_worker`, an RPC: a hung worker's kernel still accepts TCP
+  connections); a worker whose port refuses, or that does not answer twice in a row, is lost,
+  and one that answers again is back;
 * decides, when a read has waited long enough, what the wait means (:func:`stall_check`,
   :class:`Stall`): a worker lost while the dispatcher and other workers still answer (the
-  elements it held will never come), the service up but silent, the dispatcher gone, or no
-  worker left.
+  elements it held will never come: after ``lost_worker_wait_s``), the service up but silent,
+  the dispatcher gone, or no worker left (after ``timeout_s``).
 """
 from __future__ import annotations
 
+import dataclasses
 import queue
 import re
-import socket
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,24 +35,24 @@ import grpc
 
 from common.errors import tf_error_line
 from modern.data_service import (
+    PROBE_TIMEOUT_S,
     Address,
     ask_workers,
     get_workers_call,
     no_answer_reason,
-    parse_address,
+    probe_workers,
 )
 
 #: How often the main thread wakes up while a read is pending (signals, deadlines).
 WAIT_SLICE_S = 0.2
-#: How often :class:`ServiceWatch` asks the dispatcher and connects to the workers.
+#: How often :class:`ServiceWatch` asks the dispatcher and the workers.
 PROBE_INTERVAL_S = 1.0
-#: How long one probe waits for an answer.
-PROBE_TIMEOUT_S = 2.0
 #: Probes in a row without an answer (no refusal either) before a worker counts as lost.
 LOST_AFTER_SILENT_PROBES = 2
-#: How long a read waits, once a worker is lost and others remain, before the elements still
-#: missing are taken as lost with it (the remaining workers deliver an element in milliseconds).
-LOST_GRACE_S = 10.0
+#: Default of how long a read waits, once a worker is lost and others remain, before the
+#: elements still missing are taken as lost with it (the remaining workers deliver an element
+#: in milliseconds; a pipeline whose elements take longer needs ``lost_worker_wait_s`` longer).
+DEFAULT_LOST_WORKER_WAIT_S = 10.0
 #: Default bound on any one read from the service: after this long without an element the
 #: client stops waiting (a dispatcher restarted with ``--work_dir`` is back well within it).
 DEFAULT_TIMEOUT_S = 60.0
@@ -63,6 +65,7 @@ class LostWorker:
     address: str
     after_steps: int  # steps the run had done when the loss was noticed
     reason: str  # "connection refused", "no answer in 2 s", ...
+    back_after_s: float | None = None  # answered again this long after the loss was noticed
 
 
 @dataclass(frozen=True)
@@ -75,39 +78,27 @@ class Health:
     lost: tuple[LostWorker, ...]  # lost now (a lost worker that answers again is alive)
 
 
-def probe_port(hostport: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
-    """None if something accepts a TCP connection at ``hostport``; else why not, in a few words."""
-    address = parse_address(hostport, "worker")
-    host = address.host.strip("[]")
-    try:
-        with socket.create_connection((host, address.port), timeout=timeout_s):
-            return None
-    except ConnectionRefusedError:
-        return "connection refused"
-    except socket.timeout:
-        return f"no answer in {timeout_s:g} s"
-    except OSError as e:
-        return e.strerror or str(e)
-
-
 class ServiceWatch:
     """Probes a tf.data service's dispatcher and workers on a daemon thread while a run reads
     from it. ``steps_done`` (set by the reader) dates what it notices; ``notify(line)`` hears
-    of each lost worker and each dispatcher outage as it is noticed (``timeout_s``: how long
-    the reader will wait, for those lines). Use as a context manager."""
+    of each lost worker, each one back, and each dispatcher outage as it is noticed
+    (``timeout_s``: how long the reader will wait, for those lines). Use as a context manager;
+    leaving it stops the probes (nothing is noticed or said after that)."""
 
     def __init__(self, address: Address, workers: list[str],
                  notify: Callable[[str], None] | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, interval_s: float = PROBE_INTERVAL_S):
+                 timeout_s: float = DEFAULT_TIMEOUT_S, interval_s: float = PROBE_INTERVAL_S,
+                 probe_timeout_s: float = PROBE_TIMEOUT_S):
         self.address = address
         self.steps_done = 0
         self.history: list[LostWorker] = []  # every loss noticed, in order
         self.outages: list[dict] = []  # dispatcher outages: after_steps, seconds, reason
         self._notify = notify or (lambda line: None)
         self._timeout_s, self._interval = timeout_s, interval_s
+        self._probe_timeout_s = probe_timeout_s
         self._known = dict.fromkeys(workers)  # insertion-ordered set
         self._silent: dict[str, int] = {}
-        self._lost_now: dict[str, LostWorker] = {}
+        self._lost_now: dict[str, tuple[int, float]] = {}  # worker: (history index, since)
         self._down_since: float | None = None
         self._health = Health(True, "", tuple(workers), ())
         self._lock = threading.Lock()
@@ -135,76 +126,70 @@ class ServiceWatch:
         """Ask the dispatcher (``call``: its ``GetWorkers`` RPC) and every known worker once."""
 
         try:
-            listed, reason = ask_workers(call, PROBE_TIMEOUT_S), ""
+            listed, reason = ask_workers(call, self._probe_timeout_s), ""
         except grpc.RpcError as e:
-            listed, reason = [], no_answer_reason(e, PROBE_TIMEOUT_S)
+            listed, reason = [], no_answer_reason(e, self._probe_timeout_s)
         for w in listed:  # workers that joined mid-run count too
             self._known.setdefault(w)
-        answers = _probe_all(list(self._known))
-        before = len(self.history)
-        alive = [w for w, why in answers.items() if self._update(w, why)]
+        answers = probe_workers(list(self._known), self._probe_timeout_s)
+        lines: list[str | LostWorker] = []  # a LostWorker: said with what goes on
+        alive = [w for w, why in answers.items() if self._update(w, why, lines)]
+        lost = tuple(self.history[i] for i, _ in self._lost_now.values())
         with self._lock:
-            self._health = health = Health(not reason, reason, tuple(alive),
-                                           tuple(self._lost_now.values()))
-        self._dispatcher_state(reason)
-        for lost in self.history[before:]:
-            then = (f"going on with the {len(alive)} worker(s) that remain" if alive else
-                    f"no worker left: waiting up to {self._timeout_s:g} s for one to join")
-            self._notify(f"tf.data service worker {lost.address} lost after step "
-                         f"{lost.after_steps} ({lost.reason}); {then}")
+            self._health = health = Health(not reason, reason, tuple(alive), lost)
+        lines += self._dispatcher_state(reason)
+        then = (f"going on with the {len(alive)} worker(s) that remain" if alive else
+                f"no worker left: waiting up to {self._timeout_s:g} s for one to join")
+        for line in lines:
+            if not self._stop.is_set():
+                self._notify(line if isinstance(line, str) else
+                             f"tf.data service worker {line.address} lost after step "
+                             f"{line.after_steps} ({line.reason}); {then}")
         return health
 
-    def _update(self, worker: str, why: str | None) -> bool:
-        """Record one probe of ``worker``; True while it counts as alive."""
+    def _update(self, worker: str, why: str | None, lines: list) -> bool:
+        """Record one probe of ``worker`` (``lines`` gets what to say); True while it counts
+        as alive."""
         if why is None:
             self._silent[worker] = 0
-            self._lost_now.pop(worker, None)
+            if worker in self._lost_now:  # back: a restart on the same port, a SIGCONT
+                i, since = self._lost_now.pop(worker)
+                back = round(time.monotonic() - since, 1)
+                self.history[i] = dataclasses.replace(self.history[i], back_after_s=back)
+                lines.append(f"tf.data service worker {worker} answers again after {back:.0f} s")
             return True
         self._silent[worker] = self._silent.get(worker, 0) + 1
         if why != "connection refused" and self._silent[worker] < LOST_AFTER_SILENT_PROBES:
             return True
         if worker not in self._lost_now:
-            self._lost_now[worker] = LostWorker(worker, self.steps_done, why)
-            self.history.append(self._lost_now[worker])
+            self._lost_now[worker] = (len(self.history), time.monotonic())
+            self.history.append(LostWorker(worker, self.steps_done, why))
+            lines.append(self.history[-1])
         return False
 
-    def _dispatcher_state(self, reason: str) -> None:
-        """Open or close a dispatcher outage (``reason``: why it did not answer, or "")."""
+    def _dispatcher_state(self, reason: str) -> list[str]:
+        """Open or close a dispatcher outage (``reason``: why it did not answer, or ""); what
+        to say about it."""
         if reason and self._down_since is None:
             self._down_since = time.monotonic()
             self.outages.append({"after_steps": self.steps_done, "seconds": None,
                                  "reason": reason})
-            self._notify(f"tf.data service dispatcher {self.address.target} stopped answering "
-                         f"after step {self.steps_done} ({reason}); waiting up to "
-                         f"{self._timeout_s:g} s for it (restarted with its --work_dir, it "
-                         f"picks the job up again)")
-        elif not reason and self._down_since is not None:
+            return [f"tf.data service dispatcher {self.address.target} stopped answering "
+                    f"after step {self.steps_done} ({reason}); waiting up to "
+                    f"{self._timeout_s:g} s for it (if it was started with --work_dir, "
+                    f"restarting it on the same port and folder lets the run go on)"]
+        if not reason and self._down_since is not None:
             seconds = time.monotonic() - self._down_since
             self._down_since = None
             self.outages[-1]["seconds"] = round(seconds, 1)
-            self._notify(f"tf.data service dispatcher {self.address.target} answers again "
-                         f"after {seconds:.0f} s")
+            return [f"tf.data service dispatcher {self.address.target} answers again after "
+                    f"{seconds:.0f} s"]
+        return []
 
     def report(self) -> dict:
         """What run.json records of the service's faults."""
         return {"lost_workers": [asdict(w) for w in self.history],
                 "dispatcher_outages": list(self.outages)}
-
-
-def _probe_all(workers: list[str]) -> dict[str, str | None]:
-    """:func:`probe_port` on every worker at once (a partitioned host costs one timeout, not
-    one per worker)."""
-    answers: dict[str, str | None] = {}
-
-    def one(w: str) -> None:
-        answers[w] = probe_port(w)
-
-    threads = [threading.Thread(target=one, args=(w,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(PROBE_TIMEOUT_S + 1.0)
-    return {w: answers.get(w, f"no answer in {PROBE_TIMEOUT_S:g} s") for w in workers}
 
 
 class Stall(Exception):
@@ -281,11 +266,12 @@ def stall_from_error(e: BaseException, health: Health) -> Stall | None:
     return None
 
 
-def stall_check(watch: ServiceWatch, timeout_s: float) -> Callable[[float], None]:
+def stall_check(watch: ServiceWatch, timeout_s: float,
+                lost_worker_wait_s: float = DEFAULT_LOST_WORKER_WAIT_S) -> Callable[[float], None]:
     """The ``on_wait`` for :meth:`StepThread.call`: raises :class:`Stall` once a read has waited
-    :data:`LOST_GRACE_S` with a worker lost and the rest of the service answering, or
+    ``lost_worker_wait_s`` with a worker lost and the rest of the service answering, or
     ``timeout_s`` whatever the service does."""
-    grace = min(LOST_GRACE_S, timeout_s)
+    grace = min(lost_worker_wait_s, timeout_s)
 
     def check(waited_s: float) -> None:
         if waited_s < grace:
@@ -368,12 +354,13 @@ class ServiceReads:
     :class:`Stall`. Use as a context manager (it starts and stops the watch)."""
 
     def __init__(self, address: Address, workers: list[str], timeout_s: float = DEFAULT_TIMEOUT_S,
-                 notify: Callable[[str], None] | None = None):
+                 notify: Callable[[str], None] | None = None,
+                 lost_worker_wait_s: float = DEFAULT_LOST_WORKER_WAIT_S):
         self.address = address
-        self.timeout_s = timeout_s
+        self.timeout_s, self.lost_worker_wait_s = timeout_s, lost_worker_wait_s
         self.watch = ServiceWatch(address, workers, notify, timeout_s)
         self._thread = StepThread()
-        self._check = stall_check(self.watch, timeout_s)
+        self._check = stall_check(self.watch, timeout_s, lost_worker_wait_s)
 
     def __enter__(self) -> "ServiceReads":
         self.watch.__enter__()

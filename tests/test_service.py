@@ -14,10 +14,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 
+from modern.bind import listening
 from tests.conftest import ROOT, assert_one_line_error, run_module
 
 pytestmark = pytest.mark.slow
@@ -125,10 +127,12 @@ def test_modern_run_cli_on_the_service_end_to_end(service, twelve_jpegs, tmp_pat
 
     assert run["data_service"] == {"address": address.target, "processing_mode": "distributed_epoch",
                                    "workers": sorted(list_workers(address)), "worker_count": 2,
+                                   "not_answering": {},
                                    # nothing went wrong: nothing lost, nothing made again
-                                   "timeout_s": 60.0, "lost_workers": [],
-                                   "dispatcher_outages": [], "reproduced_indices": [],
-                                   "reproduced_count": 0, "reproduced_because": None}
+                                   "timeout_s": 60.0, "lost_worker_wait_s": 10.0,
+                                   "lost_workers": [], "dispatcher_outages": [],
+                                   "reproduced_indices": [], "reproduced_count": 0,
+                                   "reproduced_because": None, "duplicate_indices": []}
     assert len(run["data_service"]["workers"]) == 2
     # the images a local run with this seed reads, with the same index -> image pairs
     assert sorted(run["step_indices"]) == list(range(steps))
@@ -166,6 +170,18 @@ def test_check_service_refuses_what_cannot_serve():
     try:
         target = f"grpc://127.0.0.1:{ds.bound_address(lonely, '127.0.0.1').port}"
         with pytest.raises(InputError, match="no workers registered"):
+            ds.check_service(target)
+        # a worker that registered and is gone stays registered (TF never unregisters one)
+        gone = ds.start_worker(ds.parse_address(target), 0, "127.0.0.1", wait_s=10)
+        deadline = time.monotonic() + 30
+        while not ds.list_workers(ds.parse_address(target)):
+            assert time.monotonic() < deadline, "the worker did not register in 30 s"
+            time.sleep(0.1)
+        gone_address = ds.list_workers(ds.parse_address(target))[0]
+        gone.stop()
+        with pytest.raises(InputError, match=f"none of the dispatcher's 1 registered worker"
+                                             f"\\(s\\) answers \\({gone_address}: connection "
+                                             f"refused\\)"):
             ds.check_service(target)
     finally:
         lonely.stop()
@@ -211,9 +227,11 @@ def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
     try:
         assert target.startswith("grpc://127.0.0.1:"), target
         address = ds.parse_address(target)
+        _reachable_from_this_machine_only(address.port)
         worker, worker_address = _start("worker", "--dispatcher", address.hostport,
-                                        "--host", "127.0.0.1")
+                                        "--bind", "0.0.0.0", "--host", "127.0.0.1")
         assert worker_address.startswith("127.0.0.1:"), worker_address
+        assert set(listening(int(worker_address.rsplit(":", 1)[1]))) & {"::", "0.0.0.0"}
         assert ds.list_workers(address) == [worker_address]
         # a client connects and gets every element once
         dataset = ds.distribute(tf.data.Dataset.range(20), target)
@@ -221,7 +239,7 @@ def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
         assert any(journal.iterdir()), "the dispatcher wrote no journal into --work_dir"
         code, err = _stop(worker, signal.SIGTERM)
         assert err.startswith("modern.service: WARNING: this worker listens on its port of "
-                              "EVERY network interface"), err
+                              "EVERY network interface (--bind 0.0.0.0)"), err
         assert code == 0 and "worker stopping (SIGTERM)" in err, err
         assert err.rstrip().endswith("worker stopped"), err
         worker = None
@@ -232,11 +250,35 @@ def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
     assert code == 0 and "dispatcher stopping (SIGINT)" in err, err
     assert err.rstrip().endswith("dispatcher stopped"), err
     assert "Traceback" not in err
-    # first thing said: it listens on every interface, unauthenticated (TF cannot bind one)
+    # first thing said: who can reach it (this machine, by default), unauthenticated
     first = err.splitlines()[0]
-    assert first.startswith("modern.service: WARNING: this dispatcher listens on") and \
-        "EVERY network interface" in first and "without authentication" in first, first
+    assert first.startswith("modern.service: note: this dispatcher listens on 127.0.0.1 only") \
+        and "without authentication" in first and "--bind 0.0.0.0" in first, first
+    assert f"dispatcher listening on 127.0.0.1:{address.port} only" in err, err
     assert f"--dispatcher 127.0.0.1:{address.port}" in err  # tells the user what to run next
+
+
+def _other_address() -> str | None:
+    """One of this machine's IPv4 addresses other than loopback, if it has one (the source
+    address of a route; a UDP connect sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: never answers, only routed
+        except OSError:
+            return None
+        address = s.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+def _reachable_from_this_machine_only(port: int) -> None:
+    """The server on ``port`` listens on 127.0.0.1 only: the kernel's table says so, and a
+    connection to this machine's other address is refused (when it has one)."""
+    assert set(listening(port)) <= {"127.0.0.1", "::ffff:127.0.0.1"}, listening(port)
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    other = _other_address()
+    if other:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((other, port), timeout=5)
 
 
 def test_a_stop_that_does_not_return_ends_the_process_with_exit_1():

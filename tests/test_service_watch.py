@@ -6,6 +6,7 @@ real servers killed mid-run: ``tests/test_service_faults.py``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -13,20 +14,20 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent import futures
 
 import grpc
 import pytest
 
 from common.errors import RunFailed
-from modern.data_service import Address
+from modern.data_service import Address, no_answer_reason, probe_worker
 from modern.service_watch import (
-    LOST_GRACE_S,
+    DEFAULT_LOST_WORKER_WAIT_S,
     Health,
     LostWorker,
     ServiceWatch,
     Stall,
     StepThread,
-    probe_port,
     stall_check,
     stall_from_error,
 )
@@ -47,19 +48,25 @@ class _FakeWatch:
     def report(self) -> dict:
         return {"lost_workers": [], "dispatcher_outages": []}
 
+    def __exit__(self, *exc) -> None:
+        self.stopped_after = self.steps_done
 
-def _stall(health: Health, waited: float, timeout: float = 60.0) -> Stall | None:
+
+def _stall(health: Health, waited: float, timeout: float = 60.0,
+           lost_wait: float = DEFAULT_LOST_WORKER_WAIT_S) -> Stall | None:
     try:
-        stall_check(_FakeWatch(health), timeout)(waited)
+        stall_check(_FakeWatch(health), timeout, lost_wait)(waited)
     except Stall as s:
         return s
     return None
 
 
-def test_a_lost_worker_ends_the_wait_after_the_grace_when_the_rest_answers():
+@pytest.mark.parametrize("lost_wait", [DEFAULT_LOST_WORKER_WAIT_S, 2.0, 30.0])
+def test_a_lost_worker_ends_the_wait_after_the_lost_worker_wait_when_the_rest_answers(
+        lost_wait):
     h = Health(True, "", ("127.0.0.1:6002",), (LOST,))
-    assert _stall(h, LOST_GRACE_S - 0.1) is None
-    s = _stall(h, LOST_GRACE_S)
+    assert _stall(h, lost_wait - 0.1, lost_wait=lost_wait) is None
+    s = _stall(h, lost_wait, lost_wait=lost_wait)
     assert s.kind == "worker_lost" and s.recoverable
     what, hint = s.describe(ADDRESS)
     assert "127.0.0.1:6001 (connection refused) lost" in what and hint == ""
@@ -196,16 +203,82 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+class _FakeWorker:
+    """A gRPC server on 127.0.0.1 answering a tf.data worker's ``GetWorkerTasks`` (what
+    :func:`probe_worker` asks); while ``hung`` is set it answers nothing, as a stopped
+    process."""
+
+    def __init__(self):
+        self.hung = threading.Event()
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+
+        def tasks(request, context):
+            while self.hung.is_set() and context.is_active():
+                time.sleep(0.02)
+            return b""
+
+        handler = grpc.method_handlers_generic_handler("tensorflow.data.WorkerService", {
+            "GetWorkerTasks": grpc.unary_unary_rpc_method_handler(tasks)})
+        self._server.add_generic_rpc_handlers((handler,))
+        self.address = f"127.0.0.1:{self._server.add_insecure_port('127.0.0.1:0')}"
+        self._server.start()
+
+    def stop(self) -> None:
+        self.hung.clear()
+        self._server.stop(grace=None)
+
+
+@contextlib.contextmanager
+def _fake_workers(n: int):
+    workers = [_FakeWorker() for _ in range(n)]
+    try:
+        yield workers
+    finally:
+        for w in workers:
+            w.stop()
+
+
+def _listed(*workers: str):
+    """A dispatcher's ``GetWorkers`` call that lists ``workers``."""
+    reply = type("R", (), {"workers": [type("W", (), {"address": w}) for w in workers]})
+    return lambda req, timeout: reply
+
+
+def test_probe_worker_says_why():
+    with _fake_workers(1) as (worker,), _listening() as hung:
+        assert probe_worker(worker.address, 2.0) is None
+        assert probe_worker(f"127.0.0.1:{_closed_port()}", 2.0) == "connection refused"
+        # a port whose process does not answer (stopped: its kernel still accepts TCP)
+        t0 = time.monotonic()
+        assert probe_worker(f"127.0.0.1:{hung.getsockname()[1]}", 0.3) == "no answer in 0.3 s"
+        assert time.monotonic() - t0 < 2.0
+        worker.hung.set()
+        assert probe_worker(worker.address, 0.3) == "no answer in 0.3 s"
+
+
+@pytest.mark.parametrize("details, code, reason", [
+    ("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:5050: Failed to "
+     "connect to remote host: Connection refused", grpc.StatusCode.UNAVAILABLE,
+     "connection refused"),
+    ("Stream removed (recvmsg:Connection reset by peer (104))", grpc.StatusCode.UNAVAILABLE,
+     "connection reset"),
+    ("Deadline Exceeded", grpc.StatusCode.DEADLINE_EXCEEDED, "no answer in 2 s"),
+    ("DNS resolution failed for nohost:5050", grpc.StatusCode.UNAVAILABLE,
+     "cannot resolve the host name"),
+    ("", grpc.StatusCode.INTERNAL, "StatusCode.INTERNAL"),
+])
+def test_why_a_server_did_not_answer_in_a_few_words(details, code, reason):
+    assert no_answer_reason(_RpcError(details, code), 2.0) == reason
+
+
 def test_the_watch_notices_a_lost_worker_a_new_one_and_a_dispatcher_outage():
-    with _listening() as alive, _listening() as joined:
-        a = f"127.0.0.1:{alive.getsockname()[1]}"
+    with _fake_workers(2) as (alive, joined):
+        a, c = alive.address, joined.address
         b = f"127.0.0.1:{_closed_port()}"  # refuses: lost at the first probe
-        c = f"127.0.0.1:{joined.getsockname()[1]}"
         lines = []
         watch = ServiceWatch(ADDRESS, [a, b], notify=lines.append, timeout_s=30)
         watch.steps_done = 7
-        h = watch.probe(lambda req, timeout: type("R", (), {"workers": [
-            type("W", (), {"address": w}) for w in (a, b, c)]}))
+        h = watch.probe(_listed(a, b, c))
         assert h.dispatcher_ok and set(h.alive) == {a, c}
         assert [w.address for w in h.lost] == [b] and h.lost[0].after_steps == 7
         assert lines == [f"tf.data service worker {b} lost after step 7 (connection refused); "
@@ -219,26 +292,50 @@ def test_the_watch_notices_a_lost_worker_a_new_one_and_a_dispatcher_outage():
         h = watch.probe(down)
         assert not h.dispatcher_ok and h.dispatcher_reason == "connection refused"
         assert "dispatcher grpc://127.0.0.1:5050 stopped answering after step 9" in lines[-1]
-        watch.probe(lambda req, timeout: type("R", (), {"workers": []}))
+        watch.probe(_listed())
         assert "answers again" in lines[-1]
         report = watch.report()
         assert report["lost_workers"] == [{"address": b, "after_steps": 7,
-                                           "reason": "connection refused"}]
+                                           "reason": "connection refused",
+                                           "back_after_s": None}]
         assert [o["after_steps"] for o in report["dispatcher_outages"]] == [9]
         assert report["dispatcher_outages"][0]["seconds"] is not None
 
 
-def test_probe_port_says_why():
-    with _listening() as s:
-        assert probe_port(f"127.0.0.1:{s.getsockname()[1]}") is None
-    assert probe_port(f"127.0.0.1:{_closed_port()}") == "connection refused"
+def test_a_hung_worker_is_lost_after_two_silent_probes_and_back_when_it_answers():
+    """A worker that stops answering (SIGSTOP, a hang) but keeps its port: lost after
+    LOST_AFTER_SILENT_PROBES probes without an answer, back (and said so) when it answers."""
+    with _fake_workers(2) as (ok, flaky):
+        lines = []
+        watch = ServiceWatch(ADDRESS, [ok.address, flaky.address], notify=lines.append,
+                             timeout_s=30, probe_timeout_s=0.3)
+        listed = _listed(ok.address, flaky.address)
+        flaky.hung.set()
+        watch.steps_done = 3
+        assert flaky.address in watch.probe(listed).alive and lines == []  # one silence
+        watch.steps_done = 4
+        h = watch.probe(listed)
+        assert h.alive == (ok.address,) and [w.address for w in h.lost] == [flaky.address]
+        assert lines == [f"tf.data service worker {flaky.address} lost after step 4 (no "
+                         f"answer in 0.3 s); going on with the 1 worker(s) that remain"]
+        flaky.hung.clear()
+        h = watch.probe(listed)
+        assert set(h.alive) == {ok.address, flaky.address} and h.lost == ()
+        assert lines[-1].startswith(f"tf.data service worker {flaky.address} answers again")
+        (lost,) = watch.report()["lost_workers"]
+        assert lost["after_steps"] == 4 and lost["back_after_s"] is not None
+        watch.__exit__(None, None, None)  # stopped: nothing said any more
+        flaky.hung.set()
+        watch.probe(listed)
+        watch.probe(listed)
+        assert len(lines) == 2
 
 
 class _FakeReads:
     """ServiceReads for ServiceSteps: delivers ``indices`` in order, then raises ``stall``."""
 
     def __init__(self, indices: list[int], stall: Stall):
-        self.address, self.timeout_s = ADDRESS, 60.0
+        self.address, self.timeout_s, self.lost_worker_wait_s = ADDRESS, 60.0, 10.0
         self.watch = _FakeWatch(stall.health)
         self._indices, self._stall = list(indices), stall
 
@@ -282,6 +379,18 @@ def test_a_recoverable_stall_makes_the_missing_indices_here():
     assert report["reproduced_indices"] == [1, 4, 6, 7] and report["reproduced_count"] == 4
     assert "lost, with the elements it held" in report["reproduced_because"]
     assert "making the 4 element(s) still missing in this process (4 of 8 steps done)" in lines[0]
+
+
+def test_an_index_sent_twice_or_outside_the_job_is_dropped_and_the_next_one_read():
+    stall = Stall("ended", 0.0, Health(True, "", ("w2",), ()))
+    reads = _FakeReads([0, 2, 2, 3, 9, -1, 0, 1], stall)
+    steps, _ = _steps(reads, 4, [])
+    with steps:
+        got = [steps(i, False)[2] for i in range(4)]
+        assert reads.watch.stopped_after == 4  # the watch stops once every step is read
+    assert got == [0, 2, 3, 1]
+    assert steps.report()["duplicate_indices"] == [2, 9, -1, 0]
+    assert steps.report()["reproduced_count"] == 0
 
 
 def test_an_unrecoverable_stall_is_one_line_with_the_steps_done():
