@@ -468,3 +468,68 @@ def test_a_profile_with_too_many_planes_is_refused_before_converting(tmp_path):
     path.write_bytes(_xspace(MAX_PLANES + 1))
     with pytest.raises(LoadError, match=f"holds {MAX_PLANES + 1:,} planes"):
         load(path)
+
+
+# --- names built against our own patterns ----------------------------------------------------
+
+def test_trailing_step_numbers_as_the_pattern_read_them():
+    """Step rows' numbers from their names, read from the right (a regex search for a
+    trailing number is quadratic in a long run of digits that does not end the name: 100
+    such step rows took 20 s)."""
+    from compare.load.step_marks import _trailing_int
+
+    rnd = random.Random(3)
+    for _ in range(3000):
+        name = "".join(rnd.choice("ab 1_9#0") for _ in range(rnd.randint(0, 14)))
+        m = re.search(r"(\d+)$", name)
+        want = int(m.group(1)) if m and int(m.group(1)) < 1 << 31 else None
+        assert _trailing_int(name) == want, name
+    assert _trailing_int("1" * 4000 + "x") is None and _trailing_int("x" + "1" * 4000) is None
+
+
+def test_compiler_events_by_name_as_the_one_pattern_read_them():
+    from compare.vocabulary.ops import is_compiler_event
+
+    old = re.compile(
+        r"(Compiler::|^HLO passes|^XlaCompilationCache::Compile|^DeviceCompiler::Compile|"
+        r"^Compile$|^JitCompiler::|^FusionCompiler::|^Lower\w*Pass$|^MlirBridge|^ConvertMlir|"
+        r"^CompileGraph|^BuildXlaOps|^EncapsulateSubgraphs|^MarkForCompilation|"
+        r"^XlaJitCompiled|^IrEmitter|^LLVM|^OptimizeHloModule|^RunHloPasses|^RunBackend|"
+        r"^ObjectLoader|^ThunkEmitter)")
+    names = ["CpuCompiler::RunBackend", "GpuCompiler::x", "xCompiler::", "Compile", "Compile\n",
+             "Compiled", "LowerTFPass", "LowerPass", "Lowerx", "aLLVM", "LLVM IR", "HLO passes",
+             "RunHloPasses", "MatMul", "", "(" * 4000, "Lower" + "a" * 4000]
+    assert [is_compiler_event(n) for n in names] == [bool(old.search(n)) for n in names]
+
+
+def test_long_and_table_breaking_names_in_report_md(tmp_path):
+    """compare.run's report.md and printed verdict with ops named by 4,000 characters, a
+    '|' and a backtick: every name cut (lines of 12,000 characters were written), table rows
+    keep their cells, code spans close."""
+    from compare.api import compare_traces
+    from compare.fmt import shown_words
+    from compare.output.report_md import _code
+
+    names = ["(" * 4000, "a|b", "x`y", "grad/" * 800 + "MatMul"]
+    paths = {}
+    for k, scale in (("legacy", 1), ("modern", 2)):
+        ev = []
+        for s in range(3):
+            t = s * 10_000
+            ev.append({"ph": "X", "pid": 1, "tid": 1, "ts": t, "dur": 9000, "name": "train",
+                       "args": {"step_num": s, "group_id": s}})
+            for j, n in enumerate(names):
+                ev.append({"ph": "X", "pid": 1, "tid": 2, "ts": t + 10 + j * 2000,
+                           "dur": 1000 * scale, "name": n,
+                           "args": {"long_name": f"{n}:{n}", "group_id": s}})
+        paths[k] = tmp_path / f"{k}.json"
+        paths[k].write_text(json.dumps({"traceEvents": ev}))
+    rep = compare_traces(paths["legacy"], paths["modern"], out=tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert max(len(line) for line in md.splitlines()) < 2000
+    rows = [ln for ln in md.splitlines() if ln.startswith("| `")]
+    assert rows and all(len(re.findall(r"(?<!\\)\|", ln)) == 9 for ln in rows), rows
+    assert _code("a|b") == "`a\\|b`" and _code("x`y") == "`x'y`"
+    assert "...(4,000 chars)`" in md   # cut, its code span closed
+    said = " ".join([rep.comparison.verdict.comparison, *rep.comparison.verdict.sides.values()])
+    assert max(map(len, shown_words(said).split())) < 200   # as compare.run prints it
