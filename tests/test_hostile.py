@@ -258,8 +258,7 @@ def test_strings_table_cuts_in_bulk_and_one_by_one_alike():
 
 # --- many rows -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", ["many_pids", "many_tids", "many_names", "many_steps",
-                                  "flow_storm", "timeline_storm"])
+@pytest.mark.parametrize("case", sorted(hostile.ROW_CASES))
 def test_row_cases_explain_completely(tmp_path, case):
     tr = load(_write(tmp_path, hostile.ROW_CASES[case](3000)))
     e = explain(tr)
@@ -533,3 +532,23 @@ def test_long_and_table_breaking_names_in_report_md(tmp_path):
     assert "...(4,000 chars)`" in md   # cut, its code span closed
     said = " ".join([rep.comparison.verdict.comparison, *rep.comparison.verdict.sides.values()])
     assert max(map(len, shown_words(said).split())) < 200   # as compare.run prints it
+
+
+def test_per_step_statistics_sparse_equal_dense(monkeypatch):
+    """Past DENSE_CELLS_MAX the statistics come from the values present alone; they must be
+    the dense matrix's, zeros for missing steps, negative values and ties included."""
+    from compare.model import per_step
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n, width = int(rng.integers(1, 9)), int(rng.integers(1, 12))
+        steps = [{k: float(rng.choice([-2.0, -0.5, 0.0, 1.0, 1.0, 3.5, 7.0]))
+                  for k in rng.choice(width, int(rng.integers(0, width + 1)), replace=False)}
+                 for _ in range(n)]
+        keys = list(range(width))
+        dense = per_step.stats(steps, keys)
+        monkeypatch.setattr(per_step, "DENSE_CELLS_MAX", 0)
+        sparse = per_step.stats(steps, keys)
+        monkeypatch.undo()
+        for d, s in zip(dense[1:], sparse[1:]):
+            assert np.allclose(d, s), (steps, d, s)
