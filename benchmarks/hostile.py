@@ -193,10 +193,170 @@ def wrong_type(field: str, n: int = 3) -> Iterator[str]:
     return _doc(events())
 
 
+# --- the held-back structures (round 2) ---------------------------------------------------
+
+_CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def _tl(pid, tid, ts, dur, op, node, inputs=()) -> str:
+    """A timeline.py complete event: args ``{name, op, input0..}``."""
+    a = {"name": node, "op": op, **{f"input{k}": v for k, v in enumerate(inputs)}}
+    return json.dumps({"ph": "X", "pid": pid, "tid": tid, "ts": ts, "dur": dur, "name": op,
+                       "args": a})
+
+
+def _tl_rows() -> Iterator[str]:
+    yield _meta("process_name", 0, "Allocators")
+    yield _meta("process_name", 1, f"{_CPU} Compute")
+    yield _tl(1, 0, 0, 1, "NoOp", "_SOURCE")
+
+
+def deep_nest(n: int) -> Iterator[str]:
+    """``n`` events on one thread, each inside the one before (nesting ``n`` deep)."""
+    def events():
+        yield _meta("process_name", 1, "/host:CPU")
+        for i in range(n):
+            yield _x(1, 1, i, 2 * (n - i), f"op{i % 10}", f'{{"long_name":"s{i % 10}:Op{i % 10}"}}')
+    return _doc(events())
+
+
+def dataflow(n: int) -> Iterator[str]:
+    """A timeline whose dataflow is hostile: a third of the rows feed one node (fan-in: one
+    event with ``n/3`` inputs), one node feeds a third (fan-out), the last third is one
+    dependency cycle, every node of it also its own input."""
+    k = max(n // 3, 1)
+    def events():
+        yield from _tl_rows()
+        for i in range(k):
+            yield _tl(1, 1 + i % 4, 10 + i, 1, "Const", f"c{i}")
+        yield _tl(1, 0, 20 + k, 50, "AddN", "sum", [f"c{i}" for i in range(k)])
+        yield _tl(1, 0, 80 + k, 5, "RandomUniform", "src")
+        for i in range(k):
+            yield _tl(1, 1 + i % 4, 90 + k + i, 1, "Mul", f"m{i}", ["src", "src:1", "^src"])
+        for i in range(k):
+            yield _tl(1, 5, 100 + 2 * k + i, 1, "Add", f"ring{i}",
+                      [f"ring{(i + 1) % k}", f"ring{i}"])
+    return _doc(events())
+
+
+def be_storm(n: int) -> Iterator[str]:
+    """B/E events: half of the rows ``B`` then ``E`` nested ``n/4`` deep on one thread, a
+    quarter ``E`` with no ``B``, a quarter ``B`` never closed."""
+    k = max(n // 4, 1)
+    def events():
+        yield _meta("process_name", 1, "/host:CPU")
+        for i in range(k):
+            yield f'{{"ph":"B","pid":1,"tid":1,"ts":{i},"name":"b{i % 10}","args":{{"k":{i}}}}}'
+        for i in range(k):
+            yield f'{{"ph":"E","pid":1,"tid":1,"ts":{k + i},"args":{{"e":{i}}}}}'
+        for i in range(k):
+            yield f'{{"ph":"E","pid":1,"tid":{2 + i % 7},"ts":{i}}}'
+            yield f'{{"ph":"B","pid":1,"tid":9,"ts":{i},"name":"open{i % 10}"}}'
+    return _doc(events())
+
+
+def meta_storm(n: int) -> Iterator[str]:
+    """Metadata storm: one process and one thread renamed ``n/4`` times each, their sort
+    indexes rewritten as often, ``n/4`` more processes that hold nothing but a name."""
+    k = max(n // 4, 1)
+    def events():
+        for i in range(k):
+            yield _meta("process_name", 1, f"/host:CPU v{i}")
+            yield _meta("thread_name", 1, f"tf_Compute/{i}", 1)
+            yield f'{{"ph":"M","name":"process_sort_index","pid":1,"args":{{"sort_index":{-i}}}}}'
+        for i in range(k):
+            yield _meta("process_name", 1000 + i, f"empty process {i}")
+        yield _x(1, 1, 0, 100, "MatMul", '{"long_name":"m:MatMul"}')
+        yield _x(1, 1, 200, 100, "MatMul", '{"long_name":"m:MatMul"}')
+    return _doc(events())
+
+
+def counter_series(n: int) -> Iterator[str]:
+    """Memory counters of a timeline: three samples whose args hold ``n/3`` keys each (``n``
+    series), beside a few ops."""
+    keys = ",".join(f'"alloc_{i}":{i + 1}' for i in range(max(n // 3, 1)))
+    def events():
+        yield from _tl_rows()
+        yield _tl(1, 0, 10, 50, "MatMul", "mm")
+        for t in range(3):
+            yield f'{{"ph":"C","name":"mem","pid":0,"ts":{t * 20},"args":{{{keys}}}}}'
+    return _doc(events())
+
+
+def xla_clusters(n: int) -> Iterator[str]:
+    """A timeline running ``n/2`` distinct XLA clusters twice each (the first call long)."""
+    def events():
+        yield from _tl_rows()
+        for i in range(max(n // 2, 1)):
+            yield _tl(1, 0, 10 + i * 100, 80, "_XlaLaunch", f"cluster_{i}", ["x"])
+            yield _tl(1, 1, 100 + i * 100, 5, "_XlaLaunch", f"cluster_{i}", ["x"])
+    return _doc(events())
+
+
+#: Names no output may show as they are (escape sequences, NUL, newline, bidi overrides,
+#: a lone surrogate, C1 controls), and printable ones that must stay (emoji, RTL letters).
+UNSHOWABLE = ["\x1b[2J\x1b[31mred", "a\x00b", "new\nline", "\u202eevil\u202c", "\udc80lone",
+              "c1\x85\x9b", "\U0001F600 \u05e9\u05dc\u05d5\u05dd", "e" + "\u0301" * 30]
+
+
+def unshowable_names(n: int) -> Iterator[str]:
+    """``n`` events whose names, long names, processes, threads and step names mix the
+    :data:`UNSHOWABLE` strings (written as JSON escapes, as any tool would)."""
+    def events():
+        for p, w in enumerate(UNSHOWABLE):
+            yield json.dumps({"ph": "M", "name": "process_name", "pid": p,
+                              "args": {"name": w + " Compute"}})
+            yield json.dumps({"ph": "M", "name": "thread_name", "pid": p, "tid": 1,
+                              "args": {"name": w}})
+        for i in range(n):
+            w = UNSHOWABLE[i % len(UNSHOWABLE)] + str(i % 100)
+            yield json.dumps({"ph": "X", "pid": i % len(UNSHOWABLE), "tid": 1, "ts": i * 10,
+                              "dur": 8, "name": w, "args": {"long_name": f"{w}/x:{w}"}})
+    return _doc(events())
+
+
+def key_decoys(n: int) -> Iterator[str]:
+    """``n`` events in a document whose events list is hard to find: a key holding
+    ``"traceEvents":[`` inside a string, a nested ``traceEvents`` list, a first top-level list
+    repeated by a second (JSON parsers keep the last: the ``n`` real events), and a list of
+    other events after it."""
+    def events(name, k):
+        for i in range(k):
+            yield _x(1, 1 + i % 4, i * 10, 8, name)
+    head = ('{"a\\"traceEvents":[1],"meta":{"traceEvents":[' + _x(9, 9, 0, 1, "decoy")
+            + "]}," + "".join(_doc(events("first", 100), '"traceEvents":[', "],"))
+            + '"traceEvents":[')
+    return _doc(events("real", n), head,
+                '],"otherEvents":[' + ",".join(_x(2, 1, i, 1, "other") for i in range(100))
+                + "]}")
+
+
+def empty_beside(n: int) -> Iterator[str]:
+    """An empty ``traceEvents`` list, ``n`` events under another key after it."""
+    return _doc((_x(1, 1, i * 10, 8, "op") for i in range(n)),
+                '{"traceEvents":[],"systemTraceEvents":[', "]}")
+
+
+def many_planes(planes: int) -> bytes:
+    """An ``.xplane.pb`` (the declared subset of XSpace) of one host plane and ``planes - 1``
+    GPU planes, one kernel each."""
+    from common.protos import XSpaceEvents  # lazy: protobuf, only for this case
+
+    sp = XSpaceEvents()
+    for p in range(planes):
+        pl = sp.planes.add(name="/host:CPU" if p == 0 else f"/device:GPU:{p - 1}")
+        pl.event_metadata[1].name = "MatMul" if p == 0 else f"kernel{p}"
+        pl.lines.add(name="tf_Compute" if p == 0 else "Stream #1").events.add(metadata_id=1)
+    return sp.SerializeToString()
+
+
 #: case -> (generator of N rows, what N means); the row cases of the benchmark.
 ROW_CASES: dict[str, Callable[[int], Iterator[str]]] = {
     "many_pids": many_pids, "many_tids": many_tids, "many_names": many_names,
     "many_steps": many_steps, "flow_storm": flow_storm, "timeline_storm": timeline_storm,
+    "deep_nest": deep_nest, "dataflow": dataflow, "be_storm": be_storm,
+    "meta_storm": meta_storm, "counter_series": counter_series, "xla_clusters": xla_clusters,
+    "unshowable_names": unshowable_names, "key_decoys": key_decoys,
 }
 
 

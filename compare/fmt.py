@@ -46,13 +46,22 @@ def shown(s: str, limit: int = MAX_SHOWN_CHARS) -> str:
     return s[:max(limit - len(tail), 1)] + tail
 
 
+#: Closing marks a cut word keeps at its end (``(name)``, ``` `name`, ```): the brackets,
+#: quotes and code spans around it stay balanced.
+_CLOSERS = ")]}'\"`,;:"
+
+
 def shown_words(text: str) -> str:
     """``text`` with every run of more than :data:`MAX_SHOWN_CHARS` characters without a
-    space cut (:func:`shown`): what a terminal report can wrap."""
+    space cut (:func:`shown`), its last few closing marks kept: what a terminal report (or
+    Markdown) can wrap."""
     def cut(m: re.Match) -> str:
         if m.group(2):  # cut already: its first characters, and the length it had
             return m.group(1)[:MAX_SHOWN_CHARS - 3] + "..." + m.group(2)
-        return shown(m.group(1))
+        word = m.group(1)
+        closers = min(len(word) - len(word.rstrip(_CLOSERS)), 3)
+        end = len(word) - closers
+        return shown(word[:end]) + word[end:]
 
     return _LONG_WORD.sub(cut, text) if len(text) > MAX_SHOWN_CHARS else text
 

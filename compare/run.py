@@ -28,6 +28,7 @@ from common.errors import InputError, cli_main, say
 from common.tflog import quiet_python_logs
 from compare.analysis.comparison import SIDES
 from compare.api import RunOptions, compare_traces, run_and_compare
+from compare.fmt import shown_words
 from compare.output.report import Report
 from compare.output.tables import group_table, ops_table, stage_table
 
@@ -114,7 +115,7 @@ def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
         for w in c.sides[k].source.warnings:
             say(f"compare.run: {c.label(k)} trace {c.sides[k].source.path}: {w}")
     for text in (c.verdict.sides["legacy"], c.verdict.sides["modern"], c.verdict.comparison):
-        print(f"- {text}")
+        print(f"- {shown_words(text)}")   # names in it cut as report.md cuts them
     print()
     folder = report.out
     print(f"report: {folder / 'report.md'} (and report.json, stages.png, timelines.png, "

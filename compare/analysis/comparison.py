@@ -33,7 +33,7 @@ from compare.analysis.opdiff import OpDiff, SideOps, TypeDiff
 from compare.analysis.parity import Parity
 from compare.analysis.xla import XlaSummary, summarize
 from compare.model.events import Trace
-from compare.model.per_step import matrix as per_step_matrix
+from compare.model.per_step import stats as per_step_stats
 from compare.vocabulary.groups import GROUPS
 from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS, SCOPE_SUFFIX
 from compare.vocabulary.ops import TRAIN_FUNCTION
@@ -522,10 +522,9 @@ def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
                 acc[(lab, names[i])] += w * frac
         per_step.append(acc)
     out: dict[int, list[tuple[str, float, float]]] = defaultdict(list)
-    keys, vals = per_step_matrix(per_step)
+    keys, med, mean, top = per_step_stats(per_step) if per_step else ([], None, None, None)
     if keys:
-        ran = vals.max(axis=1) > 0  # listed if it ran in any steady step; valued by its median
-        med, mean = np.median(vals, axis=1), np.mean(vals, axis=1)
+        ran = top > 0  # listed if it ran in any steady step; valued by its median
         for r in np.flatnonzero(ran).tolist():
             lab, name = keys[r]
             out[lab].append((name, float(med[r]), float(mean[r])))

@@ -334,7 +334,7 @@ class _Mapper:
         L, B = LABEL, BASIS
         if cat == CAT["step"]:
             return L["runtime"], B["runtime"], False, True, None, None, None
-        if cat == CAT["xla_compile"] or tfops.COMPILER_EVENT.search(name):
+        if cat == CAT["xla_compile"] or tfops.is_compiler_event(name):
             unit = tfops.cluster_of(tf_name, name) if cat == CAT["xla_compile"] else None
             return L["xla_compile"], B["op_type"], False, False, unit, None, None
         if cat == CAT["xla_run"]:

@@ -296,7 +296,7 @@ def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarr
     """For each compile op, whether compiler events run nested inside it (xprof traces only)."""
     ev = trace.events
     names = trace.strings.names
-    compiler_ids = [int(i) for i in np.unique(ev.name) if tfops.COMPILER_EVENT.search(names[i])]
+    compiler_ids = [int(i) for i in np.unique(ev.name) if tfops.is_compiler_event(names[i])]
     if not compiler_ids or not len(compile_idx):
         return None
     comp = np.flatnonzero(np.isin(ev.name, compiler_ids))

@@ -228,7 +228,7 @@ class Builder:
             return
         dtype = TENSOR_DTYPE.search(desc)
         dims = TENSOR_DIM.findall(desc)
-        node = name.rsplit(":", 1)[0] if name.rpartition(":")[2].isdigit() else name
+        node = self.s.short(name.rsplit(":", 1)[0] if name.rpartition(":")[2].isdigit() else name)
         if dims and node not in self.tensor_shapes:
             self.tensor_shapes[node] = [[_DTYPE_WORDS.get(dtype.group(1), dtype.group(1).lower())
                                          if dtype else "", "[" + ",".join(dims) + "]"]]

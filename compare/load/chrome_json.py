@@ -35,6 +35,11 @@ CHUNK_BYTES = 1 << 20
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+#: A member of the top-level object that is the events list (from just after a comma or '{').
+_MEMBER = re.compile(rb'\s*("traceEvents"\s*:\s*\[)')
+#: What follows a list that closes before the end guessed for it when the document goes on
+#: around it: another member of the top-level object (``, "key":``).
+_NEXT_MEMBER = re.compile(rb'\s*,\s*"(?:[^"\\]|\\.)*"\s*:')
 _NEXT_EVENT = re.compile(r"\}\s*,\s*(?=\{)")
 #: The deepest event we read (levels of nesting inside the event list; an event ``{}`` is 1):
 #: orjson's limit (1024 for a whole text, which the list itself takes one of). msgspec and
@@ -44,6 +49,12 @@ MAX_DEPTH = 1023
 
 class TraceFormatError(ValueError):
     """The bytes are not a Chrome trace (the message says why, without the file name)."""
+
+
+class ListEndsEarly(Exception):
+    """The events list closed before the end :func:`split_document` guessed for it, and the
+    document goes on with more members (another list after it, a repeated key): the caller
+    reads the document again on its exact structure (``split_document(..., exact=True)``)."""
 
 
 def _loads(data: bytes, warnings: list[str]):
@@ -172,15 +183,19 @@ def _first_char(buf: bytes) -> int:
     return -1
 
 
-def split_document(buf: bytes, warnings: list[str]) -> tuple[dict, int, int]:
-    """Find the events array: return (the rest of the document as a dict, start, end) where
-    ``buf[start:end]`` is the text between the array's brackets. ``end`` is -1 when the array
-    never closes (a truncated file)."""
+def split_document(buf: bytes, warnings: list[str], exact: bool = False
+                   ) -> tuple[dict, int, int, bool]:
+    """Find the events array: return (the rest of the document as a dict, start, end,
+    guessed) where ``buf[start:end]`` is the text between the array's brackets. ``end`` is -1
+    when the array never closes (a truncated file). ``guessed``: the end was found from the
+    right without a scan of the list (the common case; :func:`iter_chunks` then raises
+    :class:`ListEndsEarly` if the list turns out to close sooner). ``exact``: find the
+    top-level ``traceEvents`` member by a scan of the document's structure."""
     i = _first_char(buf)
     if i < 0:
         raise TraceFormatError("empty file" if not buf.strip() else "no JSON found")
     if buf[i:i + 1] == b"[":  # the array form of the Chrome trace format
-        return {}, i + 1, _array_end(buf, i + 1, lambda j: _closes_list(buf, i + 1, j))
+        return {}, i + 1, _array_end(buf, i + 1, lambda j: _closes_list(buf, i + 1, j)), False
     if buf[i:i + 1] != b"{":
         raise TraceFormatError("not JSON (does not start with '{' or '[')")
     m = _KEY.search(buf, i)
@@ -195,18 +210,64 @@ def split_document(buf: bytes, warnings: list[str]) -> tuple[dict, int, int]:
                                    f"not a list of events")
         raise TraceFormatError("JSON without a 'traceEvents' list"
                                if isinstance(doc, dict) else "JSON that is not a trace")
-    start = m.end()
-    end = _array_end(buf, start, lambda j: _closes_object(buf, m.start(), j))
+    key, start, end, guessed = m.start(), m.end(), None, True
+    if exact or not _starts_member(buf, i + 1, key):
+        found = _top_level_list(buf, i, warnings)
+        if found is not None:
+            key, start, end = found
+            guessed = False
+        elif not exact:
+            raise TraceFormatError("JSON whose 'traceEvents' lists are all nested inside other "
+                                   "values, none a member of the top-level object")
+    if end is None:
+        end = _array_end(buf, start, lambda j: _closes_object(buf, key, j))
     rest: dict = {}
     if end >= 0:
         try:
-            rest = _loads(buf[:m.start()] + b'"traceEvents":[]' + buf[end + 1:], warnings)
+            rest = _loads(buf[:key] + b'"traceEvents":[]' + buf[end + 1:], warnings)
         except orjson.JSONDecodeError:
             warnings.append("the document around traceEvents is damaged; metadata ignored")
             rest = {}
     else:
         warnings.append("the traceEvents list never closes (truncated file?)")
-    return rest if isinstance(rest, dict) else {}, start, end
+    return rest if isinstance(rest, dict) else {}, start, end, guessed
+
+
+def _starts_member(buf: bytes, a: int, key: int) -> bool:
+    """Whether offset ``key`` starts a member of the object whose text starts at ``a``: the
+    text before it, from the last comma at the object's own level, is only whitespace (not a
+    key inside a nested value or a string). Costs a scan of ``buf[a:key]``, the few members
+    a trace writes before its events."""
+    vals = structure.top_level_values(buf, a, key)
+    if vals.closed >= 0:
+        return False
+    s = vals.ends[-2] + 1 if len(vals.ends) > 1 else a
+    return not buf[s:key].strip()
+
+
+def _top_level_list(buf: bytes, i: int, warnings: list[str]) -> tuple[int, int, int] | None:
+    """(key, start, end) of the ``traceEvents`` list that is a member of the object opening
+    at ``i`` (the last one if the key repeats, as JSON parsers read it; said in
+    ``warnings``), from an exact scan of the object's members; None if no member is one.
+    ``end`` is -1 when that list never closes."""
+    vals = structure.top_level_values(buf, i + 1, len(buf))
+    hits, s = [], i + 1
+    for e in vals.ends:
+        m = _MEMBER.match(buf, s, e)
+        if m:
+            hits.append((m.start(1), m.end(), e))
+        s = e + 1
+    if not hits:
+        return None
+    if len(hits) > 1:
+        warnings.append(f"the document holds {len(hits)} top-level 'traceEvents' lists (a "
+                        f"repeated key); read the last, as JSON parsers do")
+    key, start, e = hits[-1]
+    j = e - 1
+    while j >= start and buf[j] in b" \t\r\n\x0b\x0c":
+        j -= 1
+    closes = buf[j:j + 1] == b"]" and j >= start and (e < len(buf) or vals.closed >= 0)
+    return key, start, j if closes else -1
 
 
 def json_kind(value) -> str:
@@ -261,14 +322,18 @@ def _closes_list(buf: bytes, start: int, j: int) -> bool:
 
 
 def iter_chunks(buf: bytes, start: int, end: int, warnings: list[str],
-                chunk_bytes: int = CHUNK_BYTES, parse=None) -> Iterator[list]:
+                chunk_bytes: int = CHUNK_BYTES, parse=None, guessed: bool = False
+                ) -> Iterator[list]:
     """Yield lists of event objects parsed from ``buf[start:end]`` in order (dicts; or what
     ``parse(text, warnings)`` returns, e.g. :func:`parse_typed`). A stretch that does not
     parse is read value by value (:func:`_salvage`); what was skipped is said once, at the
-    end, in ``warnings``."""
+    end, in ``warnings``. ``guessed``: ``end`` is :func:`split_document`'s guess; a list that
+    closes before it and is followed by another member of the document raises
+    :class:`ListEndsEarly`."""
     parse = parse or _loads
     stop = end if end >= 0 else len(buf)
     damage = _Damage()
+    damage.guessed = guessed
     pos = start
     while True:
         while pos < stop and buf[pos] in b" \t\r\n,":
@@ -331,6 +396,7 @@ class _Damage:
         self.stretches = self.chars = 0
         self.deep = self.deepest = 0
         self.tail = ""
+        self.guessed = False   # the list's end was guessed: an early close may be structure
         self.open = False   # no good value read since the last damage: more damage now
                             # continues that stretch (one stretch, not two)
 
@@ -378,6 +444,8 @@ def _salvage(buf: bytes, a: int, b: int, warnings: list[str], damage: _Damage,
             yield batch
             batch = []
     if vals.closed >= 0:
+        if damage.guessed and _NEXT_MEMBER.match(buf, vals.closed + 1):
+            raise ListEndsEarly()   # not damage: the list ends here, the document goes on
         batch.extend(_resync(buf[vals.closed:b], warnings, damage, last))
     if batch:
         yield batch

@@ -49,7 +49,7 @@ def merge(per_host: list[tuple[str, Trace]], source: str) -> Trace:
         off = k * stride
         remap = np.asarray(strings.ids(t.strings.names), dtype=np.int32)
         for pid, p in t.processes.items():
-            processes[pid + off] = Process(pid + off, f"{host}: {p.name}", p.kind,
+            processes[pid + off] = Process(pid + off, strings.short(f"{host}: {p.name}"), p.kind,
                                            None if p.sort_index is None else p.sort_index + off)
         lanes.update({(pid + off, tid): name for (pid, tid), name in t.lanes.items()})
         objects.update({pid + off: n for pid, n in t.objects.items()})

@@ -35,11 +35,20 @@ def load_json_file(p: Path) -> Trace:
 
 
 def load_json_bytes(buf: bytes, source: str) -> Trace:
+    try:
+        return _load_json_bytes(buf, source, exact=False)
+    except chrome_json.ListEndsEarly:
+        # the list closed before the end guessed for it (another list follows, a key
+        # repeats): read again on the document's exact structure
+        return _load_json_bytes(buf, source, exact=True)
+
+
+def _load_json_bytes(buf: bytes, source: str, exact: bool) -> Trace:
     warnings: list[str] = []
     if isinstance(buf, Truncated):
         warnings.append(buf.note)
     try:
-        rest, start, end = chrome_json.split_document(buf, warnings)
+        rest, start, end, guessed = chrome_json.split_document(buf, warnings, exact)
     except chrome_json.TraceFormatError as e:
         raise LoadError(f"{source}: {e}; we read {FORMATS_WE_READ}") from None
     strings = Strings()
@@ -54,16 +63,21 @@ def load_json_bytes(buf: bytes, source: str) -> Trace:
             b.warnings = warnings  # split_document's (the halves warned of nothing)
         else:
             for chunk in chrome_json.iter_chunks(buf, start, end, warnings,
-                                                 parse=chrome_json.parse_typed):
+                                                 parse=chrome_json.parse_typed,
+                                                 guessed=guessed):
                 b.add(chunk)
     except chrome_json.TraceFormatError as e:
         raise LoadError(f"{source}: {e}") from None
     finally:
         if gc_was_on:
             gc.enable()
+    empty = 0 <= end - start < 64 and not buf[start:end].strip()
     del buf
     trace = b.finish(source, rest)
     if not len(trace.events) and not len(trace.counters.ts):
+        if empty:
+            raise LoadError(f"{source}: its 'traceEvents' list is empty; we read "
+                            f"{FORMATS_WE_READ}")
         detail = f" ({'; '.join(trace.warnings)})" if trace.warnings else ""
         raise LoadError(f"{source}: no usable trace events{detail}; we read {FORMATS_WE_READ}")
     return trace

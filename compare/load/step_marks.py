@@ -16,7 +16,6 @@ For xplane input :mod:`compare.load.xplane` replaces these with xprof's own step
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from compare.model.events import Process, Step
 from compare.vocabulary.ops import PROFILER_STEP, STEPS_LINE, TRAIN_FUNCTION
@@ -26,7 +25,6 @@ NAME_MARK_PREFIXES = ("ProfilerStep#", "train_function", "EagerExecute: __infere
                       "EagerLocalExecute: __inference_train", "__inference_train_function")
 #: Step rows of two devices whose starts differ by more than this (µs) disagree.
 ROWS_AGREE_US = 1.0
-_TRAILING_INT = re.compile(r"(\d+)$")
 _INT32 = 1 << 31
 
 
@@ -138,10 +136,18 @@ def _row_num(r, marker_num: dict[int, int], k: int) -> int:
     group, name = r[2], r[3]
     if group in marker_num:
         return marker_num[group]
-    m = _TRAILING_INT.search(name or "")
-    if m and _int(m.group(1)) is not None:
-        return int(m.group(1))
+    num = _trailing_int(name or "")
+    if num is not None:
+        return num
     return group if 0 <= group < _INT32 else k
+
+
+def _trailing_int(name: str) -> int | None:
+    """The number ending ``name`` (``train 109``), if it fits int32. Read from the right: a
+    regular expression's search for ``\\d+$`` is quadratic in a long run of digits that does
+    not end the name."""
+    digits = len(name) - len(name.rstrip("0123456789"))
+    return _int(name[-digits:]) if 0 < digits <= 10 else None
 
 
 def _agree(by_pid: dict[int, list[tuple]]) -> bool:

@@ -112,6 +112,12 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     except InputError as e:
         raise LoadError(f"{e}; we read {FORMATS_WE_READ}" if "not JSON" in str(e) else str(e)) from None
     blobs = [_read(p) for p in paths]
+    for path, blob in zip(paths, blobs):
+        planes = plane_count(blob)
+        if planes > MAX_PLANES:
+            raise LoadError(f"{path}: holds {planes:,} planes (one per device and other row "
+                            f"group of a host); we read up to {MAX_PLANES:,}: xprof's converter "
+                            f"takes minutes past that")
     same = _identical_hosts(paths, blobs)
     with tempfile.TemporaryDirectory(prefix="compare-xprof-") as tmp:
         names = _private_copies(paths, blobs, tmp)
@@ -133,6 +139,46 @@ def load_xplanes(paths: list[str], source: str) -> Trace:
     if shapes:
         trace.meta["op_shapes"] = shapes
     return trace
+
+
+#: Planes one host's xplane may hold: a host plane, its devices (a GPU or TPU host has at
+#: most a few dozen), metadata and tracer planes. xprof's converters grow faster than the
+#: plane count (BENCHMARKS.md "Hostile traces"), so more is refused before converting.
+MAX_PLANES = 1024
+
+
+def plane_count(blob: bytes) -> int:
+    """How many planes an XSpace's bytes hold (its top-level field 1), from the wire format
+    alone, without parsing them; stops at bytes that are no protobuf (the converter then
+    says so)."""
+    n = pos = 0
+    end = len(blob)
+    while pos < end:
+        key, pos = _varint(blob, pos)
+        wire = key & 7
+        if wire == 2:
+            length, pos = _varint(blob, pos)
+            pos += length
+            n += key >> 3 == 1
+        elif wire == 0:
+            pos = _varint(blob, pos)[1]
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            break
+    return n
+
+
+def _varint(blob: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(blob) and shift < 64:
+        b = blob[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+    return value, len(blob) + 1   # cut or overlong: ends the walk
 
 
 #: Tensors kept per op, and ops kept per trace, of the allocation events' shapes.

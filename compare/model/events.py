@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import re
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -33,6 +34,25 @@ CAT = {c: i for i, c in enumerate(CATEGORIES)}
 MAX_NAME_CHARS = 4096
 
 
+#: Characters no name keeps as they are: C0 and C1 controls (an escape sequence drives the
+#: terminal that shows it, a newline breaks a table row), bidirectional overrides and
+#: isolates (they reorder the text around them) and lone surrogates (JSON's ``"\udc80"``;
+#: no UTF-8 writer takes them). Each becomes its visible escape (``\x1b``, ``\u202e``).
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def showable(s: str) -> str:
+    """``s`` with every :data:`_UNSHOWABLE` character replaced by its escape."""
+    if s.isprintable() if s.isascii() else not _UNSHOWABLE.search(s):
+        return s
+    return _UNSHOWABLE.sub(lambda m: repr(m.group())[1:-1], s)
+
+
+def _all_showable(items: list[str]) -> bool:
+    joined = "".join(items)
+    return joined.isprintable() if joined.isascii() else not _UNSHOWABLE.search(joined)
+
+
 def cut_name(s: str) -> str:
     """``s`` cut to :data:`MAX_NAME_CHARS`, saying so and how long it was."""
     if len(s) <= MAX_NAME_CHARS:
@@ -44,7 +64,7 @@ def cut_name(s: str) -> str:
 class Strings:
     """An interning symbol table: id 0 is always the empty string. Strings longer than
     :data:`MAX_NAME_CHARS` are kept cut (:func:`cut_name`); ``cut`` counts the distinct ones
-    and ``longest`` is the longest seen."""
+    and ``longest`` is the longest seen. Strings are kept :func:`showable`."""
 
     __slots__ = ("_ids", "names", "_cut", "longest")
 
@@ -63,22 +83,24 @@ class Strings:
             return 0
         i = self._ids.get(s)
         if i is None:
-            if len(s) > MAX_NAME_CHARS:
-                return self._id_of_long(s)
+            kept = self.short(s)
+            if kept is not s:
+                return self.id(kept)
             i = self._ids[s] = len(self.names)
             self.names.append(s)
         return i
 
-    def _id_of_long(self, s: str) -> int:
-        return self.id(self.short(s))
-
     def short(self, s: str) -> str:
-        """``s`` as this table keeps it (cut if too long, and counted) without interning it:
-        for names kept outside the table (processes, threads)."""
+        """``s`` as this table keeps it (:func:`showable`, and cut if too long, counted)
+        without interning it: for names kept outside the table (processes, threads)."""
         if len(s) <= MAX_NAME_CHARS:
-            return s
+            if s.isascii() and s.isprintable():
+                return s   # nearly every name: nothing to do
+            kept = showable(s)
+            if len(kept) <= MAX_NAME_CHARS:
+                return kept
         self.longest = max(self.longest, len(s))
-        c = cut_name(s)
+        c = cut_name(showable(s))
         self._cut.add(c)
         return c
 
@@ -89,8 +111,8 @@ class Strings:
         out = list(map(tbl.get, items))
         if None in out:
             new = [s for s in dict.fromkeys([s for s, i in zip(items, out) if i is None]) if s]
-            if any(len(s) > MAX_NAME_CHARS for s in new):
-                return [self.id(s) for s in items]   # rare: cut and count them one by one
+            if any(len(s) > MAX_NAME_CHARS for s in new) or not _all_showable(new):
+                return [self.id(s) for s in items]   # rare: cut or escape them one by one
             tbl.update(zip(new, range(len(names), len(names) + len(new))))
             names.extend(new)
             out = list(map(tbl.get, items))

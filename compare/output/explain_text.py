@@ -29,6 +29,12 @@ WIDTH = 100
 MAX_PROCESSES_SHOWN = 64
 #: Processes named in one line of rows that recorded nothing.
 MAX_EMPTY_SHOWN = 16
+#: Lines of processes without events in the step (one per kind of row); the rest counted.
+MAX_EMPTY_GROUPS = 8
+#: Memory series (allocators) and GPUs listed; a trace with more lists the largest (all are
+#: in --json).
+MAX_SERIES_SHOWN = 10
+MAX_DEVICES_SHOWN = 16
 
 
 class Lines:
@@ -183,7 +189,8 @@ def pids(e: Explanation) -> str:
         out()
         out(f"... and {len(full) - len(listed)} more processes with events (the "
             f"{len(listed)} busiest are shown; all in --json).", indent=2)
-    for meaning, group in empty.items():
+    groups = list(empty.items())
+    for meaning, group in groups[:MAX_EMPTY_GROUPS]:
         out()
         more = f" and {len(group) - MAX_EMPTY_SHOWN} more" if len(group) > MAX_EMPTY_SHOWN \
             else ""
@@ -191,6 +198,11 @@ def pids(e: Explanation) -> str:
         out("pid " + ", ".join(str(p.pid) for p in group) + more + "  "
             + _names(group) + (" ..." if more else ""), indent=2, hang=4)
         out(f"{meaning}.", indent=6)
+    if len(groups) > MAX_EMPTY_GROUPS:
+        rest = sum(len(g) for _, g in groups[MAX_EMPTY_GROUPS:])
+        out()
+        out(f"... and {rest} more processes without events in step {e.choice.step.num} "
+            f"(all in --json).", indent=2)
     return out.text()
 
 
@@ -299,12 +311,15 @@ MAX_THREADS_SHOWN, MAX_TIDS_SHOWN = 10, 8
 
 
 def _memory(out: Lines, e: Explanation) -> None:
-    step = e.choice.step
-    for m in e.legend.memory:
+    step, memory = e.choice.step, e.legend.memory
+    for m in memory[:MAX_SERIES_SHOWN]:
         at = (f"; in step {step.num} up to {size(m.step_peak_bytes)}"
               if m.step_peak_bytes else f"; no sample in step {step.num}")
         out(f"{m.allocator}: peak {size(m.peak_bytes)} at +{ms(m.peak_at_us)} from "
             f"the trace start{at}", indent=6)
+    if len(memory) > MAX_SERIES_SHOWN:
+        out(f"... and {len(memory) - MAX_SERIES_SHOWN} more series, each peaking at most "
+            f"{size(memory[MAX_SERIES_SHOWN].peak_bytes)} (all in --json)", indent=6)
     if any(not m.step_peak_bytes for m in e.legend.memory) and e.trace_format == "timeline" \
             and e.choice.count > 1:
         out("(timeline.py tracks tensors by name, so when several session runs share "
@@ -723,7 +738,9 @@ def _devices(out: Lines, e: Explanation) -> None:
     out()
     out("Per GPU (its compute kernels' union over its window; copies and collectives apart; a "
         "GPU with step rows of its own is measured over its own step):")
-    for d in devs:
+    ranked = sorted(range(len(devs)), key=lambda k: (not devs[k].recorded, -devs[k].busy_share))
+    shown = set(ranked[:MAX_DEVICES_SHOWN])   # listed in the legend's order
+    for d in (d for k, d in enumerate(devs) if k in shown):
         if not d.recorded:
             out(f"{'-':>5}  {d.device}: recorded nothing", indent=2, hang=7)
             continue
@@ -731,6 +748,10 @@ def _devices(out: Lines, e: Explanation) -> None:
         out(f"{d.busy_share:>5.0%}  {d.device}: {d.kernels} kernels over {window}; copies "
             f"{d.copy_share:.0%}" + (f"; collectives {d.collective_share:.0%}"
                                      if d.collective_share else ""), indent=2, hang=7)
+    if len(devs) > len(shown):
+        rest = [d for k, d in enumerate(devs) if k not in shown]
+        out(f"... and {len(rest)} more GPUs, each busy at most "
+            f"{max(d.busy_share for d in rest):.0%} (all in --json).", indent=2)
 
 
 def _to_try(e: Explanation) -> list:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from compare.analysis.attribution import SPLIT_KEYS
 from compare.analysis.comparison import SIDES, Comparison, StageRow
-from compare.fmt import duration, listed, shown
+from compare.fmt import duration, listed, shown, shown_words
 from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
@@ -27,11 +27,22 @@ def render(r: "Report") -> str:
     parts = [_head(r), _verdict(c), _comparability(c), _groups(c), _ops_diff(c),
              _stages(c) if c.has_pipeline() else _no_stages(c), _split(c), _xla(c), _how(c),
              _questions(r), _files(c)]
-    return "\n".join(line for part in parts for line in part) + "\n"
+    # every name cut where it is shown (a 4,096-character op name made 12,000-character lines)
+    return "\n".join(shown_words(line) for part in parts for line in part) + "\n"
+
+
+def _cell(name: str) -> str:
+    """A name in a table cell: cut, and no ``|`` to end the cell early."""
+    return shown(name).replace("|", "\\|")
+
+
+def _code(name: str) -> str:
+    """A name as a code span in a table cell (no backtick to end the span early)."""
+    return "`" + _cell(name).replace("`", "'") + "`"
 
 
 def _ops(ops: list[str], n: int = 4) -> str:
-    cells = ", ".join(f"`{shown(o)}`" for o in ops[:n])
+    cells = ", ".join(_code(o) for o in ops[:n])
     return cells + (f" (+{len(ops) - n})" if len(ops) > n else "")
 
 
@@ -81,7 +92,8 @@ def _groups(c: Comparison) -> list[str]:
              "|---|---:|---:|---:|---:|---|---|"]
     for r in c.groups:
         a, b = r.cells["legacy"], r.cells["modern"]
-        lines.append(f"| {r.key} | {ms(a.us)} | {ms(b.us)} | {ms(a.cpu_us)} | {ms(b.cpu_us)} | "
+        lines.append(f"| {_cell(r.key)} | {ms(a.us)} | {ms(b.us)} | "
+                     f"{ms(a.cpu_us)} | {ms(b.cpu_us)} | "
                      f"{_ops(a.ops, 3)} | {_ops(b.ops, 3)} |")
     return lines + [""]
 
@@ -108,22 +120,23 @@ def _ops_diff(c: Comparison) -> list[str]:
             apart = "legacy" if r.into == "modern" else "modern"
             status += f": {len(r.members)} ops in {c.label(apart)}, one in {c.label(r.into)}"
         sign = "+" if r.delta_us > 0 else "-"
-        lines.append(f"| `{_md_name(r)}` | {r.type} | {ms(r.a_us)} | {ms(r.b_us)} | "
+        lines.append(f"| {_code(_md_name(r))} | {_cell(r.type)} | "
+                     f"{ms(r.a_us)} | {ms(r.b_us)} | "
                      f"{sign}{duration(abs(r.delta_us))} | {r.a_count:g} | {r.b_count:g} | "
                      f"{status} |")
     for r in c.ops_diff[:OPS_SHOWN]:
         if not (r.status in ("fused", "unfused") or r.match in ("scope", "type") and
                 r.members != [r.op]):
             continue
-        listed_ = ", ".join(f"`{m}`" for m in r.members[:40]) + (
+        listed_ = ", ".join(_code(m) for m in r.members[:40]) + (
             f" … (+{len(r.members) - 40})" if len(r.members) > 40 else "")
         if r.status == "fused" and r.match == "xla":
-            head = f"`{r.op}` ({r.type} in {c.label(r.into)}) holds: "
+            head = f"{_code(r.op)} ({r.type} in {c.label(r.into)}) holds: "
         elif r.status in ("fused", "unfused"):
             apart = "legacy" if r.into == "modern" else "modern"
-            head = (f"`{r.op}` ({r.type} in {c.label(r.into)}) runs in {c.label(apart)} as: ")
+            head = (f"{_code(r.op)} ({r.type} in {c.label(r.into)}) runs in {c.label(apart)} as: ")
         else:
-            head = f"`{r.op}` ({r.type}, matched by {r.match}) is the nodes: "
+            head = f"{_code(r.op)} ({r.type}, matched by {r.match}) is the nodes: "
         lines += ["", head + listed_]
     return lines + [""]
 

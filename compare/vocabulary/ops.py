@@ -46,13 +46,22 @@ XLA_OP_WORDS = {
 }
 
 #: XLA's compiler at work (xprof TraceMe names): events nested in a compile op or a function
-#: call that compiled. A cache lookup shows none of these.
-COMPILER_EVENT = re.compile(
-    r"(Compiler::|^HLO passes|^XlaCompilationCache::Compile|^DeviceCompiler::Compile|"
-    r"^Compile$|^JitCompiler::|^FusionCompiler::|^Lower\w*Pass$|^MlirBridge|^ConvertMlir|"
-    r"^CompileGraph|^BuildXlaOps|^EncapsulateSubgraphs|^MarkForCompilation|^XlaJitCompiled|"
-    r"^IrEmitter|^LLVM|^OptimizeHloModule|^RunHloPasses|^RunBackend|^ObjectLoader|"
-    r"^ThunkEmitter)")
+#: call that compiled. A cache lookup shows none of these. Names that start so, or hold
+#: :data:`COMPILER_WITHIN` anywhere (:func:`is_compiler_event`).
+COMPILER_EVENT_START = re.compile(
+    r"HLO passes|XlaCompilationCache::Compile|DeviceCompiler::Compile|"
+    r"Compile$|JitCompiler::|FusionCompiler::|Lower\w*Pass$|MlirBridge|ConvertMlir|"
+    r"CompileGraph|BuildXlaOps|EncapsulateSubgraphs|MarkForCompilation|XlaJitCompiled|"
+    r"IrEmitter|LLVM|OptimizeHloModule|RunHloPasses|RunBackend|ObjectLoader|"
+    r"ThunkEmitter")
+COMPILER_WITHIN = "Compiler::"
+
+
+def is_compiler_event(name: str) -> bool:
+    """An event of XLA's compiler at work, by its name: one anchored match and one substring
+    test (one unanchored pattern tried every alternative at every character of a long
+    name)."""
+    return COMPILER_WITHIN in name or COMPILER_EVENT_START.match(name) is not None
 #: The mark XLA:CPU leaves where a kernel's parallel partition finished (not work).
 XLA_KERNEL_END_MARK = "end: "
 #: XLA's runtime around compiled kernels (time inside compiled code that cannot be split).
