@@ -122,10 +122,20 @@ def test_an_unknown_source_is_a_todo_and_raises_when_called():
     assert any("made outside this file" in what for _, what in e.todos)
 
 
-def test_a_method_pipeline_is_a_todo():
+def test_a_method_pipeline_becomes_a_method_of_a_class_of_the_same_name():
+    """cyclegan's Reader.feed reads self.reader (made in __init__) and calls self._preprocess:
+    the port's Reader keeps __init__ without the TF1 reader, feed as a tf.data method, and
+    _preprocess copied."""
     e = port(REAL / "cyclegan_reader.py")
-    assert not e.pipelines[0].complete
-    assert "is a method" in e.todos[0][1]
+    assert [(p.name, p.complete) for p in e.pipelines] == [("Reader.feed", True)]
+    tree = ast.parse(e.text)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Reader")
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    assert set(methods) == {"__init__", "feed", "_preprocess"}
+    assert "TFRecordReader" not in ast.unparse(methods["__init__"])
+    assert "self.min_queue_examples = min_queue_examples" in ast.unparse(methods["__init__"])
+    feed = ast.unparse(methods["feed"])
+    assert "self._preprocess(image)" in feed and "ds.shuffle(self.min_queue_examples)" in feed
 
 
 # -- the CLI ----------------------------------------------------------------------------------
