@@ -36,6 +36,7 @@ from common import atomic, profiling
 from common.errors import InputError, run_cli, tf_error_line
 from common.tflog import quiet_python_logs
 from compare.migration import porthelpers
+from compare.migration.source import parse
 from compare.migration.tfnames import REMOVED_CONSTANTS
 
 #: Batches run before the timed ones (thread pools, files opening, first traces).
@@ -262,7 +263,7 @@ def _load(path: str, name: str, setup: str, main: bool = False,
     """Run the file as module ``name`` (with ``__name__ == "__main__"`` and only its lines up to
     ``until`` for a pipeline built in top-level code); ``setup`` runs first in its namespace."""
     source = Path(path).read_text(encoding="utf-8")
-    tree = ast.parse(source, path)
+    tree = parse(source, path, notebook=path.endswith(".ipynb")).tree  # Python 2, notebooks
     if until:
         tree = _truncated(tree, until)
     mod = types.ModuleType(name)

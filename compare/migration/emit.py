@@ -117,6 +117,7 @@ class _Emitter:
         self.self_attrs: set[str] = set()
         self.classes = portclass.Classes(self)
         self.pipeline_names: set[str] = set()
+        self.cls = None  # the class of the pipeline method being written
         self.star = [s for s in mod.tree.body if isinstance(s, ast.ImportFrom) and any(
             a.name == "*" for a in s.names) and not (s.module or "").startswith("tensorflow")]
 
@@ -219,6 +220,7 @@ class _Emitter:
         head = [f"def {name}({params}):", f'{INDENT}"""' + f"\n{INDENT}".join(doc) + '"""']
         why = portclass.unsupported(info, p)
         self.self_calls, self.self_attrs = set(), set()
+        self.cls = info.cls if cls else None
         if why:
             body = [f"{TODO}{why}", f"raise NotImplementedError({p.function!r})"]
             lifted_first, complete = None, False
@@ -260,10 +262,11 @@ class _Emitter:
         locals_ = parts.locals() | {"ds", ex_name, af_name}
         setup, d0, used = self.code(parts.setup, locals_)
         example, seeded, used_ex = self.example_fn(lifted, parts, ex_name, v, locals_, d0)
-        after, used_af = self.after_fn(lifted, parts, af_name, locals_)
+        after, after_seeded, used_af = self.after_fn(lifted, parts, af_name, locals_)
         chain_lines, fatal, used_ch = self.chain(p, v, ex_name if example else "",
                                                  af_name if after else "", seeded,
-                                                 locals_ | parts.bound, parts.script_locals)
+                                                 locals_ | parts.bound, parts.script_locals,
+                                                 after_seeded=after_seeded)
         self.need(used | used_ex | used_af | used_ch)
         missing = sorted(self.undefined & self.asked) if not self.star else []
         lines = [f"{TODO}{n} is not defined in this script (another module, or a name the "
@@ -280,9 +283,9 @@ class _Emitter:
         defines (pix2pix's ``transform``) draws."""
         if lifted.returns is None:
             return [], False, set()
-        stmts = parts.example + [ast.Return(lifted.returns)]
+        stmts = parts.example + self.checked_return(lifted.returns, parts, parts.example_bound)
         body, draws, used = self.code(stmts, locals_, live=True)
-        draws += self.need(used) + setup_draws
+        draws += self.need(used) + setup_draws + self.method_draws()
         seeded = draws > 0
         self.uses_draws |= seeded
         tuple_element = _tuple_element(v)
@@ -295,24 +298,51 @@ class _Emitter:
         return [f"def {name}({sig}):", doc] + [INDENT + ln for ln in body] + [""], seeded, used
 
     def after_fn(self, lifted: Lifted, parts: "_Nodes", name: str,
-                 locals_: set[str]) -> tuple[list[str], set[str]]:
+                 locals_: set[str]) -> tuple[list[str], bool, set[str]]:
+        """The per-batch map function; seeded (a seed per batch) when it draws."""
         params = lifted.batch_params
         if not parts.after:
-            return [], set()
+            return [], False, set()
         stmts = list(parts.after)
         if not isinstance(stmts[-1], ast.Return):
-            stmts.append(ast.Return(lifted.output))
-        if len(stmts) == 1 and isinstance(stmts[0].value, (ast.Tuple, ast.Name)) and \
-                ast.unparse(stmts[0].value).strip("()").replace(" ", "") == ",".join(params):
-            return [], set()  # hands out the batch as it is
-        body, _draws, used = self.code(stmts, locals_, live=True)
+            stmts += self.checked_return(lifted.output, parts, parts.after_bound)
+        last = stmts[-1]
+        if len(stmts) == 1 and isinstance(last, ast.Return) and isinstance(
+                last.value, (ast.Tuple, ast.Name)) and ast.unparse(last.value).strip(
+                "()").replace(" ", "") == ",".join(params):
+            return [], False, set()  # hands out the batch as it is
+        body, draws, used = self.code(stmts, locals_, live=True)
+        draws += self.need(used) + self.method_draws()
         sig = ", ".join(params) if all(p.isidentifier() for p in params) else "*batch"
-        return ([f"def {name}({sig}):", f'{INDENT}"""One batch, as the script finished it."""']
-                + [INDENT + ln for ln in body] + [""]), used
+        doc = f'{INDENT}"""One batch, as the script finished it."""'
+        if draws:
+            self.uses_draws = True
+            unpack = f"{sig} = batch" if sig != "*batch" else "batch = tuple(batch)"
+            body = [unpack, "with _draws.example(seed):"] + [INDENT + ln for ln in body]
+            sig = "batch, seed"
+        return [f"def {name}({sig}):", doc] + [INDENT + ln for ln in body] + [""], draws > 0, \
+            used
+
+    def checked_return(self, value: ast.expr, parts: "_Nodes", bound: set[str]) -> list:
+        """``return value``; a TODO above it (and the pipeline counted as unfinished) when it
+        reads a name nothing before it binds."""
+        ret = ast.Return(value)
+        missing = reads_unbound(ret, bound) & (parts.locals() | parts.script_locals)
+        if not missing:
+            return [ret]
+        self.blocked += 1
+        return [f"the element reads {', '.join(sorted(missing))}, which only the TF1 code the "
+                "port replaces binds: compute it here", ret]
+
+    def method_draws(self) -> int:
+        """The random draws of the class's methods the code just written calls."""
+        if self.cls is None:
+            return 0
+        return self.classes.draws(self.cls, set(self.self_calls))
 
     def chain(self, p: m.Pipeline, v: m.Variant, example: str, after: str, seeded: bool,
-              bound: set[str], script: set[str] | None = None,
-              code: bool = True) -> tuple[list[str], bool, set[str]]:
+              bound: set[str], script: set[str] | None = None, code: bool = True,
+              after_seeded: bool = False) -> tuple[list[str], bool, set[str]]:
         maps = v.maps()
         stages = [dataclasses.replace(st) if isinstance(st, m.MapStage) else st
                   for st in v.stages]
@@ -330,7 +360,8 @@ class _Emitter:
         if not example:
             stages = [st for st in stages if not isinstance(st, m.MapStage)]
         shown = dataclasses.replace(v, stages=stages)
-        render = _ChainCode("ds", p, shown, {example} if seeded else set(), after)
+        render = _ChainCode("ds", p, shown, {example} if seeded else set(), after,
+                            after_seeded)
         render.seeded = {example} if seeded else set()
         lines = render.lines()
         bad = [ln for ln in lines if "..." in ln or "unresolved" in ln]
@@ -405,6 +436,8 @@ class _Nodes:
     batch_params: list[str]
     returns: list
     bound: set[str] = dataclasses.field(default_factory=set)
+    example_bound: set[str] = dataclasses.field(default_factory=set)
+    after_bound: set[str] = dataclasses.field(default_factory=set)
     blocked: int = 0
 
     @classmethod
@@ -431,8 +464,10 @@ class _Nodes:
         scope = self.locals() | self.script_locals
         self.setup, bound = self.ordered(self.setup, set(self.params), scope)
         self.bound = bound
-        self.example, _b = self.ordered(self.example, bound | {"example", "seed"}, scope)
-        self.after, _b = self.ordered(self.after, bound | set(self.batch_params), scope)
+        self.example, self.example_bound = self.ordered(self.example,
+                                                        bound | {"example", "seed"}, scope)
+        self.after, self.after_bound = self.ordered(self.after, bound | set(self.batch_params),
+                                                    scope)
 
     def ordered(self, stmts: list, bound: set[str], scope: set[str]) -> tuple[list, set[str]]:
         out = []
@@ -454,13 +489,18 @@ class _ChainCode(_chain._Render):
     """The plan's chain as code: the map functions named as the port defines them, and the
     per-batch map after the batch."""
 
-    def __init__(self, ds: str, p: m.Pipeline, v: m.Variant, seeded: set[str], after: str):
+    def __init__(self, ds: str, p: m.Pipeline, v: m.Variant, seeded: set[str], after: str,
+                 after_seeded: bool = False):
         super().__init__(ds, p, v)
         self.seeded = seeded
-        self.after = after
+        self.after, self.after_seeded = after, after_seeded
 
     def batch(self, st: m.BatchStage) -> list[str]:
         out = super().batch(st)
+        if self.after and self.after_seeded:  # a seed per batch for its stateless draws
+            root = self.v.root_seed.text if self.v.root_seed is not None else "None"
+            out.append(f"{self.ds} = tf.data.Dataset.zip(({self.ds}, "
+                       f"tf.data.Dataset.random(seed={root}).batch(2)))")
         if self.after:
             out.append(self.op(f"map({self.after}, num_parallel_calls={_chain.AUTOTUNE})"))
         return out

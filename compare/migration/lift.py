@@ -532,7 +532,7 @@ class Lifter:
             out.returns = self.stream_output()
         self.settle_deferred()
         if out.batch_params is not None:
-            _batchpart.settle(self.mod, out)
+            _batchpart.settle(self.mod, out, self.frames[0].info.cls)
         if not out.end_line:
             out.end_line = getattr(self.end.node, "end_lineno", self.end.node.lineno)
 

@@ -12,6 +12,7 @@ import typing
 
 from compare.migration.astutil import clone, stored_names
 from compare.migration.lift import DROPPED_CATEGORIES
+from compare.migration.rewrite import Rewriter
 from compare.migration.rules import rule_for
 from compare.migration.values import MODULE, ClassInfo, FuncInfo
 
@@ -138,6 +139,24 @@ class Classes:
                 "method or the caller): set it before calling the pipeline method")
         return not missing
 
+    def draws(self, ci: ClassInfo, names: set[str], seen: set[str] | None = None) -> int:
+        """The random draws of these methods and of what they call (the module's helpers and
+        the class's other methods)."""
+        seen = set() if seen is None else seen
+        total = 0
+        for name in sorted(names - seen):
+            seen.add(name)
+            info = ci.methods.get(name)
+            if info is None:
+                continue
+            rw = Rewriter(self.e.mod, stored_names(info.node) | set(info.params))
+            new = rw.visit(clone(info.node))
+            total += rw.draws + self.e.need(_free_names(new))
+            total += self.draws(ci, {n.func.attr for n in ast.walk(new) if isinstance(
+                n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(
+                n.func.value, ast.Name) and n.func.value.id == "self"}, seen)
+        return total
+
     def class_names(self, ci: ClassInfo) -> set[str]:
         out = set()
         for s in ci.node.body:
@@ -166,6 +185,15 @@ class Classes:
 
     def line(self, cls: str) -> int:
         return self.e.mod.classes[cls].node.lineno
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    inner = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(
+        n.ctx, ast.Store)} | {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments)
+                              for a in n.posonlyargs + n.args + n.kwonlyargs} | {
+        n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(
+        n.ctx, ast.Load)} - inner - {"self"}
 
 
 __all__ = ["Classes", "unsupported"]
