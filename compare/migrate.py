@@ -110,6 +110,13 @@ def _assumed_tf_note() -> str:
             "\"import tensorflow as tf\" (a snippet).")
 
 
+def _lookalike_note(module: str) -> str:
+    return (f"The script imports {module} as tf, which is not TensorFlow; its tf.* pipeline "
+            "calls (tf.train.*, queues, readers) were read as TensorFlow's, as such libraries "
+            f"re-export TensorFlow 1 under tf: check that {module} does, and that what it adds "
+            "itself (its own tf.* functions) is ported too.")
+
+
 def analyze_source(text: str, name: str = "<script>", notebook: bool = False) -> MigrationReport:
     """The migration report for a script's text (a notebook's JSON with ``notebook=True``);
     ``name`` labels it in messages."""
@@ -127,7 +134,8 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
         if collecting:
             gc.enable()
     _relocate_findings(result.findings, parsed)
-    notes = parsed.notes + ([_assumed_tf_note()] if result.assumed_tf else []) + notes
+    notes = (parsed.notes + ([_assumed_tf_note()] if result.assumed_tf else [])
+             + [_lookalike_note(m) for m in result.lookalikes] + notes)
     return MigrationReport(name, result.findings, _plan.plan(result.findings, found),
                            _plan.upgrade_note(result.findings), found, notes, module)
 

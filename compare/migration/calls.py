@@ -5,11 +5,16 @@ an ordinary value."""
 from __future__ import annotations
 
 import ast
+import builtins
+
+from compare.migration import values
 
 from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
+from compare.migration.scan import walk
 from compare.migration.values import (
     ClassV,
     DatasetV,
+    DictV,
     End,
     EnqueueV,
     FuncV,
@@ -24,6 +29,8 @@ from compare.migration.values import (
     Sym,
     Tensor,
     Val,
+    dict_key,
+    merge,
     tensors_in,
 )
 
@@ -201,7 +208,7 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
         run.world.queues.append(q)
         return q
     if rid in _BATCHERS:
-        inputs = named.get("tensors", named.get("tensors_list"))
+        inputs = _computed_inputs(run, node, fr, named.get("tensors", named.get("tensors_list")))
         run.world.ends.append(End(last, node, fr.fn.qualname, fr.path, named, inputs,
                                   construct=run.src.segment(node.func, 80), seq=run.cur_seq))
         return Sym(text, node=node)
@@ -213,6 +220,25 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
             queue.copies = ops.loop or Sym(str(len(ops.items)), len(ops.items))
         return Sym(text)
     return PlaceholderV(node, named, text)  # placeholder
+
+
+def _computed_inputs(run, node: ast.Call, fr, inputs: Val | None) -> Val | None:
+    """The tensors a batch call takes; computed in its own arguments
+    (``tf.train.batch([tf.image.decode_jpeg(v)], 4)``), its statement is a per-example step."""
+    arg = next((k.value for k in node.keywords if k.arg in ("tensors", "tensors_list")),
+               node.args[0] if node.args else None)
+    return computed_here(run, fr, [arg] if arg is not None else [], inputs)
+
+
+def computed_here(run, fr, nodes: list, val: Val | None) -> Val | None:
+    """``val`` (what ``nodes`` evaluated to), as a step of the statement being run when they
+    compute tensors in place (``parts.append(tf.reshape(x, s))``, ``d.update(y=f(x))``): the
+    container they go into would otherwise hold tensors no step made."""
+    if val is None or not any(isinstance(n, ast.Call) for a in nodes for n in walk(a)):
+        return val
+    stmt = run.world.log[run.cur_seq].stmt if run.cur_seq >= 0 else None
+    step = run.touch(stmt, fr, [val]) if stmt is not None else None
+    return run.stamp(val, step) if step is not None else val
 
 
 def _iterator(run, node: ast.Call, fr, ds: DatasetV, method: str) -> Val:
@@ -231,8 +257,11 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
                                       and isinstance(recv, Sym) and (recv.param or not recv.known)
                                       and not recv.qual):
         return _dataset_method(run, node, fr, recv, attr)
+    if isinstance(recv, DictV) and attr in _DICT_METHODS:
+        return _dict_method(run, node, fr, recv, attr)
     if isinstance(recv, ListV) and attr in ("append", "extend"):
         pos, _ = run.args_of(node, fr)
+        pos = [computed_here(run, fr, node.args[:1], pos[0])] if pos else pos
         if pos:
             add = pos[0].items if attr == "extend" and isinstance(pos[0], ListV) else pos[:1]
             recv.items.extend(add)
@@ -346,9 +375,105 @@ def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
     pos, kw = run.args_of(node, fr)
     vals = pos + list(kw.values())
     name = callee.text if isinstance(callee, Sym) else ""
-    if tensors_in_all(vals) and name:
+    builtin = is_builtin(run, node, fr)
+    if builtin and name in _CONTAINERS:
+        out = _container(run, node, fr, name, pos, kw)
+        if out is not None:
+            return out
+    if tensors_in_all(vals) and name and not builtin:
         run.cur_external.append(name)
     return _builtin(run, node, fr, name, pos, vals)
+
+
+_CONTAINERS = frozenset({"dict", "zip", "list", "tuple"})
+_DICT_METHODS = frozenset({"items", "keys", "values", "pop", "get", "update", "copy",
+                           "setdefault"})
+
+
+def _container(run, node: ast.Call, fr, name: str, pos: list, kw: dict) -> Val | None:
+    """``dict(...)``, ``zip(...)``, ``list(...)``, ``tuple(...)`` of values the run holds as
+    containers, so the tensors in them keep their places; None: not such a call."""
+    text = run.render(node, fr)()
+    starred = len(node.args) == 1 and isinstance(node.args[0], ast.Starred)
+    if name == "dict":
+        items: dict = {}
+        if pos:
+            first = pos[0]
+            if isinstance(first, DictV):
+                items.update(first.items)
+            elif isinstance(first, ListV) and first.loop is None and all(
+                    isinstance(p, ListV) and len(p.items) == 2 for p in first.items):
+                items.update((dict_key(p.items[0]), p.items[1]) for p in first.items)
+            else:
+                return None
+        items.update(kw)
+        return DictV(items, text)
+    if name == "zip":
+        columns = (pos[0].items if starred and isinstance(pos[0], ListV) else pos)
+        if not columns or not all(isinstance(c, ListV) and c.loop is None for c in columns):
+            return None
+        n = min(len(c.items) for c in columns)
+        return ListV([ListV([c.items[i] for c in columns]) for i in range(n)], text)
+    if len(pos) == 1 and not kw and not starred:  # list(x), tuple(x)
+        one = pos[0]
+        if isinstance(one, ListV):
+            return ListV(list(one.items), text, one.loop)
+        if isinstance(one, DictV):
+            return ListV([values.key_val(k) for k in one.items], text)
+    return None
+
+
+def _dict_method(run, node: ast.Call, fr, d: DictV, attr: str) -> Val:
+    pos, kw = run.args_of(node, fr)
+    if attr in ("update", "setdefault"):
+        both = computed_here(run, fr, list(node.args) + [k.value for k in node.keywords],
+                             ListV(pos + list(kw.values())))
+        pos, kw = both.items[:len(pos)], dict(zip(kw, both.items[len(pos):]))
+    text = run.render(node, fr)()
+    if attr == "items":
+        return ListV(d.pairs(), text)
+    if attr == "keys":
+        return ListV([values.key_val(k) for k in d.items], text)
+    if attr == "values":
+        return ListV(list(d.items.values()), text)
+    if attr == "copy":
+        return DictV(dict(d.items), text)
+    if attr == "update":
+        if pos and isinstance(pos[0], DictV):
+            d.items.update(pos[0].items)
+        d.items.update(kw)
+        return Sym("None", None)
+    key = dict_key(pos[0]) if pos else None
+    default = pos[1] if len(pos) > 1 else Sym("None", None)
+    if attr == "pop":
+        return d.items.pop(key, default) if key in d.items else _unknown_entry(d, default)
+    if attr == "setdefault":
+        return d.items.setdefault(key, default)
+    return d.items.get(key, default) if key in d.items else _unknown_entry(d, default)  # get
+
+
+def _unknown_entry(d: DictV, default: Val) -> Val:
+    """An entry the run cannot tell apart: any of the values (their tensors kept)."""
+    return merge(list(d.items.values()) + [default]) if d.items else default
+
+
+#: Python's own functions: never "defined outside this file".
+BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+
+
+def is_builtin(run, node: ast.Call, fr) -> bool:
+    """Is the callee a Python builtin (a bare name the script binds nowhere: ``zip``, ``dict``,
+    ``len``)?"""
+    func = node.func
+    if not (isinstance(func, ast.Name) and func.id in BUILTINS):
+        return False
+    name, f = func.id, fr
+    while f is not None:
+        if f.get(name) is not None:
+            return False
+        f = f.parent
+    mod = run.mod
+    return name not in mod.by_name and name not in mod.classes and name not in mod.imports
 
 
 def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
@@ -358,6 +483,9 @@ def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
         return out
     one = pos[0] if len(pos) == 1 else None
     if name == "len" and isinstance(one, ListV) and one.loop is None:
+        out.const = len(one.items)
+    elif name == "len" and isinstance(one, DictV) and not any(
+            isinstance(k, tuple) for k in one.items):
         out.const = len(one.items)
     elif name in ("int", "float") and isinstance(one, Sym) and isinstance(one.const, (int, float)):
         out.const = int(one.const) if name == "int" else float(one.const)

@@ -72,11 +72,12 @@ class _Render:
     def source(self, s: m.Source) -> list[str]:
         ds = self.ds
         if s.kind in ("files", "rows", "range"):
-            data = _tuple(s.data.text) if s.kind == "rows" else s.data.text
+            data = _tuple(s.data.text) if s.kind == "rows" and s.columns else s.data.text
             head = (f"tf.data.Dataset.range({data})" if s.kind == "range" else
                     f"tf.data.Dataset.from_tensor_slices({data})")
             out = [f"{ds} = {head}"]
-            count = _count(s.data.text, ds) if s.kind == "files" else f"{ds}.cardinality()"
+            count = _count(s.data.text, ds) if s.kind == "files" or (
+                s.kind == "rows" and not s.columns) else f"{ds}.cardinality()"
             if count != "1":
                 out += _when(s.shuffle, [self.op(f"shuffle({count}{_seed(s.seed)})")])
             return out + self.repeat(s)
@@ -234,15 +235,8 @@ def _tuple(text: str) -> str:
 def _count(text: str, ds: str) -> str:
     """The buffer that shuffles a whole file list: its length when written out, else the
     dataset's own cardinality."""
-    if not text.startswith(("[", "(")):
-        return f"{ds}.cardinality()"
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        node = None
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return str(len(node.elts))
-    return f"{ds}.cardinality()"
+    n = m.literal_length(text)
+    return str(n) if n is not None else f"{ds}.cardinality()"
 
 
 # -- tf.data the script already builds ------------------------------------------------------

@@ -30,6 +30,7 @@ from compare.migration.values import (
     ClassInfo,
     ClassV,
     DatasetV,
+    DictV,
     EnqueueV,
     Exec,
     FrameRec,
@@ -48,7 +49,9 @@ from compare.migration.values import (
     Sym,
     Tensor,
     Val,
+    dict_key,
     fold,
+    key_val,
     merge,
     primary,
     tensors_in,
@@ -259,6 +262,8 @@ class Run:
             if isinstance(owner, ListV) and isinstance(index, Sym) and isinstance(
                     index.const, int) and -len(owner.items) <= index.const < len(owner.items):
                 owner.items[index.const] = val
+            elif isinstance(owner, DictV) and not isinstance(target.slice, ast.Slice):
+                owner.items[dict_key(index)] = val
 
     def unpack(self, val: Val, n: int) -> list:
         if isinstance(val, ListV) and len(val.items) == n:
@@ -332,7 +337,14 @@ class Run:
         if isinstance(base, ListV) and isinstance(index, Sym) and isinstance(index.const, int):
             if -len(base.items) <= index.const < len(base.items):
                 return base.items[index.const]
-        if isinstance(base, (Tensor, ListV)) and tensors_in(base):
+        if isinstance(base, DictV) and not isinstance(node.slice, ast.Slice):
+            key = dict_key(index)
+            if key in base.items:
+                return base.items[key]
+        if isinstance(base, ListV) and base.items and all(isinstance(v, ListV) for v in
+                                                          base.items):
+            return merge(base.items)  # lists[i] of a list of lists (one per split)
+        if isinstance(base, (Tensor, ListV, DictV)) and tensors_in(base):
             t = tensors_in(base)
             return Tensor(primary(t), frozenset().union(*(x.deps for x in t)))
         return self.combine(node, [base, index], fr)
@@ -344,8 +356,16 @@ class Run:
     ev_Tuple = ev_List
 
     def ev_Dict(self, node: ast.Dict, fr: Frame) -> Val:
-        vals = [self.ev(v, fr) for v in node.values]
-        return self.combine(node, vals, fr)
+        items: dict = {}
+        for k, v in zip(node.keys, node.values):
+            val = self.ev(v, fr)
+            if k is None:  # {**other}
+                if not isinstance(val, DictV):
+                    return self.combine(node, [self.ev(x, fr) for x in node.values], fr)
+                items.update(val.items)
+            else:
+                items[dict_key(self.ev(k, fr))] = val
+        return DictV(items, self.render(node, fr)())
 
     def ev_BinOp(self, node: ast.BinOp, fr: Frame) -> Val:
         left, right = self.ev(node.left, fr), self.ev(node.right, fr)
@@ -506,6 +526,8 @@ class Run:
             return Tensor(val.stream, val.deps | {step.id}, val.text)
         if isinstance(val, ListV):
             return ListV([self.stamp(v, step) for v in val.items], val.text, val.loop)
+        if isinstance(val, DictV):
+            return DictV({k: self.stamp(v, step) for k, v in val.items.items()}, val.text)
         return val
 
     def st_Assign(self, node: ast.Assign, fr: Frame) -> None:
@@ -601,6 +623,8 @@ class Run:
 
     def st_For(self, node: ast.For, fr: Frame) -> _Exit | None:
         it = self.ev(node.iter, fr)
+        if isinstance(it, DictV):  # a dict iterates over its keys
+            it = ListV([key_val(k) for k in it.items], it.text)
         count = self.loop_count(node.iter, it, fr)
         if _is_range(node.iter):  # the copy number: copies made by it may differ by it
             count.loop_vars = tuple(n.id for n in walk(node.target)

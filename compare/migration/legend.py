@@ -95,7 +95,10 @@ def _source_lines(s: m.Source) -> list[str]:
         what = {"files": "files", "file_pattern": "files matching", "rows": "rows of",
                 "range": "the numbers below"}[s.kind]
         bits = [f"source: {what} {s.data.text}{where}"]
-        if s.kind != "file_pattern" or s.shuffle is not None:
+        single = s.kind == "files" or (s.kind == "rows" and not s.columns)
+        if single and m.literal_length(s.data.text) == 1:
+            bits.append("one element: nothing to shuffle")
+        elif s.kind != "file_pattern" or s.shuffle is not None:
             bits.append("shuffled " + ("each epoch (shuffle=True by default)" if s.shuffle is None
                                        else "only when " + s.shuffle.text
                                        if not s.shuffle.known else "each epoch"
@@ -149,9 +152,13 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
     if st.padded:
         out.append("  padded_batch: " + ("dynamic_pad=True" if a.get("dynamic_pad") is not None
                                          else "the queue is a PaddingFIFOQueue"))
-    if a.get("enqueue_many") is not None:
-        out.append(f"  enqueue_many={a['enqueue_many'].text}: the tensors held whole batches, so "
-                   "they are unbatched first")
+    many = a.get("enqueue_many")
+    if many is not None and many.is_value(True):
+        out.append("  enqueue_many=True: the tensors held whole batches, so they are unbatched "
+                   "first")
+    elif many is not None and not many.known:
+        out.append(f"  enqueue_many={many.text}: when true, the tensors held whole batches and "
+                   "are unbatched first")
     if st.copies is not None:
         out.append(f"  {st.copies.text} copies of the same preprocessing became one map")
     return out

@@ -14,6 +14,7 @@ combination is a :class:`Variant` with the decisions it was built under.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Union
 
@@ -99,10 +100,13 @@ class Source:
     repeat: bool = True
     feeder: Feeder | None = None
     target: str = ""  # what the script binds each element to (rows: ``image, label``)
+    #: rows: ``data`` lists tensors sliced together (slice_input_producer's tensor_list, one
+    #: tuple per row); False: it is one tensor, sliced as it is (input_producer's input_tensor).
+    columns: bool = True
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
-               "repeat": self.repeat, "target": self.target}
+               "repeat": self.repeat, "target": self.target, "columns": self.columns}
         for k in ("data", "num_epochs", "shuffle", "seed", "capacity"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
@@ -326,6 +330,17 @@ class Pipeline:
                 "chain": self.chain, "unresolved": [u.to_dict() for u in self.unresolved],
                 "notes": list(self.notes), "legend": list(self.legend),
                 "variants": [v.to_dict() for v in self.variants]}
+
+
+def literal_length(text: str) -> int | None:
+    """How many items a list or tuple written out in ``text`` has (``[a, b]``: 2), else None."""
+    if not text.startswith(("[", "(")):
+        return None
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    return len(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else None
 
 
 def relocate(p: Pipeline, where) -> None:

@@ -265,7 +265,8 @@ class _Builder:
         if q.rule == "range_input_producer":
             return m.Source("range", site, self.code(a.get("limit")), **common)
         if q.rule == "input_producer":
-            return m.Source("rows", site, self.code(a.get("input_tensor")), **common)
+            return m.Source("rows", site, self.code(a.get("input_tensor")), **common,
+                            columns=False)
         files = a.get("string_tensor")
         pattern = _pattern(files)
         if pattern is not None:

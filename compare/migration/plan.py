@@ -67,11 +67,18 @@ def plan(findings: list[Finding], pipelines: list[Pipeline]) -> str:
                     "fed fixed shapes (call it on dataset elements, outside Dataset.map, which "
                     f"recompiled per shape: 7.2 s/image), so {old_xla} "
                     f"{'go' if ',' in old_xla else 'goes'}.")
-    gone = _names(findings, _in("queue_runner", "session"), limit=6)
+    gone = _names(findings, lambda f: f.rule.category in ("queue_runner", "session")
+                  and f.rule.id != "estimator", limit=6)
     if gone:
         verb = "goes" if "," not in gone else "go"
         text.append(f"A Python for loop over the dataset replaces the session loop: {gone} {verb}, "
                     "as tf.data starts and stops its own threads.")
+    estimators = _names(findings, lambda f: f.rule.id == "estimator", limit=4)
+    if estimators:
+        verb = "become Keras models" if "," in estimators else "becomes a Keras model"
+        text.append(f"tf.estimator is gone in TF 2.21: {estimators} {verb} trained with "
+                    "model.fit(dataset), or a loop over the dataset; each input_fn becomes the "
+                    "function that returns its dataset.")
     if "tracing" in cats:
         old = _names(findings, lambda f: f.rule.category == "tracing" and f.rule.id != "traced_run")
         text.append("Profile with tf.profiler.experimental.start(logdir) / stop() and "

@@ -17,7 +17,7 @@ import functools
 #: The report's categories, in the order the report lists them.
 CATEGORIES: tuple[str, ...] = (
     "queue_input", "reader", "batching", "tf_data_v1", "feeding", "queue_runner",
-    "stateful_random", "xla_jit", "tracing", "session",
+    "stateful_random", "xla_jit", "tracing", "session", "tf1_only",
 )
 
 CATEGORY_TITLES: dict[str, str] = {
@@ -31,6 +31,7 @@ CATEGORY_TITLES: dict[str, str] = {
     "xla_jit": "XLA through jit_scope / auto-clustering",
     "tracing": "Tracing with FULL_TRACE and timeline.py",
     "session": "Session and its configuration",
+    "tf1_only": "Other APIs TF 2 removed (tf.contrib lookup tables)",
 }
 
 #: Advice that holds for every construct of a category; the report says it once per category.
@@ -89,6 +90,7 @@ _CATEGORY_DEFAULTS: dict[str, dict] = {
     "tracing": dict(pitfalls=("trace_exclusive",), modern="modern/runner.py",
                     legacy="legacy/runner.py"),
     "session": dict(pitfalls=(), modern="modern/runner.py", legacy="legacy/runner.py"),
+    "tf1_only": dict(pitfalls=(), modern=None, legacy=None),
 }
 
 #: The one "see also" line of the report: where our own port does these jobs.
@@ -198,6 +200,29 @@ RULES: tuple[Rule, ...] = (
           "tensorflow.contrib.slim.prefetch_queue.prefetch_queue"),
          "parallel_read: list_files(...).interleave(<record dataset>, cycle_length=num_readers); "
          "prefetch_queue: .prefetch(tf.data.AUTOTUNE)", upgrade="unchanged"),
+    *(Rule(rid, "queue_input", paths,
+           "an input_fn returning tf.data.Dataset.from_tensor_slices(" + data + ") with "
+           ".repeat(num_epochs) (num_epochs=1 by default), .shuffle(queue_capacity // 4) when "
+           "shuffle=True (its RandomShuffleQueue kept a quarter of queue_capacity, 1000 by "
+           "default) and .batch(batch_size) (128 by default): the TF1 function fed a queue "
+           "from Python threads. tf.estimator itself is gone in TF 2.21",
+           params=params)
+      for rid, paths, data, params in (
+          ("numpy_input_fn", _tf("estimator.inputs.numpy_input_fn",
+                                 "contrib.learn.io.numpy_input_fn"), "(x, y)",
+           ("x", "y", "batch_size", "num_epochs", "shuffle", "queue_capacity", "num_threads")),
+          ("pandas_input_fn", _tf("estimator.inputs.pandas_input_fn",
+                                  "contrib.learn.io.pandas_input_fn"), "(dict(x), y)",
+           ("x", "y", "batch_size", "num_epochs", "shuffle", "queue_capacity", "num_threads",
+            "target_column")))),
+    Rule("record_input", "queue_input", _tf("RecordInput"),
+         "tf.data.Dataset.list_files(file_pattern, seed=seed).interleave(tf.data.TFRecordDataset, "
+         "cycle_length=parallelism, num_parallel_calls=tf.data.AUTOTUNE).shuffle(buffer_size, "
+         "seed=seed), then .batch(batch_size) where the script uses the records together "
+         "(get_yield_op gave batch_size records at a time)", upgrade="unchanged",
+         returns="record_input",
+         params=("file_pattern", "batch_size", "buffer_size", "parallelism", "shift_ratio",
+                 "seed", "name", "batches", "compression_type")),
     Rule("limit_epochs", "queue_input", _tf("train.limit_epochs"),
          ".repeat(num_epochs) on the dataset", params=("tensor", "num_epochs")),
     Rule("match_filenames_once", "queue_input",
@@ -259,6 +284,21 @@ RULES: tuple[Rule, ...] = (
              "train.maybe_shuffle_batch_join"),
          ".filter(keep_input) before the .shuffle/.batch that replaces the matching tf.train "
          "batch function (keep_input=True: no filter)"),
+    Rule("bucket_by_sequence_length", "batching",
+         _tf("contrib.training.bucket_by_sequence_length"),
+         "dataset.bucket_by_sequence_length(element_length_func, bucket_boundaries, "
+         "bucket_batch_sizes=[batch_size] * (len(bucket_boundaries) + 1), drop_remainder=not "
+         "allow_smaller_final_batch): a Dataset method that pads each batch to its longest "
+         "element; keep_input becomes a .filter before it",
+         params=("input_length", "tensors", "batch_size", "bucket_boundaries", "num_threads",
+                 "capacity", "bucket_capacities", "shapes", "dynamic_pad",
+                 "allow_smaller_final_batch", "keep_input", "shared_name", "name")),
+    Rule("bucket", "batching", _tf("contrib.training.bucket"),
+         "dataset.group_by_window(key_func=<which_bucket per example>, reduce_func=lambda _, w: "
+         "w.padded_batch(batch_size), window_size=batch_size)",
+         params=("tensors", "which_bucket", "batch_size", "num_buckets", "num_threads",
+                 "capacity", "bucket_capacities", "shapes", "dynamic_pad",
+                 "allow_smaller_final_batch", "keep_input", "shared_name", "name")),
     # -- tf_data_v1 --------------------------------------------------------------------------
     Rule("make_iterator", "tf_data_v1",
          _tf("data.make_one_shot_iterator", "data.make_initializable_iterator",
@@ -417,9 +457,35 @@ RULES: tuple[Rule, ...] = (
          "for XLA (jit_compile=True per function)", returns="config"),
     Rule("variables_initializer", "session",
          _tf("global_variables_initializer", "local_variables_initializer",
-             "initialize_all_variables", "initialize_local_variables"),
+             "initialize_all_variables", "initialize_local_variables", "tables_initializer"),
          "delete: TF2 variables are initialised when created (and tf.data needs no local "
          "epoch counters)"),
+)
+
+RULES += (
+    Rule("estimator", "session",
+         _tf("estimator.Estimator", "estimator.train_and_evaluate", "contrib.learn.Estimator",
+             "contrib.learn.Experiment",
+             *(f"estimator.{kind}{task}" for kind in ("DNN", "Linear", "DNNLinearCombined",
+                                                     "BoostedTrees", "Baseline")
+               for task in ("Classifier", "Regressor"))),
+         "tf.estimator is gone in TF 2.21 (removed in 2.16): a Keras model trained with "
+         "model.fit(dataset), or a plain loop over the dataset (tf.GradientTape); the input_fn "
+         "becomes the function that returns the dataset", upgrade="unchanged"),
+    # -- tf1_only ----------------------------------------------------------------------------
+    Rule("lookup_table", "tf1_only",
+         _tf("contrib.lookup.index_table_from_tensor", "contrib.lookup.index_table_from_file",
+             "contrib.lookup.index_to_string_table_from_tensor",
+             "contrib.lookup.index_to_string_table_from_file", "contrib.lookup.HashTable",
+             "contrib.lookup.string_to_index", "contrib.lookup.index_to_string",
+             "contrib.lookup.MutableHashTable", "contrib.lookup.MutableDenseHashTable"),
+         "tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, "
+         "tf.range(tf.size(keys, out_type=tf.int64))), default_value=-1) for "
+         "index_table_from_tensor without OOV buckets, tf.lookup.StaticVocabularyTable(..., "
+         "num_oov_buckets=n) with them, tf.lookup.TextFileInitializer for a vocabulary file "
+         "(index_to_string: keys and values swapped; MutableHashTable: "
+         "tf.lookup.experimental.MutableHashTable); TF 2 tables are ready when made, no "
+         "tables_initializer"),
 )
 
 METHOD_RULES: tuple[MethodRule, ...] = (
@@ -435,6 +501,10 @@ METHOD_RULES: tuple[MethodRule, ...] = (
                "the tensors come from the map that decodes each record "
                "(dataset.decoder.decode with the same item names)",
                upgrade="unchanged", kind="provider", methods=("get",)),
+    MethodRule("record_input.get_yield_op", "queue_input", (),
+               "delete: the records are the dataset's elements (batch_size of them at a time "
+               "after .batch(batch_size))", upgrade="unchanged", kind="record_input",
+               methods=("get_yield_op",)),
     MethodRule("queue_runner.method", "queue_runner", (), "delete with the QueueRunner",
                upgrade="unchanged", kind="queue_runner", methods=("create_threads",)),
     MethodRule("coordinator.method", "queue_runner", (),
@@ -503,6 +573,17 @@ _MODULE_ALIASES: tuple[tuple[str, str], ...] = (
     ("tensorflow.contrib.slim.python.slim", "tensorflow.contrib.slim"),
     ("tensorflow.contrib.slim.data", "tensorflow.contrib.slim"),
     ("tensorflow.contrib.data.python.ops", "tensorflow.contrib.data"),
+    ("tensorflow.contrib.training.python.training.bucket_ops", "tensorflow.contrib.training"),
+    ("tensorflow.contrib.training.python.training", "tensorflow.contrib.training"),
+    ("tensorflow.python.estimator.inputs.numpy_io", "tensorflow.estimator.inputs"),
+    ("tensorflow.python.estimator.inputs.pandas_io", "tensorflow.estimator.inputs"),
+    ("tensorflow.python.estimator.inputs", "tensorflow.estimator.inputs"),
+    ("tensorflow_estimator.python.estimator.inputs.numpy_io", "tensorflow.estimator.inputs"),
+    ("tensorflow_estimator.python.estimator.inputs.pandas_io", "tensorflow.estimator.inputs"),
+    ("tensorflow_estimator.python.estimator.inputs", "tensorflow.estimator.inputs"),
+    ("tensorflow_estimator", "tensorflow.estimator"),
+    ("tensorflow.contrib.learn.python.learn.learn_io", "tensorflow.contrib.learn.io"),
+    ("tensorflow.contrib.lookup.lookup_ops", "tensorflow.contrib.lookup"),
 )
 
 

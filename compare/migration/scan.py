@@ -168,6 +168,9 @@ class ScanResult:
     resolved: dict[int, str] = dataclasses.field(default_factory=dict)
     assumed_tf: bool = False
     statements: int = 0
+    #: Modules the script imports as ``tf`` that are not TensorFlow but were read as it (see
+    #: :func:`tf_lookalikes`).
+    lookalikes: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -276,8 +279,9 @@ def _runs_feeding(fn: ast.AST) -> bool:
 class _Scanner:
     """One pass over a module: statements in order, function bodies after (see module doc)."""
 
-    def __init__(self, source: SourceText):
+    def __init__(self, source: SourceText, lookalikes: tuple[str, ...] = ()):
         self.src = source
+        self.lookalikes = lookalikes
         self.findings: list[Finding] = []
         self.called: set[str] = set()
         self.resolved: dict[int, str] = {}
@@ -558,7 +562,9 @@ class _Scanner:
     def _imports(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.asname:
+                if a.asname and a.name in self.lookalikes:
+                    scope.names[a.asname] = Ref("tensorflow", a.asname)
+                elif a.asname:
                     scope.names[a.asname] = Ref(a.name, a.asname)
                 else:
                     first = a.name.split(".")[0]
@@ -684,13 +690,32 @@ class _Scanner:
         apply = applicable_pitfalls({f.rule.category for f in self.findings}, self.called)
         for f in self.findings:
             f.pitfalls = tuple(p for p in f.rule.pitfall_ids() if p in apply)
-        return ScanResult(self.findings, self.called, self.src, self.resolved, assume_tf)
+        return ScanResult(self.findings, self.called, self.src, self.resolved, assume_tf,
+                          lookalikes=self.lookalikes)
+
+
+def tf_lookalikes(tree: ast.Module) -> tuple[str, ...]:
+    """Modules imported as ``tf`` that are not TensorFlow (``import sugartensor as tf``) when
+    the script calls TF1 pipeline functions through them (``tf.train.batch``): such a library
+    re-exports TensorFlow, so they are read as TensorFlow's (the report says so)."""
+    modules = {a.name for node in walk(tree) if isinstance(node, ast.Import)
+               for a in node.names if a.asname == "tf" and a.name.split(".")[0] != "tensorflow"}
+    if not modules:
+        return ()
+    for node in walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            root, attrs = _chain(node)
+            if isinstance(root, ast.Name) and root.id == "tf" and any(
+                    rule_for(".".join(["tensorflow", *attrs[:k]])) for k in range(1, len(attrs) + 1)):
+                return tuple(sorted(modules))
+    return ()
 
 
 def scan(tree: ast.Module, text: str) -> ScanResult:
     """All legacy constructs used in ``tree`` (parsed from ``text``), in source order. A script
-    that uses ``tf`` without ever binding it is read with ``tf`` meaning TensorFlow."""
+    that uses ``tf`` without ever binding it is read with ``tf`` meaning TensorFlow; one that
+    imports a TensorFlow look-alike as ``tf`` with it meaning TensorFlow (:func:`tf_lookalikes`)."""
     used, bound, statements = binds_tf(tree)
-    result = _Scanner(SourceText(text)).run(tree, used and not bound)
+    result = _Scanner(SourceText(text), tf_lookalikes(tree)).run(tree, used and not bound)
     result.statements = statements
     return result

@@ -98,6 +98,38 @@ class ListV(Val):
 
 
 @dataclasses.dataclass(eq=False)
+class DictV(Val):
+    """A dict: its values by key (a constant, or the key's text when the run cannot tell it), so
+    tensors flow through ``d['image'] = image``, ``dict(zip(names, tensors))`` and
+    ``zip(*d.items())`` as they do through lists."""
+
+    items: dict
+    text: str = ""
+
+    def pairs(self) -> list:
+        """``d.items()``: (key, value) for each entry, in order."""
+        return [ListV([key_val(k), v]) for k, v in self.items.items()]
+
+
+def key_val(key: object) -> Sym:
+    """A dict key as a value (``("?", text)`` is a key the run could not tell)."""
+    if isinstance(key, tuple) and len(key) == 2 and key[0] == "?":
+        return Sym(key[1])
+    return Sym(repr(key), key)
+
+
+def dict_key(index: Val) -> object:
+    """The key ``index`` stands for: its constant when known and hashable, else its text."""
+    if isinstance(index, Sym) and index.known:
+        try:
+            hash(index.const)
+            return index.const
+        except TypeError:
+            pass
+    return ("?", index.text)
+
+
+@dataclasses.dataclass(eq=False)
 class ObjV(Val):
     """An object with attributes we follow (``self``, a local record class)."""
 
@@ -358,6 +390,7 @@ class Module:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.imports[a.asname or a.name.split(".")[0]] = (
+                        "tensorflow" if a.asname and a.name in self.scan.lookalikes else
                         a.name if a.asname else a.name.split(".")[0])
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
@@ -468,6 +501,8 @@ def tensors_in(val: Val | None, depth: int = 0) -> list:
         return []
     if isinstance(val, ListV):
         return [t for v in val.items for t in tensors_in(v, depth + 1)]
+    if isinstance(val, DictV):
+        return [t for v in list(val.items.values()) for t in tensors_in(v, depth + 1)]
     if isinstance(val, ObjV):
         return [t for v in list(val.attrs.values()) for t in tensors_in(v, depth + 1)]
     return []
@@ -496,6 +531,10 @@ def merge(vals: list) -> Val:
         longest = max(vals, key=lambda v: len(v.ops))
         if all(longest.ops[:len(v.ops)] == v.ops for v in vals):
             return longest
+    if all(isinstance(v, DictV) for v in vals):  # both branches' keys, values merged per key
+        keys = list(dict.fromkeys(k for v in vals for k in v.items))
+        return DictV({k: merge([v.items[k] for v in vals if k in v.items]) for k in keys},
+                     first.text)
     if all(isinstance(v, ListV) for v in vals) and len({len(v.items) for v in vals}) == 1:
         return ListV([merge([v.items[i] for v in vals]) for i in range(len(first.items))],
                      first.text, first.loop or next((v.loop for v in vals if v.loop), None))

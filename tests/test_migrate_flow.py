@@ -1,0 +1,181 @@
+"""``compare.migrate``'s plans on small scripts written here, one rule per test: how data reaches
+a batch call (dicts, zip, several producers, helpers, other modules), where a tf.data chain
+starts, which calls are TF1-only, and what the plan says about them. Fast: nothing is run."""
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from compare.migrate import analyze_source
+
+
+def plan(source: str):
+    report = analyze_source(source, "t.py")
+    for p in report.pipelines:
+        ast.parse(p.chain)
+    return report
+
+
+def only(source: str):
+    (p,) = plan(source).pipelines
+    return p
+
+
+HEAD = "import tensorflow as tf\n"
+
+
+# -- small plan texts ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("many,says", [
+    ("", None), ("enqueue_many=False", None),
+    ("enqueue_many=True", "unbatched first"),
+    ("enqueue_many=flag", "when true"),
+])
+def test_enqueue_many_is_only_explained_when_it_unbatches(many, says):
+    p = only(HEAD + "def f(files, n, flag):\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             f"    return tf.train.batch([v], n, {many})\n")
+    text = "\n".join(p.legend)
+    if says is None:
+        assert "enqueue_many" not in text and "unbatch" not in p.chain
+    else:
+        assert says in text
+
+
+def test_python_builtins_are_not_defined_outside_this_file():
+    p = only(HEAD + "COLS = ['a', 'b']\n"
+             "def f(files, n):\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TextLineReader().read(q)\n"
+             "    cols = tf.decode_csv(v, [[0.], [0.]])\n"
+             "    feats = dict(zip(COLS, cols))\n"
+             "    n_cols = len(cols)\n"
+             "    other = helper_elsewhere(cols)\n"
+             "    return tf.train.batch([feats, other], n)\n")
+    whats = [u.what for u in p.unresolved]
+    assert whats == ["helper_elsewhere (called on each example)"]
+
+
+def test_a_builtin_name_the_script_rebinds_is_its_own():
+    p = only(HEAD + "def f(files, n, zip):\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TextLineReader().read(q)\n"
+             "    return tf.train.batch([zip(v)], n)\n")
+    assert [u.what for u in p.unresolved] == ["zip (called on each example)"]
+
+
+@pytest.mark.parametrize("producer,head,shuffle", [
+    ("tf.train.input_producer([path], shuffle=True)",
+     "ds = tf.data.Dataset.from_tensor_slices([path])", False),
+    ("tf.train.input_producer([a, b])", "ds = tf.data.Dataset.from_tensor_slices([a, b])", True),
+    ("tf.train.input_producer(paths)", "ds = tf.data.Dataset.from_tensor_slices(paths)", True),
+])
+def test_input_producer_slices_its_one_tensor_as_it_is(producer, head, shuffle):
+    p = only(HEAD + "def f(path, a, b, paths, n):\n"
+             f"    q = {producer}\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    return tf.train.batch([v], n)\n")
+    assert p.chain.split("\n")[0] == head
+    assert ("ds.shuffle(" in p.chain) == shuffle
+    assert p.variants[0].source.columns is False
+
+
+# -- constructs TF 2 dropped ----------------------------------------------------------------------
+
+def rules(source: str) -> list[tuple[int, str]]:
+    return [(f.line, f.rule.id) for f in analyze_source(source, "t.py").findings]
+
+
+@pytest.mark.parametrize("code,rule", [
+    ("tf.estimator.inputs.numpy_input_fn(x={'a': a}, y=y, shuffle=True)", "numpy_input_fn"),
+    ("tf.compat.v1.estimator.inputs.pandas_input_fn(df, y, shuffle=False)", "pandas_input_fn"),
+    ("tf.contrib.learn.io.numpy_input_fn(x, y)", "numpy_input_fn"),
+    ("tf.contrib.training.bucket_by_sequence_length(n, t, 4, [10, 20])",
+     "bucket_by_sequence_length"),
+    ("tf.contrib.lookup.index_table_from_tensor(tf.constant(['a']))", "lookup_table"),
+    ("tf.estimator.Estimator(model_fn)", "estimator"),
+    ("tf.estimator.DNNClassifier([8], cols)", "estimator"),
+    ("tf.tables_initializer()", "variables_initializer"),
+])
+def test_tf1_only_constructs_are_found(code, rule):
+    assert rules(HEAD + f"x = {code}\n") == [(2, rule)]
+
+
+def test_record_input_and_its_yield_op_are_found():
+    assert rules("from tensorflow.python.ops import data_flow_ops\n"
+                 "r = data_flow_ops.RecordInput(file_pattern='x*', batch_size=8)\n"
+                 "records = r.get_yield_op()\n") == [(2, "record_input"),
+                                                    (3, "record_input.get_yield_op")]
+
+
+def test_lookup_table_replacement_names_the_tf2_tables():
+    (f,) = analyze_source(HEAD + "t = tf.contrib.lookup.index_table_from_tensor(k)\n",
+                          "t.py").findings
+    assert "tf.lookup.StaticHashTable" in f.rule.replacement
+    assert "tf.lookup.StaticVocabularyTable" in f.rule.replacement
+
+
+def test_a_tensorflow_lookalike_imported_as_tf_is_read_as_tensorflow_with_a_note():
+    source = ("import sugarlib as tf\n"
+              "q = tf.train.string_input_producer(['a'])\n"
+              "b = tf.train.batch([q.dequeue()], 2)\n")
+    report = analyze_source(source, "t.py")
+    assert [(f.line, f.rule.id) for f in report.findings][:2] == [
+        (2, "string_input_producer"), (3, "batch")]
+    assert any("sugarlib as tf" in n and "not TensorFlow" in n for n in report.notes)
+    plain = analyze_source("import mathlib as tf\nx = tf.sqrt(2)\n", "t.py")
+    assert plain.findings == [] and plain.notes == []
+
+
+# -- data through dicts, lists and zip ------------------------------------------------------------
+
+READ = (HEAD + "def get(files, n, noise):\n"
+        "    q = tf.train.string_input_producer(files)\n"
+        "    _, v = tf.FixedLengthRecordReader(record_bytes=8).read(q)\n"
+        "    x = tf.decode_raw(v, tf.float32)\n")
+
+
+@pytest.mark.parametrize("tail", [
+    # the hand3d pattern: a dict filled key by key, batched through zip(*d.items())
+    ("    d = dict()\n"
+     "    d['x'] = x\n"
+     "    d['y'] = tf.reshape(x, [2, 4]) + tf.truncated_normal([2, 4])\n"
+     "    names, tensors = zip(*d.items())\n"
+     "    out = tf.train.shuffle_batch_join([tensors], n, 100, 50)\n"
+     "    return dict(zip(names, out))\n"),
+    ("    d = {'x': x}\n"
+     "    d.update({'y': tf.reshape(x, [2, 4]) + tf.truncated_normal([2, 4])})\n"
+     "    return tf.train.shuffle_batch(d, n, 100, 50)\n"),
+    ("    parts = [x]\n"
+     "    parts.append(tf.reshape(x, [2, 4]) + tf.truncated_normal([2, 4]))\n"
+     "    keys = ['x', 'y']\n"
+     "    d = dict(zip(keys, parts))\n"
+     "    return tf.train.shuffle_batch(list(d.values()), n, 100, 50)\n"),
+])
+def test_tensors_through_dicts_and_zip_belong_to_the_pipeline_that_made_them(tail):
+    p = only(READ + tail)
+    (v,) = p.variants
+    assert v.source.kind == "files" and v.source.data.text == "files"
+    assert [u.what for u in p.unresolved] == []
+    steps = {s.line for s in v.maps()[0].steps}
+    assert 5 in steps  # tf.decode_raw
+    assert any("tf.random.stateless_truncated_normal" == d.stateless for d in v.maps()[0].random)
+    assert "ds.shuffle(50)" in p.chain and "..." not in p.chain
+
+
+def test_a_dict_entry_popped_and_looked_up():
+    p = only(READ + "    d = {'x': x, 'unused': v}\n"
+             "    d.pop('unused')\n"
+             "    y = d.get('x')\n"
+             "    z = tf.reshape(y, [8])\n"
+             "    return tf.train.batch([z], n)\n")
+    assert {s.line for s in p.variants[0].maps()[0].steps} >= {5, 9}
+
+
+def test_an_estimator_is_not_said_to_just_go():
+    report = analyze_source(HEAD + "m = tf.estimator.Estimator(model_fn)\n"
+                            "with tf.Session() as s:\n    pass\n", "t.py")
+    assert "tf.estimator is gone" in report.plan and "Keras model" in report.plan
+    assert "tf.Session goes" in report.plan and "tf.estimator.Estimator goes" not in report.plan
