@@ -45,4 +45,20 @@ def loads(node: ast.AST) -> set[str]:
     return {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-__all__ = ["clone", "loads", "stored_names"]
+def mutated(node: ast.AST) -> set[str]:
+    """Names whose value a statement changes in place: ``x.append(...)``, ``x[k] = ...``,
+    ``x += ...``."""
+    out = set()
+    for n in walk(node):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(
+                n.func.value, ast.Name):
+            out.add(n.func.value.id)
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(
+                n.value, ast.Name):
+            out.add(n.value.id)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+    return out
+
+
+__all__ = ["clone", "loads", "mutated", "stored_names"]

@@ -20,12 +20,15 @@ import ast
 import builtins
 
 from compare.migration import tfnames
-from compare.migration.astutil import loads, stored_names
+from compare.migration.astutil import loads, mutated, stored_names
 from compare.migration.rules import canonical
 from compare.migration.scan import walk
 from compare.migration.values import Module
 
 _BUILTINS = frozenset(dir(builtins))
+#: Modules whose functions only compute (sizes, shapes, ranges) in per-batch code.
+_PLAIN_MODULES = frozenset({"six", "math", "numpy", "itertools", "functools", "operator",
+                            "collections", "builtins"})
 #: How deep the script's helpers are followed to decide that they only transform tensors.
 _HELPER_DEPTH = 4
 
@@ -62,9 +65,9 @@ class _Judge:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and qualified(
                 self.mod, node.value.func).startswith("tensorflow.summary."):
             return None
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith,
-                             ast.Try, ast.FunctionDef, ast.ClassDef, ast.Return)):
-            return False  # a loop, a session block: the training code
+        if isinstance(node, (ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                             ast.Return)):
+            return False  # error handling, definitions: the training program's
         return self.calls_ok(node, values, 0)
 
     def calls_ok(self, node: ast.AST, local: set[str], depth: int) -> bool:
@@ -78,6 +81,8 @@ class _Judge:
         qual = qualified(self.mod, f)
         if qual.startswith("tensorflow"):
             return not tfnames.consumes_batches(qual)
+        if qual.split(".")[0] in _PLAIN_MODULES:
+            return True  # xrange, math.ceil, np.prod: Python arithmetic on shapes and sizes
         if isinstance(f, ast.Name):
             if f.id in local:
                 return True  # a function value bound here (a lambda)
@@ -122,7 +127,7 @@ def settle(mod: Module, out, cls=None) -> None:
         node = item[1].apply(item[0])
         reads = loads(node) & set(live)
         if isinstance(node, ast.Return) and item[2] == 0:
-            if reads:
+            if reads or loads(node) & made:
                 out.entry_returns = True
                 kept.append(item)
             stop = i + 1
@@ -137,7 +142,7 @@ def settle(mod: Module, out, cls=None) -> None:
             stop = i
             break
         kept.append(item)
-        live += [n for n in sorted(stored_names(node)) if n not in live]
+        live += [n for n in sorted(stored_names(node) | mutated(node)) if n not in live]
     out.after = _with_support(kept, support)
     if not out.entry_returns:
         rest = [loads(it[1].apply(it[0])) for it in after[stop:]]

@@ -19,7 +19,7 @@ import dataclasses
 import itertools
 
 from compare.migration import batchpart as _batchpart
-from compare.migration.astutil import clone, loads as _loads, stored_names
+from compare.migration.astutil import clone, loads as _loads, mutated as _mutated, stored_names
 from compare.migration import model as m
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
@@ -700,22 +700,6 @@ def _as_tuple(val: ast.expr) -> ast.expr:
             val.elts[0], ast.Starred):
         return val.elts[0]
     return ast.Tuple(val.elts, ast.Load()) if isinstance(val, ast.List) else val
-
-
-def _mutated(node: ast.AST) -> set[str]:
-    """Names whose value a statement changes in place: ``x.append(...)``, ``x[k] = ...``,
-    ``x += ...``."""
-    out = set()
-    for n in walk(node):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(
-                n.func.value, ast.Name):
-            out.add(n.func.value.id)
-        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(
-                n.value, ast.Name):
-            out.add(n.value.id)
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-            out.add(n.target.id)
-    return out
 
 
 def _mutable_init(node: ast.AST) -> bool:
