@@ -179,3 +179,125 @@ def test_an_estimator_is_not_said_to_just_go():
                             "with tf.Session() as s:\n    pass\n", "t.py")
     assert "tf.estimator is gone" in report.plan and "Keras model" in report.plan
     assert "tf.Session goes" in report.plan and "tf.estimator.Estimator goes" not in report.plan
+
+
+# -- other modules, placeholders, generators ------------------------------------------------------
+
+def test_a_reader_object_from_elsewhere_reading_the_filename_queue():
+    """yt8m: ``reader.prepare_reader(filename_queue)`` copies batched together."""
+    p = only(HEAD + "def get(reader, files, n, readers):\n"
+             "    q = tf.train.string_input_producer(files, shuffle=True)\n"
+             "    data = [reader.prepare_reader(q) for _ in range(readers)]\n"
+             "    return tf.train.shuffle_batch_join(data, n, 5 * n, n, enqueue_many=True)\n")
+    (v,) = p.variants
+    assert v.source.kind == "files" and v.source.data.text == "files"
+    read = v.stages[0]
+    assert read.external and read.readers.text == "readers" and read.read.line == 4
+    assert "ds.interleave(..., cycle_length=readers" in p.chain and "ds.unbatch()" in p.chain
+    (u,) = p.unresolved
+    assert u.line == 4 and "reader.prepare_reader(q)" in u.what
+    assert "TFRecordDataset(" not in p.chain
+
+
+def test_a_queue_handed_to_another_module_ends_the_pipeline_there():
+    """facenet: the queue filled here is dequeued and batched by another module's function."""
+    report = plan(HEAD + "import helpers\n"
+                  "def main(n):\n"
+                  "    paths = tf.placeholder(tf.string, shape=(None, 1))\n"
+                  "    q = tf.FIFOQueue(100, dtypes=[tf.string], shapes=[(1,)])\n"
+                  "    op = q.enqueue_many([paths])\n"
+                  "    images = helpers.make_batches(q, n)\n"
+                  "    with tf.Session() as sess:\n"
+                  "        sess.run(op, feed_dict={paths: files()})\n")
+    (p,) = report.pipelines
+    assert p.line == 7 and p.end.construct == "helpers.make_batches"
+    assert any(u.line == 7 and "helpers.make_batches(q, ...)" in u.what for u in p.unresolved)
+    assert any("(the generator)" in u.what for u in p.unresolved)
+    assert "another module" in p.chain.split("\n")[1]
+
+
+def test_a_placeholder_batch_size_is_unresolved():
+    p = only(HEAD + "def main(files):\n"
+             "    size = tf.placeholder(tf.int32)\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    b = tf.train.batch([v], size)\n"
+             "    with tf.Session() as sess:\n"
+             "        sess.run(b, feed_dict={size: 32})\n")
+    (u,) = p.unresolved
+    assert u.line == 6 and "batch_size=size" in u.what and "line 8" in u.why
+
+
+def test_batched_tensors_made_by_another_module_name_the_call():
+    p = only(HEAD + "def input_fn(pipeline, n):\n"
+             "    feats = pipeline.read(pipeline.provider())\n"
+             "    return tf.train.batch(feats, n, dynamic_pad=True)\n")
+    (u,) = p.unresolved
+    assert "made by pipeline.read(pipeline.provider()) at line 3" in u.what
+    assert p.chain.startswith("ds = ...  # unresolved")
+
+
+# -- helpers given per-example tensors ------------------------------------------------------------
+
+SHUFFLE_HELPER = (HEAD + "def _shuffle(tensors, capacity, keep, threads):\n"
+                  "    q = tf.RandomShuffleQueue(capacity, keep, dtypes=[t.dtype for t in tensors])\n"
+                  "    op = q.enqueue(tensors)\n"
+                  "    tf.train.add_queue_runner(tf.train.QueueRunner(q, [op] * threads))\n"
+                  "    out = q.dequeue()\n"
+                  "    for i in range(len(tensors)):\n"
+                  "        out[i].set_shape(tensors[i].shape)\n"
+                  "    return out\n")
+
+
+def test_a_helper_given_per_example_tensors_is_part_of_its_callers_pipeline():
+    """magenta: _shuffle_inputs gets one example's tensors; it is not a pipeline of its own."""
+    report = plan(SHUFFLE_HELPER +
+                  "def get(files, n, shuffle):\n"
+                  "    q = tf.train.string_input_producer(files)\n"
+                  "    _, v = tf.TFRecordReader().read(q)\n"
+                  "    x = [tf.parse_single_example(v, F)]\n"
+                  "    if shuffle:\n"
+                  "        x = _shuffle(x, 100, 10, 2)\n"
+                  "    return tf.train.batch(x, n, dynamic_pad=True)\n")
+    (p,) = report.pipelines
+    assert p.function == "get" and "from_tensor_slices(files)" in p.chain
+    assert "if shuffle:" in p.chain and "ds.shuffle(10)" in p.chain
+    assert "from_tensor_slices(tensors)" not in p.chain
+
+
+def test_a_helper_nobody_here_calls_has_its_parameter_as_unresolved_source():
+    (p,) = plan(SHUFFLE_HELPER).pipelines
+    assert p.function == "_shuffle" and p.variants[0].source.kind == "unknown"
+    assert any("tensors (a parameter of _shuffle)" in u.what for u in p.unresolved)
+    assert "from_tensor_slices" not in p.chain
+
+
+def test_arrays_a_function_is_given_and_enqueues_many_of_are_its_rows():
+    (p,) = plan(HEAD + "def inputs(images, labels, n):\n"
+                "    q = tf.FIFOQueue(100, [tf.float32, tf.int32])\n"
+                "    op = q.enqueue_many([images, labels])\n"
+                "    tf.train.add_queue_runner(tf.train.QueueRunner(q, [op]))\n"
+                "    return q.dequeue_many(n)\n").pipelines
+    assert p.chain.startswith("ds = tf.data.Dataset.from_tensor_slices((images, labels))")
+
+
+# -- one pipeline per choice of batch call --------------------------------------------------------
+
+def test_batch_calls_the_script_chooses_between_are_one_pipeline():
+    """cloudml / hand3d: ``if shuffle: shuffle_batch(...) else: batch(...)`` on one source."""
+    (p,) = plan(READ + "    if noise:\n"
+                "        return tf.train.shuffle_batch([x], n, 100, 50)\n"
+                "    else:\n"
+                "        return tf.train.batch([x], n)\n").pipelines
+    assert [e.line for e in p.ends] == [7, 9] and p.line == 7
+    assert sorted(v.when for v in p.variants) == [(("noise", False),), (("noise", True),)]
+    assert "if noise:\n    ds = ds.shuffle(50)\nds = ds.batch(n, drop_remainder=True)" in p.chain
+    legend = "\n".join(p.legend)
+    assert legend.index("source:") < legend.index("when noise:") < legend.index("when not noise:")
+
+
+def test_two_batch_calls_of_one_run_stay_two_pipelines():
+    report = plan(READ + "    a = tf.train.batch([x], n)\n"
+                  "    b = tf.train.batch([x], 2 * n)\n"
+                  "    return a, b\n")
+    assert [p.line for p in report.pipelines] == [6, 7]

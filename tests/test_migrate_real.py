@@ -207,7 +207,7 @@ PIPELINE_COUNT = {
     "mnist_softmax_xla.py": 0, "profiler_time_and_memory_snippet.py": 0,
     "nmt_iterator_utils.py": 2, "slim_eval_image_classifier.py": 1,
     "build_an_image_dataset.ipynb": 1, "py2_tfrecord_test5.py": 1,
-    "video_prediction_input.py": 2,
+    "video_prediction_input.py": 1,
 }
 
 
@@ -428,16 +428,19 @@ def test_python2_script_is_analysed_with_a_note():
     assert v.maps()[0].parallel.text == "thread"
 
 
-def test_video_prediction_two_batch_calls_under_a_flag():
+def test_video_prediction_two_batch_calls_under_a_flag_are_one_pipeline():
+    """The script batches (image, action, state) if FLAGS.use_state, else the images alone:
+    one pipeline with a variant per batch call, under the flag."""
     name = "video_prediction_input.py"
-    by_line = {p.line: p for p in report(name).pipelines}
-    state = by_line[line_of(name, "[image_batch, action_batch, state_batch] = tf.train.batch(")]
-    plain = by_line[line_of(name, "image_batch = tf.train.batch(")]
-    assert state.variants[0].when == (("FLAGS.use_state", True),)
-    assert plain.variants[0].when == (("FLAGS.use_state", False),)
-    for p in (state, plain):
-        assert p.function == "build_tfrecord_input"
-        assert any("df['image_decoder']" in u.what for u in p.unresolved)
+    (p,) = report(name).pipelines
+    state_line = line_of(name, "[image_batch, action_batch, state_batch] = tf.train.batch(")
+    plain_line = line_of(name, "image_batch = tf.train.batch(")
+    assert p.function == "build_tfrecord_input" and p.line == state_line
+    assert [e.line for e in p.ends] == [state_line, plain_line]
+    by_when = {v.when: v for v in p.variants}
+    assert by_when[(("FLAGS.use_state", True),)].batch().site.line == state_line
+    assert by_when[(("FLAGS.use_state", False),)].batch().site.line == plain_line
+    assert any("df['image_decoder']" in u.what for u in p.unresolved)
 
 
 def test_cli_runs_on_every_real_script():

@@ -171,6 +171,10 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
         return Sym(run.render(node, fr), qual=qual, node=node)  # a transformation for .apply
     pos, kw = run.args_of(node, fr)
     run.cur_calls.append((qual, node))
+    if not qual.startswith("tensorflow."):
+        handed = queue_handed_out(run, node, fr, pos + list(kw.values()))
+        if handed is not None:
+            return handed
     if not qual.startswith("tensorflow.") and tensors_in_all(pos + list(kw.values())):
         run.cur_external.append(run.src.segment(node.func, 60))
     extra = _lambdas(run, pos + list(kw.values()), fr)
@@ -293,7 +297,34 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         return Tensor(recv.stream, recv.deps)
     if isinstance(recv, FuncV):
         return value_call(run, node, fr, recv)
+    handed = None if isinstance(recv, ObjV) else queue_handed_out(run, node, fr,
+                                                                  pos + list(kw.values()))
+    if handed is not None:
+        return handed
     return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
+
+
+def queue_handed_out(run, node: ast.Call, fr, vals: list) -> Val | None:
+    """A call defined outside this file given one of the pipeline's queues: it reads a filename
+    queue (``reader.prepare_reader(filename_queue)``: records it reads and parses itself), or it
+    takes a queue filled here (``facenet.create_input_pipeline(input_queue, ...)``: it dequeues
+    and batches it, which ends the pipeline here). None when no queue is given."""
+    queues = [v for v in vals for v in (v.items if isinstance(v, ListV) else [v])
+              if isinstance(v, QueueV)]
+    if not queues:
+        return None
+    q = queues[0]
+    more = len(node.args) + len(node.keywords) > 1
+    text = f"{run.src.segment(node.func, 60)}({q.text or '...'}{', ...' if more else ''})"
+    if q.kind == "producer":
+        reader = ReaderV("external", node, fr.fn.qualname, {}, text, text)
+        stream = Stream("records", node, fr.fn.qualname, fr.path, queue=q, reader=reader,
+                        loop=fr.loop)
+        run.world.streams.append(stream)
+        return Tensor(stream)
+    run.world.ends.append(End("external", node, fr.fn.qualname, fr.path, {"call": text}, queue=q,
+                              construct=run.src.segment(node.func, 80), seq=run.cur_seq))
+    return Sym(run.render(node, fr), node=node)
 
 
 def _origin(run, recv: Val, expr: ast.AST) -> str:
@@ -376,6 +407,9 @@ def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
     vals = pos + list(kw.values())
     name = callee.text if isinstance(callee, Sym) else ""
     builtin = is_builtin(run, node, fr)
+    handed = None if builtin else queue_handed_out(run, node, fr, vals)
+    if handed is not None:
+        return handed
     if builtin and name in _CONTAINERS:
         out = _container(run, node, fr, name, pos, kw)
         if out is not None:

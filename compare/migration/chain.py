@@ -124,10 +124,17 @@ class _Render:
             records = f"lambda f: {body}.map(lambda record: (f, record))"
         note = f"  # unresolved: the record dataset for {st.origin}" if records == "..." else ""
         up_to = [self.op(f"batch({st.up_to.text})")] if st.up_to is not None else []
+        if st.external:
+            note = f"  # unresolved: the records {st.origin} reads"
+            up_to += [self.op(f"map(...)  # unresolved: what {st.origin} makes of each record")]
         if st.readers is None or st.readers.is_value(1):
             return [self.op(f"flat_map({records}){note}")] + up_to
         return [self.op(f"interleave({records}, cycle_length={st.readers.text}, "
                         f"num_parallel_calls={AUTOTUNE}){note}")] + up_to
+
+    def external(self, st: m.ExternalStage) -> list[str]:
+        return [f"{self.ds} = ...  # unresolved: {st.call} takes the queue here; the rest of the "
+                "pipeline is built in another module"]
 
     def map(self, st: m.MapStage) -> list[str]:
         out = []

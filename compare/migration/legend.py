@@ -87,7 +87,11 @@ def _source_lines(s: m.Source) -> list[str]:
     where = f" ({s.site.construct}, {at(s.site)})" if s.site else ""
     if s.kind == "generator":
         f = s.feeder
-        fed = ", ".join(f"{v} at line {ln}" for ln, v in f.feeds) or "nothing found"
+        by_line: dict[int, list[str]] = {}
+        for ln, v in f.feeds:
+            by_line.setdefault(ln, []).append(v)
+        fed = "; ".join(f"{', '.join(vs)} at line {ln}" for ln, vs in by_line.items()) or (
+            "nothing found")
         who = f"{f.function} ({'a thread target' if f.thread else 'Python code'})"
         return [f"{m.generator_name(f)}: a generator made of {who}: its loop yields what it fed "
                 f"through feed_dict ({fed}) instead of running the enqueue op{where}"]
@@ -118,9 +122,15 @@ def _source_lines(s: m.Source) -> list[str]:
 
 def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str]:
     if isinstance(st, m.ReadStage):
+        if st.external:
+            return [f"records: {st.origin} at {at(st.read)} reads the filename queue and makes "
+                    "each record's tensors (defined outside this file)"]
         made = f", made at {at(st.made)}" if st.made else ""
         key = "; its key (the file name) is used" if st.key_used else ""
         return [f"records: {st.origin} read at {at(st.read)}{made}{key}"]
+    if isinstance(st, m.ExternalStage):
+        return [f"the rest: {st.call} at {at(st.site)} takes the queue; its dequeue, "
+                "per-example code and batching are in another module"]
     if isinstance(st, m.MapStage):
         out = _map_lines(st, st.name in seeded)
         if st.parallel is not None:
@@ -164,25 +174,54 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
     return out
 
 
+def _entries(lines: list[str]) -> list[tuple[str, ...]]:
+    """Lines grouped as entries: a top-level line with the indented lines under it."""
+    out: list[list[str]] = []
+    for ln in lines:
+        if out and ln.startswith(" "):
+            out[-1].append(ln)
+        else:
+            out.append([ln])
+    return [tuple(e) for e in out]
+
+
 def legend(p: m.Pipeline) -> list[str]:
+    """What the names stand for: what every variant shares first, then what each adds under
+    its condition."""
     out: list[str] = []
-    seen: set[str] = set()
     seeded = {st.name for v in p.variants for st in v.maps() if st.random}
+    blocks = []
     for v in p.variants:
-        when = " and ".join(c if val else f"not {c}" for c, val in v.when)
         block = _source_lines(v.source)
         for st in v.stages:
             block += _stage_lines(st, v.root_seed, seeded)
-        new = [ln for ln in block if ln not in seen]
-        if not new:
-            continue
+        blocks.append(_entries(block))
+    head = tail = 0
+    if len(blocks) > 1:  # entries every variant starts and ends with are said once
+        shortest = min(len(b) for b in blocks)
+        while head < shortest and all(b[head] == blocks[0][head] for b in blocks):
+            head += 1
+        while tail < shortest - head and all(b[-1 - tail] == blocks[0][-1 - tail]
+                                             for b in blocks):
+            tail += 1
+    out += [ln for e in blocks[0][:head] for ln in e]
+    said: dict[tuple, str] = {}  # entry -> the condition it was first listed under
+    for v, block in zip(p.variants, blocks):
+        when = " and ".join(c if val else f"not {c}" for c, val in v.when)
+        own = []
+        for e in block[head:len(block) - tail]:
+            if e in said and len(e) > 1:  # listed in full under another condition
+                own.append(f"{e[0].rstrip(':')} (as when {said[e]})")
+            else:
+                own += e
+                said.setdefault(e, when)
         if when and len(p.variants) > 1:
-            out.append(f"when {when}:")
-            new = ["  " + ln for ln in new]
+            out += [f"when {when}:"] + ["  " + ln for ln in own]
         elif when:
-            out.append(f"built only when {when}")
-        out += new
-        seen.update(block)
+            out += [f"built only when {when}"] + own
+        else:
+            out += own
+    out += [ln for e in blocks[0][len(blocks[0]) - tail:] for ln in e]
     if p.kind == "tf.data":
         out.append("iterate the dataset itself (for element in ds:) instead of its iterator and "
                    "get_next(); a new loop replaces re-running an initializer")

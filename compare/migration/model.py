@@ -130,6 +130,9 @@ class ReadStage:
     key_used: bool = False
     target: str = ""
     up_to: Code | None = None  # read_up_to(queue, n): records come n at a time
+    #: ``origin`` is a call defined outside this file that reads the queue and turns each record
+    #: into tensors itself (``reader.prepare_reader(filename_queue)``).
+    external: bool = False
     kind: str = "read"
 
     def to_dict(self) -> dict:
@@ -138,7 +141,7 @@ class ReadStage:
                 "read": self.read.to_dict(), "made": self.made.to_dict() if self.made else None,
                 "args": {k: v.to_dict() for k, v in self.args.items()},
                 "readers": self.readers.to_dict() if self.readers else None,
-                "key_used": self.key_used,
+                "key_used": self.key_used, "external": self.external,
                 "up_to": self.up_to.to_dict() if self.up_to else None}
 
 
@@ -279,7 +282,20 @@ class DatasetStage:
         return {"kind": self.kind, "ops": [o.to_dict() for o in self.ops]}
 
 
-Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage]
+@dataclasses.dataclass
+class ExternalStage:
+    """The rest of the pipeline, built outside this file: ``call`` (as written, at ``site``)
+    takes the queue filled here and dequeues, preprocesses and batches it."""
+
+    site: Site
+    call: str
+    kind: str = "external"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "site": self.site.to_dict(), "call": self.call}
+
+
+Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage]
 
 
 @dataclasses.dataclass
@@ -323,10 +339,15 @@ class Pipeline:
     chain: str = ""
     legend: list[str] = dataclasses.field(default_factory=list)
     cell: int | None = None
+    #: Every batch or dequeue call of the pipeline: more than one when the script picks one of
+    #: several under a condition (``if shuffle: shuffle_batch(...) else: batch(...)``), each a
+    #: variant; ``end`` is the first.
+    ends: list[Site] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"function": self.function, "params": list(self.params), "line": self.line,
                 "cell": self.cell, "kind": self.kind, "end": self.end.to_dict(),
+                "ends": [e.to_dict() for e in self.ends],
                 "chain": self.chain, "unresolved": [u.to_dict() for u in self.unresolved],
                 "notes": list(self.notes), "legend": list(self.legend),
                 "variants": [v.to_dict() for v in self.variants]}
@@ -369,6 +390,9 @@ def relocate(p: Pipeline, where) -> None:
                     fix(x)
     p.cell, p.line = where(p.line)
     fix(p.end)
+    for e in p.ends:
+        if e is not p.end:
+            fix(e)
     for v in p.variants:
         fix(v)
     fix(p.unresolved)

@@ -49,7 +49,7 @@ STATELESS: dict[str, str] = {
 }
 _READER_KIND = {"whole_file_reader": "whole_file", "tfrecord_reader": "tfrecord",
                 "text_line_reader": "text_line", "fixed_length_record_reader": "fixed_length",
-                "other_reader": "other", "unknown": "unknown"}
+                "other_reader": "other", "unknown": "unknown", "external": "unknown"}
 #: Statement budget of the whole analysis: this many per statement of the script, plus a floor.
 BUDGET_PER_STATEMENT = 6
 BUDGET_FLOOR = 20000
@@ -211,7 +211,13 @@ class _Builder:
     def read_stage(self, stream: Stream) -> m.ReadStage:
         r = stream.reader
         kind = _READER_KIND.get(r.kind, "other")
-        if kind == "unknown":
+        if r.kind == "external":
+            self.unresolved.append(m.Unresolved(
+                f"{r.origin} (reads the filename queue)", stream.node.lineno,
+                "defined outside this file: it reads the records and turns each into tensors "
+                "itself; its record format decides the record dataset (TFRecordDataset for a "
+                "TFRecordReader, ...) and what it does per record the map after it"))
+        elif kind == "unknown":
             self.unresolved.append(m.Unresolved(
                 f"{r.origin} (the reader)", stream.node.lineno,
                 "made outside this file (a parameter, another module or an attribute): its "
@@ -229,7 +235,8 @@ class _Builder:
         return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
                            {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
                            self.code(stream.loop) if stream.loop is not None else None, key_used,
-                           stream.target, self.code(stream.args.get("up_to")))
+                           stream.target, self.code(stream.args.get("up_to")),
+                           external=r.kind == "external")
 
     def queue_source(self, q: QueueV, stream: Stream | None) -> m.Source:
         if q.kind == "producer":
@@ -245,6 +252,12 @@ class _Builder:
         if any(isinstance(v, PlaceholderV) for v in _flat(values)):
             return self.generator_source(q, op, values)
         tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
+        params = _params_in(values)
+        if not tensors and params and not op.many:  # one example, made by the caller
+            return self.unknown(f"{', '.join(params)} (a parameter of {self.owner.qualname})",
+                                op.node, "the caller makes the examples enqueued here, outside "
+                                "this function: plan the caller's pipeline, with this "
+                                "function's code in its per-example map")
         if not tensors:  # a queue runner repeats the enqueue until the queue closes
             return m.Source("rows", self.site(op.node, op.fn), self.code(values),
                             repeat=q.copies is not None and not q.closed,
@@ -306,6 +319,13 @@ class _Builder:
                 "no sess.run(..., feed_dict=...) in this file feeds it"))
         thread = fn.rsplit(".", 1)[-1] in self.mod.threads
         feeder = m.Feeder(fn, thread, feeds, signature, tuple(sorted(names)))
+        if runs:
+            self.unresolved.append(m.Unresolved(
+                f"{m.generator_name(feeder)} (the generator)", op.node.lineno,
+                f"its body is the Python code of {fn} that fed the placeholders "
+                f"({_lines_text(ln for ln, _ in feeds)}): "
+                "write that loop as a generator that yields the values instead of running the "
+                "enqueue op"))
         return m.Source("generator", self.site(op.node, op.fn), m.Code(fn or "feeder"),
                         repeat=False, feeder=feeder)
 
@@ -322,14 +342,25 @@ class _Builder:
                                             padded=end.queue.kind == "padding_fifo"))
         elif end.kind == "stream":
             source = self.from_stream(end.stream, None, None, "")
-        elif end.kind == "queue":
+        elif end.kind in ("queue", "external"):
             source = self.queue_source(end.queue, None)
             if end.queue.kind != "producer":
                 self.stages.append(self.queue_stage(end.queue))
+            if end.kind == "external":
+                self.handed_out(end)
         else:
             source = self.batch_variant(end)
         return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
                          origin=Origin(self.world, end))
+
+    def handed_out(self, end: End) -> None:
+        call = end.args.get("call") or self.seg(end.node, 80)
+        self.stages.append(m.ExternalStage(self.site(end.node, end.fn, end.construct), call))
+        self.unresolved.append(m.Unresolved(
+            f"{call} (takes the queue)", end.node.lineno,
+            "defined outside this file (another module builds the batch): it dequeues the "
+            "queue and makes the rest of the pipeline, its per-example code and its batching; "
+            "port that part there, continuing this dataset"))
 
     def batch_variant(self, end: End) -> m.Source:
         inputs = end.inputs
@@ -346,16 +377,48 @@ class _Builder:
             deps = frozenset().union(*(t.deps for t in tensors))
             source = self.from_stream(tensors[0].stream, deps, self.code(parallel), how)
         else:
-            source = self.unknown(f"the tensors given to {end.construct}", end.node,
-                                  "they do not come from a reader, producer or queue in this "
-                                  "file")
+            source = self.unknown(*self.made_elsewhere(end))
         args = {k: c for k, v in end.args.items() if k not in ("tensors", "tensors_list")
                 and (c := self.code(v)) is not None}
+        self.placeholder_args(end)
         padded = args.get("dynamic_pad")
         self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct), args,
                                         padded=bool(padded and padded.is_value(True)),
                                         copies=self.code(copies), tensors=self.code(inputs)))
         return source
+
+    def made_elsewhere(self, end: End) -> tuple[str, ast.AST, str]:
+        """What, where and why for batched tensors no reader, producer or queue here made."""
+        inputs = end.inputs
+        what = f"the tensors given to {end.construct}"
+        parts = _flat(inputs) if isinstance(inputs, ListV) else [inputs]
+        params = [p.param for p in parts if isinstance(p, Sym) and p.param]
+        calls = [p.node for p in parts if isinstance(getattr(p, "node", None), ast.Call)]
+        if calls:
+            call = calls[0]
+            return (f"{what} (made by {self.seg(call, 60)} at line {call.lineno})", end.node,
+                    "that call is defined outside this file (a parameter's method or another "
+                    "module): the dataset starts from what it reads")
+        if params:
+            return (f"{what} ({', '.join(dict.fromkeys(params))}, a parameter of "
+                    f"{self.owner.qualname})", end.node,
+                    "the caller makes its elements, outside this function: start the dataset "
+                    "there (or take a dataset as the parameter)")
+        return (what, end.node, "they do not come from a reader, producer or queue in this file")
+
+    def placeholder_args(self, end: End) -> None:
+        """A batch size (or any batching argument) fed through a placeholder at each run."""
+        for k, v in end.args.items():
+            if not isinstance(v, PlaceholderV):
+                continue
+            names = {v.stored, v.text} - {""}
+            lines = sorted({ln for r in self.mod.feeds for key, _, ln in r.feeds if key in names})
+            fed = f" ({_lines_text(lines)})" if lines else ""
+            self.unresolved.append(m.Unresolved(
+                f"{k}={v.text} (a placeholder)", end.node.lineno,
+                f"the script feeds it at each sess.run{fed}; a tf.data chain takes a Python "
+                f"value: make {k} an argument of the function that builds the dataset (one "
+                "dataset per value it takes)"))
 
     def dataset_variant(self, ds: DatasetV) -> m.Source:
         head = ds.head
@@ -375,6 +438,12 @@ class _Builder:
         self.stages.append(m.DatasetStage(_chain.dataset_ops(ds.ops, self.seg,
                                                           self.mod.scan.resolved)))
         return source
+
+
+def _lines_text(lines) -> str:
+    """``line 3`` or ``lines 3, 9``."""
+    distinct = list(dict.fromkeys(lines))
+    return ("line " if len(distinct) == 1 else "lines ") + ", ".join(map(str, distinct))
 
 
 def _mentions(var: str, rec: StepRec) -> bool:
@@ -439,7 +508,7 @@ def _source_path(end: End, depth: int = 0) -> tuple[tuple[str, ...], bool]:
     if end.kind == "iterator":
         head = end.dataset.head
         return (head[3].path, True) if head[0] == "call" else (end.path, False)
-    if end.kind in ("dequeue_many", "dequeue_up_to", "queue"):
+    if end.kind in ("dequeue_many", "dequeue_up_to", "queue", "external"):
         return _queue_path(end.queue, depth)
     stream = end.stream if end.kind == "stream" else next(
         (t.stream for t in tensors_in(end.inputs)), None)
@@ -459,10 +528,16 @@ def _stream_path(stream: Stream, depth: int) -> tuple[tuple[str, ...], bool]:
 def _queue_path(q: QueueV, depth: int) -> tuple[tuple[str, ...], bool]:
     if q.kind == "producer" or not q.enqueues:
         return q.path, q.kind == "producer"
-    tensors = [t for t in tensors_in(q.enqueues[0].values) if t.stream.kind != "float"]
+    values = q.enqueues[0].values
+    tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
     if tensors and depth < 6:
         return _stream_path(tensors[0].stream, depth + 1)
-    return q.path, True
+    return q.path, not _params_in(values)  # rows of the function's own parameters: a helper
+
+
+def _params_in(val: Val) -> list[str]:
+    """The entry parameters a value is made of (a helper's ``input_tensors``)."""
+    return list(dict.fromkeys(v.param for v in _flat(val) if isinstance(v, Sym) and v.param))
 
 
 def _implicit_ends(world: World, dequeued: set[str]) -> list[End]:
@@ -573,7 +648,7 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
     if stopped:
         notes.append("The analysis stopped early (statement budget spent): pipelines after that "
                      "point are not planned.")
-    out = [_pipeline(mod, g) for g in _drop_covered(groups)]
+    out = _merge_alternatives([(_pipeline(mod, g), g) for g in _drop_covered(groups)])
     out.sort(key=lambda p: (p.line, p.function))
     _same_feeder_notes(out)
     root = _root_seed(mod)
@@ -584,6 +659,33 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
             m.relocate(p, where)
         p.chain, p.legend = _chain.render(p)
     return out, notes
+
+
+def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.Pipeline]:
+    """One pipeline for batch calls that are alternatives of one another: made in the same
+    function from the same source, never both in one run (``if shuffle: shuffle_batch(...)
+    else: batch(...)``); each call's plan becomes a variant, under its condition."""
+    out: list[tuple[m.Pipeline, list[_Found]]] = []
+    for p, group in built:
+        worlds = {id(f.world) for f in group}
+        upstream = set().union(*(f.touched - {id(f.end.node)} for f in group))
+        for q, other in out:
+            if (q.function == p.function and not worlds & {id(f.world) for f in other}
+                    and upstream & set().union(*(f.touched - {id(f.end.node)} for f in other))):
+                q.variants += p.variants
+                q.ends.append(p.end)
+                q.unresolved += [u for u in p.unresolved if u not in q.unresolved]
+                q.notes += [n for n in p.notes if n not in q.notes]
+                other += group
+                break
+        else:
+            out.append((p, list(group)))
+    for q, _ in out:
+        q.ends.sort(key=lambda s: s.line)
+        if len(q.ends) > 1:
+            q.line, q.end = min(q.line, q.ends[0].line), q.ends[0]
+            q.variants = _distinct(q.variants)
+    return [q for q, _ in out]
 
 
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:
@@ -636,7 +738,7 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
     if any(v.source.kind == "generator" for v in variants):
         kind = "feeding"
     return m.Pipeline(entry.qualname, tuple(entry.params), line, site, kind, variants,
-                      unresolved, notes)
+                      unresolved, notes, ends=[site])
 
 
 def _distinct(variants: list[m.Variant]) -> list[m.Variant]:

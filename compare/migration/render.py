@@ -81,8 +81,10 @@ def _finding_line(f: Finding) -> str:
 
 
 def _pipeline_lines(p, i: int, n: int) -> list[str]:
-    at = f"cell {p.cell}, line {p.line}" if p.cell else f"line {p.line}"
-    out = [f"Pipeline {i} of {n}: {p.function} ({at}: {p.end.construct}, {p.kind})"]
+    ends = p.ends or [p.end]
+    calls = "; ".join((f"cell {e.cell}, line {e.line}" if e.cell else f"line {e.line}")
+                      + f": {e.construct}" for e in ends)
+    out = [f"Pipeline {i} of {n}: {p.function} ({calls}, {p.kind})"]
     out += _wrap("; ".join(p.notes), "    ", "  note: ") if p.notes else []
     out += ["    " + ln for ln in p.chain.split("\n")]
     if p.legend:
