@@ -45,20 +45,30 @@ def loads(node: ast.AST) -> set[str]:
     return {n.id for n in walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+#: Methods that change a Python container in place.
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "update", "setdefault",
+                       "clear", "remove", "add", "discard", "sort", "reverse"})
+
+
+def _root_name(node: ast.AST) -> str:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 def mutated(node: ast.AST) -> set[str]:
-    """Names whose value a statement changes in place: ``x.append(...)``, ``x[k] = ...``,
-    ``x += ...``."""
+    """Names whose value a statement changes in place: ``x.append(...)``,
+    ``x[i].append(...)``, ``x[k] = ...``, ``x += ...``."""
     out = set()
     for n in walk(node):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(
-                n.func.value, ast.Name):
-            out.add(n.func.value.id)
-        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(
-                n.value, ast.Name):
-            out.add(n.value.id)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr in _MUTATORS:
+            out.add(_root_name(n.func.value))
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+            out.add(_root_name(n.value))
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             out.add(n.target.id)
-    return out
+    return out - {""}
 
 
 __all__ = ["clone", "loads", "mutated", "stored_names"]

@@ -162,7 +162,8 @@ class _Emitter:
         for name in sorted(names):
             self.asked.add(name)
             if name in _BUILTINS or name in ("tf", DRAWS, "self") or \
-                    name in porthelpers.NAMES or name in self.pipeline_names:
+                    name in porthelpers.NAMES or name in self.pipeline_names or \
+                    name in {i.split()[1].split(".")[0] for i in self.extra_imports}:
                 continue
             if name in self.classes.emitted:
                 continue
@@ -475,6 +476,8 @@ class _Nodes:
         for s in stmts:
             missing = reads_unbound(s, bound) & scope
             if missing:
+                if any(isinstance(n, ast.Return) for n in ast.walk(s)):
+                    self.blocked += 1  # what the function gives back is lost with it
                 out.append(f"line {getattr(s, 'lineno', '?')}: left out "
                            f"`{_one_line(ast.unparse(s))}`: it reads "
                            f"{', '.join(sorted(missing))}, which only the TF1 code the port "

@@ -512,6 +512,12 @@ class Lifter:
         subs: dict[str, ast.expr] = {}
         assigned = {n.id for n in own_nodes(info.node) if isinstance(n, ast.Name)
                     and isinstance(n.ctx, (ast.Store, ast.Del))}
+        call = f.call
+        if info.cls is not None and info.params and isinstance(call, ast.Call) and isinstance(
+                call.func, ast.Attribute) and info.params[0] not in assigned and not any(
+                getattr(d, "id", "") == "staticmethod" for d in info.node.decorator_list):
+            subs[info.params[0]] = caller.rename(call.func.value)  # self.m(...): self is self
+            names.pop(info.params[0], None)
         for param, arg in _bound_args(f, info).items():
             value = caller.rename(arg) if arg is not None else None
             if value is None:
