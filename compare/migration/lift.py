@@ -19,12 +19,13 @@ import dataclasses
 import itertools
 
 from compare.migration import batchpart as _batchpart
-from compare.migration.astutil import clone, loads as _loads, mutated as _mutated, stored_names
 from compare.migration import model as m
+from compare.migration.astutil import clone, stored_names
+from compare.migration.astutil import loads as _loads
+from compare.migration.astutil import mutated as _mutated
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
-from compare.migration.values import (Exec, FrameRec, Module, QueueV, Stream, own_nodes,
-                                      tensors_in)
+from compare.migration.values import Exec, FrameRec, Module, QueueV, Stream, own_nodes, tensors_in
 
 #: Rule categories of TF1 runtime plumbing: the port leaves out their uses (XLA scopes are
 #: unwrapped by :mod:`.rewrite`, the others' statements dropped with the pipeline's).

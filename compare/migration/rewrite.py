@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 
 from compare.migration import tfnames
-from compare.migration.porthelpers import DRAWS, REPLACED, RESIZE_V1
 from compare.migration.lift import RUNTIME_CATEGORIES
 from compare.migration.pipelines import STATELESS
+from compare.migration.porthelpers import DRAWS, REPLACED, RESIZE_V1
 from compare.migration.rules import canonical, rule_for
 from compare.migration.values import Module
 
