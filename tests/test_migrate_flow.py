@@ -301,3 +301,117 @@ def test_two_batch_calls_of_one_run_stay_two_pipelines():
                   "    b = tf.train.batch([x], 2 * n)\n"
                   "    return a, b\n")
     assert [p.line for p in report.pipelines] == [6, 7]
+
+
+# -- several producers batched together -----------------------------------------------------------
+
+TWO = (HEAD + "def load(images, cams, n, seed, s2):\n"
+       "    iq = tf.train.string_input_producer(images, seed=seed, shuffle=True)\n"
+       "    cq = tf.train.string_input_producer(cams, seed={cam_seed}, shuffle=True)\n"
+       "    _, data = tf.WholeFileReader().read(iq)\n"
+       "    image = tf.image.decode_jpeg(data)\n"
+       "    _, line = tf.TextLineReader().read(cq)\n"
+       "    k = tf.reshape(tf.stack(tf.decode_csv(line, [[1.]] * 9)), [3, 3])\n"
+       "    return tf.train.batch([image, k], batch_size=n)\n")
+
+
+def test_producers_sharing_a_seed_are_one_source_zipped_before_one_shuffle():
+    """SfMLearner: the image list and the camera-file list share seed=seed to stay paired."""
+    p = only(TWO.format(cam_seed="seed"))
+    (v,) = p.variants
+    assert v.source.kind == "rows" and v.source.seed.text == "seed"
+    lines = p.chain.split("\n")
+    assert lines[:2] == ["ds = tf.data.Dataset.from_tensor_slices((images, cams))",
+                         "ds = ds.shuffle(ds.cardinality(), seed=seed)"]
+    assert [b.stages[0].reader for b in v.branches] == ["whole_file", "text_line"]
+    assert "ds = tf.data.Dataset.zip((ds_1, ds_2))" in lines
+    assert lines.index("ds = tf.data.Dataset.zip((ds_1, ds_2))") < next(
+        i for i, ln in enumerate(lines) if "map(load_example" in ln)
+    assert {s.line for s in v.maps()[0].steps} == {6, 8}  # both streams in one map
+    assert p.unresolved == []
+
+
+def test_producers_with_their_own_seeds_are_streams_of_their_own():
+    p = only(TWO.format(cam_seed="s2"))
+    (v,) = p.variants
+    assert v.source.kind == "zip" and len(v.branches) == 2
+    assert "ds_1 = tf.data.Dataset.from_tensor_slices(images)" in p.chain
+    assert "ds_2 = tf.data.Dataset.from_tensor_slices(cams)" in p.chain
+    assert "ds_2 = ds_2.shuffle(ds_2.cardinality(), seed=s2)" in p.chain
+    assert "(images, cams)" not in p.chain
+
+
+# -- tf.data chains traced back to their start ----------------------------------------------------
+
+CNN = (HEAD + "from tensorflow.contrib.data.python.ops import batching, interleave_ops\n"
+       "def minibatch(files, n, cache_data, start):\n"
+       "    ds = tf.data.TFRecordDataset.list_files(files)\n"
+       "    ds = ds.apply(interleave_ops.parallel_interleave(tf.data.TFRecordDataset, "
+       "cycle_length=10))\n"
+       "    if cache_data:\n"
+       "        ds = ds.take(1).cache().repeat()\n"
+       "    counter = {counter}\n"
+       "    counter = counter.repeat()\n"
+       "    ds = tf.data.Dataset.zip((ds, counter))\n"
+       "    ds = ds.apply(batching.map_and_batch(map_func=parse, batch_size=n))\n"
+       "    return ds.make_one_shot_iterator().get_next()\n")
+
+
+def test_a_tf_data_chain_starts_where_its_datasets_start():
+    """tf_cnn_benchmarks: the chain zips a list_files + interleave + cache branch with a
+    counter; it starts at list_files, not at the zip."""
+    p = only(CNN.format(counter="tf.data.Dataset.range(n)"))
+    lines = p.chain.split("\n")
+    assert lines[0] == "ds = tf.data.TFRecordDataset.list_files(files)"
+    assert ("ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=10, "
+            "num_parallel_calls=tf.data.AUTOTUNE)") in lines
+    assert "if cache_data:" in lines and "counter = tf.data.Dataset.range(n)" in lines
+    assert lines.index("counter = counter.repeat()") < lines.index(
+        "ds = tf.data.Dataset.zip((ds, counter))")
+    assert "ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)" in lines
+    assert "ds = ds.batch(n)" in lines and "tf.contrib" not in p.chain
+    assert p.unresolved == []
+
+
+def test_a_dataset_started_elsewhere_inside_a_zip_is_unresolved():
+    p = only(CNN.format(counter="start"))
+    assert any("start" in u.what for u in p.unresolved)
+    assert "counter = ...  # unresolved" in p.chain
+
+
+def test_record_input_is_a_pipeline_of_shuffled_records_in_batches():
+    p = only("from tensorflow.python.ops import data_flow_ops\nimport tensorflow as tf\n"
+             "def minibatch(pattern, n):\n"
+             "    r = data_flow_ops.RecordInput(file_pattern=pattern, seed=301, parallelism=64,\n"
+             "                                  buffer_size=10000, batch_size=n)\n"
+             "    records = tf.split(r.get_yield_op(), n, 0)\n"
+             "    records = [tf.reshape(x, []) for x in records]\n"
+             "    images = [[] for _ in range(2)]\n"
+             "    for idx in range(n):\n"
+             "        image = tf.image.decode_jpeg(records[idx])\n"
+             "        images[idx % 2].append(image)\n"
+             "    return [tf.parallel_stack(im) for im in images]\n")
+    lines = p.chain.split("\n")
+    assert lines[0] == "ds = tf.data.Dataset.list_files(pattern, shuffle=True, seed=301)"
+    assert ("ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=64, "
+            "num_parallel_calls=tf.data.AUTOTUNE)") in lines
+    assert "ds = ds.shuffle(10000, seed=301)" in lines
+    assert lines[-2] == "ds = ds.batch(n, drop_remainder=True)"
+    steps = {s.line for s in p.variants[0].maps()[0].steps}
+    assert 10 in steps and 12 not in steps  # decode per record; the restack is per batch
+    assert any("loop over the batch" in u.what for u in p.unresolved)
+
+
+def test_unrelated_alternatives_of_one_function_do_not_interleave_their_lines():
+    p = only(HEAD + "def f(use_data, files, n):\n"
+             "    if use_data:\n"
+             "        ds = tf.data.TFRecordDataset(files).repeat().batch(n)\n"
+             "        return ds.make_one_shot_iterator().get_next()\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    return tf.train.batch([v], n)\n")
+    lines = p.chain.split("\n")
+    assert lines[0] == "if use_data:" and lines.count("else:") == 1
+    body = lines[1:lines.index("else:")]
+    assert all(ln.startswith("    ") for ln in body) and "ds = ds.repeat()" in [
+        ln.strip() for ln in body]

@@ -61,7 +61,8 @@ _BATCHERS = frozenset({"batch", "shuffle_batch", "batch_join", "shuffle_batch_jo
                        "maybe_batch"})
 _READERS = frozenset({"whole_file_reader", "tfrecord_reader", "text_line_reader",
                       "fixed_length_record_reader", "other_reader"})
-_PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer"})
+_PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer",
+                        "record_input"})
 #: Dataset methods: a value they are called on is taken for a dataset.
 DATASET_METHODS = frozenset({"map", "batch", "padded_batch", "shuffle", "repeat", "prefetch",
                              "filter", "apply", "interleave", "flat_map", "shard", "skip", "take",
@@ -167,10 +168,14 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
         pos, kw = run.args_of(node, fr)
         if last[:1].isupper() or last in ("from_tensor_slices", "from_tensors", "range", "zip",
                                            "list_files", "from_generator"):
-            return DatasetV(("call", qual, node, fr, pos, kw), (), run.src.segment(node, 400))
+            return DatasetV(("call", qual, node, fr, pos, kw), (), run.src.segment(node, 400),
+                            dataset_inputs(run, node, fr))
         return Sym(run.render(node, fr), qual=qual, node=node)  # a transformation for .apply
     pos, kw = run.args_of(node, fr)
     run.cur_calls.append((qual, node))
+    restacked = _restacked(run, node, fr, qual, pos)
+    if restacked is not None:
+        return restacked
     if not qual.startswith("tensorflow."):
         handed = queue_handed_out(run, node, fr, pos + list(kw.values()))
         if handed is not None:
@@ -304,6 +309,23 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
     return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
 
 
+_STACKS = frozenset({"tensorflow.stack", "tensorflow.parallel_stack", "tensorflow.concat"})
+
+
+def _restacked(run, node: ast.Call, fr, qual: str, pos: list) -> Val | None:
+    """``tf.parallel_stack(images)`` of a list filled in a loop over the records a RecordInput
+    yielded together: the batch again; what follows is per batch, not per record."""
+    if qual not in _STACKS or not pos or not isinstance(pos[0], ListV) or pos[0].loop is None:
+        return None
+    tensors = tensors_in(pos[0])
+    if not tensors or not any(t.stream.reader is not None and t.stream.reader.kind ==
+                              "record_input" for t in tensors):
+        return None
+    stream = Stream("stacked", node, fr.fn.qualname, fr.path)
+    run.world.streams.append(stream)
+    return Tensor(stream)
+
+
 def queue_handed_out(run, node: ast.Call, fr, vals: list) -> Val | None:
     """A call defined outside this file given one of the pipeline's queues: it reads a filename
     queue (``reader.prepare_reader(filename_queue)``: records it reads and parses itself), or it
@@ -362,6 +384,13 @@ def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
                                   queue=q, construct=run.src.segment(node.func, 80),
                                   seq=run.cur_seq))
         return Sym(run.render(node, fr), node=node)
+    if attr == "get_yield_op" and q.rule == "record_input":  # batch_size shuffled records
+        reader = ReaderV("record_input", q.node, q.fn, q.args, "data_flow_ops.RecordInput",
+                         q.text)
+        stream = Stream("records", node, fr.fn.qualname, fr.path, queue=q, reader=reader,
+                        loop=fr.loop)
+        run.world.streams.append(stream)
+        return Tensor(stream)
     if attr == "close":
         q.closed = True
     return Sym(run.render(node, fr), node=node)
@@ -386,8 +415,20 @@ def _dataset_method(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         return _iterator(run, node, fr, ds, attr)
     pos, kw = run.args_of(node, fr)
     out = DatasetV(ds.head, ds.ops + ((attr, node, fr, pos, kw, fr.guards),),
-                   run.src.segment(node, 120))
+                   run.src.segment(node, 120), ds.inputs + dataset_inputs(run, node, fr))
     return out
+
+
+def dataset_inputs(run, node: ast.Call, fr) -> tuple:
+    """The datasets a call takes by name in its arguments (``zip((ds, counter))``)."""
+    out = []
+    for a in list(node.args) + [k.value for k in node.keywords]:
+        for n in ast.walk(a):  # in the order written
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                val = run.lookup(n.id, fr, n)
+                if isinstance(val, DatasetV) and all(val is not v for _, v in out):
+                    out.append((n.id, val))
+    return tuple(out)
 
 
 def value_call(run, node: ast.Call, fr, callee: Val) -> Val:

@@ -61,7 +61,7 @@ class _Render:
         return f"{self.ds} = {self.ds}.{call}"
 
     def lines(self) -> list[str]:
-        out = self.source(self.v.source)
+        out = self.branches() if self.v.branches else self.source(self.v.source)
         for stage in self.v.stages:
             out += getattr(self, stage.kind)(stage)
         if not any(".prefetch(" in ln for ln in out[-1:]):
@@ -102,6 +102,30 @@ class _Render:
         if s.kind == "dataset":
             return [f"{ds} = {s.data.text}"]
         return [f"{ds} = ...  # unresolved: {s.data.text if s.data else 'the elements'}"]
+
+    def branches(self) -> list[str]:
+        """Each stream on its own variable, then zipped: ``ds = tf.data.Dataset.zip((ds_1,
+        ds_2))``; streams reading one shared source each take their item of it."""
+        ds, v = self.ds, self.v
+        if v.source.kind == "dataset":  # the datasets the script's own chain takes by name
+            out = []
+            for b in v.branches:
+                sub = type(self)(b.name, self.p, v)
+                out += sub.source(b.source)
+                for stage in b.stages:
+                    out += getattr(sub, stage.kind)(stage)
+            return out + self.source(v.source)
+        shared = v.source.kind != "zip"
+        out = self.source(v.source) if shared else []
+        for i, b in enumerate(v.branches, 1):
+            b.name = f"{ds}_{i}"
+            sub = type(self)(b.name, self.p, v)
+            out += ([f"{b.name} = {ds}.map(lambda *paths: paths[{b.component}])"] if shared
+                    else sub.source(b.source))
+            for stage in b.stages:
+                out += getattr(sub, stage.kind)(stage)
+        names = ", ".join(b.name for b in v.branches)
+        return out + [f"{ds} = tf.data.Dataset.zip(({names}))"]
 
     def repeat(self, s: m.Source) -> list[str]:
         if not s.repeat:
@@ -210,7 +234,7 @@ def compression_type(options: m.Code | None) -> str:
 
 
 def _drop(st: m.BatchStage) -> str:
-    if st.op == "dequeue_many":
+    if st.op in ("dequeue_many", "get_yield_op"):
         return "True"
     if st.op == "dequeue_up_to":
         return "False"
@@ -301,6 +325,14 @@ def _dataset_op(out: list, method: str, node: ast.Call, seg, resolved: dict) -> 
                            node.lineno))
 
 
+def _named_args(call: ast.Call, params: tuple[str, ...], seg) -> dict[str, str]:
+    """A call's arguments by parameter name, as written."""
+    out = {params[i]: seg(a, 400) for i, a in enumerate(call.args[:len(params)])
+           if not isinstance(a, ast.Starred)}
+    out.update({k.arg: seg(k.value, 400) for k in call.keywords if k.arg})
+    return out
+
+
 def _contrib_apply(call: ast.Call, seg, resolved: dict) -> list[tuple[str, str]] | None:
     qual = resolved.get(id(call), "")
     if not qual.startswith("tensorflow.contrib.data."):
@@ -310,16 +342,29 @@ def _contrib_apply(call: ast.Call, seg, resolved: dict) -> list[tuple[str, str]]
     if name in _CONTRIB:
         text = _CONTRIB[name].format(args=", ".join(args))
         return [(text.split("(")[0], text)]
-    if name == "map_and_batch" and len(call.args) >= 2:
-        return [("map", f"map({args[0]}, num_parallel_calls={AUTOTUNE})"),
-                ("batch", f"batch({', '.join(args[1:])})")]
+    if name == "map_and_batch":
+        named = _named_args(call, ("map_func", "batch_size", "num_parallel_batches",
+                                   "drop_remainder", "num_parallel_calls"), seg)
+        if "map_func" in named and "batch_size" in named:
+            drop = f", drop_remainder={named['drop_remainder']}" if "drop_remainder" in named \
+                else ""
+            return [("map", f"map({named['map_func']}, num_parallel_calls={AUTOTUNE})"),
+                    ("batch", f"batch({named['batch_size']}{drop})")]
+    if name == "parallel_interleave":
+        named = _named_args(call, ("map_func", "cycle_length", "block_length", "sloppy",
+                                   "buffer_output_elements", "prefetch_input_elements"), seg)
+        if "map_func" in named and "cycle_length" in named:
+            extra = (f", block_length={named['block_length']}" if "block_length" in named
+                     else "") + (f", deterministic=not {named['sloppy']}" if "sloppy" in named
+                                 else "")
+            return [("interleave", f"interleave({named['map_func']}, cycle_length="
+                                   f"{named['cycle_length']}{extra}, num_parallel_calls="
+                                   f"{AUTOTUNE})")]
     if name == "shuffle_and_repeat" and call.args:
         rest = [a for a in args[1:] if not a.startswith("seed=")]
         seed = [a for a in args[1:] if a.startswith("seed=")]
         return [("shuffle", f"shuffle({', '.join(args[:1] + seed)})"),
                 ("repeat", f"repeat({', '.join(rest[:1])})")]
-    if name == "parallel_interleave" and call.args:
-        return [("interleave", f"interleave({', '.join(args)}, num_parallel_calls={AUTOTUNE})")]
     return [("apply", f"apply(tf.data.experimental.{name}({', '.join(args)}))")]
 
 
@@ -385,10 +430,25 @@ def _lines(blocks: list[str], indent: str = "") -> list[str]:
     return [indent + ln for b in blocks for ln in b.split("\n")]
 
 
+def _opcodes(a: list[str], b: list[str]) -> list[tuple]:
+    """difflib's opcodes, with a single shared statement between two differences folded into
+    them: ``ds.repeat()`` of two unrelated chains is not worth splitting both around."""
+    out: list[list] = []
+    codes = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    for k, (tag, i1, i2, j1, j2) in enumerate(codes):
+        lone = tag == "equal" and i2 - i1 < 2 and 0 < k < len(codes) - 1
+        if out and (lone or out[-1][0] == "fold") and not (tag == "equal" and not lone):
+            out[-1][2], out[-1][4] = i2, j2
+            out[-1][0] = "fold"
+        else:
+            out.append([tag, i1, i2, j1, j2])
+    return [("replace" if c[0] == "fold" else c[0], *c[1:]) for c in out]
+
+
 def _diff(cond: str, a: list[str], b: list[str]) -> list[str]:
     a, b = _blocks(a), _blocks(b)
     out: list[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(a, b):
         if tag == "equal":
             out += _lines(a[i1:i2])
             continue

@@ -445,8 +445,13 @@ class Run:
         count = self.loop_count(first.iter, self.ev(first.iter, fr), fr)
         inner = Frame(fr.fn, {}, fr.depth, fr, fr.path, fr.guards,
                       count if count.text else fr.loop, fr.me)
-        for gen in node.generators:
-            self.assign(gen.target, Sym(self.render(gen.target, fr)), inner)
+        for i, gen in enumerate(node.generators):
+            it = self.ev(gen.iter, fr) if i else None
+            it = it if it is not None else self.ev(first.iter, fr)
+            item = (Tensor(it.stream, it.deps) if isinstance(it, Tensor) else
+                    merge(it.items) if isinstance(it, ListV) and it.items and tensors_in(it)
+                    else Sym(self.render(gen.target, fr)))
+            self.assign(gen.target, item, inner)
         elt = node.elt if hasattr(node, "elt") else node.value
         val = self.ev(elt, inner)
         if tensors_in(val):  # [read(q) for _ in range(n)]: n copies, each reading

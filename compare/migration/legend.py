@@ -137,6 +137,8 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
             out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
         return out + _random_lines(st, root)
     if isinstance(st, m.QueueStage):
+        if st.queue == "random_shuffle" and st.site.construct.endswith("RecordInput"):
+            return [f"shuffle buffer: buffer_size of the RecordInput at {at(st.site)}"]
         if st.queue == "random_shuffle":
             cap = f"; capacity={st.capacity.text} only bounded it" if st.capacity else ""
             return [f"shuffle buffer: min_after_dequeue of the RandomShuffleQueue at "
@@ -156,6 +158,7 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
     small = a.get("allow_smaller_final_batch")
     out.append("  drop_remainder: " + (
         "from dequeue_many (a short last batch is never returned)" if st.op == "dequeue_many"
+        else "RecordInput's batches are always full" if st.op == "get_yield_op"
         else "from dequeue_up_to (the last batch may be short)" if st.op == "dequeue_up_to"
         else "allow_smaller_final_batch is False (the default)" if small is None
         else f"allow_smaller_final_batch={small.text}"))
@@ -171,6 +174,41 @@ def _batch_lines(st: m.BatchStage) -> list[str]:
                    "are unbatched first")
     if st.copies is not None:
         out.append(f"  {st.copies.text} copies of the same preprocessing became one map")
+    return out
+
+
+def _branch_lines(v: m.Variant) -> list[str]:
+    """Several streams zipped: what each is, and why a shared source keeps them paired."""
+    out: list[str] = []
+    if v.source.kind == "dataset":
+        for b in v.branches:
+            block = _source_lines(b.source)
+            for st in b.stages:
+                block += _stage_lines(st, v.root_seed)
+            out += [f"{b.name}: a dataset the chain takes by name, built first"] + [
+                "  " + ln for ln in block]
+        return out + _source_lines(v.source)
+    shared = v.source.kind != "zip"
+    if shared:
+        s = v.source
+        lists = " and ".join(f"{b.source.data.text} ({at(b.source.site)})" for b in v.branches)
+        out += [f"source: the file lists {lists}, zipped; " + _source_lines(
+            m.Source("files", None, m.Code("[]"), s.num_epochs, s.shuffle, None, s.capacity,
+                     s.repeat))[0].split("; ", 1)[-1],
+                f"  the producers share seed={s.seed.text}: their lists are zipped and shuffled "
+                "once, so each element keeps its items together (as the shared seed did for the "
+                "queues); each stream below reads its item, and both see one order because the "
+                "shuffle has that seed"]
+    for b in v.branches:
+        block = [] if shared else _source_lines(b.source)
+        for st in b.stages:
+            block += _stage_lines(st, v.root_seed)
+        out.append(f"{b.name}: " + (f"item {b.component + 1} of the source" if shared else
+                                    "a stream of its own") + ", zipped with the others")
+        out += ["  " + ln for ln in block]
+    names = ", ".join(b.name for b in v.branches)
+    out.append(f"each element of the zip is ({names}): the map below gets them together, as "
+               "the script combined them")
     return out
 
 
@@ -192,7 +230,7 @@ def legend(p: m.Pipeline) -> list[str]:
     seeded = {st.name for v in p.variants for st in v.maps() if st.random}
     blocks = []
     for v in p.variants:
-        block = _source_lines(v.source)
+        block = _branch_lines(v) if v.branches else _source_lines(v.source)
         for st in v.stages:
             block += _stage_lines(st, v.root_seed, seeded)
         blocks.append(_entries(block))

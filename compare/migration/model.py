@@ -299,6 +299,24 @@ Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, Externa
 
 
 @dataclasses.dataclass
+class Branch:
+    """One of several streams a pipeline's per-example code combines (an image and its camera
+    file, read by two readers, batched together): ``source`` is its own; when the variant's
+    source is not ``zip`` it zips the file lists of producers that share a seed (so the pairs
+    stay aligned) and the branch reads its item ``component``; ``stages`` is what happens to
+    the stream before the streams are zipped (reading, per-stream queues)."""
+
+    source: Source
+    stages: list
+    component: int = 0
+    name: str = ""  # its dataset variable in the chain (set by the renderer)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "component": self.component,
+                "source": self.source.to_dict(), "stages": [s.to_dict() for s in self.stages]}
+
+
+@dataclasses.dataclass
 class Variant:
     """One way the pipeline is built: the undecidable conditions it was built under (``when``:
     (condition as written, its value)), the source and the stages in order."""
@@ -308,6 +326,9 @@ class Variant:
     stages: list[Stage]
     root_seed: Code | None = None
     origin: object = None  # the symbolic run it came from (pipelines.Origin): for the emitter
+    #: Several streams zipped before ``stages`` (see :class:`Branch`); ``source`` is then their
+    #: shared source, or kind ``zip`` when each branch has its own.
+    branches: list[Branch] = dataclasses.field(default_factory=list)
 
     def maps(self) -> list[MapStage]:
         return [s for s in self.stages if isinstance(s, MapStage)]
@@ -318,6 +339,7 @@ class Variant:
     def to_dict(self) -> dict:
         return {"when": [{"condition": c, "value": v} for c, v in self.when],
                 "source": self.source.to_dict(), "stages": [s.to_dict() for s in self.stages],
+                "branches": [b.to_dict() for b in self.branches],
                 "root_seed": self.root_seed.to_dict() if self.root_seed else None}
 
 

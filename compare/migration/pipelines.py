@@ -48,6 +48,7 @@ STATELESS: dict[str, str] = {
     "sample_distorted_bounding_box": "tf.image.stateless_sample_distorted_bounding_box",
 }
 _READER_KIND = {"whole_file_reader": "whole_file", "tfrecord_reader": "tfrecord",
+                "record_input": "tfrecord",
                 "text_line_reader": "text_line", "fixed_length_record_reader": "fixed_length",
                 "other_reader": "other", "unknown": "unknown", "external": "unknown"}
 #: Statement budget of the whole analysis: this many per statement of the script, plus a floor.
@@ -85,6 +86,7 @@ class _Builder:
         self.unresolved: list[m.Unresolved] = []
         self.notes: list[str] = []
         self.stages: list = []
+        self.branches: list[m.Branch] = []
         self.owner = world.entry
 
     # -- code -------------------------------------------------------------------------------
@@ -101,15 +103,16 @@ class _Builder:
         return m.Site(fn, node.lineno, construct or self.seg(getattr(node, "func", node), 80))
 
     # -- steps ------------------------------------------------------------------------------
-    def steps_for(self, stream: Stream, deps: frozenset | None) -> list[StepRec]:
+    def steps_for(self, streams: tuple, deps: frozenset | None) -> list[StepRec]:
+        ids = {id(s) for s in streams}
         recs = [s for s in self.world.steps.values()
-                if (s.stream is stream or s.stream.kind == "float") and (
-                    deps is None and s.stream is stream or deps is not None and s.id in deps)]
+                if (id(s.stream) in ids or s.stream.kind == "float") and (
+                    deps is None and id(s.stream) in ids or deps is not None and s.id in deps)]
         return sorted(recs, key=lambda s: s.id)
 
-    def map_stage(self, stream: Stream, deps: frozenset | None, parallel: m.Code | None,
+    def map_stage(self, streams: tuple, deps: frozenset | None, parallel: m.Code | None,
                   parallel_from: str) -> m.MapStage | None:
-        recs = self.steps_for(stream, deps)
+        recs = self.steps_for(streams, deps)
         if not recs:
             return None
         steps, by_stmt = [], collections.OrderedDict()
@@ -129,7 +132,7 @@ class _Builder:
                     "for stateful random ops and TF1-only calls"))
         stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
                            seqs=tuple(r.seq for r in recs))
-        self.loop_variable_note(stream, recs)
+        self.loop_variable_note(recs)
         return stage
 
     def random_draws(self, recs: list[StepRec]) -> list[m.RandomDraw]:
@@ -156,7 +159,7 @@ class _Builder:
                                            and o.seed.text == d.seed.text)
         return out
 
-    def loop_variable_note(self, stream: Stream, recs: list[StepRec]) -> None:
+    def loop_variable_note(self, recs: list[StepRec]) -> None:
         end = self.end
         inputs = end.inputs
         if not (isinstance(inputs, ListV) and inputs.loop is not None and end.kind.endswith(
@@ -176,7 +179,33 @@ class _Builder:
                     parallel_from: str) -> m.Source:
         """The source of ``stream`` (stages before it appended first), then its map stage."""
         source = self.stream_source(stream)
-        stage = self.map_stage(stream, deps, parallel, parallel_from)
+        stage = self.map_stage((stream,), deps, parallel, parallel_from)
+        if stage is not None:
+            self.stages.append(stage)
+        return source
+
+    def from_tensors(self, tensors: list, parallel: m.Code | None, how: str) -> m.Source:
+        """The source of the streams ``tensors`` come from: one stream as :meth:`from_stream`;
+        several (an image and its camera file) as branches zipped before the map that
+        combines them."""
+        tensors = [t for t in tensors if t.stream.kind != "float"] or tensors
+        streams = list({id(t.stream): t.stream for t in tensors}.values())
+        deps = frozenset().union(*(t.deps for t in tensors))
+        if len(streams) == 1:
+            return self.from_stream(streams[0], deps, parallel, how)
+        outer, branches = self.stages, []
+        for s in streams:
+            self.stages = []
+            branches.append(m.Branch(self.stream_source(s), self.stages))
+            self.stages = outer
+        source = _shared_source([b.source for b in branches])
+        if source is not None:
+            for i, b in enumerate(branches):
+                b.component = i
+        else:
+            source = m.Source("zip", None, m.Code(f"{len(branches)} streams"), repeat=False)
+        self.branches = branches
+        stage = self.map_stage(tuple(streams), deps, parallel, how)
         if stage is not None:
             self.stages.append(stage)
         return source
@@ -187,6 +216,8 @@ class _Builder:
                 f"the filename queue given to {self.seg(stream.node.func, 60)}", stream.node,
                 "it is made outside this function (a parameter or another module)")
             self.stages.append(self.read_stage(stream))
+            if stream.reader.kind == "record_input":
+                self.stages.append(self.record_input_shuffle(stream))
             return source
         if stream.kind == "rows":
             a = stream.args
@@ -232,9 +263,13 @@ class _Builder:
                 "compression_type (\"GZIP\" or \"ZLIB\")"))
         key_used = bool(stream.key_ids) or any(
             t.key and t.stream is stream for t in tensors_in(self.end.inputs))
+        readers = self.code(stream.loop) if stream.loop is not None else None
+        if r.kind == "record_input":  # its parallelism readers (16 by default)
+            readers = self.code(r.args.get("parallelism")) or m.Code("16", True, 16)
+            r.args = {}
         return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
                            {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
-                           self.code(stream.loop) if stream.loop is not None else None, key_used,
+                           readers, key_used,
                            stream.target, self.code(stream.args.get("up_to")),
                            external=r.kind == "external")
 
@@ -264,11 +299,9 @@ class _Builder:
                             shuffle=m.Code("False", True, False),
                             target=stream.target if stream is not None else "")
         copies = q.copies or op.loop
-        deps = frozenset().union(*(t.deps for t in tensors))
         how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
                f"the {copies.text} enqueue calls" if copies is not None else "")
-        return self.from_stream(tensors[0].stream, deps, self.code(copies) if copies else None,
-                                how)
+        return self.from_tensors(tensors, self.code(copies) if copies else None, how)
 
     def producer_source(self, q: QueueV) -> m.Source:
         a = q.args
@@ -277,6 +310,9 @@ class _Builder:
             a.get("shuffle")), seed=self.code(a.get("seed")), capacity=self.code(a.get("capacity")))
         if q.rule == "range_input_producer":
             return m.Source("range", site, self.code(a.get("limit")), **common)
+        if q.rule == "record_input":  # its files in random order, read in parallel, shuffled
+            return m.Source("file_pattern", site, self.code(a.get("file_pattern")),
+                            shuffle=m.Code("True", True, True), seed=common["seed"])
         if q.rule == "input_producer":
             return m.Source("rows", site, self.code(a.get("input_tensor")), **common,
                             columns=False)
@@ -285,6 +321,28 @@ class _Builder:
         if pattern is not None:
             return m.Source("file_pattern", site, m.Code(self.seg(pattern, 200)), **common)
         return m.Source("files", site, self.code(files), **common)
+
+    def record_input_shuffle(self, stream: Stream) -> m.QueueStage:
+        a = stream.queue.args
+        return m.QueueStage("random_shuffle", self.site(stream.queue.node, stream.queue.fn),
+                            min_after_dequeue=self.code(a.get("buffer_size")) or m.Code(
+                                "10000", True, 10000), seed=self.code(a.get("seed")))
+
+    def record_input_batch(self, stream: Stream) -> None:
+        """get_yield_op gave batch_size records at once; the script split them and ran its
+        per-record code on each, in a loop: one map before a batch of that size."""
+        q = stream.queue
+        size = self.code(q.args.get("batch_size"))
+        self.stages.append(m.BatchStage("get_yield_op", self.site(stream.node, stream.fn),
+                                        {"batch_size": size} if size else {}))
+        loops = {s.loop for s in self.steps_for((stream,), None) if s.loop}
+        if loops:
+            self.unresolved.append(m.Unresolved(
+                f"the per-record code's loop over the batch ({', '.join(sorted(loops))})",
+                stream.node.lineno,
+                "the script runs it once per position in the batch; one Dataset.map has no "
+                "position: where the code uses it (to pick a method or a seed), draw it per "
+                "example or number the records with .enumerate()"))
 
     def queue_stage(self, q: QueueV) -> m.QueueStage:
         a = q.args
@@ -342,6 +400,8 @@ class _Builder:
                                             padded=end.queue.kind == "padding_fifo"))
         elif end.kind == "stream":
             source = self.from_stream(end.stream, None, None, "")
+            if end.stream.reader is not None and end.stream.reader.kind == "record_input":
+                self.record_input_batch(end.stream)
         elif end.kind in ("queue", "external"):
             source = self.queue_source(end.queue, None)
             if end.queue.kind != "producer":
@@ -351,7 +411,7 @@ class _Builder:
         else:
             source = self.batch_variant(end)
         return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
-                         origin=Origin(self.world, end))
+                         origin=Origin(self.world, end), branches=self.branches)
 
     def handed_out(self, end: End) -> None:
         call = end.args.get("call") or self.seg(end.node, 80)
@@ -374,8 +434,7 @@ class _Builder:
             copies is not None) else (threads, f"num_threads of {end.construct}") if (
             threads is not None) else (None, "")
         if tensors:
-            deps = frozenset().union(*(t.deps for t in tensors))
-            source = self.from_stream(tensors[0].stream, deps, self.code(parallel), how)
+            source = self.from_tensors(tensors, self.code(parallel), how)
         else:
             source = self.unknown(*self.made_elsewhere(end))
         args = {k: c for k, v in end.args.items() if k not in ("tensors", "tensors_list")
@@ -421,6 +480,17 @@ class _Builder:
                 "dataset per value it takes)"))
 
     def dataset_variant(self, ds: DatasetV) -> m.Source:
+        """A tf.data pipeline the script builds, traced back to its start: the datasets it
+        takes by name (``zip((ds, counter))``) are branches built first, each from its own
+        start; a start made elsewhere is unresolved."""
+        outer = self.stages
+        for name, sub in _inputs_first(ds):
+            self.stages = []
+            self.branches.append(m.Branch(self.dataset_source(sub), self.stages, name=name))
+            self.stages = outer
+        return self.dataset_source(ds)
+
+    def dataset_source(self, ds: DatasetV) -> m.Source:
         head = ds.head
         if head[0] == "call":
             _, qual, node, fr, pos, kw = head
@@ -431,13 +501,40 @@ class _Builder:
         else:
             value = head[1]
             param = getattr(value, "param", "")
+            line_node = ds.ops[0][1] if ds.ops else self.end.node
             source = self.unknown(
-                f"{value.text or 'the dataset'}" + (f" (a parameter of {self.owner.qualname})"
-                                                    if param else ""),
-                self.end.node, "the dataset it continues is made outside this function")
+                f"{param} (a parameter of {self.owner.qualname})" if param else
+                value.text or "the dataset", line_node, "the dataset it continues is made outside this function: the "
+                "chain starts there")
         self.stages.append(m.DatasetStage(_chain.dataset_ops(ds.ops, self.seg,
                                                           self.mod.scan.resolved)))
         return source
+
+
+def _inputs_first(ds: DatasetV, depth: int = 0) -> list[tuple[str, DatasetV]]:
+    """The datasets ``ds`` takes by name, each after the ones it takes itself."""
+    out: list[tuple[str, DatasetV]] = []
+    for name, sub in ds.inputs if depth < 6 else ():
+        out += _inputs_first(sub, depth + 1) + [(name, sub)]
+    return out
+
+
+def _shared_source(sources: list[m.Source]) -> m.Source | None:
+    """One source for producers that shuffle with one and the same seed (SfMLearner's image
+    and camera file lists, ``seed=seed`` on both): their lists zipped into rows, shuffled once
+    with that seed, so each element keeps its pair. None when they do not share one."""
+    first = sources[0]
+    if first.kind != "files" or first.seed is None or first.seed.is_value(None):
+        return None
+    def same(a: m.Code | None, b: m.Code | None) -> bool:
+        return (a.text if a else None) == (b.text if b else None)
+    for s in sources[1:]:
+        if s.kind != "files" or not all(same(getattr(s, k), getattr(first, k))
+                                        for k in ("seed", "shuffle", "num_epochs")):
+            return None
+    data = m.Code("[" + ", ".join(s.data.text for s in sources) + "]")
+    return m.Source("rows", first.site, data, first.num_epochs, first.shuffle, first.seed,
+                    first.capacity, first.repeat)
 
 
 def _lines_text(lines) -> str:
@@ -663,15 +760,14 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
 
 def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.Pipeline]:
     """One pipeline for batch calls that are alternatives of one another: made in the same
-    function from the same source, never both in one run (``if shuffle: shuffle_batch(...)
-    else: batch(...)``); each call's plan becomes a variant, under its condition."""
+    function, never both in one run (``if shuffle: shuffle_batch(...) else: batch(...)``,
+    ``if use_datasets: <tf.data> else: <RecordInput>``); each call's plan becomes a variant,
+    under its condition."""
     out: list[tuple[m.Pipeline, list[_Found]]] = []
     for p, group in built:
         worlds = {id(f.world) for f in group}
-        upstream = set().union(*(f.touched - {id(f.end.node)} for f in group))
         for q, other in out:
-            if (q.function == p.function and not worlds & {id(f.world) for f in other}
-                    and upstream & set().union(*(f.touched - {id(f.end.node)} for f in other))):
+            if q.function == p.function and not worlds & {id(f.world) for f in other}:
                 q.variants += p.variants
                 q.ends.append(p.end)
                 q.unresolved += [u for u in p.unresolved if u not in q.unresolved]

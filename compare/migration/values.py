@@ -194,6 +194,9 @@ class DatasetV(Val):
     head: object
     ops: tuple = ()
     text: str = ""
+    #: Datasets the head or an op takes by name (``tf.data.Dataset.zip((ds, counter))``,
+    #: ``ds.concatenate(extra)``): (name as written, the dataset it was).
+    inputs: tuple = ()
 
 
 @dataclasses.dataclass(eq=False)
