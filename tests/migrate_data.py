@@ -88,7 +88,8 @@ def run_port(port: Path, snippet: str, cwd: Path, timeout: float = 300) -> str:
     the child's stderr."""
     code = (f"import sys, importlib.util\nsys.path.insert(0, {str(cwd)!r})\n"
             f"spec = importlib.util.spec_from_file_location('port', {str(port)!r})\n"
-            "port = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(port)\n"
+            "port = importlib.util.module_from_spec(spec)\nsys.modules['port'] = port\n"
+            "spec.loader.exec_module(port)\n"
             "import tensorflow as tf\n" + textwrap.dedent(snippet))
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,

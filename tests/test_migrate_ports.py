@@ -181,3 +181,25 @@ reader = port.Reader({str(tmp_path / "a.tfrecords")!r}, image_size=16, min_queue
 print(json.dumps(shapes(reader.feed(), 2)))
 ''', tmp_path)
     assert json.loads(out) == [[[2, 16, 16, 3], "float32"]] * 2
+
+
+def test_sfmlearner_zips_images_with_their_camera_files(tmp_path):
+    """Two producers shared one seed: the port zips the image and camera-file lists and reads
+    each stream in one map (DataLoader.load_train_batch), then augments each batch with a seed
+    per batch."""
+    data = tmp_path / "data"
+    jpegs(data / "seq1", 4, size=(8, 36), name="{:06d}.jpg")
+    for i in range(4):
+        (data / "seq1" / f"{i:06d}_cam.txt").write_text(",".join(str(float(10 * i + k))
+                                                                 for k in range(9)))
+    (data / "train.txt").write_text("".join(f"seq1 {i:06d}\n" for i in range(4)))
+    port = write_port("sfmlearner_data_loader.py", tmp_path)
+    out = run_port(port, SHAPES + f'''
+import json
+loader = port.DataLoader({str(data)!r}, batch_size=2, img_height=8, img_width=12,
+                         num_source=2, num_scales=4)
+ds = loader.load_train_batch()
+print(json.dumps(shapes(ds, 2)))
+''', tmp_path)
+    assert json.loads(out) == [[[[2, 8, 12, 3], "uint8"], [[2, 8, 12, 6], "uint8"],
+                                [[2, 4, 3, 3], "float32"]]] * 2

@@ -377,14 +377,16 @@ class _Emitter:
                 f"raise NotImplementedError({('compare.migrate could not settle ' + what)!r})"], \
                 True, set()
         stmts: list = []
-        for s in ast.parse("\n".join(lines)).body:
-            missing = reads_unbound(s, bound | {"ds"}) & (script or set())
+        parsed = ast.parse("\n".join(lines)).body
+        bound = bound | {"ds"} | {n for s in parsed for n in binds(s)}  # ds_1, ds_2 of branches
+        for s in parsed:
+            missing = reads_unbound(s, bound) & (script or set())
             if missing:
                 stmts.append(f"{', '.join(sorted(missing))} is bound only inside the TF1 code "
                              "this chain replaces: give it its value here")
                 self.blocked += 1
             stmts.append(s)
-        code_lines, _d, used = self.code(stmts, bound | {"ds"})
+        code_lines, _d, used = self.code(stmts, bound)
         return [f"{TODO}{u}" for u in _unresolved(p)] + code_lines, False, used
 
     # -- the module -------------------------------------------------------------------------
@@ -492,10 +494,10 @@ class _ChainCode(_chain._Render):
     """The plan's chain as code: the map functions named as the port defines them, and the
     per-batch map after the batch."""
 
-    def __init__(self, ds: str, p: m.Pipeline, v: m.Variant, seeded: set[str], after: str,
-                 after_seeded: bool = False):
+    def __init__(self, ds: str, p: m.Pipeline, v: m.Variant, seeded: set[str] | None = None,
+                 after: str = "", after_seeded: bool = False):
         super().__init__(ds, p, v)
-        self.seeded = seeded
+        self.seeded = seeded or set()
         self.after, self.after_seeded = after, after_seeded
 
     def batch(self, st: m.BatchStage) -> list[str]:
@@ -771,6 +773,8 @@ def _where(ps: list[m.Pipeline]) -> str:
 
 
 def _tuple_element(v: m.Variant) -> bool:
+    if getattr(v, "branches", None):
+        return True  # the streams' elements, zipped
     s = v.source
     if s.kind == "rows" and s.data is not None and s.data.text.startswith(("[", "(")):
         return "," in s.data.text

@@ -144,6 +144,8 @@ class Lifter:
                 self.called[f.caller_seq].append(f)
         self.map_seqs = {s for st in variant.maps() for s in st.seqs}
         self.source, self.relays = _root_stream(self.end)
+        self.sources = _branch_streams(self.end, self.relays) if getattr(
+            variant, "branches", None) else []  # several streams zipped: by their seq
         queues = [r.queue for r in self.relays.values()] + (
             [self.end.queue] if self.end.queue is not None else [])
         self.enqueue_calls = {id(op.node): q for q in queues for op in q.enqueues}
@@ -230,7 +232,7 @@ class Lifter:
             return
         if isinstance(stmt, _COMPOUND):
             self.flatten(x, ctx, depth)
-        elif self.source is not None and x.seq == self.source.seq:
+        elif self.source is not None and x.seq == self.source.seq or x.seq in self.sources:
             self.bind_element(x, ctx)
         elif x.seq in self.relays:
             self.relay(x, ctx, depth)
@@ -320,6 +322,14 @@ class Lifter:
                                   "is not bound to names here; bind it by hand")
             return
         target = ctx.rename(targets[0])
+        example: ast.expr = ast.Name("example", ast.Load())
+        if self.sources:  # one of several zipped streams: its item of the element
+            item, kind = self.sources[x.seq]
+            example = ast.Subscript(example, ast.Constant(item), ast.Load())
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2 and kind == "records":
+                target = target.elts[1]
+            self.out.element.append(ast.Assign([target], example, lineno=stmt.lineno))
+            return
         key_used = self.key_used()
         if self.source.kind == "records" and isinstance(target, ast.Tuple) and len(
                 target.elts) == 2 and not key_used:
@@ -627,6 +637,21 @@ def _root_stream(end) -> tuple[Stream | None, dict[int, Stream]]:
         relays[stream.seq] = stream
         stream = inner
     return stream, relays
+
+
+def _branch_streams(end, relays: dict) -> dict[int, tuple[int, str]]:
+    """The streams a pipeline zips (an image and its camera file), in the order the plan's
+    branches take them: the seq of each stream's read -> (its item of the element, its
+    kind)."""
+    tensors = [t for t in tensors_in(end.inputs) if t.stream.kind != "float"]
+    streams = list({id(t.stream): t.stream for t in tensors}.values())
+    out = {}
+    for i, s in enumerate(streams):
+        while s.kind == "dequeue" and s.queue is not None and _enqueued_stream(s.queue):
+            relays[s.seq] = s
+            s = _enqueued_stream(s.queue)
+        out[s.seq] = (i, s.kind)
+    return out
 
 
 def _enqueued_stream(q: QueueV) -> Stream | None:
