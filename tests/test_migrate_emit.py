@@ -244,6 +244,11 @@ def test_pipeline_methods_become_classes_of_the_same_name():
     batch = inner_fn(minibatch, "minibatch_batch")
     assert "self.preprocess(raw_image)" in batch and batch.rstrip().endswith(
         "return (images, labels)")
+    test = next(n for n in tree.body if isinstance(n, ast.ClassDef)
+                and n.name == "TestImagePreprocessor")
+    assert "set_fake_data" in {n.name for n in test.body if isinstance(n, ast.FunctionDef)}
+    record = next(p for p in e.pipelines if p.name == "RecordInputImagePreprocessor.minibatch")
+    assert not record.complete  # its RecordInput branch's per-record code is not lifted
     sfm = port(REAL / "sfmlearner_data_loader.py")
     cls = next(n for n in ast.parse(sfm.text).body if isinstance(n, ast.ClassDef)
                and n.name == "DataLoader")

@@ -203,3 +203,27 @@ print(json.dumps(shapes(ds, 2)))
 ''', tmp_path)
     assert json.loads(out) == [[[[2, 8, 12, 3], "uint8"], [[2, 8, 12, 6], "uint8"],
                                 [[2, 4, 3, 3], "float32"]]] * 2
+
+
+def test_tf_cnn_benchmarks_preprocessor_classes(tmp_path):
+    """Cifar10ImagePreprocessor.minibatch (per-image preprocessing in a loop after the batch,
+    split in num_splits lists) and TestImagePreprocessor.minibatch (its data set by
+    set_fake_data, which the port keeps)."""
+    (tmp_path / "cnn_util.py").write_text("def tensorflow_version():\n    return 21\n")
+    port = write_port("tf_cnn_benchmarks_preprocessing.py", tmp_path)
+    out = run_port(port, SHAPES + '''
+import json, types
+import numpy as np
+images = np.random.default_rng(0).integers(0, 256, (8, 3072), np.uint8)
+data = types.SimpleNamespace(read_data_files=lambda subset: (images, np.arange(8) % 10),
+                             num_examples_per_epoch=lambda subset: 8, depth=3, height=32,
+                             width=32)
+cifar = port.Cifar10ImagePreprocessor(32, 32, 4, 2, tf.float32, True, True, None, 0)
+print(json.dumps(shapes(cifar.minibatch(data, "train", False, False), 1)))
+test = port.TestImagePreprocessor(8, 8, 4, 2, tf.float32)
+test.set_fake_data(np.zeros((8, 8, 8, 3), np.float32), np.arange(8, dtype=np.int32))
+print(json.dumps(shapes(test.minibatch(None, "train", False, False), 1)))
+''', tmp_path)
+    cifar, test = (json.loads(ln) for ln in out.splitlines()[-2:])
+    assert cifar == [[[[2, 2, 32, 32, 3], "float32"], [[2, 2], "int32"]]]
+    assert test == [[[[2, 2, 8, 8, 3], "float32"], [[2, 2], "int32"]]]

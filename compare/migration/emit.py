@@ -272,6 +272,11 @@ class _Emitter:
         missing = sorted(self.undefined & self.asked) if not self.star else []
         lines = [f"{TODO}{n} is not defined in this script (another module, or a name the "
                  "script expects to exist): define or import it" for n in missing]
+        if not example and any(st.steps for st in v.maps()):
+            lines.append(f"{TODO}the per-example code of the plan could not be lifted into a "
+                         "map function (the script runs it on what it read in another shape): "
+                         "write the map from the plan (python -m compare.migrate SCRIPT)")
+            self.blocked += 1
         lines += setup + [f"{TODO}{t}" for t in lifted.todos]
         lines += example + after + chain_lines
         if not fatal:
@@ -499,6 +504,13 @@ class _ChainCode(_chain._Render):
         super().__init__(ds, p, v)
         self.seeded = seeded or set()
         self.after, self.after_seeded = after, after_seeded
+
+    def source(self, s: m.Source) -> list[str]:
+        out = super().source(s)
+        if s.kind == "range" and not (s.data.known and isinstance(s.data.value, int)):
+            # range_input_producer took an int32 tensor; Dataset.range wants int64
+            out[0] = f"{self.ds} = tf.data.Dataset.range(tf.cast({s.data.text}, tf.int64))"
+        return out
 
     def batch(self, st: m.BatchStage) -> list[str]:
         out = super().batch(st)

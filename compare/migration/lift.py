@@ -151,6 +151,7 @@ class Lifter:
         self.enqueue_calls = {id(op.node): q for q in queues for op in q.enqueues}
         self.enqueued: dict[int, tuple[ast.expr, bool]] = {}  # id(queue) -> (values, many)
         self.dataset_calls = _dataset_calls(self.end)
+        self.dataset_names: set[str] = set()  # names the script's own tf.data code binds
         self.decided: set[int] = getattr(world, "decided", set())
         self.copies = _find_copies(self.log, self.end)
         self._step: dict[int, bool] = {}
@@ -174,6 +175,8 @@ class Lifter:
         for call in _calls(stmt):
             if id(call) in self.dataset_calls or self.mod.call_is_structural(call):
                 return True
+            if self.dataset_calls and _root_name(call.func) in self.dataset_names:
+                return True  # ds = ds.take(1): a dataset the script builds, the chain's part
             rule = rule_for(self.mod.scan.resolved.get(id(call), ""))
             if rule is not None and rule.category in DROPPED_CATEGORIES:
                 return True
@@ -227,6 +230,8 @@ class Lifter:
             self.plain(x, ctx, depth)
             return
         self.capture_enqueue(x, ctx)
+        if self.dataset_calls and isinstance(stmt, (ast.Assign, ast.AugAssign)):
+            self.dataset_names |= stored_names(stmt)
         if self.end.kind == "queue" and any(c is self.end.node for c in _calls(stmt)):
             self.phase = "done"  # the queue is filled here; what reads it is not in this file
             return
@@ -714,6 +719,13 @@ def _find_copies(log: list[Exec], end) -> _Copies:
                 _appends_to(n, name) for n in walk(s)):
             out.loops.add(x.seq)
     return out
+
+
+def _root_name(node: ast.AST) -> str:
+    """``ds`` of ``ds.take(1).cache``."""
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _first_item(it: ast.expr) -> ast.expr:

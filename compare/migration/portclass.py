@@ -66,8 +66,23 @@ class Classes:
             self.init(ci)
         self.members[cls].append((name, text))
         calls, attrs = set(self.e.self_calls), set(self.e.self_attrs)
-        self.copy_methods(ci, calls)
+        self.copy_methods(ci, calls | (attrs & set(ci.methods)))  # self.parse given to map
+        self.copy_methods(ci, self.setters(ci, attrs))
         return self.check_attrs(ci, calls | attrs)
+
+    def setters(self, ci: ClassInfo, attrs: set[str]) -> set[str]:
+        """The methods (other than ``__init__``) that set attributes the ported code reads
+        (``set_fake_data``): the caller sets them through these, so the port keeps them."""
+        out = set()
+        for name, info in ci.methods.items():
+            if name == "__init__":
+                continue
+            stored = {n.attr for n in ast.walk(info.node) if isinstance(n, ast.Attribute)
+                      and isinstance(n.value, ast.Name) and n.value.id == "self"
+                      and isinstance(n.ctx, ast.Store)}
+            if stored & attrs:
+                out.add(name)
+        return out
 
     def init(self, ci: ClassInfo) -> None:
         """``__init__`` without the statements that make TF1 pipeline objects."""
