@@ -472,10 +472,13 @@ class _Nodes:
         scope = self.locals() | self.script_locals
         self.setup, bound = self.ordered(self.setup, set(self.params), scope)
         self.bound = bound
-        self.example, self.example_bound = self.ordered(self.example,
-                                                        bound | {"example", "seed"}, scope)
-        self.after, self.after_bound = self.ordered(self.after, bound | set(self.batch_params),
-                                                    scope)
+        # a name the map function assigns is its own local: the outer binding does not count
+        own_ex = set().union(*(binds(s) for s in self.example)) if self.example else set()
+        own_af = set().union(*(binds(s) for s in self.after)) if self.after else set()
+        self.example, self.example_bound = self.ordered(
+            self.example, (bound - own_ex) | {"example", "seed"}, scope)
+        self.after, self.after_bound = self.ordered(
+            self.after, (bound - own_af) | set(self.batch_params), scope)
 
     def ordered(self, stmts: list, bound: set[str], scope: set[str]) -> tuple[list, set[str]]:
         out = []

@@ -559,31 +559,31 @@ class Lifter:
             out.end_line = getattr(self.end.node, "end_lineno", self.end.node.lineno)
 
     def settle_deferred(self) -> None:
-        """Setup statements met after the element was bound that belong to each example: they
-        read per-example names, or make a list the example code fills."""
+        """Setup statements that belong to each example: met after the element was bound and
+        reading per-example names, or making a container (``image_seq = []``) the example code
+        fills or rebinds (each trace of the map function makes its own)."""
         out = self.out
-        if not self.deferred:
-            return
-        bound = {n for s in out.element for n in stored_names(s)}
+        ex_bound = {n for s in out.element for n in stored_names(s)}
         items = sorted(out.setup + out.example, key=lambda it: it[3])
-        later_loads: dict[int, set[str]] = {}
+        in_example = {it[3] for it in out.example}
+        changed_after: dict[int, set[str]] = {}
         acc: set[str] = set()
         for it in reversed(items):
-            later_loads[it[3]] = set(acc)
-            if it[3] not in self.deferred:
-                acc |= _loads(it[1].apply(it[0]))
-        mutated = set().union(*(_mutated(it[1].apply(it[0])) for it in out.example)) if \
-            out.example else set()
+            changed_after[it[3]] = set(acc)
+            if it[3] in in_example:
+                node = it[1].apply(it[0])
+                acc |= _mutated(node) | stored_names(node)
         moved = set()
         for it in items:
             node = it[1].apply(it[0])
-            if it[3] not in self.deferred:
-                bound |= stored_names(node)
+            if it[3] in in_example:
+                ex_bound |= stored_names(node)
                 continue
-            if _loads(node) & bound or (_mutable_init(node) and stored_names(node) & (
-                    later_loads[it[3]]) & mutated):
+            made = stored_names(node)
+            if (it[3] in self.deferred and _loads(node) & ex_bound) or (
+                    _mutable_init(node) and made & changed_after[it[3]]):
                 moved.add(it[3])
-                bound |= stored_names(node)
+                ex_bound |= made
         out.setup = [it for it in out.setup if it[3] not in moved]
         out.example = sorted(out.example + [it for it in items if it[3] in moved],
                              key=lambda it: it[3])
@@ -746,11 +746,17 @@ def _as_tuple(val: ast.expr) -> ast.expr:
     return ast.Tuple(val.elts, ast.Load()) if isinstance(val, ast.List) else val
 
 
+_CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+
+
 def _mutable_init(node: ast.AST) -> bool:
-    """``images = []`` (or a dict, set or comprehension): a container the code goes on to
-    fill."""
-    return isinstance(node, ast.Assign) and isinstance(node.value, (
-        ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+    """``images = []`` (or a dict, set, comprehension, ``a, b = [], []``): containers the code
+    goes on to fill."""
+    if not isinstance(node, ast.Assign):
+        return False
+    v = node.value
+    return isinstance(v, _CONTAINERS) or (isinstance(v, ast.Tuple) and bool(v.elts) and all(
+        isinstance(e, _CONTAINERS) for e in v.elts))
 
 
 def _arg(call: ast.Call, names: tuple[str, ...]) -> ast.expr | None:
