@@ -49,6 +49,7 @@ class Classes:
         self.members: dict[str, list[tuple[str, str]]] = {}
         self.todos: dict[str, list[str]] = {}
         self.emitted: set[str] = set()
+        self.blocked_init: dict[str, int] = {}  # names TF 2 lacks in a class's __init__
 
     def names(self, cls: str) -> set[str]:
         return {n for n, _ in self.members.get(cls, [])}
@@ -61,14 +62,18 @@ class Classes:
         self.members.setdefault(cls, [])
         self.todos.setdefault(cls, [])
         self.emitted.add(cls)
+        before = self.e.blocked
         if first:
             self.e.need({b for b in ci.bases if b and b != "object"})
             self.init(ci)
+            self.blocked_init[cls] = self.e.blocked - before
         self.members[cls].append((name, text))
         calls, attrs = set(self.e.self_calls), set(self.e.self_attrs)
+        copied = self.e.blocked
         self.copy_methods(ci, calls | (attrs & set(ci.methods)))  # self.parse given to map
         self.copy_methods(ci, self.setters(ci, attrs))
-        return self.check_attrs(ci, calls | attrs)
+        runs = self.e.blocked == copied and not self.blocked_init.get(cls)
+        return self.check_attrs(ci, calls | attrs) and runs
 
     def setters(self, ci: ClassInfo, attrs: set[str]) -> set[str]:
         """The methods (other than ``__init__``) that set attributes the ported code reads
