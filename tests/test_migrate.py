@@ -368,7 +368,7 @@ def test_non_ascii_lines_report_character_columns():
 FINDING_KEYS = {"line", "col", "cell", "category", "rule", "construct", "qualified_name", "via",
                 "source", "arguments", "replacement", "pitfalls", "port", "tf_upgrade_v2"}
 PIPELINE_KEYS = {"function", "params", "line", "cell", "kind", "end", "ends", "chain",
-                 "unresolved", "notes", "legend", "variants"}
+                 "unresolved", "notes", "legend", "variants", "attributes"}
 
 
 def test_cli_json_carries_the_same_facts():

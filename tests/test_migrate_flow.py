@@ -415,3 +415,203 @@ def test_unrelated_alternatives_of_one_function_do_not_interleave_their_lines():
     body = lines[1:lines.index("else:")]
     assert all(ln.startswith("    ") for ln in body) and "ds = ds.repeat()" in [
         ln.strip() for ln in body]
+
+
+# -- pipelines no longer missed -------------------------------------------------------------------
+
+def test_an_input_fn_a_factory_returns_is_planned_with_its_buckets():
+    """seq2seq: create_input_fn returns input_fn, which batches what another module reads."""
+    p = only(HEAD + "def create_input_fn(pipeline, batch_size, bounds=None, small=False):\n"
+             "    def input_fn():\n"
+             "        feats = pipeline.read_from_data_provider(pipeline.make_data_provider())\n"
+             "        if bounds:\n"
+             "            _, b = tf.contrib.training.bucket_by_sequence_length(\n"
+             "                input_length=feats['len'], bucket_boundaries=bounds, tensors=feats,\n"
+             "                batch_size=batch_size, keep_input=feats['len'] >= 1,\n"
+             "                dynamic_pad=True, allow_smaller_final_batch=small)\n"
+             "        else:\n"
+             "            b = tf.train.batch(tensors=feats, batch_size=batch_size,\n"
+             "                               dynamic_pad=True, allow_smaller_final_batch=small)\n"
+             "        return b\n"
+             "    return input_fn\n")
+    assert p.function == "create_input_fn.input_fn" and [e.line for e in p.ends] == [6, 11]
+    assert "ds.bucket_by_sequence_length(lambda *example: ..., bounds, [batch_size] * " \
+           "(len(bounds) + 1), drop_remainder=not small)" in p.chain
+    assert "ds.filter(lambda *example: ...)" in p.chain
+    assert "ds.padded_batch(batch_size, drop_remainder=not small)" in p.chain
+    whats = [u.what for u in p.unresolved]
+    assert any("pipeline.read_from_data_provider" in w for w in whats)
+    assert any(w.startswith("input_length=feats['len']") for w in whats)
+    assert any("create_input_fn" in n for n in p.notes)
+
+
+@pytest.mark.parametrize("args,expect,absent", [
+    ("x={'images': x}, y=y, batch_size=32, num_epochs=None, shuffle=True",
+     ["ds = tf.data.Dataset.from_tensor_slices(({'images': x}, y))", "ds = ds.repeat()",
+      "ds = ds.shuffle(250)", "ds = ds.batch(32, drop_remainder=True)"], []),
+    ("x, y, shuffle=False", ["ds = ds.batch(128, drop_remainder=False)"],
+     [".shuffle(", ".repeat("]),
+    ("x, y, shuffle=flag, queue_capacity=400, num_epochs=3",
+     ["ds = ds.repeat(3)", "if flag:\n    ds = ds.shuffle(100)"], []),
+])
+def test_numpy_input_fn_is_a_pipeline(args, expect, absent):
+    p = only(HEAD + f"fn = tf.estimator.inputs.numpy_input_fn({args})\n")
+    for e in expect:
+        assert e in p.chain
+    for a in absent:
+        assert a not in p.chain
+
+
+def test_pandas_input_fn_slices_the_frame_as_a_dict():
+    p = only(HEAD + "fn = tf.estimator.inputs.pandas_input_fn(df, df.pop('y'), shuffle=False)\n")
+    assert p.chain.startswith("ds = tf.data.Dataset.from_tensor_slices((dict(df), df.pop('y')))")
+
+
+def test_a_function_called_through_a_changing_decorator_is_not_followed():
+    """speech-to-text-wavenet: @tf.sg_producer_func makes the call a py_func behind a queue."""
+    p = only(HEAD + "import lib\n"
+             "@lib.producer_func\n"
+             "def _load(src):\n"
+             "    return np.load(src[1])\n"
+             "def corpus(labels, files, n):\n"
+             "    l, f = tf.train.slice_input_producer([labels, files], shuffle=True)\n"
+             "    l, m = _load(source=[l, f], num_threads=8)\n"
+             "    return tf.train.batch([l, m], n, shapes=[(None,), (20, None)],\n"
+             "                          dynamic_pad=True)\n")
+    (u,) = p.unresolved
+    assert u.line == 8 and "@lib.producer_func" in u.what and "line 4" in u.why
+    assert "padded_shapes=((None,), (20, None))" in p.chain
+
+
+# -- slim's DatasetDataProvider ------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,expect,absent", [
+    ("dataset, num_readers=4, common_queue_capacity=200, common_queue_min=100, shuffle=True",
+     ["list_files(dataset.data_sources, shuffle=True)", "interleave(..., cycle_length=4",
+      "ds = ds.shuffle(100)\nds = ds.map(...)  # unresolved: dataset.decoder"], []),
+    ("dataset", ["ds = ds.shuffle(128)", "ds.flat_map(...)"], []),  # slim's defaults
+    ("dataset, shuffle=False", ["list_files(dataset.data_sources, shuffle=False)"],
+     ["ds.shuffle("]),
+    ("dataset, shuffle=flag, common_queue_min=64", ["if flag:\n    ds = ds.shuffle(64)"], []),
+])
+def test_dataset_data_provider_shuffles_its_records_and_reads_in_parallel(args, expect, absent):
+    p = only(HEAD + "import tf_slim as slim\n"
+             "def main(dataset, n, flag):\n"
+             f"    provider = slim.dataset_data_provider.DatasetDataProvider({args})\n"
+             "    image, label = provider.get(['image', 'label'])\n"
+             "    return tf.train.batch([image, label], n)\n")
+    for e in expect:
+        assert e in p.chain
+    for a in absent:
+        assert a not in p.chain
+    assert "TFRecordDataset" not in p.chain
+
+
+def test_a_method_of_an_object_from_elsewhere_on_each_example_is_listed():
+    p = only(HEAD + "import nets\n"
+             "def main(files, n):\n"
+             "    net = nets.get_network('ssd')(params)\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    boxes = net.bboxes_encode(v)\n"
+             "    return tf.train.batch([boxes], n)\n")
+    assert [(u.line, u.what) for u in p.unresolved] == [
+        (7, "net.bboxes_encode (called on each example)")]
+
+
+# -- per-batch code -------------------------------------------------------------------------------
+
+def test_code_after_the_batch_that_makes_the_result_is_a_per_batch_map():
+    """BEGAN / SfMLearner: resize, transpose, one augmentation draw per batch after batching."""
+    p = only(READ + "    img = tf.reshape(x, [2, 2, 2])\n"
+             "    batch = tf.train.batch([img], n)\n"
+             "    batch = tf.image.resize_nearest_neighbor(batch, [4, 4])\n"
+             "    scale = tf.random_uniform([2], 1, 1.15)\n"
+             "    batch = batch * scale[0]\n"
+             "    unused = tf.reduce_sum(batch)\n"
+             "    return tf.to_float(batch)\n")
+    (v,) = p.variants
+    b = v.batch()
+    assert [s.line for s in b.after] == [8, 9, 10, 12] and b.after_name == "get_batch"
+    assert [d.line for d in b.after_random] == [9]
+    lines = p.chain.split("\n")
+    assert lines[-3:] == ["ds = tf.data.Dataset.zip((ds, tf.data.Dataset.random(seed=None)."
+                          "batch(2)))", "ds = ds.map(get_batch, num_parallel_calls="
+                          "tf.data.AUTOTUNE)", "ds = ds.prefetch(tf.data.AUTOTUNE)"]
+    assert 6 not in {s.line for s in b.after}
+
+
+def test_a_function_that_uses_its_batches_itself_has_no_per_batch_map():
+    """facenet: the model and the training loop after batch_join are not input pipeline."""
+    p = only(READ + "    images = tf.train.batch([x], n)\n"
+             "    logits = tf.layers.dense(images, 10)\n"
+             "    loss = tf.reduce_mean(logits)\n"
+             "    with tf.Session() as sess:\n"
+             "        sess.run(loss)\n")
+    assert p.variants[0].batch().after == [] and "_batch," not in p.chain
+
+
+def test_a_batch_taken_apart_and_processed_per_element_is_flagged():
+    """tf_cnn_benchmarks' CIFAR-10: unstack the batch, preprocess each image in a loop."""
+    p = only(READ + "    images = tf.train.batch([x], n)\n"
+             "    parts = tf.unstack(images, axis=0)\n"
+             "    out = []\n"
+             "    for i in range(n):\n"
+             "        out.append(tf.image.random_flip_left_right(parts[i]))\n"
+             "    return tf.parallel_stack(out)\n")
+    assert any("per-example code" in note and "line 7" in note for note in p.notes)
+
+
+# -- methods --------------------------------------------------------------------------------------
+
+def test_a_method_pipeline_names_the_attributes_its_class_sets():
+    """SfMLearner / nsynth: the plan of Class.method keeps its parameters and says where the
+    self.x it uses are set."""
+    report = plan(HEAD + "class Loader(object):\n"
+                  "    def __init__(self, files, batch_size, threads=4):\n"
+                  "        self.files = files\n"
+                  "        self.batch_size = batch_size\n"
+                  "        self.threads = threads\n"
+                  "    def load(self, shuffle):\n"
+                  "        q = tf.train.string_input_producer(self.files, shuffle=shuffle)\n"
+                  "        _, v = tf.TFRecordReader().read(q)\n"
+                  "        x = tf.parse_single_example(v, F)\n"
+                  "        return tf.train.batch([x], self.batch_size, num_threads=self.threads)\n")
+    (p,) = report.pipelines
+    assert p.function == "Loader.load" and p.params == ("self", "shuffle")
+    assert "from_tensor_slices(self.files)" in p.chain and "if shuffle:" in p.chain
+    got = {(a.name, a.function, a.line, a.value) for a in p.attributes}
+    assert got == {("self.files", "Loader.__init__", 4, "files"),
+                   ("self.batch_size", "Loader.__init__", 5, "batch_size"),
+                   ("self.threads", "Loader.__init__", 6, "threads")}
+    assert any("self.batch_size = batch_size (Loader.__init__ line 5)" in ln for ln in p.legend)
+
+
+def test_datasets_a_zip_takes_from_the_caller_are_unresolved_but_stay_parameters():
+    p = only(HEAD + "def get_iterator(src, tgt, n):\n"
+             "    ds = tf.data.Dataset.zip((src, tgt)).batch(n)\n"
+             "    return ds.make_initializable_iterator()\n")
+    assert p.chain.startswith("ds = tf.data.Dataset.zip((src, tgt))")
+    assert {u.what for u in p.unresolved} == {"src (a parameter of get_iterator)",
+                                              "tgt (a parameter of get_iterator)"}
+    assert all(u.line == 3 for u in p.unresolved)
+
+
+def test_graph_bookkeeping_is_not_per_example_code():
+    p = only(READ + "    tf.add_to_collection('examples', x)\n"
+             "    tf.summary.histogram('x', x)\n"
+             "    return tf.train.batch([x], n)\n")
+    assert [s.line for s in p.variants[0].maps()[0].steps] == [5]
+
+
+def test_batches_only_put_into_a_record_need_no_per_batch_map():
+    """pix2pix: ``return Examples(paths=..., inputs=..., count=len(paths))``."""
+    p = only(HEAD + "import collections\n"
+             "Examples = collections.namedtuple('Examples', 'inputs, count')\n"
+             "def get(files, n):\n"
+             "    q = tf.train.string_input_producer(files)\n"
+             "    _, v = tf.TFRecordReader().read(q)\n"
+             "    x = tf.parse_single_example(v, F)\n"
+             "    batch = tf.train.batch([x], n)\n"
+             "    return Examples(inputs=batch, count=len(files))\n")
+    assert p.variants[0].batch().after == [] and p.unresolved == []

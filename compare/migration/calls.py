@@ -31,6 +31,7 @@ from compare.migration.values import (
     Val,
     dict_key,
     merge,
+    primary,
     tensors_in,
 )
 
@@ -58,7 +59,7 @@ _MAYBE_PARAMS = {
                                  "allow_smaller_final_batch"),
 }
 _BATCHERS = frozenset({"batch", "shuffle_batch", "batch_join", "shuffle_batch_join",
-                       "maybe_batch"})
+                       "maybe_batch", "bucket_by_sequence_length", "bucket"})
 _READERS = frozenset({"whole_file_reader", "tfrecord_reader", "text_line_reader",
                       "fixed_length_record_reader", "other_reader"})
 _PRODUCERS = frozenset({"string_input_producer", "range_input_producer", "input_producer",
@@ -106,10 +107,11 @@ _NOT_OPS = ("tensorflow.gfile", "tensorflow.io.gfile", "tensorflow.logging", "te
             "tensorflow.compat", "tensorflow.errors", "tensorflow.RunOptions",
             "tensorflow.RunMetadata", "tensorflow.ConfigProto", "tensorflow.OptimizerOptions",
             "tensorflow.GraphOptions", "tensorflow.profiler", "tensorflow.Print",
-            "tensorflow.assert_", "tensorflow.debugging", "tensorflow.saved_model")
+            "tensorflow.assert_", "tensorflow.debugging", "tensorflow.saved_model",
+            "tensorflow.examples", "tensorflow.estimator")
 
 
-def _is_op(qual: str) -> bool:
+def is_op(qual: str) -> bool:
     return qual.startswith("tensorflow.") and not qual.startswith(_NOT_OPS)
 
 
@@ -118,7 +120,7 @@ def _opaque(run, node: ast.Call, fr, vals: list, qual: str = "") -> Val:
     parameters, when it is a TensorFlow op), a graph tensor that joins whatever per-example
     stream it meets (a TensorFlow op on constants: ``tf.random_uniform([2])``), an ordinary
     value otherwise."""
-    if not tensors_in_all(vals) and _is_op(qual):
+    if not tensors_in_all(vals) and is_op(qual):
         params = [v.param for v in vals if isinstance(v, Sym) and v.param]
         if params:
             return Tensor(param_stream(run, params[0], node, fr))
@@ -157,7 +159,8 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
     rid = rule.id if rule else ""
     last = qual.rsplit(".", 1)[-1]
     if rid in _PRODUCERS or rid in _READERS or rid in _QUEUE_KINDS or rid in _BATCHERS or rid in (
-            "slice_input_producer", "slim_provider", "queue_runner", "placeholder"):
+            "slice_input_producer", "slim_provider", "queue_runner", "placeholder",
+            "numpy_input_fn", "pandas_input_fn"):
         return _pipeline_call(run, node, fr, qual, rid, last)
     if rid == "make_iterator" and last.startswith("make_"):
         pos, _ = run.args_of(node, fr)
@@ -169,7 +172,7 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
         if last[:1].isupper() or last in ("from_tensor_slices", "from_tensors", "range", "zip",
                                            "list_files", "from_generator"):
             return DatasetV(("call", qual, node, fr, pos, kw), (), run.src.segment(node, 400),
-                            dataset_inputs(run, node, fr))
+                            dataset_inputs(run, node, fr, last in _COMBINING))
         return Sym(run.render(node, fr), qual=qual, node=node)  # a transformation for .apply
     pos, kw = run.args_of(node, fr)
     run.cur_calls.append((qual, node))
@@ -218,17 +221,42 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
         return q
     if rid in _BATCHERS:
         inputs = _computed_inputs(run, node, fr, named.get("tensors", named.get("tensors_list")))
+        batch = _batch_stream(run, node, fr)
         run.world.ends.append(End(last, node, fr.fn.qualname, fr.path, named, inputs,
-                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
-        return Sym(text, node=node)
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq,
+                                  batch=batch))
+        one = inputs.items[0] if last.endswith("join") and isinstance(inputs, ListV) and (
+            inputs.items) else inputs
+        out = batched(one, batch)
+        return ListV([Tensor(batch), out], text) if last.startswith("bucket") else out
     if rid == "slim_provider":
         return ProviderV(node, fr.fn.qualname, named, text)
+    if rid in ("numpy_input_fn", "pandas_input_fn"):  # an input_fn: source and batch in one
+        run.world.ends.append(End(rid, node, fr.fn.qualname, fr.path, named,
+                                  construct=run.src.segment(node.func, 80), seq=run.cur_seq))
+        return Sym(text, node=node)
     if rid == "queue_runner":
         queue, ops = named.get("queue"), named.get("enqueue_ops")
         if isinstance(queue, QueueV) and isinstance(ops, ListV):
             queue.copies = ops.loop or Sym(str(len(ops.items)), len(ops.items))
         return Sym(text)
     return PlaceholderV(node, named, text)  # placeholder
+
+
+def _batch_stream(run, node: ast.Call, fr) -> Stream:
+    stream = Stream("batch", node, fr.fn.qualname, fr.path)
+    run.world.streams.append(stream)
+    return stream
+
+
+def batched(inputs: Val | None, stream: Stream) -> Val:
+    """What a batch call hands out: the structure it was given (a list, a dict of features),
+    each tensor now a batch of ``stream``."""
+    if isinstance(inputs, ListV):
+        return ListV([batched(v, stream) for v in inputs.items], inputs.text)
+    if isinstance(inputs, DictV):
+        return DictV({k: batched(v, stream) for k, v in inputs.items.items()}, inputs.text)
+    return Tensor(stream)
 
 
 def _computed_inputs(run, node: ast.Call, fr, inputs: Val | None) -> Val | None:
@@ -298,14 +326,17 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         run.args_of(node, fr)
         return Sym(run.render(node, fr), node=node)
     pos, kw = run.args_of(node, fr)
-    if isinstance(recv, Tensor):
-        return Tensor(recv.stream, recv.deps)
+    if isinstance(recv, Tensor):  # a tensor's method (a table's lookup of an example's key)
+        tensors = [recv] + [t for v in pos + list(kw.values()) for t in tensors_in(v)]
+        return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)))
     if isinstance(recv, FuncV):
         return value_call(run, node, fr, recv)
     handed = None if isinstance(recv, ObjV) else queue_handed_out(run, node, fr,
                                                                   pos + list(kw.values()))
     if handed is not None:
         return handed
+    if not isinstance(recv, ObjV) and tensors_in_all(pos + list(kw.values())):
+        run.cur_external.append(run.src.segment(node.func, 60))  # an object from elsewhere
     return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
 
 
@@ -380,10 +411,11 @@ def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
         return Tensor(stream)
     if attr in ("dequeue_many", "dequeue_up_to"):
         n = pos[0] if pos else kw.get("n", Sym(""))
+        batch = _batch_stream(run, node, fr)
         run.world.ends.append(End(attr, node, fr.fn.qualname, fr.path, {"batch_size": n},
                                   queue=q, construct=run.src.segment(node.func, 80),
-                                  seq=run.cur_seq))
-        return Sym(run.render(node, fr), node=node)
+                                  seq=run.cur_seq, batch=batch))
+        return batched(q.enqueues[0].values if q.enqueues else None, batch)
     if attr == "get_yield_op" and q.rule == "record_input":  # batch_size shuffled records
         reader = ReaderV("record_input", q.node, q.fn, q.args, "data_flow_ops.RecordInput",
                          q.text)
@@ -415,17 +447,25 @@ def _dataset_method(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         return _iterator(run, node, fr, ds, attr)
     pos, kw = run.args_of(node, fr)
     out = DatasetV(ds.head, ds.ops + ((attr, node, fr, pos, kw, fr.guards),),
-                   run.src.segment(node, 120), ds.inputs + dataset_inputs(run, node, fr))
+                   run.src.segment(node, 120),
+                   ds.inputs + dataset_inputs(run, node, fr, attr in _COMBINING))
     return out
 
 
-def dataset_inputs(run, node: ast.Call, fr) -> tuple:
-    """The datasets a call takes by name in its arguments (``zip((ds, counter))``)."""
+#: Dataset constructors and methods whose arguments are datasets.
+_COMBINING = frozenset({"zip", "concatenate", "sample_from_datasets", "choose_from_datasets"})
+
+
+def dataset_inputs(run, node: ast.Call, fr, combining: bool) -> tuple:
+    """The datasets a call takes by name in its arguments (``zip((ds, counter))``); for a call
+    that combines datasets, a name the run knows nothing of is a dataset made elsewhere."""
     out = []
     for a in list(node.args) + [k.value for k in node.keywords]:
         for n in ast.walk(a):  # in the order written
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 val = run.lookup(n.id, fr, n)
+                if combining and isinstance(val, Sym) and not val.known and not val.qual:
+                    val = DatasetV(("value", val, node), (), n.id)
                 if isinstance(val, DatasetV) and all(val is not v for _, v in out):
                     out.append((n.id, val))
     return tuple(out)
@@ -455,7 +495,7 @@ def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
         out = _container(run, node, fr, name, pos, kw)
         if out is not None:
             return out
-    if tensors_in_all(vals) and name and not builtin:
+    if tensors_in_all(vals) and name and not builtin and name not in run.mod.record_types:
         run.cur_external.append(name)
     return _builtin(run, node, fr, name, pos, vals)
 

@@ -9,6 +9,7 @@ written ``...`` with a comment, and listed in the pipeline's unresolved items.
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import re
 
@@ -52,10 +53,20 @@ def _seed(code: m.Code | None) -> str:
 class _Render:
     """Renders one variant's lines with dataset variable ``ds``."""
 
+    #: The name of the per-batch function the chain maps after batching; None: the plan's
+    #: (a code emitter that defines its own sets it, and appends that map itself).
+    after: str | None = None
+
     def __init__(self, ds: str, pipeline: m.Pipeline, variant: m.Variant):
         self.ds, self.p, self.v = ds, pipeline, variant
         # a map that draws in any variant takes a seed in all (one listing, one signature)
         self.seeded = {st.name for v in pipeline.variants for st in v.maps() if st.random}
+
+    def on(self, ds: str) -> _Render:
+        """The same renderer writing to another dataset variable (a branch)."""
+        sub = copy.copy(self)
+        sub.ds = ds
+        return sub
 
     def op(self, call: str) -> str:
         return f"{self.ds} = {self.ds}.{call}"
@@ -91,14 +102,10 @@ class _Render:
             sig = specs[0] if len(specs) == 1 else "(" + ", ".join(specs) + ")"
             return [f"{ds} = tf.data.Dataset.from_generator({m.generator_name(f)}, "
                     f"output_signature={sig})"]
-        if s.kind == "provider":
+        if s.kind == "provider":  # its reading, shuffling and decoding are stages
             shuffle = "True" if s.shuffle is None else s.shuffle.text
             return ([f"{ds} = tf.data.Dataset.list_files({s.data.text}.data_sources, "
-                     f"shuffle={shuffle})"] + self.repeat(s)
-                    + [self.op("interleave(..., num_parallel_calls=tf.data.AUTOTUNE)  # the "
-                               f"record dataset of {s.data.text}.reader (unresolved)"),
-                       self.op(f"map(...)  # {s.data.text}.decoder.decode of the items "
-                               "provider.get asks for (unresolved)")])
+                     f"shuffle={shuffle}{_seed(s.seed)})"] + self.repeat(s))
         if s.kind == "dataset":
             return [f"{ds} = {s.data.text}"]
         return [f"{ds} = ...  # unresolved: {s.data.text if s.data else 'the elements'}"]
@@ -110,7 +117,10 @@ class _Render:
         if v.source.kind == "dataset":  # the datasets the script's own chain takes by name
             out = []
             for b in v.branches:
-                sub = type(self)(b.name, self.p, v)
+                if b.source.kind == "unknown" and b.name in self.p.params and not b.stages[
+                        0].ops:
+                    continue  # the function's own parameter: it stays one
+                sub = self.on(b.name)
                 out += sub.source(b.source)
                 for stage in b.stages:
                     out += getattr(sub, stage.kind)(stage)
@@ -119,7 +129,7 @@ class _Render:
         out = self.source(v.source) if shared else []
         for i, b in enumerate(v.branches, 1):
             b.name = f"{ds}_{i}"
-            sub = type(self)(b.name, self.p, v)
+            sub = self.on(b.name)
             out += ([f"{b.name} = {ds}.map(lambda *paths: paths[{b.component}])"] if shared
                     else sub.source(b.source))
             for stage in b.stages:
@@ -133,6 +143,8 @@ class _Render:
         e = s.num_epochs
         if e is None or e.is_value(None):
             return [self.op("repeat()")]
+        if e.is_value(1):  # one pass: nothing to repeat
+            return []
         return [self.op(f"repeat({e.text})")]
 
     # -- stages -----------------------------------------------------------------------------
@@ -156,6 +168,10 @@ class _Render:
         return [self.op(f"interleave({records}, cycle_length={st.readers.text}, "
                         f"num_parallel_calls={AUTOTUNE}){note}")] + up_to
 
+    def decode(self, st: m.DecodeStage) -> list[str]:
+        return [self.op(f"map(...)  # unresolved: {st.decoder}.decode of the items "
+                        f"provider.get asks for ({st.items or '...'})")]
+
     def external(self, st: m.ExternalStage) -> list[str]:
         return [f"{self.ds} = ...  # unresolved: {st.call} takes the queue here; the rest of the "
                 "pipeline is built in another module"]
@@ -172,10 +188,20 @@ class _Render:
     def queue(self, st: m.QueueStage) -> list[str]:
         if st.queue != "random_shuffle":
             return []
-        return [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
-                        f"{_seed(st.seed)})")]
+        return _when(st.when, [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
+                                       f"{_seed(st.seed)})")])
 
     def batch(self, st: m.BatchStage) -> list[str]:
+        out = self.batching(st)
+        if st.after and self.after is None:
+            if st.after_random:
+                root = self.v.root_seed.text if self.v.root_seed is not None else "None"
+                out.append(f"{self.ds} = tf.data.Dataset.zip(({self.ds}, "
+                           f"tf.data.Dataset.random(seed={root}).batch(2)))")
+            out.append(self.op(f"map({st.after_name}, num_parallel_calls={AUTOTUNE})"))
+        return out
+
+    def batching(self, st: m.BatchStage) -> list[str]:
         a = st.args
         out: list[str] = []
         keep = a.get("keep_input")
@@ -188,9 +214,14 @@ class _Render:
                                f"{_seed(a.get('seed'))})"))
         size = _text(a.get("batch_size"), "batch_size")
         drop = _drop(st)
+        if st.op in _BUCKETS:
+            return out + [self.op(_bucket(st, size, drop))]
         pad = a.get("dynamic_pad")
+        shapes = a.get("shapes")
+        shapes = f"padded_shapes={_tuple(shapes.text)}, " if shapes is not None and (
+            not shapes.is_value(None)) else ""
         plain, padded = (self.op(f"batch({size}, drop_remainder={drop})"),
-                         self.op(f"padded_batch({size}, drop_remainder={drop})"))
+                         self.op(f"padded_batch({size}, {shapes}drop_remainder={drop})"))
         if st.padded or pad is None or pad.known:
             return out + [padded if st.padded else plain]
         return out + [f"if {pad.text}:", INDENT + padded, "else:", INDENT + plain]
@@ -210,6 +241,23 @@ class _Render:
                 open_guards = o.guards
             out.append(INDENT * len(o.guards) + self.op(o.text))
         return out
+
+
+_BUCKETS = frozenset({"bucket_by_sequence_length", "bucket"})
+
+
+def _bucket(st: m.BatchStage, size: str, drop: str) -> str:
+    """tf.contrib.training's bucketing as the Dataset method that does it (the length or bucket
+    of an element is a function of it the script computed per example: written ``...``)."""
+    a = st.args
+    if st.op == "bucket":
+        return (f"group_by_window(key_func=lambda *example: ..., reduce_func=lambda _, w: "
+                f"w.padded_batch({size}, drop_remainder={drop}), window_size={size})  "
+                f"# which_bucket={_text(a.get('which_bucket'), '...')}, computed per example")
+    bounds = _text(a.get("bucket_boundaries"), "bucket_boundaries")
+    return (f"bucket_by_sequence_length(lambda *example: ..., {bounds}, "
+            f"[{size}] * (len({bounds}) + 1), drop_remainder={drop})  "
+            f"# input_length={_text(a.get('input_length'), '...')}, computed per example")
 
 
 def _record_dataset(st: m.ReadStage) -> str:
@@ -389,6 +437,9 @@ def _name_maps(p: m.Pipeline) -> None:
     for v in p.variants:
         for i, st in enumerate(v.maps(), 1):
             st.name = f"{base}_example" if count == 1 else f"{base}_stage{i}"
+        batch = v.batch()
+        if batch is not None and batch.after:
+            batch.after_name = f"{base}_batch"
 
 
 def _merge(variants: list[tuple[tuple, list[str]]]) -> list[str]:

@@ -130,6 +130,10 @@ class World:
     log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
     frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
     decided: set = dataclasses.field(default_factory=set)  # seqs of ifs this world decided
+    #: What the entry hands out: its return value and, for a method, ``self`` (per-batch code
+    #: is what makes these from the batches).
+    returned: object = None
+    me: object = None
 
 
 def _unparse_with(node: ast.AST, texts: dict) -> str:
@@ -264,6 +268,8 @@ class Run:
                 owner.items[index.const] = val
             elif isinstance(owner, DictV) and not isinstance(target.slice, ast.Slice):
                 owner.items[dict_key(index)] = val
+            elif isinstance(owner, ListV) and owner.loop is not None and len(owner.items) == 1:
+                owner.items[0] = val  # lists[i] = ... of a list made by a comprehension
 
     def unpack(self, val: Val, n: int) -> list:
         if isinstance(val, ListV) and len(val.items) == n:
@@ -454,7 +460,8 @@ class Run:
             self.assign(gen.target, item, inner)
         elt = node.elt if hasattr(node, "elt") else node.value
         val = self.ev(elt, inner)
-        if tensors_in(val):  # [read(q) for _ in range(n)]: n copies, each reading
+        if tensors_in(val) or isinstance(val, (ListV, DictV)) and not isinstance(
+                node, ast.DictComp):  # [read(q) for _ in range(n)]: n copies; [[] for ...]
             return ListV([val], self.render(node, fr)(), loop=count if count.text else None)
         return Sym(self.render(node, fr), listish=True, node=node)
 
@@ -543,6 +550,16 @@ class Run:
                 val = self.stamp(val, step)
         for t in node.targets:
             self.assign(t, val, fr)
+            self.note_origin(t, node.value, fr)
+
+    def note_origin(self, target: ast.AST, value: ast.AST, fr: Frame) -> None:
+        """``self.x = value``: where the object's attribute was set, for the plan to say."""
+        for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                owner = fr.get(t.value.id)
+                if isinstance(owner, ObjV):
+                    owner.origins.setdefault(t.attr, (fr.fn.qualname, t.lineno,
+                                                      self.src.segment(value, 80)))
 
     def st_AnnAssign(self, node: ast.AnnAssign, fr: Frame) -> None:
         if node.value is not None:
@@ -566,6 +583,9 @@ class Run:
             if step is not None:
                 self.assign(target, self.stamp(old, step), fr)
             return
+        qual = self.mod.scan.resolved.get(id(call), "") if isinstance(call, ast.Call) else ""
+        if qual.startswith("tensorflow.") and not calls.is_op(qual):
+            return  # graph bookkeeping (add_to_collection, summaries, logging): no data
         self.touch(node, fr, [val] if not isinstance(val, (QueueV, EnqueueV)) else [])
 
     def st_Return(self, node: ast.Return, fr: Frame) -> _Exit:
@@ -724,6 +744,10 @@ class Run:
         if fr.depth + 1 > MAX_DEPTH or info in self.stack:
             return None
         args = ([bound] if bound is not None else []) + pos
+        if info.decorator:  # the decorator's code runs, not the body: a call we cannot follow
+            if any(tensors_in(v) for v in args + list(kw.values())):
+                self.cur_external.append(info.qualname)
+            return None
         relevant = info.name in self.mod.structural or info.name == "<lambda>" or any(
             tensors_in(v) or _pipeline_val(v) for v in args + list(kw.values()))
         if not relevant:
@@ -768,7 +792,8 @@ class Run:
 
     def entry_frame(self) -> Frame:
         info = self.entry
-        fr = Frame(info, {}, 0, None, (info.qualname,), fid=self.new_frame(info, None, None))
+        fr = Frame(info, {}, 0, self.enclosing(info), (info.qualname,),
+                   fid=self.new_frame(info, None, None))
         if info.cls is not None and info.params:
             me = self.instance(info.cls, info.params[0])
             self.clock += 1
@@ -779,12 +804,28 @@ class Run:
             fr.bind(name, Sym(name, param=name), self.clock)
         return fr
 
+    def enclosing(self, info: FuncInfo) -> Frame | None:
+        """For a nested function run on its own: the functions around it, their parameters
+        known by name only (what the caller of the outer function passes)."""
+        outer = None
+        chain = []
+        parent = info.parent
+        while parent is not None and len(chain) < MAX_DEPTH:
+            chain.append(parent)
+            parent = parent.parent
+        for fn in reversed(chain):
+            outer = Frame(fn, {}, 0, outer, (fn.qualname,))
+            for name in fn.params:
+                self.clock += 1
+                outer.bind(name, Sym(name, param=name), self.clock)
+        return outer
+
     def instance(self, cls: ClassInfo, me_name: str) -> ObjV:
         """``self`` for a method run on its own: the attributes ``__init__`` sets (run without
         following its calls to other methods)."""
         me = ObjV({}, me_name, cls)
         init = self.method_of(me, "__init__")
-        if init is None or init.args is None:
+        if init is None or init.args is None or init is self.entry:
             return me
         fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me,
                    fid=self.new_frame(init, None, None))
@@ -810,7 +851,10 @@ class Run:
     def go(self) -> World:
         try:
             fr = self.entry_frame()
-            self.block(self.entry.body, fr)
+            self.world.me = fr.me
+            out = self.block(self.entry.body, fr)
+            if out is not None and out.kind == "return":
+                self.world.returned = out.value
         except _Stop:
             self.world.stopped = True
         except RecursionError:

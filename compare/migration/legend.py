@@ -4,6 +4,7 @@ random draws and their seeds, and where each argument of the chain came from."""
 from __future__ import annotations
 
 from compare.migration import model as m
+from compare.migration.rules import rule_for
 
 #: Steps listed per map before the rest is summarised.
 MAX_STEP_LINES = 14
@@ -16,7 +17,10 @@ def at(obj) -> str:
 
 
 def _short_call(qual: str) -> str:
-    return "tf." + qual[len("tensorflow."):] if qual.startswith("tensorflow.") else qual
+    """``tf.x.y`` for a TensorFlow name, with what TF 2 uses instead when TF 2 removed it."""
+    short = "tf." + qual[len("tensorflow."):] if qual.startswith("tensorflow.") else qual
+    rule = rule_for(qual)
+    return f"{short} (TF 2: {rule.tf2})" if rule is not None and rule.tf2 else short
 
 
 def _groups(steps: list[m.Step]) -> list[tuple]:
@@ -37,8 +41,13 @@ def _groups(steps: list[m.Step]) -> list[tuple]:
 
 def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
     args = "example, seed" if st.random or seeded else "example"
-    out = [f"{st.name}({args}): the script's per-example code, in order:"]
-    groups = _groups(st.steps)
+    return [f"{st.name}({args}): the script's per-example code, in order:"] + _step_lines(
+        st.steps)
+
+
+def _step_lines(steps: list[m.Step], per: str = "example") -> list[str]:
+    out = []
+    groups = _groups(steps)
     for fn, first, last, guards, calls, times, cell, loop in groups[:MAX_STEP_LINES]:
         where = f"line {first}" if first == last else f"lines {first}-{last}"
         where = f"cell {cell} {where}" if cell else where
@@ -46,7 +55,7 @@ def _map_lines(st: m.MapStage, seeded: bool = False) -> list[str]:
         if guards:
             text += f" (if {' and '.join(guards)})"
         if times > 1:
-            text += f" (run {times} times per example)"
+            text += f" (run {times} times per {per})"
         if loop:
             text += f" (in a loop of {loop})"
         out.append(text)
@@ -100,8 +109,10 @@ def _source_lines(s: m.Source) -> list[str]:
                 "range": "the numbers below"}[s.kind]
         bits = [f"source: {what} {s.data.text}{where}"]
         single = s.kind == "files" or (s.kind == "rows" and not s.columns)
-        if single and m.literal_length(s.data.text) == 1:
+        if single and not s.shuffle_note and m.literal_length(s.data.text) == 1:
             bits.append("one element: nothing to shuffle")
+        elif s.shuffle_note:
+            bits.append(f"shuffled {s.shuffle_note}")
         elif s.kind != "file_pattern" or s.shuffle is not None:
             bits.append("shuffled " + ("each epoch (shuffle=True by default)" if s.shuffle is None
                                        else "only when " + s.shuffle.text
@@ -110,6 +121,7 @@ def _source_lines(s: m.Source) -> list[str]:
         if s.repeat:
             bits.append("repeated " + ("forever (num_epochs=None)" if s.num_epochs is None
                                        or s.num_epochs.is_value(None)
+                                       else "once (num_epochs=1)" if s.num_epochs.is_value(1)
                                        else f"{s.num_epochs.value} times" if s.num_epochs.known
                                        else f"{s.num_epochs.text} times (None: forever)"))
         if s.capacity is not None:
@@ -117,6 +129,13 @@ def _source_lines(s: m.Source) -> list[str]:
         return ["; ".join(bits)]
     if s.kind == "dataset":
         return [f"source: {s.data.text}{where}"]
+    if s.kind == "provider":
+        shuffled = ("shuffled only when " + s.shuffle.text if not s.shuffle.known else
+                    "shuffled each epoch" if s.shuffle.value else "shuffled never (shuffle=False)")
+        repeated = ("forever (num_epochs=None)" if s.num_epochs is None or
+                    s.num_epochs.is_value(None) else f"{s.num_epochs.text} times")
+        return [f"source: the files of {s.data.text}.data_sources{where}; {shuffled}; repeated "
+                f"{repeated}"]
     return []
 
 
@@ -127,7 +146,12 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
                     "each record's tensors (defined outside this file)"]
         made = f", made at {at(st.made)}" if st.made else ""
         key = "; its key (the file name) is used" if st.key_used else ""
-        return [f"records: {st.origin} read at {at(st.read)}{made}{key}"]
+        many = (f"; {st.readers.text} readers at once" if st.readers is not None and
+                not st.readers.is_value(1) else "")
+        return [f"records: {st.origin} read at {at(st.read)}{made}{key}{many}"]
+    if isinstance(st, m.DecodeStage):
+        return [f"decoding: {st.decoder} turns each record into {st.items or 'the items'} "
+                f"(provider.get at {at(st.site)}): set where the dataset is made"]
     if isinstance(st, m.ExternalStage):
         return [f"the rest: {st.call} at {at(st.site)} takes the queue; its dequeue, "
                 "per-example code and batching are in another module"]
@@ -137,6 +161,23 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
             out.append(f"  num_parallel_calls={st.parallel.text}: {st.parallel_from}")
         return out + _random_lines(st, root)
     if isinstance(st, m.QueueStage):
+        if st.queue == "random_shuffle" and st.when is not None and (
+                st.site.construct.endswith("DatasetDataProvider")):
+            if st.when.known and not st.when.value:
+                return []
+            cap = f"; common_queue_capacity={st.capacity.text} only bounded it" if (
+                st.capacity) else ""
+            flag = "" if st.when.known else f" when {st.when.text}"
+            return [f"shuffle buffer {st.min_after_dequeue.text}{flag}: common_queue_min of the "
+                    f"DatasetDataProvider at {at(st.site)} (its records' RandomShuffleQueue)"
+                    f"{cap}"]
+        if st.queue == "random_shuffle" and st.when is not None:
+            flag = "shuffle=True" if st.when.known else f"shuffle={st.when.text} is true"
+            if st.when.known and not st.when.value:
+                return []  # the source line says it is never shuffled
+            return [f"shuffle buffer {st.min_after_dequeue.text}: when {flag}, "
+                    f"{st.site.construct} at {at(st.site)} shuffled in a RandomShuffleQueue "
+                    "keeping a quarter of queue_capacity (1000 by default)"]
         if st.queue == "random_shuffle" and st.site.construct.endswith("RecordInput"):
             return [f"shuffle buffer: buffer_size of the RecordInput at {at(st.site)}"]
         if st.queue == "random_shuffle":
@@ -149,13 +190,40 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
     return [f"{at(o)}: {o.changed}" for o in st.ops if o.changed]
 
 
+def _after_lines(st: m.BatchStage) -> list[str]:
+    """The per-batch map: the script's code after the batch call, and its draws."""
+    if not st.after:
+        return []
+    args = "batch, seed" if st.after_random else "batch"
+    out = [f"{st.after_name}({args}): the script's per-batch code after the batch call, in "
+           "order (what the pipeline function hands out is made here):"] + _step_lines(
+        st.after, "batch")
+    if st.after_random:
+        out.append(f"random draws in {st.after_name} (stateful in the script), as often as the "
+                   "script draws them (once per batch, unless in a loop), with a seed that comes "
+                   "with each batch:")
+    for d in st.after_random:
+        seed = f"seed={d.seed.text}" if d.seed is not None else "unseeded"
+        out.append(f"  {d.construct} ({d.function} {at(d)}, {seed}) -> {d.stateless}")
+    return out
+
+
 def _batch_lines(st: m.BatchStage) -> list[str]:
+    return _batching_lines(st) + _after_lines(st)
+
+
+def _batching_lines(st: m.BatchStage) -> list[str]:
     a = st.args
     out = [f"batching: {st.site.construct} at {at(st.site)}"]
     if a.get("min_after_dequeue") is not None:
         cap = f"; capacity={a['capacity'].text} only bounded the queue" if a.get("capacity") else ""
         out.append(f"  shuffle buffer {a['min_after_dequeue'].text}: its min_after_dequeue{cap}")
     small = a.get("allow_smaller_final_batch")
+    if st.op in ("numpy_input_fn", "pandas_input_fn"):
+        out.append(f"  drop_remainder: {st.op} takes full batches (dequeue_many) when it repeats "
+                   "forever (num_epochs=None), else up to batch_size (dequeue_up_to: the last "
+                   "may be short)")
+        return out
     out.append("  drop_remainder: " + (
         "from dequeue_many (a short last batch is never returned)" if st.op == "dequeue_many"
         else "RecordInput's batches are always full" if st.op == "get_yield_op"
@@ -182,6 +250,9 @@ def _branch_lines(v: m.Variant) -> list[str]:
     out: list[str] = []
     if v.source.kind == "dataset":
         for b in v.branches:
+            if b.source.kind == "unknown":
+                out.append(f"{b.name}: a dataset made outside this function (unresolved below)")
+                continue
             block = _source_lines(b.source)
             for st in b.stages:
                 block += _stage_lines(st, v.root_seed)
@@ -254,7 +325,7 @@ def legend(p: m.Pipeline) -> list[str]:
                 own += e
                 said.setdefault(e, when)
         if when and len(p.variants) > 1:
-            out += [f"when {when}:"] + ["  " + ln for ln in own]
+            out += [f"when {when}:"] + ["  " + ln for ln in own] if own else []
         elif when:
             out += [f"built only when {when}"] + own
         else:

@@ -103,6 +103,8 @@ class Source:
     #: rows: ``data`` lists tensors sliced together (slice_input_producer's tensor_list, one
     #: tuple per row); False: it is one tensor, sliced as it is (input_producer's input_tensor).
     columns: bool = True
+    #: How it is shuffled when not per epoch by the source itself (numpy_input_fn: in a queue).
+    shuffle_note: str = ""
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
@@ -220,11 +222,13 @@ class QueueStage:
     capacity: Code | None = None
     min_after_dequeue: Code | None = None
     seed: Code | None = None
+    #: The flag it shuffles under (numpy_input_fn's ``shuffle``); None: always.
+    when: Code | None = None
     kind: str = "queue"
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "queue": self.queue, "site": self.site.to_dict()}
-        for k in ("capacity", "min_after_dequeue", "seed"):
+        for k in ("capacity", "min_after_dequeue", "seed", "when"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
         return out
@@ -243,6 +247,12 @@ class BatchStage:
     padded: bool = False
     copies: Code | None = None
     tensors: Code | None = None  # the per-example tensors batched, as written
+    #: The script's code after the batch call that makes what the pipeline hands out from the
+    #: batches (``after_name`` is the function the plan gives it), and its random draws (one
+    #: per batch, as in the script).
+    after: list[Step] = dataclasses.field(default_factory=list)
+    after_random: list[RandomDraw] = dataclasses.field(default_factory=list)
+    after_name: str = ""
     kind: str = "batch"
 
     def arg(self, name: str) -> Code | None:
@@ -252,7 +262,9 @@ class BatchStage:
         return {"kind": self.kind, "op": self.op, "site": self.site.to_dict(),
                 "args": {k: v.to_dict() for k, v in self.args.items()}, "padded": self.padded,
                 "copies": self.copies.to_dict() if self.copies else None,
-                "tensors": self.tensors.to_dict() if self.tensors else None}
+                "tensors": self.tensors.to_dict() if self.tensors else None,
+                "after": {"name": self.after_name, "steps": [s.to_dict() for s in self.after],
+                          "random": [r.to_dict() for r in self.after_random]}}
 
 
 @dataclasses.dataclass
@@ -283,6 +295,21 @@ class DatasetStage:
 
 
 @dataclasses.dataclass
+class DecodeStage:
+    """Records decoded by a decoder made elsewhere (slim's ``dataset.decoder``) into the items
+    the script asks for (``provider.get(['image', 'label'])``, at ``site``)."""
+
+    site: Site
+    decoder: str
+    items: str
+    kind: str = "decode"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "site": self.site.to_dict(), "decoder": self.decoder,
+                "items": self.items}
+
+
+@dataclasses.dataclass
 class ExternalStage:
     """The rest of the pipeline, built outside this file: ``call`` (as written, at ``site``)
     takes the queue filled here and dequeues, preprocesses and batches it."""
@@ -295,7 +322,8 @@ class ExternalStage:
         return {"kind": self.kind, "site": self.site.to_dict(), "call": self.call}
 
 
-Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage]
+Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage,
+              DecodeStage]
 
 
 @dataclasses.dataclass
@@ -344,6 +372,21 @@ class Variant:
 
 
 @dataclasses.dataclass
+class Attribute:
+    """An attribute of the object a method pipeline runs on (``self.batch_size``), used by the
+    plan: where the class sets it (function, line) and to what, as written."""
+
+    name: str
+    function: str
+    line: int
+    value: str
+    cell: int | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
 class Pipeline:
     """One input pipeline: the script function that builds it (``function``, with its
     ``params``), the line of its batch or dequeue call (``line``; for a pipeline that never
@@ -365,11 +408,14 @@ class Pipeline:
     #: several under a condition (``if shuffle: shuffle_batch(...) else: batch(...)``), each a
     #: variant; ``end`` is the first.
     ends: list[Site] = dataclasses.field(default_factory=list)
+    #: A method's pipeline: the attributes of its object the plan uses, and where they are set.
+    attributes: list[Attribute] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"function": self.function, "params": list(self.params), "line": self.line,
                 "cell": self.cell, "kind": self.kind, "end": self.end.to_dict(),
                 "ends": [e.to_dict() for e in self.ends],
+                "attributes": [a.to_dict() for a in self.attributes],
                 "chain": self.chain, "unresolved": [u.to_dict() for u in self.unresolved],
                 "notes": list(self.notes), "legend": list(self.legend),
                 "variants": [v.to_dict() for v in self.variants]}
@@ -418,12 +464,15 @@ def relocate(p: Pipeline, where) -> None:
     for v in p.variants:
         fix(v)
     fix(p.unresolved)
+    fix(p.attributes)
 
 
 def short_name(qualname: str) -> str:
     """The last part of a qualified function name; top-level code is ``pipeline``."""
-    name = qualname.rsplit(".", 1)[-1]
-    return "pipeline" if name.startswith("<") else name
+    parts = qualname.split(".")
+    if parts[-1] == "__init__" and len(parts) > 1:  # a constructor: its class names it
+        return f"{parts[-2]}_init"
+    return "pipeline" if parts[-1].startswith("<") else parts[-1]
 
 
 def generator_name(f: Feeder) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+import re
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
@@ -27,6 +28,7 @@ from compare.migration.values import (
     Module,
     PlaceholderV,
     QueueV,
+    ReaderV,
     StepRec,
     Stream,
     Sym,
@@ -51,6 +53,9 @@ _READER_KIND = {"whole_file_reader": "whole_file", "tfrecord_reader": "tfrecord"
                 "record_input": "tfrecord",
                 "text_line_reader": "text_line", "fixed_length_record_reader": "fixed_length",
                 "other_reader": "other", "unknown": "unknown", "external": "unknown"}
+_INPUT_FNS = frozenset({"numpy_input_fn", "pandas_input_fn"})
+#: Python functions that only put values into a container or count them.
+_PACKERS = frozenset({"dict", "list", "tuple", "zip", "len"})
 #: Statement budget of the whole analysis: this many per statement of the script, plus a floor.
 BUDGET_PER_STATEMENT = 6
 BUDGET_FLOOR = 20000
@@ -115,6 +120,13 @@ class _Builder:
         recs = self.steps_for(streams, deps)
         if not recs:
             return None
+        stage = m.MapStage("", self.steps(recs, "example"), parallel, parallel_from,
+                           self.random_draws(recs), seqs=tuple(r.seq for r in recs))
+        self.loop_variable_note(recs)
+        return stage
+
+    def steps(self, recs: list[StepRec], per: str) -> list[m.Step]:
+        """The recorded statements as plan steps (one per statement, however often run)."""
         steps, by_stmt = [], collections.OrderedDict()
         for r in recs:
             by_stmt.setdefault(id(r.stmt), []).append(r)
@@ -126,14 +138,67 @@ class _Builder:
                                 self.seg(r.stmt, 160), calls, guards, len(group),
                                 tuple(dict.fromkeys(r.external)), loop=r.loop))
             for name in dict.fromkeys(r.external):
-                self.unresolved.append(m.Unresolved(
-                    f"{name} (called on each example)", r.stmt.lineno,
-                    "defined outside this file: it runs inside Dataset.map as it is; check it "
-                    "for stateful random ops and TF1-only calls"))
-        stage = m.MapStage("", steps, parallel, parallel_from, self.random_draws(recs),
-                           seqs=tuple(r.seq for r in recs))
-        self.loop_variable_note(recs)
-        return stage
+                self.unresolved.append(self.external_item(name, r.stmt.lineno, per))
+        return steps
+
+    def per_batch(self, end: End) -> None:
+        """The code after the batch call that makes what the pipeline function hands out (its
+        return value, or what a method stores on ``self``): one map over batches. The model
+        and the loop that use the batches in the function itself are not part of it."""
+        batch = next((s for s in self.stages if isinstance(s, m.BatchStage)), None)
+        if batch is None or end.batch is None:
+            return
+        out = [self.world.returned] + ([self.world.me] if self.world.me is not None else [])
+        steps = self.world.steps
+        deps = frozenset().union(*(t.deps for v in out for t in tensors_in(v) if (
+            t.stream is end.batch or any(steps[d].stream is end.batch for d in t.deps))))
+        recs = [r for r in self.world.steps.values() if r.id in deps and (
+            r.stream is end.batch or r.stream.kind == "float")]
+        if recs and not all(self.packing(r.stmt) for r in recs):
+            recs.sort(key=lambda r: r.id)
+            batch.after = self.steps(recs, "batch")
+            batch.after_random = self.random_draws(recs)
+            split = next((s for s in batch.after if "tensorflow.unstack" in s.calls), None)
+            looped = [s for s in batch.after if s.loop]
+            looped = [s for s in looped if s.loop == looped[0].loop]
+            if split is not None and looped:
+                self.notes.append(
+                    f"after the batch, line {split.line} unstacks it and lines "
+                    f"{looped[0].line}-{looped[-1].end_line} process each element in a loop "
+                    f"of {looped[0].loop}: that is per-example code; it belongs in the "
+                    "per-example map, before the batch (its random draws then differ per "
+                    "example as they did)")
+
+    def packing(self, stmt: ast.stmt) -> bool:
+        """A statement that only puts the batches into a container (a namedtuple, a dict, a
+        tuple) and counts things: nothing for a per-batch map to do."""
+        value = getattr(stmt, "value", None)
+        if value is None:
+            return False
+        for n in walk(value):
+            if isinstance(n, ast.Call):
+                name = n.func.id if isinstance(n.func, ast.Name) else ""
+                if name not in self.mod.record_types and name not in _PACKERS:
+                    return False
+            elif isinstance(n, (ast.BinOp, ast.Subscript, ast.Attribute)):
+                return False
+        return True
+
+    def external_item(self, name: str, line: int, per: str = "example") -> m.Unresolved:
+        """A function the per-example (per-batch) code calls that this file does not define
+        (or calls through a decorator that changes what it does)."""
+        decorated = next((fi for fi in self.mod.functions if fi.qualname == name and
+                          fi.decorator), None)
+        if decorated is not None:
+            return m.Unresolved(
+                f"{name} (called on each example, through {decorated.decorator})", line,
+                f"defined at line {decorated.node.lineno}, but the decorator decides what the "
+                "call does (a library's own producer or wrapper): port the body by hand inside "
+                "the map (Python code such as NumPy through tf.numpy_function), and check it "
+                "for randomness")
+        return m.Unresolved(f"{name} (called on each {per})", line,
+                            "defined outside this file: it runs inside Dataset.map as it is; "
+                            "check it for stateful random ops and TF1-only calls")
 
     def random_draws(self, recs: list[StepRec]) -> list[m.RandomDraw]:
         draws: dict[int, m.RandomDraw] = {}
@@ -358,9 +423,19 @@ class _Builder:
             f"{name} (the slim Dataset given to DatasetDataProvider)", p.node.lineno,
             "its data_sources, reader and decoder are set where it is made (another module): "
             "they decide the files, the record dataset and the decoding map"))
-        return m.Source("provider", self.site(p.node, p.fn), m.Code(name),
-                        self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
-                        self.code(a.get("seed")), self.code(a.get("common_queue_capacity")))
+        site = self.site(p.node, p.fn)
+        shuffle = self.code(a.get("shuffle")) or m.Code("True", True, True)  # slim's defaults
+        readers = self.code(a.get("num_readers")) or m.Code("1", True, 1)
+        self.stages.append(m.ReadStage("unknown", f"{name}.reader", site, readers=readers))
+        self.stages.append(m.QueueStage(
+            "random_shuffle", site, self.code(a.get("common_queue_capacity")) or m.Code(
+                "256", True, 256), self.code(a.get("common_queue_min")) or m.Code(
+                "128", True, 128), self.code(a.get("seed")), when=shuffle))
+        items = stream.rows.text if stream.rows is not None else ""
+        self.stages.append(m.DecodeStage(self.site(stream.node, stream.fn), f"{name}.decoder",
+                                         items))
+        return m.Source("provider", site, m.Code(name), self.code(a.get("num_epochs")), shuffle,
+                        self.code(a.get("seed")), repeat=True)
 
     def generator_source(self, q: QueueV, op: EnqueueV, values: Val) -> m.Source:
         holders = [v for v in _flat(values) if isinstance(v, PlaceholderV)]
@@ -408,10 +483,49 @@ class _Builder:
                 self.stages.append(self.queue_stage(end.queue))
             if end.kind == "external":
                 self.handed_out(end)
+        elif end.kind in _INPUT_FNS:
+            source = self.input_fn_variant(end)
         else:
             source = self.batch_variant(end)
+        self.per_batch(end)
         return m.Variant(tuple(self.world.decisions.items()), source, self.stages,
                          origin=Origin(self.world, end), branches=self.branches)
+
+    def input_fn_variant(self, end: End) -> m.Source:
+        """tf.estimator's numpy_input_fn / pandas_input_fn: arrays (a DataFrame) fed to a queue
+        from Python, shuffled in a RandomShuffleQueue of a quarter of queue_capacity, batched
+        with dequeue_many when it repeats forever, dequeue_up_to otherwise."""
+        a = end.args
+        site = self.site(end.node, end.fn, end.construct)
+        params = rule_for(self.mod.scan.resolved.get(id(end.node), "")).params
+        x_node, y_node = _arg(end.node, "x", params), _arg(end.node, "y", params)
+        x = self.seg(x_node, 200) if x_node is not None else "x"
+        if end.kind == "pandas_input_fn":
+            x = f"dict({x})"
+        has_y = y_node is not None and not (isinstance(y_node, ast.Constant)
+                                            and y_node.value is None)
+        data = m.Code(f"({x}, {self.seg(y_node, 200)})" if has_y else x)
+        epochs = self.code(a.get("num_epochs")) or m.Code("1", True, 1)
+        capacity = self.code(a.get("queue_capacity"))
+        buffer = m.Code(f"{capacity.text} // 4") if capacity is not None and not capacity.known \
+            else m.Code(str((capacity.value if capacity is not None else 1000) // 4), True,
+                        (capacity.value if capacity is not None else 1000) // 4)
+        shuffle = self.code(a.get("shuffle"))
+        self.stages.append(m.QueueStage("random_shuffle", site, capacity, buffer,
+                                        self.code(a.get("seed")),
+                                        when=shuffle or m.Code("None", True, None)))
+        forever = epochs.is_value(None)
+        small = m.Code(str(not forever), True, not forever) if epochs.known else m.Code(
+            f"{epochs.text} is not None")
+        args = {"batch_size": self.code(a.get("batch_size")) or m.Code("128", True, 128),
+                "allow_smaller_final_batch": small}
+        threads = self.code(a.get("num_threads"))
+        if threads is not None:
+            args["num_threads"] = threads
+        self.stages.append(m.BatchStage(end.kind, site, args))
+        never = shuffle is not None and shuffle.known and not shuffle.value
+        return m.Source("rows", site, data, epochs, m.Code("False", True, False), columns=False,
+                        shuffle_note="" if never else "in the queue below, not per epoch")
 
     def handed_out(self, end: End) -> None:
         call = end.args.get("call") or self.seg(end.node, 80)
@@ -440,6 +554,7 @@ class _Builder:
         args = {k: c for k, v in end.args.items() if k not in ("tensors", "tensors_list")
                 and (c := self.code(v)) is not None}
         self.placeholder_args(end)
+        self.bucket_key(end)
         padded = args.get("dynamic_pad")
         self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct), args,
                                         padded=bool(padded and padded.is_value(True)),
@@ -455,7 +570,9 @@ class _Builder:
         calls = [p.node for p in parts if isinstance(getattr(p, "node", None), ast.Call)]
         if calls:
             call = calls[0]
-            return (f"{what} (made by {self.seg(call, 60)} at line {call.lineno})", end.node,
+            name = inputs.text if inputs is not None and inputs.text.isidentifier() else (
+                "the batched tensors")
+            return (f"{name} (made by {self.seg(call, 60)} at line {call.lineno})", call,
                     "that call is defined outside this file (a parameter's method or another "
                     "module): the dataset starts from what it reads")
         if params:
@@ -464,6 +581,18 @@ class _Builder:
                     "the caller makes its elements, outside this function: start the dataset "
                     "there (or take a dataset as the parameter)")
         return (what, end.node, "they do not come from a reader, producer or queue in this file")
+
+    def bucket_key(self, end: End) -> None:
+        """Bucketing by a per-example value: tf.data wants it as a function of the element."""
+        arg = {"bucket_by_sequence_length": "input_length", "bucket": "which_bucket"}.get(
+            end.kind)
+        if arg is None:
+            return
+        value = end.args.get(arg)
+        self.unresolved.append(m.Unresolved(
+            f"{arg}={value.text if value is not None else '...'} (per example)", end.node.lineno,
+            "the script computed it with the example's tensors; the Dataset method takes a "
+            "function of the element: write it to compute the same value from the element"))
 
     def placeholder_args(self, end: End) -> None:
         """A batch size (or any batching argument) fed through a placeholder at each run."""
@@ -501,7 +630,7 @@ class _Builder:
         else:
             value = head[1]
             param = getattr(value, "param", "")
-            line_node = ds.ops[0][1] if ds.ops else self.end.node
+            line_node = head[2] if len(head) > 2 else ds.ops[0][1] if ds.ops else self.end.node
             source = self.unknown(
                 f"{param} (a parameter of {self.owner.qualname})" if param else
                 value.text or "the dataset", line_node, "the dataset it continues is made outside this function: the "
@@ -607,6 +736,8 @@ def _source_path(end: End, depth: int = 0) -> tuple[tuple[str, ...], bool]:
         return (head[3].path, True) if head[0] == "call" else (end.path, False)
     if end.kind in ("dequeue_many", "dequeue_up_to", "queue", "external"):
         return _queue_path(end.queue, depth)
+    if end.kind in _INPUT_FNS:  # the arrays it is given are its source
+        return end.path, True
     stream = end.stream if end.kind == "stream" else next(
         (t.stream for t in tensors_in(end.inputs)), None)
     return _stream_path(stream, depth) if stream is not None else (end.path, False)
@@ -752,9 +883,12 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
     for p in out:
         for v in p.variants:
             v.root_seed = root
+        p.chain, p.legend = _chain.render(p)
+        p.attributes = _attributes(p)
         if where is not None:
             m.relocate(p, where)
-        p.chain, p.legend = _chain.render(p)
+            p.chain, p.legend = _chain.render(p)
+        p.legend += _attribute_lines(p)
     return out, notes
 
 
@@ -782,6 +916,31 @@ def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.
             q.line, q.end = min(q.line, q.ends[0].line), q.ends[0]
             q.variants = _distinct(q.variants)
     return [q for q, _ in out]
+
+
+def _attributes(p: m.Pipeline) -> list[m.Attribute]:
+    """The attributes of ``self`` the plan of a method pipeline uses, where the class sets them
+    (its ``__init__`` first) and to what."""
+    me = next((v.origin.world.me for v in p.variants if v.origin is not None
+               and v.origin.world.me is not None), None)
+    if me is None or not me.origins:
+        return []
+    said = "\n".join([p.chain, *p.legend] + [f"{u.what} {u.why}" for u in p.unresolved])
+    used = dict.fromkeys(re.findall(rf"\b{re.escape(me.text)}\.(\w+)", said))
+    pipeline_parts = (QueueV, ReaderV, EnqueueV, PlaceholderV)  # the chain replaces these
+    return [m.Attribute(f"{me.text}.{a}", *me.origins[a]) for a in used if a in me.origins
+            and not isinstance(me.attrs.get(a), pipeline_parts)]
+
+
+def _attribute_lines(p: m.Pipeline) -> list[str]:
+    if not p.attributes:
+        return []
+    out = [f"the object's attributes the plan uses (the port takes them as parameters, or "
+           f"keeps {m.short_name(p.function)} a method):"]
+    for a in p.attributes:
+        where = f"cell {a.cell} line {a.line}" if a.cell else f"line {a.line}"
+        out.append(f"  {a.name} = {a.value} ({a.function} {where})")
+    return out
 
 
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:
@@ -825,6 +984,12 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
         getattr(end.node, "func", end.node), 80))
     if end.kind == "iterator" and line != end.node.lineno:
         site = m.Site(end.fn, line, f".{_batch_op(group)}, then {end.construct}")
+    if entry.parent is not None and entry.name in mod.structural and (
+            entry.name not in mod.callees.get(entry.parent.name, ())):
+        notes.insert(0, f"{entry.name} is made by {entry.parent.qualname}, which hands it out "
+                        f"without calling it: {entry.parent.qualname}'s parameters "
+                        f"({', '.join(entry.parent.params) or 'none'}) are what its caller "
+                        "passes")
     if end.fn != entry.qualname:
         notes.insert(0, f"its {site.construct} is in {end.fn} (line {site.line}), called from "
                         f"{entry.qualname}")

@@ -3,7 +3,11 @@
 Both carry the same facts; the JSON keys are stable (``format`` names the version). Version 2
 added ``pipelines`` (one plan per input pipeline: ``function``, ``line`` of its batch or dequeue
 call, ``chain``, ``unresolved``, and the typed model behind them), ``notes``, ``see_also`` and a
-finding's ``cell`` (notebooks).
+finding's ``cell`` (notebooks). Later additions to version 2, keys only added: a pipeline's
+``ends`` (every batch call it chooses between) and ``attributes`` (a method's ``self.x`` and where
+they are set), a variant's ``branches`` (streams zipped), a batch stage's ``after`` (the per-batch
+map), the stages ``external`` and ``decode``, a source's ``columns`` and a queue stage's
+``when``.
 """
 from __future__ import annotations
 

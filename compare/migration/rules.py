@@ -128,6 +128,8 @@ class Rule:
     pitfalls: tuple[str, ...] | None = None
     modern: str | None = "default"
     legacy: str | None = "default"
+    #: What TF 2 calls instead, in a few words, for listings of the script's own code.
+    tf2: str = ""
 
     def full_replacement(self) -> str:
         """The replacement, with its category's note (see :data:`CATEGORY_NOTES`)."""
@@ -485,7 +487,8 @@ RULES += (
          "num_oov_buckets=n) with them, tf.lookup.TextFileInitializer for a vocabulary file "
          "(index_to_string: keys and values swapped; MutableHashTable: "
          "tf.lookup.experimental.MutableHashTable); TF 2 tables are ready when made, no "
-         "tables_initializer"),
+         "tables_initializer",
+         tf2="tf.lookup.StaticHashTable, or StaticVocabularyTable with OOV buckets"),
 )
 
 METHOD_RULES: tuple[MethodRule, ...] = (

@@ -136,6 +136,8 @@ class ObjV(Val):
     attrs: dict
     text: str = ""
     cls: ClassInfo | None = None
+    #: Where each attribute was first set: (function, line, the value as written).
+    origins: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(eq=False)
@@ -261,6 +263,9 @@ class End:
     stream: Stream | None = None
     construct: str = ""
     seq: int = -1  # the executed statement (:class:`Exec`) holding the call
+    #: The stream of the batches it hands out (their tensors, so the per-batch code after it
+    #: is recorded as steps of it).
+    batch: Stream | None = None
 
 
 @dataclasses.dataclass(eq=False)
@@ -299,10 +304,29 @@ class FuncInfo:
     params: list[str]
     cls: ClassInfo | None = None
     parent: FuncInfo | None = None
+    #: A decorator that changes what a call does (``@tf.sg_producer_func``), as written; such a
+    #: function is not followed into: the call runs the decorator's code, not the body as is.
+    decorator: str = ""
 
     @property
     def args(self) -> ast.arguments | None:
         return getattr(self.node, "args", None)
+
+
+#: Decorators that leave a call running the body as written.
+TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "abstractmethod",
+                                    "wraps", "function", "lru_cache", "cache", "cached_property",
+                                    "setter", "getter", "override", "overload"})
+
+
+def changing_decorator(node: ast.AST, seg) -> str:
+    """The first decorator of a def that is not one of :data:`TRANSPARENT_DECORATORS`."""
+    for d in getattr(node, "decorator_list", ()):
+        target = d.func if isinstance(d, ast.Call) else d
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name not in TRANSPARENT_DECORATORS:
+            return "@" + seg(d, 60)
+    return ""
 
 
 @dataclasses.dataclass(eq=False)
@@ -339,6 +363,7 @@ class Module:
         self.feeds: list[FeedRun] = []
         self.threads: set[str] = set()
         self.dequeued: set[str] = set()  # receivers of .dequeue*() calls, as written
+        self.record_types: set[str] = set()  # module names bound to a namedtuple class
         self._structural_stmt: dict[int, bool] = {}
         body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                              ast.ClassDef))]
@@ -355,7 +380,8 @@ class Module:
                 a = node.args
                 params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
                 params += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
-                fi = FuncInfo(node, prefix + node.name, node.name, node.body, params, cls, parent)
+                fi = FuncInfo(node, prefix + node.name, node.name, node.body, params, cls, parent,
+                              changing_decorator(node, self.scan.source.segment))
                 self.functions.append(fi)
                 self.by_node[id(node)] = fi
                 if cls is not None and parent is None:
@@ -403,6 +429,8 @@ class Module:
                 value = fold(node.value, self.consts)
                 if value is not NOCONST:
                     self.consts[node.targets[0].id] = value
+                if _is_record_type(node.value):
+                    self.record_types.add(node.targets[0].id)
 
     # -- which functions build pipelines ----------------------------------------------------
     def call_is_structural(self, call: ast.Call) -> bool:
@@ -432,6 +460,7 @@ class Module:
                 if isinstance(f, ast.Attribute):
                     self._feeding(n, f, fi)
         direct.discard(MODULE)
+        self.callees = calls
         found = set(direct)
         changed = True
         while changed:
@@ -454,8 +483,10 @@ class Module:
 
     def entries(self) -> list[FuncInfo]:
         """The functions worth running: those that build pipeline parts, and the module body
-        when it does (nested functions run inside their parents)."""
-        out = [fi for fi in self.functions if fi.name in self.structural and fi.parent is None]
+        when it does. A nested function runs inside its parent, unless the parent never calls
+        it (``create_input_fn`` returning its ``input_fn``): then it is an entry of its own."""
+        out = [fi for fi in self.functions if fi.name in self.structural and (
+            fi.parent is None or fi.name not in self.callees.get(fi.parent.name, ()))]
         if any(self.is_structural(s) for s in self.module.body):
             out.append(self.module)
         return out
@@ -478,6 +509,15 @@ class Module:
             pairs = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys, feed.values)
                      if k]
             self.feeds.append(FeedRun(node, seg(node.args[0], 80), pairs, fi.qualname))
+
+
+def _is_record_type(value: ast.AST) -> bool:
+    """``collections.namedtuple("Examples", ...)``: a plain record class made in this file."""
+    if not isinstance(value, ast.Call):
+        return False
+    f = value.func
+    return (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in (
+        "namedtuple", "NamedTuple")
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
