@@ -324,3 +324,28 @@ def test_compare_batches_passes_equal_batches_and_names_each_difference():
     assert [r.what for r in rows if not r.ok] == ["[0] value range", "[0] values"]
     rows = compare_batches(side("(t, t)", img, lab), side("t", img))
     assert [r.what for r in rows if not r.ok] == ["element structure"]
+
+
+def test_compare_batches_takes_padded_batches_one_by_one():
+    """dynamic_pad batches differ in length from batch to batch: compared batch by batch, the
+    shape row gives each batch's shape, and no exception."""
+    def padded(*lengths, off=0.0):
+        batches = [[np.full((2, t, 3), float(t) + off, np.float32)] for t in lengths]
+        side = {"structure": "'tensor'", "components": [{"shape": [2, lengths[0], 3],
+                                                         "dtype": "float32"}]}
+        return side, batches
+    rows = compare_batches(padded(4, 7, 5), padded(4, 7, 5))
+    assert all(r.ok for r in rows)
+    shape = next(r for r in rows if r.what == "[0] shape")
+    assert shape.original == "per batch: (2, 4, 3), (2, 7, 3), (2, 5, 3)"
+    rows = compare_batches(padded(4, 7, 5), padded(4, 6, 5))
+    assert [r.what for r in rows if not r.ok] == ["[0] shape"]
+    rows = compare_batches(padded(4, 7), padded(4, 7, off=1.0))
+    assert [r.what for r in rows if not r.ok] == ["[0] value range", "[0] values"]
+
+
+def test_check_table_writes_long_cells_in_full():
+    from compare.migration.check import CheckResult, Row
+    why = "NameError in a traced function: NameError: name 'value' is not defined"
+    table = CheckResult([Row("port runs", "yes", why, False)], {}, Path(".")).table()
+    assert f"  port: {why}" in table and "(below)" in table.splitlines()[1]
