@@ -33,6 +33,8 @@ DEFAULT_TIMEOUT = 300
 #: Values agree when |a - b| <= ATOL + RTOL * |b| (floats; other dtypes must be equal).
 RTOL, ATOL = 1e-4, 1e-4
 LABELS = {"legacy": "original", "modern": "port"}
+#: Width of the table's value columns; longer cells are written in full below their row.
+CELL = 28
 
 
 @dataclasses.dataclass
@@ -63,10 +65,18 @@ class CheckResult:
         return [r for r in self.rows if not r.ok]
 
     def table(self) -> str:
+        """The table; a cell too long for its column is written in full below its row."""
         w = max(len(r.what) for r in self.rows)
-        lines = [f"{'check':<{w}}  {'original':<28}  {'port':<28}  result"]
-        lines += [f"{r.what:<{w}}  {r.original:<28}  {r.port:<28}  {'pass' if r.ok else 'FAIL'}"
-                  for r in self.rows]
+        lines = [f"{'check':<{w}}  {'original':<{CELL}}  {'port':<{CELL}}  result"]
+        for r in self.rows:
+            long = [(side, text) for side, text in (("original", r.original), ("port", r.port))
+                    if len(text) > CELL]
+            cells = [text if len(text) <= CELL else "(below)" for text in (r.original, r.port)]
+            lines.append(f"{r.what:<{w}}  {cells[0]:<{CELL}}  {cells[1]:<{CELL}}  "
+                         f"{'pass' if r.ok else 'FAIL'}")
+            if len(long) == 2 and r.original == r.port:
+                long = [("both", r.original)]
+            lines += [f"  {side}: {text}" for side, text in long]
         bps = "  ".join(f"{k} {v:.1f} batches/s" if v else f"{k} -"
                         for k, v in self.batches_per_s.items())
         return "\n".join(lines + [f"speed (pipelines as written): {bps}"])
@@ -132,35 +142,48 @@ def _load(dest: Path) -> tuple[dict, list[list]]:
 
 
 def compare_batches(a: tuple[dict, list], b: tuple[dict, list]) -> list[Row]:
-    """The table's rows: structure, then shape, dtype, value range and values per component."""
+    """The table's rows: structure, then shape, dtype, value range and values per component,
+    batch by batch (padded batches may differ in shape from one batch to the next)."""
     (sa, ba), (sb, bb) = a, b
     rows = [Row("element structure", sa["structure"], sb["structure"],
                 sa["structure"] == sb["structure"])]
     rows.append(Row("batches taken", str(len(ba)), str(len(bb)), len(ba) == len(bb)))
     if not rows[0].ok or len(sa["components"]) != len(sb["components"]):
         return rows
+    n = min(len(ba), len(bb))
     for j in range(len(sa["components"])):
-        xa = [x[j] for x in ba]
-        xb = [x[j] for x in bb]
-        shapes = {str(tuple(x.shape)) for x in xa}, {str(tuple(x.shape)) for x in xb}
-        rows.append(Row(f"[{j}] shape", ", ".join(sorted(shapes[0])), ", ".join(sorted(shapes[1])),
+        xa = [np.asarray(x[j]) for x in ba[:n]]
+        xb = [np.asarray(x[j]) for x in bb[:n]]
+        shapes = [tuple(x.shape) for x in xa], [tuple(x.shape) for x in xb]
+        rows.append(Row(f"[{j}] shape", _shapes(shapes[0]), _shapes(shapes[1]),
                         shapes[0] == shapes[1]))
-        dt = str(xa[0].dtype), str(xb[0].dtype)
+        dt = sa["components"][j]["dtype"], sb["components"][j]["dtype"]
         rows.append(Row(f"[{j}] dtype", dt[0], dt[1], dt[0] == dt[1]))
         if not (rows[-1].ok and rows[-2].ok):
             continue
-        rows += _values(j, np.stack(xa), np.stack(xb))
+        rows += _values(j, xa, xb)
     return rows
 
 
-def _values(j: int, a, b) -> list[Row]:
-    if a.dtype.kind in "fiub":
+def _shapes(shapes: list[tuple]) -> str:
+    """One shape, or the shape of each batch when they differ (padded batches)."""
+    distinct = list(dict.fromkeys(shapes))
+    if len(distinct) == 1:
+        return str(distinct[0])
+    return "per batch: " + ", ".join(str(s) for s in shapes)
+
+
+def _values(j: int, xa: list, xb: list) -> list[Row]:
+    """Value range and values over all batches, compared element by element in each batch."""
+    a = np.concatenate([x.ravel() for x in xa]) if xa else np.array([])
+    b = np.concatenate([x.ravel() for x in xb]) if xb else np.array([])
+    if a.dtype.kind in "fiub" and a.size:
         ra = f"{a.min():.4g} .. {a.max():.4g}"
         rb = f"{b.min():.4g} .. {b.max():.4g}"
         fa, fb = a.astype(np.float64), b.astype(np.float64)
         tol = ATOL + RTOL * np.abs(fb) if a.dtype.kind == "f" else 0
         bad = np.abs(fa - fb) > tol
-        diff = float(np.abs(fa - fb).max()) if a.size else 0.0
+        diff = float(np.abs(fa - fb).max())
         return [Row(f"[{j}] value range", ra, rb, ra == rb or not bad.any()),
                 Row(f"[{j}] values", f"max |diff| {diff:.3g}",
                     f"{int(bad.sum())} of {a.size} off", not bad.any())]
@@ -193,7 +216,7 @@ def run_check(script: str, port: str, target, opts: CheckOptions, out: Path) -> 
     except _SideFailed as e:
         if e.side == "original":
             raise InputError(f"the original pipeline failed: {e.why}") from None
-        result = CheckResult([Row("port runs", "yes", e.why[:60], False)], {}, out)
+        result = CheckResult([Row("port runs", "yes", e.why, False)], {}, out)
         result.notes.append(f"the port failed: {e.why}")
         atomic.write_json(out / "check.json", result.to_json())
         return result

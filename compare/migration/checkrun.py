@@ -35,18 +35,27 @@ import numpy as np
 from common import atomic, profiling
 from common.errors import InputError, run_cli, tf_error_line
 from common.tflog import quiet_python_logs
+from compare.migration import porthelpers
+from compare.migration.source import parse
 from compare.migration.tfnames import REMOVED_CONSTANTS
 
 #: Batches run before the timed ones (thread pools, files opening, first traces).
 WARMUP = 2
 #: Port batches profiled with TensorBoard's profiler (after the timed ones).
 PROFILED = 5
+#: tf.contrib.lookup's table constructors, which TF 2 keeps (unexported) in lookup_ops.
+_CONTRIB_LOOKUP = ("index_table_from_tensor", "index_table_from_file",
+                   "index_to_string_table_from_tensor", "index_to_string_table_from_file")
+#: The initializable iterators the original made (their initializers run in our session).
+ITERATORS: list = []
 
 
 # -- the TF1 shim ----------------------------------------------------------------------------
 
 def tf1_module(tf) -> types.ModuleType:
     """``tensorflow`` as a TF1 script sees it: ``tf.compat.v1``, plus ``tf.contrib`` names."""
+    from tensorflow.python.ops import lookup_ops  # lazy: imports TensorFlow
+
     v1 = tf.compat.v1
     shim = types.ModuleType("tensorflow")
     shim.__dict__.update({k: getattr(v1, k) for k in dir(v1) if not k.startswith("__")})
@@ -55,7 +64,8 @@ def tf1_module(tf) -> types.ModuleType:
     contrib = types.SimpleNamespace(
         compiler=types.SimpleNamespace(jit=types.SimpleNamespace(
             experimental_jit_scope=tf.xla.experimental.jit_scope)),
-        data=tf.data.experimental, framework=types.SimpleNamespace(), slim=None)
+        data=tf.data.experimental, framework=types.SimpleNamespace(), slim=None,
+        lookup=types.SimpleNamespace(**{n: getattr(lookup_ops, n) for n in _CONTRIB_LOOKUP}))
     shim.contrib = contrib
     return shim
 
@@ -76,6 +86,10 @@ def install_tf1(tf) -> None:
                 setattr(sys.modules[".".join(parts[:i - 1])], parts[i - 1],
                         sys.modules[mod_name])
         sys.modules[name].__dict__.update(consts)
+    reader = "tensorflow.examples.tutorials.mnist.input_data"
+    sys.modules[reader] = types.ModuleType(reader)
+    sys.modules[reader].__dict__.update(porthelpers.mnist_module_namespace(tf))
+    setattr(sys.modules["tensorflow.examples.tutorials.mnist"], "input_data", sys.modules[reader])
 
 
 # -- neutralising randomness and order -------------------------------------------------------
@@ -151,12 +165,35 @@ def _v1_order(tf) -> dict:
              shared_name=None, name="random_shuffle_queue"):
         return tf.compat.v1.FIFOQueue(capacity, dtypes, shapes=shapes, names=names)
 
+    runner_init = tf.compat.v1.train.QueueRunner.__init__
+
+    def one_thread(self, queue=None, enqueue_ops=None, *a, **k):
+        """A queue runner runs its enqueue ops in one thread each: keep one, so the queue
+        fills in order."""
+        return runner_init(self, queue, list(enqueue_ops)[:1] if enqueue_ops else enqueue_ops,
+                           *a, **k)
+
     out = {(train, n): unshuffled(n) for n in ("string_input_producer", "input_producer",
                                                "range_input_producer", "slice_input_producer")}
     out.update({(train, "batch"): batch, (train, "shuffle_batch"): batch,
                 (train, "batch_join"): batch_join, (train, "shuffle_batch_join"): batch_join,
-                (tf.compat.v1, "RandomShuffleQueue"): fifo})
+                (tf.compat.v1, "RandomShuffleQueue"): fifo,
+                (tf.compat.v1.train.QueueRunner, "__init__"): one_thread})
     return out
+
+
+def _iterators(tf) -> dict:
+    """Initializable iterators recorded as the original makes them: the script ran their
+    initializers in its own session, ours runs them again."""
+    v1_dataset = tf.compat.v1.data.Dataset
+    make_iterator = v1_dataset.make_initializable_iterator
+
+    def initializable(self, *a, **k):
+        it = make_iterator(self, *a, **k)
+        ITERATORS.append(it)
+        return it
+
+    return {(v1_dataset, "make_initializable_iterator"): initializable}
 
 
 def _tf2_order(tf) -> dict:
@@ -226,7 +263,7 @@ def _load(path: str, name: str, setup: str, main: bool = False,
     """Run the file as module ``name`` (with ``__name__ == "__main__"`` and only its lines up to
     ``until`` for a pipeline built in top-level code); ``setup`` runs first in its namespace."""
     source = Path(path).read_text(encoding="utf-8")
-    tree = ast.parse(source, path)
+    tree = parse(source, path, notebook=path.endswith(".ipynb")).tree  # Python 2, notebooks
     if until:
         tree = _truncated(tree, until)
     mod = types.ModuleType(name)
@@ -281,10 +318,13 @@ def take_original(tf, a, n: int, traced: bool = False):
     timeline of one more)."""
     v1 = tf.compat.v1
     graph = tf.Graph()
-    value = original_outputs(tf, a, graph)
+    with patched(_iterators(tf)):
+        value = original_outputs(tf, a, graph)
     flat = tf.nest.flatten(value)
     with graph.as_default():
-        init = [v1.global_variables_initializer(), v1.local_variables_initializer()]
+        init = [v1.global_variables_initializer(), v1.local_variables_initializer(),
+                v1.tables_initializer()] + [it.initializer for it in ITERATORS
+                                            if it.initializer.graph is graph]
     batches, walls, trace = [], [], None
     with v1.Session(graph=graph) as sess:
         sess.run(init)
@@ -330,16 +370,31 @@ def take_port(tf, a, n: int):
 
 
 def _structure(tf, value) -> str:
-    def kind(x):
-        return "tensor"
-    return repr(tf.nest.map_structure(kind, value)).replace("[", "(").replace("]", ")")
+    """The element's nesting as text; dict keys sorted (tf.nest orders components so too)."""
+    def text(x) -> str:
+        if isinstance(x, dict):
+            return "{" + ", ".join(f"{k!r}: {text(x[k])}" for k in sorted(x)) + "}"
+        if isinstance(x, (list, tuple)):
+            return "(" + ", ".join(text(v) for v in x) + ("," if len(x) == 1 else "") + ")"
+        return "'tensor'"
+    return text(tf.nest.map_structure(lambda _x: 0, value))
 
 
 # -- the child -------------------------------------------------------------------------------
 
-def _save(dest: Path, side: dict, batches: list) -> None:
+def _plain(x) -> np.ndarray:
+    """A batch component as numpy stores it without pickling: strings as bytes arrays."""
+    x = np.asarray(x)
+    return x.astype(np.bytes_) if x.dtype == object else x
 
-    arrays = {f"b{i}_c{j}": np.asarray(x) for i, b in enumerate(batches) for j, x in enumerate(b)}
+
+def _dtype(x) -> str:
+    x = np.asarray(x)
+    return "string" if x.dtype == object or x.dtype.kind == "S" else str(x.dtype)
+
+
+def _save(dest: Path, side: dict, batches: list) -> None:
+    arrays = {f"b{i}_c{j}": _plain(x) for i, b in enumerate(batches) for j, x in enumerate(b)}
     with atomic.atomic_open(dest / "batches.npz", "wb") as f:
         np.savez(f, **arrays)
     atomic.write_json(dest / "side.json", side)
@@ -366,7 +421,7 @@ def run_side(a) -> None:
         _profile(it, dest)
     timed = walls[WARMUP:]
     side["batches_per_s"] = len(timed) / sum(timed) if timed and sum(timed) > 0 else None
-    side["components"] = [{"shape": list(x.shape), "dtype": str(x.dtype)} for x in batches[0]]
+    side["components"] = [{"shape": list(np.shape(x)), "dtype": _dtype(x)} for x in batches[0]]
     _save(dest, side, batches)
 
 

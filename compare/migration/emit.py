@@ -3,16 +3,23 @@ pipelines, written from the typed plans (:mod:`.model`) and the symbolic runs be
 
 For each pipeline function of the script, a function of the same name and parameters that
 returns a ``tf.data.Dataset`` (a pipeline built in the script's top-level code becomes
-``pipeline()``). Its body: the script's own setup statements (file lists, constants, checks),
-the per-example code lifted from the script's functions (:mod:`.lift`) as a function given to
-``Dataset.map``, the code that ran on each batch as a map after ``batch``, and the tf.data chain
-of the plan (:mod:`.chain`). Names are TF 2.21's and random draws stateless (:mod:`.rewrite`).
-The script's helpers that the lifted code calls (``augmentbody``), the module constants and the
-imports it uses are copied, rewritten the same way.
+``pipeline()``; a pipeline method becomes a method of a class of the same name, with the
+``__init__`` and the methods it calls). Pipelines one function builds under conditions it decides
+at run time (``if shuffle:`` around ``shuffle_batch`` / ``batch``) are one function whose code
+carries the same conditions, written once where the ways agree. Its body: the setup statements
+the pipeline needs (file lists, constants, checks), the per-example code lifted from the script's
+functions (:mod:`.lift`) as the function given to ``Dataset.map``, the code that prepared each
+batch (:mod:`.batchpart`) as a map after ``batch``, and the tf.data chain of the plan
+(:mod:`.chain`). Names are TF 2.21's and random draws stateless (:mod:`.rewrite`). The script's
+helpers that the lifted code calls (``augmentbody``), the module constants and the imports it
+uses are copied, rewritten the same way.
 
-What cannot be converted gets ``# TODO(migrate): ...`` at the spot; a pipeline whose source this
-file cannot settle raises NotImplementedError when called, after its TODOs. The module always
-imports: nothing in it runs until a pipeline function is called.
+Every statement is placed where the names it reads are bound (:mod:`.bindings`); one that reads
+a name the port never binds is left out with a TODO. What cannot be converted gets
+``# TODO(migrate): ...`` at the spot; a pipeline whose source this file cannot settle raises
+NotImplementedError when called, after its TODOs. A pipeline is reported complete only when
+nothing stops it from running. The module always imports: nothing in it runs until a pipeline
+function is called.
 """
 from __future__ import annotations
 
@@ -23,48 +30,17 @@ import textwrap
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
-from compare.migration.lift import Lifted, Lifter, clone, stored_names
-from compare.migration.rewrite import DRAWS, RESIZE_HELPER, RESIZE_V1, Rewriter, summary_call
-from compare.migration.values import MODULE, Module
+from compare.migration import portclass, porthelpers
+from compare.migration.astutil import clone, loads, stored_names
+from compare.migration.bindings import binds, reads_unbound
+from compare.migration.lift import Lifted, Lifter
+from compare.migration.rewrite import DRAWS, Rewriter, summary_call
+from compare.migration.values import MODULE, FuncInfo, Module
 
 TODO = "# TODO(migrate): "
 INDENT = "    "
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__"}
-
-DRAWS_HELPER = f'''
-class _ExampleDraws:
-    """Seeds for the stateless random ops that replace the script's stateful ones. Each example
-    carries a seed of its own (shape [2], zipped to it from tf.data.Dataset.random); its n-th
-    draw takes tf.random.experimental.stateless_fold_in(seed, n), and a draw the script gave a
-    seed of its own takes the one seed per example that every draw with that seed shares."""
-
-    def __init__(self):
-        self._examples = []
-
-    @contextlib.contextmanager
-    def example(self, seed):
-        self._examples.append([seed, 0, {{}}])
-        try:
-            yield
-        finally:
-            self._examples.pop()
-
-    def seed(self, shared=None):
-        if not self._examples:
-            raise RuntimeError("a random draw outside the per-example map of a pipeline")
-        example = self._examples[-1]
-        key = shared if isinstance(shared, (int, str)) else id(shared)
-        if shared is not None and key in example[2]:
-            return example[2][key]
-        example[1] += 1
-        value = tf.random.experimental.stateless_fold_in(example[0], example[1])
-        if shared is not None:
-            example[2][key] = value
-        return value
-
-
-{DRAWS} = _ExampleDraws()
-'''
+_SEEDING = frozenset({"random.seed", "np.random.seed", "numpy.random.seed"})
 
 
 @dataclasses.dataclass
@@ -111,6 +87,16 @@ class Emitted:
         return "\n".join(lines) + "\n"
 
 
+@dataclasses.dataclass
+class _Part:
+    """One variant's code: its lines, the lifting behind it, and whether it can run."""
+
+    lines: list[str]
+    lifted: Lifted | None
+    fatal: bool
+    blocked: int = 0
+
+
 class _Emitter:
     def __init__(self, mod: Module, script: str):
         self.mod, self.script = mod, script
@@ -119,17 +105,32 @@ class _Emitter:
         self.notes: list[str] = []
         self.helpers: dict[str, tuple[str, int, set[str]]] = {}  # name -> (code, draws, uses)
         self.globals_needed: list[str] = []
+        self.undefined: set[str] = set()
+        self.asked: set[str] = set()  # the global names the current pipeline needed
         self.taken = set(mod.by_name) | set(mod.classes) | set(mod.consts) | set(mod.imports)
         self.uses_draws = False
-        self.uses_resize = False
+        self.helpers_used: set[str] = set()
+        self.extra_imports: set[str] = set()
+        self.global_code: dict[int, list[str]] = {}  # module statement -> its port lines
+        self.blocked = 0
+        self.self_calls: set[str] = set()
+        self.self_attrs: set[str] = set()
+        self.classes = portclass.Classes(self)
+        self.pipeline_names: set[str] = set()
+        self.cls = None  # the class of the pipeline method being written
+        self.star = [s for s in mod.tree.body if isinstance(s, ast.ImportFrom) and any(
+            a.name == "*" for a in s.names) and not (s.module or "").startswith("tensorflow")]
 
     # -- statements -------------------------------------------------------------------------
-    def code(self, stmts: list[ast.stmt], locals_: set[str],
+    def code(self, stmts: list, locals_: set[str],
              live: bool = False) -> tuple[list[str], int, set[str]]:
-        """Statements rewritten to TF 2 (with their TODOs), the number of random draws in them,
-        and the global names they use."""
+        """Statements rewritten to TF 2 (with their TODOs; a string is a TODO of its own), the
+        number of random draws in them, and the global names they use."""
         lines, draws, used = [], 0, set()
         for stmt in _live(stmts) if live else stmts:
+            if isinstance(stmt, str):  # a TODO, or a comment of its own
+                lines.append(stmt if stmt.startswith("#") else f"{TODO}{stmt}")
+                continue
             if _is_docstring(stmt):
                 continue
             dropped = summary_call(self.mod, stmt)
@@ -141,31 +142,45 @@ class _Emitter:
             new = rw.visit(stmt)
             self.notes += rw.notes
             draws += rw.draws
-            self.uses_resize |= rw.resizes > 0
+            self.blocked += rw.blocking
+            self.helpers_used |= rw.helpers
+            self.extra_imports |= rw.imports
             lines += [f"{TODO}{t}" for t in dict.fromkeys(rw.todos)]
             for s in new if isinstance(new, list) else [new] if new is not None else []:
                 text = ast.unparse(ast.fix_missing_locations(s))
                 lines += text.split("\n")
-                used |= _loads(s)
+                used |= _free(s)
+                self.self_calls |= _self_members(s, calls=True)
+                self.self_attrs |= _self_members(s, calls=False)
         return lines, draws, used - locals_
 
     # -- helpers and globals ----------------------------------------------------------------
     def need(self, names: set[str]) -> int:
-        """Copy what these global names stand for; the random draws the copied helpers make."""
+        """Copy what these global names stand for; the random draws the copied helpers make.
+        A name nothing in the script binds is noted in ``undefined``."""
         draws = 0
         for name in sorted(names):
-            if name in _BUILTINS or name in ("tf", DRAWS, RESIZE_V1):
+            self.asked.add(name)
+            if name in _BUILTINS or name in ("tf", DRAWS, "self") or \
+                    name in porthelpers.NAMES or name in self.pipeline_names or \
+                    name in {i.split()[1].split(".")[0] for i in self.extra_imports}:
+                continue
+            if name in self.classes.emitted:
                 continue
             if name in self.mod.by_name:
                 draws += self.helper(name)
             elif name not in self.globals_needed:
                 self.globals_needed.append(name)
                 stmts = _module_bindings(self.mod, name)
+                if not stmts:
+                    self.undefined.add(name)
                 for s in stmts:
                     if isinstance(s, ast.ClassDef):
                         draws += self.helper(name, s)
-                    elif not isinstance(s, (ast.Import, ast.ImportFrom)):
-                        draws += self.need(_loads(s) - stored_names(s))
+                    elif not isinstance(s, (ast.Import, ast.ImportFrom)) and \
+                            id(s) not in self.global_code:
+                        self.global_code[id(s)], _d, used = self.code([clone(s)], set())
+                        draws += self.need(used - stored_names(s))
         return draws
 
     def helper(self, name: str, node: ast.AST | None = None) -> int:
@@ -177,7 +192,7 @@ class _Emitter:
         if node is None:
             node = self.mod.by_name[name].node
         copy = clone(node)
-        if getattr(copy, "decorator_list", None):
+        if getattr(copy, "decorator_list", None) and not isinstance(copy, ast.ClassDef):
             copy.decorator_list = []
         lines, draws, used = self.code([copy], stored_names(node) | _params(node))
         self.helpers[name] = ("\n".join(lines), draws, used)
@@ -186,75 +201,97 @@ class _Emitter:
         return total
 
     # -- pipelines --------------------------------------------------------------------------
-    def pipeline(self, p: m.Pipeline) -> None:
-        info = self.mod.by_name.get(p.function) if p.function != MODULE else self.mod.module
+    def group(self, ps: list[m.Pipeline]) -> None:
+        """One port function for pipelines the script builds in one function under conditions
+        it decides at run time (their variants become that function's branches)."""
+        p = ps[0]
+        info = _info(self.mod, p.function)
         name = "pipeline" if p.function == MODULE else p.function.rsplit(".", 1)[-1]
-        if p.function != MODULE:
+        cls = info.cls.name if info is not None and info.cls is not None and \
+            info.parent is None else ""
+        if p.function != MODULE and not cls:
             self.taken.discard(name)
-        name = _unique(name, {e.name for e in self.pipelines} | (
-            self.taken if p.function == MODULE else set()))
+        taken = self.classes.names(cls) if cls else {e.name for e in self.pipelines} | (
+            self.taken if p.function == MODULE else set())
+        name = _unique(name, taken)
+        merged = dataclasses.replace(p, variants=[v for q in ps for v in q.variants],
+                                     unresolved=[u for q in ps for u in q.unresolved])
         params = ast.unparse(info.node.args) if info is not None and p.function != MODULE else ""
-        doc = textwrap.wrap(f"The tf.data port of {_where(p)}.", 92)
+        doc = textwrap.wrap(f"The tf.data port of {_where(ps)}.", 92)
         head = [f"def {name}({params}):", f'{INDENT}"""' + f"\n{INDENT}".join(doc) + '"""']
-        if info is None or (p.function != MODULE and p.function not in self.mod.by_name):
-            body = [f"{TODO}{p.function} is a method or nested function: port it by hand "
-                    "from the plan (python -m compare.migrate SCRIPT)",
-                    f"raise NotImplementedError({p.function!r})"]
+        why = portclass.unsupported(info, p)
+        self.self_calls, self.self_attrs = set(), set()
+        self.cls = info.cls if cls else None
+        if why:
+            body = [f"{TODO}{why}", f"raise NotImplementedError({p.function!r})"]
             lifted_first, complete = None, False
         else:
-            body, lifted_first, complete = self.variants(p, name)
-        self.functions.append("\n".join(head + [INDENT + ln if ln else "" for ln in body]))
+            body, lifted_first, complete = self.variants(merged, name)
+        text = "\n".join(head + [INDENT + ln if ln else "" for ln in body])
+        if cls:
+            complete = self.classes.add(cls, name, text, info) and complete
+        else:
+            self.functions.append(text)
+        shown = f"{cls}.{name}" if cls else name
         self.pipelines.append(EmittedPipeline(
-            name, p.function, tuple(info.params) if info is not None else (), p.line,
+            shown, p.function, tuple(info.params) if info is not None else (), p.line,
             bool(lifted_first and lifted_first.entry_returns), complete,
             lifted_first.end_line if lifted_first else 0,
             ast.unparse(lifted_first.output) if lifted_first and lifted_first.output else ""))
 
     def variants(self, p: m.Pipeline, name: str) -> tuple[list[str], Lifted | None, bool]:
-        if len(p.variants) == 1:
-            return self.variant(p, p.variants[0], name, "")
-        body, first, complete = [], None, True
-        for i, v in enumerate(p.variants):
-            cond = " and ".join(c if val else f"not ({c})" for c, val in v.when) or "True"
-            keyword = "if" if i == 0 else ("else" if i == len(p.variants) - 1 else "elif")
-            body.append(f"{keyword} {cond}:" if keyword != "else" else "else:")
-            lines, lifted, ok = self.variant(p, v, name, f"_{i + 1}")
-            body += [INDENT + ln if ln else "" for ln in lines]
-            first = first or lifted
-            complete = complete and ok
-        return body, first, complete
+        parts = [self.variant(p, v, name) for v in p.variants]
+        first = next((x.lifted for x in parts if x.lifted is not None), None)
+        complete = all(not x.fatal and not x.blocked for x in parts)
+        if len(parts) == 1:
+            return parts[0].lines, first, complete
+        merged = _chain._merge([(v.when, x.lines) for v, x in zip(p.variants, parts)])
+        return _fill_empty_blocks(merged), first, complete
 
-    def variant(self, p: m.Pipeline, v: m.Variant, name: str,
-                suffix: str) -> tuple[list[str], Lifted | None, bool]:
+    def variant(self, p: m.Pipeline, v: m.Variant, name: str) -> _Part:
         if v.origin is None:
-            return [f"{TODO}this pipeline was not planned", "raise NotImplementedError"], \
-                None, False
+            return _Part([f"{TODO}this pipeline was not planned", "raise NotImplementedError"],
+                         None, True)
+        blocked0 = self.blocked
+        self.asked = set()
         lifted = Lifter(self.mod, p, v).lift()
-        locals_ = _locals(lifted) | set(p.params)
-        setup, d0, used = self.code([c.apply(s) for s, c, _ in lifted.setup], locals_)
-        lines = setup[:]
-        example_name, after_name = f"{name}_example{suffix}", f"{name}_batch{suffix}"
-        example, seeded, used_ex = self.example_fn(lifted, example_name, v, locals_, d0)
-        after, used_af = self.after_fn(lifted, after_name, locals_)
-        chain_lines, fatal, used_ch = self.chain(p, v, lifted, example_name if example else "",
-                                                 after_name if after else "", seeded, locals_)
+        ex_name, af_name = f"{name}_example", f"{name}_batch"
+        parts = _Nodes.of(lifted, set(p.params))
+        probe, _f, _u = self.chain(p, v, ex_name if parts.example else "",
+                                   af_name if parts.after else "", True, set(), code=False)
+        parts.prune(_loads_of_lines(probe), self.mod)
+        locals_ = parts.locals() | {"ds", ex_name, af_name}
+        setup, d0, used = self.code(parts.setup, locals_)
+        example, seeded, used_ex = self.example_fn(lifted, parts, ex_name, v, locals_, d0)
+        after, after_seeded, used_af = self.after_fn(lifted, parts, af_name, locals_)
+        chain_lines, fatal, used_ch = self.chain(p, v, ex_name if example else "",
+                                                 af_name if after else "", seeded,
+                                                 locals_ | parts.bound, parts.script_locals,
+                                                 after_seeded=after_seeded)
         self.need(used | used_ex | used_af | used_ch)
-        lines += [f"{TODO}{t}" for t in lifted.todos]
+        missing = sorted(self.undefined & self.asked) if not self.star else []
+        lines = [f"{TODO}{n} is not defined in this script (another module, or a name the "
+                 "script expects to exist): define or import it" for n in missing]
+        if not example and any(st.steps for st in v.maps()):
+            lines.append(f"{TODO}the per-example code of the plan could not be lifted into a "
+                         "map function (the script runs it on what it read in another shape): "
+                         "write the map from the plan (python -m compare.migrate SCRIPT)")
+            self.blocked += 1
+        lines += setup + [f"{TODO}{t}" for t in lifted.todos]
         lines += example + after + chain_lines
         if not fatal:
             lines.append("return ds")
-        return lines, lifted, not fatal
+        return _Part(lines, lifted, fatal, self.blocked - blocked0 + len(missing) + parts.blocked)
 
-    def example_fn(self, lifted: Lifted, name: str, v: m.Variant, locals_: set[str],
-                   setup_draws: int = 0) -> tuple[list[str], bool, set[str]]:
+    def example_fn(self, lifted: Lifted, parts: "_Nodes", name: str, v: m.Variant,
+                   locals_: set[str], setup_draws: int = 0) -> tuple[list[str], bool, set[str]]:
         """The map function; seeded when it, a helper it calls or a function the setup
         defines (pix2pix's ``transform``) draws."""
         if lifted.returns is None:
             return [], False, set()
-        stmts = list(lifted.element) + [c.apply(s) for s, c, _ in lifted.example]
-        stmts.append(ast.Return(lifted.returns))
+        stmts = parts.example + self.checked_return(lifted.returns, parts, parts.example_bound)
         body, draws, used = self.code(stmts, locals_, live=True)
-        draws += self.need(used) + setup_draws
+        draws += self.need(used) + setup_draws + self.method_draws()
         seeded = draws > 0
         self.uses_draws |= seeded
         tuple_element = _tuple_element(v)
@@ -266,26 +303,55 @@ class _Emitter:
         doc = (f'{INDENT}"""One example: {_steps_text(v)}."""')
         return [f"def {name}({sig}):", doc] + [INDENT + ln for ln in body] + [""], seeded, used
 
-    def after_fn(self, lifted: Lifted, name: str, locals_: set[str]) -> tuple[list[str], set[str]]:
+    def after_fn(self, lifted: Lifted, parts: "_Nodes", name: str,
+                 locals_: set[str]) -> tuple[list[str], bool, set[str]]:
+        """The per-batch map function; seeded (a seed per batch) when it draws."""
         params = lifted.batch_params
-        if params is None or not lifted.after:
-            return [], set()
-        stmts = [c.apply(s) for s, c, _ in lifted.after]
+        if not parts.after:
+            return [], False, set()
+        stmts = list(parts.after)
         if not isinstance(stmts[-1], ast.Return):
-            stmts.append(ast.Return(lifted.output))
+            stmts += self.checked_return(lifted.output, parts, parts.after_bound)
         last = stmts[-1]
-        if len(stmts) == 1 and isinstance(last.value, (ast.Tuple, ast.Name)) and ast.unparse(
-                last.value).strip("()").replace(" ", "") == ",".join(params):
-            return [], set()  # hands out the batch as it is
-        body, _draws, used = self.code(stmts, locals_, live=True)
+        if len(stmts) == 1 and isinstance(last, ast.Return) and isinstance(
+                last.value, (ast.Tuple, ast.Name)) and ast.unparse(last.value).strip(
+                "()").replace(" ", "") == ",".join(params):
+            return [], False, set()  # hands out the batch as it is
+        body, draws, used = self.code(stmts, locals_, live=True)
+        draws += self.need(used) + self.method_draws()
         sig = ", ".join(params) if all(p.isidentifier() for p in params) else "*batch"
-        return ([f"def {name}({sig}):", f'{INDENT}"""One batch, as the script finished it."""']
-                + [INDENT + ln for ln in body] + [""]), used
+        doc = f'{INDENT}"""One batch, as the script finished it."""'
+        if draws:
+            self.uses_draws = True
+            unpack = f"{sig} = batch" if sig != "*batch" else "batch = tuple(batch)"
+            body = [unpack, "with _draws.example(seed):"] + [INDENT + ln for ln in body]
+            sig = "batch, seed"
+        return [f"def {name}({sig}):", doc] + [INDENT + ln for ln in body] + [""], draws > 0, \
+            used
 
-    def chain(self, p: m.Pipeline, v: m.Variant, lifted: Lifted, example: str, after: str,
-              seeded: bool, locals_: set[str]) -> tuple[list[str], bool, set[str]]:
+    def checked_return(self, value: ast.expr, parts: "_Nodes", bound: set[str]) -> list:
+        """``return value``; a TODO above it (and the pipeline counted as unfinished) when it
+        reads a name nothing before it binds."""
+        ret = ast.Return(value)
+        missing = reads_unbound(ret, bound) & (parts.locals() | parts.script_locals)
+        if not missing:
+            return [ret]
+        self.blocked += 1
+        return [f"the element reads {', '.join(sorted(missing))}, which only the TF1 code the "
+                "port replaces binds: compute it here", ret]
+
+    def method_draws(self) -> int:
+        """The random draws of the class's methods the code just written calls."""
+        if self.cls is None:
+            return 0
+        return self.classes.draws(self.cls, set(self.self_calls))
+
+    def chain(self, p: m.Pipeline, v: m.Variant, example: str, after: str, seeded: bool,
+              bound: set[str], script: set[str] | None = None, code: bool = True,
+              after_seeded: bool = False) -> tuple[list[str], bool, set[str]]:
         maps = v.maps()
-        stages = list(v.stages)
+        stages = [dataclasses.replace(st) if isinstance(st, m.MapStage) else st
+                  for st in v.stages]
         if example and not maps:
             at = next((i for i, s in enumerate(stages) if isinstance(s, m.BatchStage)),
                       len(stages))
@@ -297,23 +363,40 @@ class _Emitter:
         for st in stages:
             if isinstance(st, m.MapStage):
                 st.name = example or st.name
+        if not example:
+            stages = [st for st in stages if not isinstance(st, m.MapStage)]
         shown = dataclasses.replace(v, stages=stages)
-        render = _ChainCode("ds", p, shown, {example} if seeded else set(), after)
+        render = _ChainCode("ds", p, shown, {example} if seeded else set(), after,
+                            after_seeded)
+        render.seeded = {example} if seeded else set()
         lines = render.lines()
         bad = [ln for ln in lines if "..." in ln or "unresolved" in ln]
+        if not code:
+            return lines, False, set()
         if bad or v.source.kind in ("unknown", "provider", "generator"):
-            todo = [f"{TODO}{u.what}: {u.why}" for u in p.unresolved] or [
+            todo = [f"{TODO}{u}" for u in _unresolved(p)] or [
                 f"{TODO}the {v.source.kind} source of this pipeline: {ln.strip()}" for ln in bad]
             what = "; ".join(u.what for u in p.unresolved)[:120] or "the source"
             return todo + [f"{TODO}the tf.data chain of the plan, to finish:"] + [
                 "# " + ln for ln in lines] + [
                 f"raise NotImplementedError({('compare.migrate could not settle ' + what)!r})"], \
                 True, set()
-        code, _d, used = self.code(ast.parse("\n".join(lines)).body, locals_ | {"ds"})
-        return [f"{TODO}{u.what}: {u.why}" for u in p.unresolved] + code, False, used
+        stmts: list = []
+        parsed = ast.parse("\n".join(lines)).body
+        bound = bound | {"ds"} | {n for s in parsed for n in binds(s)}  # ds_1, ds_2 of branches
+        for s in parsed:
+            missing = reads_unbound(s, bound) & (script or set())
+            if missing:
+                stmts.append(f"{', '.join(sorted(missing))} is bound only inside the TF1 code "
+                             "this chain replaces: give it its value here")
+                self.blocked += 1
+            stmts.append(s)
+        code_lines, _d, used = self.code(stmts, bound)
+        return [f"{TODO}{u}" for u in _unresolved(p)] + code_lines, False, used
 
     # -- the module -------------------------------------------------------------------------
     def module(self) -> str:
+        classes = self.classes.texts()  # first: what they need joins the globals
         parts = [_docstring(self.script, self.pipelines)]
         imports = ["import tensorflow as tf"]
         if self.uses_draws:
@@ -323,51 +406,154 @@ class _Emitter:
                         for s in _module_bindings(self.mod, n)}.values(), key=lambda s: s.lineno)
         for s in stmts:
             name = next(n for n in self.globals_needed if s in _module_bindings(self.mod, n))
-            if True:
-                if id(s) in seen or isinstance(s, ast.ClassDef):
-                    continue
-                seen.add(id(s))
-                if isinstance(s, (ast.Import, ast.ImportFrom)):
-                    text = _import_text(s, name)
-                    if text and text not in imports:
-                        imports.append(text)
-                else:
-                    lines, _d, _u = self.code([_clone(s)], set())
-                    body += lines
+            if id(s) in seen or isinstance(s, ast.ClassDef):
+                continue
+            seen.add(id(s))
+            if isinstance(s, (ast.Import, ast.ImportFrom)):
+                text = _import_text(s, name)
+                if text and text not in imports:
+                    imports.append(text)
+            else:
+                body += self.global_code.get(id(s), [])
+        imports += [i for i in porthelpers.imports(self.helpers_used) + sorted(
+            self.extra_imports) if i not in imports]
+        if self.undefined and self.star:
+            imports += [ast.unparse(s) for s in self.star]  # the names may come from these
         parts.append("\n".join(imports))
         if body:
             parts.append("\n".join(body))
         if self.uses_draws:
-            parts.append(DRAWS_HELPER.strip("\n"))
-        if self.uses_resize:
-            parts.append(RESIZE_HELPER.strip("\n"))
+            parts.append(porthelpers.DRAWS_HELPER.strip("\n"))
+        parts += porthelpers.texts(self.helpers_used)
         parts += [code for code, _d, _u in self.helpers.values() if code]
+        parts += classes
         parts += self.functions
         return "\n\n\n".join(parts) + "\n"
+
+
+@dataclasses.dataclass
+class _Nodes:
+    """A variant's statements in the port's names, each part checked for names read before the
+    port binds them (left out, with a TODO saying why)."""
+
+    setup: list
+    example: list
+    after: list
+    params: set[str]
+    script_locals: set[str]
+    batch_params: list[str]
+    returns: list
+    bound: set[str] = dataclasses.field(default_factory=set)
+    example_bound: set[str] = dataclasses.field(default_factory=set)
+    after_bound: set[str] = dataclasses.field(default_factory=set)
+    blocked: int = 0
+
+    @classmethod
+    def of(cls, lifted: Lifted, params: set[str]) -> "_Nodes":
+        return cls([c.apply(s) for s, c, *_ in lifted.setup],
+                   list(lifted.element) + [c.apply(s) for s, c, *_ in lifted.example],
+                   [c.apply(s) for s, c, *_ in lifted.after], params, lifted.script_locals,
+                   list(lifted.batch_params or ()),
+                   [x for x in (lifted.returns, lifted.output) if x is not None])
+
+    def locals(self) -> set[str]:
+        out = set(self.params) | set(self.batch_params) | {"example", "seed"}
+        for s in self.setup + self.example + self.after:
+            if not isinstance(s, str):
+                out |= stored_names(s) | binds(s)
+        return out
+
+    def prune(self, chain_loads: set[str], mod: Module) -> None:
+        """Setup keeps what the rest needs (and the checks on it); then each part is put in
+        binding order."""
+        needed = chain_loads | set().union(*(loads(s) for s in self.example + self.after
+                                             + self.returns))
+        self.setup = _needed(self.setup, needed, self.params)
+        scope = self.locals() | self.script_locals
+        self.setup, bound = self.ordered(self.setup, set(self.params), scope)
+        self.bound = bound
+        # a name the map function assigns is its own local: the outer binding does not count
+        own_ex = set().union(*(binds(s) for s in self.example)) if self.example else set()
+        own_af = set().union(*(binds(s) for s in self.after)) if self.after else set()
+        self.example, self.example_bound = self.ordered(
+            self.example, (bound - own_ex) | {"example", "seed"}, scope)
+        self.after, self.after_bound = self.ordered(
+            self.after, (bound - own_af) | set(self.batch_params), scope)
+
+    def ordered(self, stmts: list, bound: set[str], scope: set[str]) -> tuple[list, set[str]]:
+        out = []
+        bound = set(bound)
+        for s in stmts:
+            missing = reads_unbound(s, bound) & scope
+            if missing:
+                if any(isinstance(n, ast.Return) for n in ast.walk(s)):
+                    self.blocked += 1  # what the function gives back is lost with it
+                out.append(f"line {getattr(s, 'lineno', '?')}: left out "
+                           f"`{_one_line(ast.unparse(s))}`: it reads "
+                           f"{', '.join(sorted(missing))}, which only the TF1 code the port "
+                           "replaces binds here")
+                continue
+            bound |= binds(s)
+            out.append(s)
+        return out, bound
 
 
 class _ChainCode(_chain._Render):
     """The plan's chain as code: the map functions named as the port defines them, and the
     per-batch map after the batch."""
 
-    def __init__(self, ds: str, p: m.Pipeline, v: m.Variant, seeded: set[str], after: str):
+    def __init__(self, ds: str, p: m.Pipeline, v: m.Variant, seeded: set[str] | None = None,
+                 after: str = "", after_seeded: bool = False):
         super().__init__(ds, p, v)
-        self.seeded = seeded
-        self.after = after
+        self.seeded = seeded or set()
+        self.after, self.after_seeded = after, after_seeded
+
+    def source(self, s: m.Source) -> list[str]:
+        out = super().source(s)
+        if s.kind == "range" and not (s.data.known and isinstance(s.data.value, int)):
+            # range_input_producer took an int32 tensor; Dataset.range wants int64
+            out[0] = f"{self.ds} = tf.data.Dataset.range(tf.cast({s.data.text}, tf.int64))"
+        return out
 
     def batch(self, st: m.BatchStage) -> list[str]:
         out = super().batch(st)
+        if self.after and self.after_seeded:  # a seed per batch for its stateless draws
+            root = self.v.root_seed.text if self.v.root_seed is not None else "None"
+            out.append(f"{self.ds} = tf.data.Dataset.zip(({self.ds}, "
+                       f"tf.data.Dataset.random(seed={root}).batch(2)))")
         if self.after:
             out.append(self.op(f"map({self.after}, num_parallel_calls={_chain.AUTOTUNE})"))
         return out
+
+
+def _group(pipelines: list[m.Pipeline]) -> list[list[m.Pipeline]]:
+    """Pipelines of one function whose variants exclude each other (``if shuffle:`` around two
+    batchers) go together; others stay apart."""
+    groups: list[list[m.Pipeline]] = []
+    for p in pipelines:
+        for g in groups:
+            if g[0].function == p.function and p.function != MODULE and all(
+                    _exclusive(a, b) for q in g for a in q.variants for b in p.variants):
+                g.append(p)
+                break
+        else:
+            groups.append([p])
+    return groups
+
+
+def _exclusive(a: m.Variant, b: m.Variant) -> bool:
+    wa = dict(a.when)
+    return any(c in wa and wa[c] != val for c, val in b.when)
 
 
 def emit(report) -> Emitted:
     """The port of the script a :class:`compare.migrate.MigrationReport` describes."""
     mod = report.module
     e = _Emitter(mod, report.script)
-    for p in report.pipelines:
-        e.pipeline(p)
+    groups = _group(report.pipelines)
+    e.pipeline_names = {g[0].function for g in groups if "." not in g[0].function}
+    for g in groups:
+        e.group(g)
     text = e.module()
     todos = [(i, ln.strip()[len(TODO):]) for i, ln in enumerate(text.splitlines(), 1)
              if ln.strip().startswith(TODO)]
@@ -379,8 +565,132 @@ def emit(report) -> Emitted:
 
 # -- small helpers ---------------------------------------------------------------------------
 
-def _clone(node: ast.AST) -> ast.AST:
-    return clone(node)
+def _info(mod: Module, function: str) -> FuncInfo | None:
+    if function == MODULE:
+        return mod.module
+    return mod.by_name.get(function) or next(
+        (f for f in mod.functions if f.qualname == function), None)
+
+
+def _needed(stmts: list, needed: set[str], params: set[str]) -> list:
+    """The setup statements that bind what the rest needs, the checks and mutations of those
+    names (``for f in filenames: if not exists(f): raise``), and Python's random seeding."""
+    out = []
+    needed = set(needed)
+    own = set().union(*(binds(s) for s in stmts)) if stmts else set()
+    for s in reversed(stmts):
+        made = binds(s) - _loop_targets(s)
+        reads = loads(s)
+        if made & needed or (not made and (reads & needed & own or _checks(s))) or _seeds(s):
+            out.append(s)
+            needed |= reads
+    return out[::-1]
+
+
+def _loop_targets(s: ast.stmt) -> set[str]:
+    out = set()
+    for n in ast.walk(s):
+        if isinstance(n, (ast.For, ast.AsyncFor)):
+            out |= {x.id for x in ast.walk(n.target) if isinstance(x, ast.Name)}
+        elif isinstance(n, (ast.With, ast.AsyncWith)):
+            for i in n.items:
+                if i.optional_vars is not None:
+                    out |= {x.id for x in ast.walk(i.optional_vars) if isinstance(x, ast.Name)}
+    return out
+
+
+def _unresolved(p: m.Pipeline) -> list[str]:
+    return list(dict.fromkeys(f"{u.what}: {u.why}" for u in p.unresolved))
+
+
+def _checks(s: ast.stmt) -> bool:
+    """An argument check: an ``assert``, or a statement that may raise."""
+    return isinstance(s, ast.Assert) or any(isinstance(n, ast.Raise) for n in ast.walk(s))
+
+
+def _seeds(s: ast.stmt) -> bool:
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and ast.unparse(
+        s.value.func) in _SEEDING
+
+
+def _free(node: ast.AST) -> set[str]:
+    """The names a statement (or a copied function) reads from outside: what it loads, less
+    what its lambdas, comprehensions and its own body bind."""
+    inner = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner |= _params(n)
+        elif isinstance(n, ast.comprehension):
+            inner |= {x.id for x in ast.walk(n.target) if isinstance(x, ast.Name)}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        inner |= {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and isinstance(
+            x.ctx, ast.Store)}
+    return _loads(node) - inner
+
+
+def _fill_empty_blocks(lines: list[str]) -> list[str]:
+    """``pass`` in a block that holds only comments (a branch whose only difference is a
+    TODO)."""
+    out: list[str] = []
+    for i, ln in enumerate(lines):
+        out.append(ln)
+        text = ln.strip()
+        if not text.endswith(":") or text.startswith("#"):
+            continue
+        indent = len(ln) - len(ln.lstrip())
+        j, code = i + 1, False
+        while j < len(lines) and (not lines[j].strip() or
+                                  len(lines[j]) - len(lines[j].lstrip()) > indent):
+            code = code or (lines[j].strip() and not lines[j].strip().startswith("#"))
+            j += 1
+        if not code:
+            out.append(" " * (indent + len(INDENT)) + "pass")
+    return _move_passes(out)
+
+
+def _move_passes(lines: list[str]) -> list[str]:
+    """Each inserted ``pass`` after the comments of its block."""
+    out = list(lines)
+    i = 0
+    while i < len(out):
+        if out[i].strip() == "pass" and i + 1 < len(out) and out[i + 1].strip().startswith(
+                "#") and _indent(out[i + 1]) == _indent(out[i]):
+            out[i], out[i + 1] = out[i + 1], out[i]
+            i = max(i - 1, 0)
+            continue
+        i += 1
+    return out
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _loads_of_lines(lines: list[str]) -> set[str]:
+    """The names tf.data code lines read (lines with ``...`` read what the rest reads)."""
+    out = set()
+    for ln in lines:
+        text = ln.strip()
+        if text.startswith(("if ", "else", "elif ")):
+            text = text.rstrip(":").split(" ", 1)[1] if " " in text else ""
+        try:
+            out |= loads(ast.parse(text.split("  #")[0]))
+        except SyntaxError:
+            continue
+    return out
+
+
+def _one_line(text: str) -> str:
+    first = text.splitlines()[0] if text else ""
+    return first[:70] + (" ..." if len(first) > 70 or "\n" in text else "")
+
+
+def _self_members(node: ast.AST, calls: bool) -> set[str]:
+    """``self.x`` names a statement calls (``calls``) or reads as attributes."""
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    return {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(
+        n.value, ast.Name) and n.value.id == "self" and isinstance(n.ctx, ast.Load)
+        and (id(n) in called) == calls}
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -388,17 +698,19 @@ def _is_docstring(stmt: ast.stmt) -> bool:
         stmt.value.value, str)
 
 
-def _live(stmts: list[ast.stmt]) -> list[ast.stmt]:
+def _live(stmts: list) -> list:
     """Leave out assignments of plain names that nothing after them reads and that call no
     TensorFlow op (a helper's ``num_preprocess_threads = cpu_count()`` that only sized a queue
     runner)."""
     out, needed = [], set()
     for s in reversed(stmts):
-        if (isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) for t in s.targets)
+        if not isinstance(s, str) and (
+                isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) for t in s.targets)
                 and not {t.id for t in s.targets} & needed and "tf." not in ast.unparse(s.value)
                 and not isinstance(getattr(s.value, "func", None), ast.Attribute)):
             continue
-        needed |= _loads(s)
+        if not isinstance(s, str):
+            needed |= _loads(s)
         out.append(s)
     return out[::-1]
 
@@ -414,16 +726,6 @@ def _params(node: ast.AST) -> set[str]:
         return set()
     return {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} | {
         x.arg for x in (a.vararg, a.kwarg) if x is not None}
-
-
-def _locals(lifted: Lifted) -> set[str]:
-    out = set()
-    for part in (lifted.setup, lifted.example, lifted.after):
-        for s, c, _ in part:
-            out |= stored_names(c.apply(s))
-    for s in lifted.element:
-        out |= stored_names(s)
-    return out | set(lifted.batch_params or ()) | {"example", "seed"}
 
 
 def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
@@ -443,6 +745,12 @@ def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
         elif isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and name in \
                 stored_names(s):
             out.append(s)
+    if any(isinstance(s, ast.Assign) and ast.unparse(s.value).endswith("flags.FLAGS")
+           for s in out):  # FLAGS = tf.app.flags.FLAGS: its flags are defined by DEFINE_* calls
+        out += [s for s in mod.tree.body if isinstance(s, ast.Expr) and isinstance(
+            s.value, ast.Call) and isinstance(s.value.func, ast.Attribute) and
+            s.value.func.attr.startswith("DEFINE_")]
+        out.sort(key=lambda s: s.lineno)
     return out
 
 
@@ -472,12 +780,16 @@ def _unique(name: str, taken: set[str]) -> str:
     return out
 
 
-def _where(p: m.Pipeline) -> str:
+def _where(ps: list[m.Pipeline]) -> str:
+    p = ps[0]
     what = "its top-level code" if p.function == MODULE else f"{p.function}()"
-    return f"the input pipeline of {what} (line {p.line}: {p.end.construct})"
+    sites = "; ".join(f"line {q.line}: {q.end.construct}" for q in ps)
+    return f"the input pipeline of {what} ({sites})"
 
 
 def _tuple_element(v: m.Variant) -> bool:
+    if getattr(v, "branches", None):
+        return True  # the streams' elements, zipped
     s = v.source
     if s.kind == "rows" and s.data is not None and s.data.text.startswith(("[", "(")):
         return "," in s.data.text

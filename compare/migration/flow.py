@@ -129,6 +129,7 @@ class World:
     stopped: bool = False
     log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
     frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
+    decided: set = dataclasses.field(default_factory=set)  # seqs of ifs this world decided
     #: What the entry hands out: its return value and, for a method, ``self`` (per-batch code
     #: is what makes these from the batches).
     returned: object = None
@@ -690,6 +691,7 @@ class Run:
         cond = _condition_text(test, node.test, self)
         key = cond[4:] if cond.startswith("not ") else cond
         if key in self.world.decisions or self.mod.is_structural(node):  # decided in this world
+            self.world.decided.add(self.cur_seq)
             return self.block(node.body if self.decide(cond) else node.orelse, fr)
         return self.both(node, cond, fr)
 

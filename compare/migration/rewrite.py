@@ -15,6 +15,7 @@ import ast
 from compare.migration import tfnames
 from compare.migration.lift import RUNTIME_CATEGORIES
 from compare.migration.pipelines import STATELESS
+from compare.migration.porthelpers import DRAWS, REPLACED, RESIZE_V1
 from compare.migration.rules import canonical, rule_for
 from compare.migration.values import Module
 
@@ -26,36 +27,13 @@ _OLD_PARAMS = {
 }
 #: Keywords the stateless op spells differently.
 _STATELESS_KEYWORDS = {"multinomial": {"output_dtype": "dtype"}}
-#: The name of the per-example seed helper in the port.
-DRAWS = "_draws"
 #: TF1 resizes whose TF 2 form (tf.image.resize, half-pixel centres) gives other values: the
-#: port calls a helper that runs the same kernels with TF1's pixel centres (see RESIZE_HELPER).
-RESIZE_V1 = "_resize_images_v1"
+#: port calls a helper that runs the same kernels with TF1's pixel centres.
 _V1_RESIZES = {"tensorflow.image.resize_images": None,
                "tensorflow.image.resize_bilinear": "bilinear",
                "tensorflow.image.resize_nearest_neighbor": "nearest",
                "tensorflow.image.resize_bicubic": "bicubic",
                "tensorflow.image.resize_area": "area"}
-RESIZE_HELPER = f'''
-def {RESIZE_V1}(images, size, method="bilinear", align_corners=False,
-                      preserve_aspect_ratio=False, name=None):
-    """TF 1's tf.image.resize_images (and resize_bilinear & co.): the same kernels with TF 1's
-    pixel centres, so the port's values match the script's (tf.image.resize moved the centres
-    by half a pixel). preserve_aspect_ratio is not supported."""
-    if preserve_aspect_ratio:
-        raise NotImplementedError("preserve_aspect_ratio: resize with tf.image.resize")
-    kind = {{0: "bilinear", 1: "nearest", 2: "bicubic", 3: "area"}}.get(method, method)
-    kind = getattr(kind, "value", kind)
-    images = tf.convert_to_tensor(images)
-    batch = images if images.shape.rank == 4 else images[tf.newaxis]
-    if kind == "area":
-        out = tf.raw_ops.ResizeArea(images=batch, size=size, align_corners=align_corners)
-    else:
-        op = {{"bilinear": tf.raw_ops.ResizeBilinear, "nearest": tf.raw_ops.ResizeNearestNeighbor,
-              "bicubic": tf.raw_ops.ResizeBicubic}}[kind]
-        out = op(images=batch, size=size, align_corners=align_corners, half_pixel_centers=False)
-    return out if images.shape.rank == 4 else out[0]
-'''
 
 
 def _chain(node: ast.AST) -> list[str] | None:
@@ -81,9 +59,11 @@ class Rewriter(ast.NodeTransformer):
         self.mod = mod
         self.locals = set(locals_)
         self.todos: list[str] = []
+        self.blocking = 0  # TODOs after which the code cannot run (a name TF 2 does not have)
         self.notes: list[str] = []
         self.draws = 0
-        self.resizes = 0
+        self.helpers: set[str] = set()  # the port's own helpers this code calls
+        self.imports: set[str] = set()  # imports the rewritten code needs
 
     # -- names ------------------------------------------------------------------------------
     def qualified(self, node: ast.AST) -> str:
@@ -113,11 +93,16 @@ class Rewriter(ast.NodeTransformer):
         old = "tf" + qual[len("tensorflow"):]
         if old.startswith("tf.python.platform."):  # flags, gfile: public as tf.flags, tf.gfile
             old = "tf." + old[len("tf.python.platform."):]
+        for flags in ("tf.app.flags", "tf.flags"):  # TF 1's flags were absl's
+            if old == flags or old.startswith(flags + "."):
+                self.imports.add("import absl.flags")
+                return _dotted("absl.flags" + old[len(flags):])
         new = tfnames.tf2_name(old)
         if new.name is None and tfnames.exists("tf.compat.v1." + old[3:]):
             new = tfnames.Name2("tf.compat.v1." + old[3:], compat=True)
         if new.name is None:
             self.todos.append(f"{ast.unparse(node)} ({old}) has no TF 2 equivalent: replace it")
+            self.blocking += 1
             return None
         if new.compat:
             self.todos.append(f"{old} exists only as {new.name} in TF 2: rewrite this with "
@@ -182,8 +167,13 @@ class Rewriter(ast.NodeTransformer):
         if rule is not None and rule.category == "stateful_random" and \
                 rule.id != "set_random_seed":
             return self.stateless(node, rule)
+        if qual in REPLACED:
+            self.helpers.add(REPLACED[qual])
+            node.func = ast.copy_location(ast.Name(REPLACED[qual], ast.Load()), node.func)
+            self.generic_visit(node)
+            return node
         if qual in _V1_RESIZES:
-            self.resizes += 1
+            self.helpers.add(RESIZE_V1)
             node.func = ast.copy_location(ast.Name(RESIZE_V1, ast.Load()), node.func)
             if _V1_RESIZES[qual]:
                 node.keywords.append(ast.keyword("method", ast.Constant(_V1_RESIZES[qual])))
@@ -271,4 +261,4 @@ def summary_call(mod: Module, stmt: ast.stmt) -> str | None:
     return None
 
 
-__all__ = ["DRAWS", "RESIZE_HELPER", "RESIZE_V1", "Rewriter", "summary_call"]
+__all__ = ["DRAWS", "RESIZE_V1", "Rewriter", "summary_call"]

@@ -35,6 +35,34 @@ REMOVED_CONSTANTS: dict[str, dict[str, object]] = {
 }
 
 
+#: TensorFlow namespaces and names that consume a batch rather than prepare it (the model, its
+#: training, the graph and session runtime): the port's per-batch map stops before the first
+#: statement that calls one on the batch (:mod:`.batchpart`).
+CONSUMER_PREFIXES: tuple[str, ...] = (
+    "tensorflow.layers.", "tensorflow.keras.", "tensorflow.nn.", "tensorflow.losses.",
+    "tensorflow.metrics.", "tensorflow.train.", "tensorflow.estimator.", "tensorflow.saved_model.",
+    "tensorflow.distribute.", "tensorflow.contrib.layers.", "tensorflow.contrib.slim.",
+    "tensorflow.contrib.rnn.", "tensorflow.contrib.seq2seq.", "tensorflow.contrib.framework.",
+    "tensorflow.contrib.losses.", "tensorflow.contrib.metrics.", "tensorflow.contrib.learn.",
+    "tensorflow.nn.rnn_cell.", "tensorflow.profiler.", "tensorflow.tpu.",
+)
+CONSUMER_NAMES: frozenset[str] = frozenset({
+    "tensorflow.Variable", "tensorflow.get_variable", "tensorflow.variable_scope",
+    "tensorflow.placeholder", "tensorflow.placeholder_with_default", "tensorflow.Session",
+    "tensorflow.InteractiveSession", "tensorflow.global_variables", "tensorflow.local_variables",
+    "tensorflow.trainable_variables", "tensorflow.global_variables_initializer",
+    "tensorflow.local_variables_initializer", "tensorflow.gradients", "tensorflow.get_collection",
+    "tensorflow.add_to_collection", "tensorflow.matmul", "tensorflow.get_default_graph",
+    "tensorflow.Graph", "tensorflow.group", "tensorflow.control_dependencies",
+    "tensorflow.add_n", "tensorflow.assign", "tensorflow.assign_add",
+})
+
+
+def consumes_batches(qualname: str) -> bool:
+    """Is this TensorFlow name the model's or the runtime's (see :data:`CONSUMER_PREFIXES`)?"""
+    return qualname in CONSUMER_NAMES or qualname.startswith(CONSUMER_PREFIXES)
+
+
 @dataclasses.dataclass(frozen=True)
 class Tables:
     """``renames``: TF1 name -> TF2 name; ``keywords``: name -> {old kw: new kw};
@@ -147,6 +175,10 @@ def tf2_name(old: str) -> Name2:
     if old.startswith("tf.contrib.") and new == old:
         return Name2(None)
     ok = exists(new)
+    if ok is False and old.startswith("tf.python.") and "." in old[len("tf.python."):]:
+        public = tf2_name("tf." + old.rsplit(".", 1)[1])  # array_ops.shape is tf.shape
+        if public.name is not None and exists(public.name):
+            return public
     if ok is False:
         return Name2(None)
     return Name2(new, checked=ok is not None)
