@@ -8,7 +8,6 @@ import ast
 import builtins
 
 from compare.migration import values
-
 from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
 from compare.migration.scan import walk
 from compare.migration.values import (
