@@ -520,7 +520,7 @@ def test_long_and_table_breaking_names_in_report_md(tmp_path):
             for j, n in enumerate(names):
                 ev.append({"ph": "X", "pid": 1, "tid": 2, "ts": t + 10 + j * 2000,
                            "dur": 1000 * scale, "name": n,
-                           "args": {"long_name": f"{n}:{n}", "group_id": s}})
+                           "args": {"long_name": f"{n}:MatMul", "group_id": s}})
         paths[k] = tmp_path / f"{k}.json"
         paths[k].write_text(json.dumps({"traceEvents": ev}))
     rep = compare_traces(paths["legacy"], paths["modern"], out=tmp_path / "out")
