@@ -349,11 +349,11 @@ def _aliased(t: GroupTimes, alias: dict[str, str]) -> GroupTimes:
             out[alias.get(key, key)] += v
         return dict(out)
 
-    ops: dict[str, list[str]] = defaultdict(list)
-    for key, names in t.ops.items():
-        ops[alias.get(key, key)] += [n for n in names if n not in ops[alias.get(key, key)]]
+    ops: dict[str, dict[str, None]] = defaultdict(dict)   # ordered sets: rows may meet by
+    for key, names in t.ops.items():                      # the thousand
+        ops[alias.get(key, key)].update(dict.fromkeys(names))
     return GroupTimes(fold(t.wall), fold(t.cpu), fold(t.first) if t.first is not None else None,
-                      dict(ops))
+                      {k: list(v) for k, v in ops.items()})
 
 
 def group_rows(raw: dict[str, GroupTimes], alias: dict[str, dict[str, str]]

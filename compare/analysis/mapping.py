@@ -347,9 +347,8 @@ class _Mapper:
         if name.startswith(tfops.MAKE_ITERATOR_PREFIX):  # tf.data building an iterator (each epoch)
             return L["runtime"], B["tf_data"], False, False, None, None, None
         if name.startswith(tfops.TFDATA_ITERATOR_PREFIX):
-            kind = re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1])
-            if kind in tfops.TFDATA_ASYNC_KINDS or \
-                    name.rsplit("::", 1)[-1] in tfops.TFDATA_ASYNC_KINDS:
+            kind = tfops.tfdata_kind(name)
+            if tfops.is_tfdata_async(name):
                 return L["input_wait"], B["tf_data"], True, False, None, None, None
             if kind in tfops.TFDATA_KIND_STAGE and self.weak_ok:  # any program batches
                 return L[tfops.TFDATA_KIND_STAGE[kind]], B["tf_data"], False, False, None, None, None
