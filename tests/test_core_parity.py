@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import numpy as np
 import pytest
 
 from common.protos import XSpaceEvents
@@ -368,3 +369,22 @@ def test_explain_does_not_call_a_windows_first_step_a_first_run():
 
     assert "window of a longer run" in choose(_xprof(MODEL, first_num=500)).reason
     assert "one-time work" in choose(_xprof(MODEL, first_num=0)).reason
+
+
+def test_step_extents_in_one_pass_equal_one_mask_per_step():
+    """parity._extents (one pass over the events) gives each step's first start and last end
+    as a mask per step did, steps without events and repeated step numbers included."""
+    from compare.analysis.parity import _extents
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(0, 40))
+        step = rng.integers(-1, 6, n)
+        ts = rng.integers(0, 100, n).astype(float)
+        end = ts + rng.integers(0, 20, n)
+        nums = rng.integers(0, 8, int(rng.integers(1, 6)))
+        lo, hi = _extents(step, ts, end, nums)
+        for j, s in enumerate(nums.tolist()):
+            inside = step == s
+            assert (lo[j], hi[j]) == ((ts[inside].min(), end[inside].max()) if inside.any()
+                                      else (np.inf, -np.inf))

@@ -552,3 +552,31 @@ def test_per_step_statistics_sparse_equal_dense(monkeypatch):
         monkeypatch.undo()
         for d, s in zip(dense[1:], sparse[1:]):
             assert np.allclose(d, s), (steps, d, s)
+
+
+def test_many_xla_clusters_fused_into_one_row_keep_its_name_short(tmp_path):
+    """Ops the other side ran outside XLA, against thousands of clusters that do not say
+    what they hold: one fused row, named by a few clusters and their count (the name of all
+    of them joined went into every matched event of the merged trace: 232 MB at 5,000)."""
+    from compare.api import compare_traces
+    from tests.conftest import ROOT
+
+    path = _write(tmp_path, hostile.xla_clusters(3000))
+    rep = compare_traces(path, ROOT / "tests/fixtures/tf1_cpu_xla.timeline.json",
+                         out=tmp_path / "out")
+    fused = [r for r in rep.comparison.ops_diff if r.status == "fused"]
+    assert fused and all(len(r.op) < 200 for r in fused), [r.op[:300] for r in fused]
+    # all 1,500 but those the other side also runs by name (its cluster_0, cluster_1)
+    assert any(re.search(r"\+\.\.\. \(1,4\d\d clusters\)$", r.op) for r in fused), fused
+    assert (tmp_path / "out" / "merged_trace.json.gz").stat().st_size < 2_000_000
+
+
+def test_cluster_owners_name_each_ops_cluster_or_all_of_them():
+    from compare.analysis.opdiff import _cluster_owners
+
+    clusters = [(f"cluster_{i}", "_XlaLaunch") for i in range(5)]
+    owners, joint = _cluster_owners(clusters, {"cluster_1": {"a", "b"}, "cluster_3": {"b"}})
+    assert (owners, joint) == ({"a": "cluster_1", "b": "cluster_1"}, "")
+    owners, joint = _cluster_owners(clusters, {})
+    assert owners == {} and joint == "cluster_0+cluster_1+cluster_2+... (5 clusters)"
+    assert _cluster_owners(clusters[:2], {})[1] == "cluster_0+cluster_1"

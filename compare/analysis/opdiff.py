@@ -37,7 +37,12 @@ from compare.model.intervals import union_per_group
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import COPY_NAME, GROUPS, RUNTIME_OPS, strip_wrappers
 from compare.vocabulary.labels import GRAD_SCOPE_SUFFIX, SCOPE_SUFFIX
-from compare.vocabulary.thresholds import OP_SAME_SHARE, OP_SAME_US, TYPE_ROWS_KEPT
+from compare.vocabulary.thresholds import (
+    CLUSTERS_NAMED,
+    OP_SAME_SHARE,
+    OP_SAME_US,
+    TYPE_ROWS_KEPT,
+)
 
 STATUSES = ("same", "changed", "added", "removed", "fused", "unfused")
 #: Categories whose events are ops (or compiled code running ops).
@@ -378,19 +383,18 @@ def _fused(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat],
         clusters = [k for k, s in new.items() if s.type in tfops.XLA_RUN_OPS]
         if not clusters:
             continue
-        members = units.get(side_new, {})
-        claimed: dict[str, list[str]] = defaultdict(list)
+        owners, joint = _cluster_owners(clusters, units.get(side_new, {}))
+        claimed: dict[str, list[Key]] = defaultdict(list)
         loose = [k for k, s in gone.items() if s.group not in _UNCLUSTERABLE_GROUPS
                  and s.type not in RUNTIME_OPS and s.type not in tfops.XLA_OPS]
         for k in loose:
-            owner = next((c[0] for c in clusters if k[0] in members.get(c[0], ())), None)
-            if owner is None and not any(members.get(c[0]) for c in clusters):
-                owner = "+".join(sorted(c[0] for c in clusters))
+            owner = owners.get(k[0], joint)
             if owner:
                 claimed[owner].append(k)
-        by_name = {c[0]: c for c in clusters}
+        by_name = {c[0]: [c] for c in clusters}
+        by_name[joint] = clusters
         for owner, ops in claimed.items():
-            runs = [new.pop(by_name[c]) for c in owner.split("+")]
+            runs = [new.pop(c) for c in by_name[owner]]
             former = [gone.pop(k) for k in ops]
             a, b = (former, runs) if side_new == "modern" else (runs, former)
             row = _row(owner, a, b, "xla", members=sorted(k[0] for k in ops))
@@ -398,6 +402,22 @@ def _fused(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat],
                 side_new
             rows.append(row)
     return rows
+
+
+def _cluster_owners(clusters: list[Key], members: dict[str, set[str]]
+                    ) -> tuple[dict[str, str], str]:
+    """(op name -> the first cluster holding it, the name of all clusters as one owner): the
+    joint owner ("" unless no cluster says what it holds) takes every op."""
+    owners: dict[str, str] = {}
+    for c in clusters:
+        for m in members.get(c[0], ()):
+            owners.setdefault(m, c[0])
+    if any(members.get(c[0]) for c in clusters):
+        return owners, ""
+    names = sorted(c[0] for c in clusters)
+    joint = "+".join(names) if len(names) <= CLUSTERS_NAMED else \
+        "+".join(names[:CLUSTERS_NAMED]) + f"+... ({len(names):,} clusters)"
+    return owners, joint
 
 
 @dataclasses.dataclass

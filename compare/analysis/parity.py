@@ -125,20 +125,30 @@ def noise_share(steps: list[StepBasis]) -> float:
                2.0 * float(np.sqrt(sum(x * x for x in se))) / slower)
 
 
+def _extents(step: np.ndarray, ts: np.ndarray, end: np.ndarray, nums: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Per step number of ``nums``: the first start and last end of the events in that step
+    (inf, -inf for a step without any), in one pass over the events."""
+    keys, inv = np.unique(nums, return_inverse=True)
+    k = np.searchsorted(keys, step)
+    ok = k < len(keys)
+    ok[ok] = keys[k[ok]] == step[ok]
+    lo, hi = np.full(len(keys), np.inf), np.full(len(keys), -np.inf)
+    np.minimum.at(lo, k[ok], ts[ok])
+    np.maximum.at(hi, k[ok], end[ok])
+    return lo[inv], hi[inv]
+
+
 def step_basis(s: "Side") -> StepBasis:
     att, ev = s.attribution, s.trace.events
-    spans, durs = [], []
-    work = work_mask(s.trace)
-    for st in att.steady:
-        inside = work & (ev.step == st.num)
-        durs.append(st.dur)
-        if inside.any():
-            spans.append(min(st.dur, float(ev.end[inside].max() - max(ev.ts[inside].min(),
-                                                                       st.ts))))
-        else:
-            spans.append(st.dur)
+    durs = [st.dur for st in att.steady]
     if not durs:
         return StepBasis(0.0, 0.0, 0, 0.0)
+    work = work_mask(s.trace)
+    first, last = _extents(ev.step[work], ev.ts[work], ev.end[work],
+                           np.array([st.num for st in att.steady]))
+    spans = [min(st.dur, float(hi - max(lo, st.ts))) if hi >= lo else st.dur
+             for st, lo, hi in zip(att.steady, first.tolist(), last.tolist())]
     med_span, med_dur = float(np.median(spans)), float(np.median(durs))
     # only a timeline's session runs leave untraced time between them (Python between runs)
     untraced = med_dur - med_span if s.trace.format == "timeline" else 0.0

@@ -134,3 +134,6 @@ SCOPE_VARIANTS_MERGED = 5
 GROUP_ROWS_KEPT = 40
 TYPE_ROWS_KEPT = 200
 MEMBERS_LISTED = 200
+#: Ops fused into several clusters at once (the trace does not say which holds what) are
+#: one row named after its clusters: up to this many by name, then their count.
+CLUSTERS_NAMED = 3
