@@ -3,24 +3,10 @@ a batch call (dicts, zip, several producers, helpers, other modules), where a tf
 starts, which calls are TF1-only, and what the plan says about them. Fast: nothing is run."""
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from compare.migrate import analyze_source
-
-
-def plan(source: str):
-    report = analyze_source(source, "t.py")
-    for p in report.pipelines:
-        ast.parse(p.chain)
-    return report
-
-
-def only(source: str):
-    (p,) = plan(source).pipelines
-    return p
-
+from tests.test_migrate_plan import only, plan
 
 HEAD = "import tensorflow as tf\n"
 
