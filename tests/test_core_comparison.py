@@ -278,3 +278,22 @@ def test_a_cache_lookup_is_no_compile_in_either():
         assert st.split["compile"] == pytest.approx(e.xla_step.compile_us)
     lookups = side.xla.lookup_events
     assert len(lookups) == 3 and {side.smap.label_name(i) for i in lookups} == {"runtime"}
+
+
+def test_op_names_in_the_printed_table_lose_their_middle_not_their_end():
+    """Two gradients of one layer differ only in their last scope: the printed op column
+    keeps the top scope and the end, drops the middle, and an op named after its type does
+    not say the type twice."""
+    from compare.analysis.opdiff import OpDiff
+    from compare.output.tables import _fit_path, _op_cell
+
+    names = [f"gradient_tape/sequential/conv2d_1/Conv2D/Conv2DBackprop{k}" for k in
+             ("Filter", "Input")]
+    cells = [_op_cell(OpDiff(n, n.rpartition("/")[2], 1.0, 2.0, 1, 1, "changed", "name"), 52)
+             for n in names]
+    assert cells == ["gradient_tape/…/conv2d_1/Conv2D/Conv2DBackpropFilter",
+                     "gradient_tape/…/conv2d_1/Conv2D/Conv2DBackpropInput"]
+    short = OpDiff("dense/MatMul_1", "MatMul", 1.0, 2.0, 1, 1, "changed", "name")
+    assert _op_cell(short, 52) == "dense/MatMul_1 (MatMul)"
+    assert _fit_path("a/" * 40 + "end", 20).endswith("/end") and len(_fit_path("a/" * 40 + "end", 20)) <= 20
+    assert _fit_path("x" * 80, 20) == "x" * 19 + "…"

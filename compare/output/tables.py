@@ -23,6 +23,30 @@ def _fit(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _fit_path(path: str, n: int) -> str:
+    """A scope path in ``n`` characters, its middle dropped first: the top scope (forward or
+    gradient) and the last ones (the layer, the op) tell ops apart; a cut end would not."""
+    parts = path.split("/")
+    if len(path) <= n or len(parts) < 3:
+        return _fit(path, n)
+    for k in range(2, len(parts)):
+        s = parts[0] + "/…/" + "/".join(parts[k:])
+        if len(s) <= n:
+            return s
+    return "…" + path[-(n - 1):]
+
+
+def _op_cell(r, n: int) -> str:
+    """:func:`describe` in ``n`` characters; an op named after its type drops the type."""
+    text = describe(r)
+    if len(text) <= n or not text.startswith(r.op):
+        return _fit(text, n)
+    rest = text[len(r.op):]
+    if rest == f" ({r.type})" and r.op.rpartition("/")[2] == r.type:
+        rest = ""
+    return _fit(_fit_path(r.op, max(n - len(rest), 12)) + rest, n)
+
+
 def _cw(c: Comparison) -> int:
     """Width of a number column: the sides' labels, 10 to 18 characters."""
     return max(10, min(18, max(len(c.label(k)) for k in ("legacy", "modern"))))
@@ -87,7 +111,7 @@ def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
              "-" * 100]
     for r in c.ops_diff[:n]:
         sign = "+" if r.delta_us > 0 else "-"
-        lines.append(f"{_fit(describe(r), 52):<52} {cell(r.a_us):>{w}} {cell(r.b_us):>{w}} "
+        lines.append(f"{_op_cell(r, 52):<52} {cell(r.a_us):>{w}} {cell(r.b_us):>{w}} "
                      f"{sign + duration(abs(r.delta_us)):>10}  {r.status}"
                      + (f" by {r.match}" if r.match in ("scope", "type") else ""))
     return "\n".join(lines)
