@@ -285,6 +285,17 @@ def test_python2_syntax_is_rewritten_in_place():
     assert "Python 2" in report.notes[0] and "print statement x3" in report.notes[0]
 
 
+def test_python2_except_without_a_space_after_the_comma():
+    """``except Exception,e:`` (no space, as a real script wrote it) and a parenthesised
+    tuple of exceptions both become ``except ... as e``."""
+    text, done = python2_rewrite("try:\n    x = 1\nexcept Exception,e:\n    pass\n"
+                                 "try:\n    x = 1\nexcept (KeyError,ValueError),err:\n"
+                                 "    print err\n")
+    ast.parse(text)
+    assert "except Exception as e:" in text and "except (KeyError,ValueError) as err:" in text
+    assert done["except E, e"] == 2
+
+
 def test_python2_tabs_mixed_with_spaces():
     source = ("import tensorflow as tf\nif x:\n        y = 1\n\tz = tf.train.batch(a, 2)\n")
     assert [(f.line, f.rule.id) for f in analyze_source(source, "t.py").findings] == [

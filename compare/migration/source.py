@@ -220,9 +220,11 @@ def _rewrite_statement(stmt: list[_Tok], edits: _Edits) -> None:
     if head.text in ("print", "exec"):
         _statement_call(stmt, edits, f"{head.text} statement")
     elif head.text == "except":
-        comma = next((t for t in stmt if t.text == "," and t.depth == 0), None)
-        if comma is not None:
-            edits.put(comma.start, _end(comma), " as", "except E, e")
+        k = next((k for k, t in enumerate(stmt) if t.text == "," and t.depth == 0), None)
+        if k is not None:
+            comma = stmt[k]
+            tight = k + 1 < len(stmt) and stmt[k + 1].start == _end(comma)  # except E,e:
+            edits.put(comma.start, _end(comma), " as " if tight else " as", "except E, e")
     elif head.text == "raise":
         comma = next((t for t in stmt if t.text == "," and t.depth == 0), None)
         if comma is not None:
