@@ -306,11 +306,20 @@ def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
     out.row, k = launch_events(trace, choice, legend)
     if not out.row:
         return out
+    k = k[~_collectives(trace, k)]  # a collective's box lasts until the others join: no launch
     out.busy_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
     ops = k[(ev.op_type[k] != 0)]
     out.host_ops = int(len(ops))
     out.host_ops_short = int((ev.dur[ops] < 20.0).sum())
     return out
+
+
+def _collectives(trace: Trace, k: np.ndarray) -> np.ndarray:
+    """Which of the events ``k`` run a collective (NCCL, all-reduce), by op type or name."""
+    ev, names = trace.events, trace.strings.names
+    ids = [i for i in np.unique(np.concatenate([ev.op_type[k], ev.name[k]])).tolist()
+           if i and is_collective(names[i])]
+    return np.isin(ev.op_type[k], ids) | np.isin(ev.name[k], ids)
 
 
 # --------------------------------------------------------------------------------------------
