@@ -601,3 +601,28 @@ def test_batches_only_put_into_a_record_need_no_per_batch_map():
              "    batch = tf.train.batch([x], n)\n"
              "    return Examples(inputs=batch, count=len(files))\n")
     assert p.variants[0].batch().after == [] and p.unresolved == []
+
+
+KEY_IN_HELPER = HEAD + """
+def read_image(q):
+    reader = tf.WholeFileReader()
+    key, value = reader.read(q)
+    image = tf.image.decode_jpeg(value, channels=3)
+    label = tf.strings.length(key)
+    return image, label
+
+def inputs(files, n):
+    q = tf.train.string_input_producer(files)
+    image, label = read_image(q)
+    return tf.train.shuffle_batch([image, label], batch_size=n, capacity=200,
+                                  min_after_dequeue=100)
+"""
+
+
+@pytest.mark.parametrize("source", [KEY_IN_HELPER, KEY_IN_HELPER.replace(
+    "tf.strings.length(key)", "tf.py_func(label_of, [key], tf.float32)")])
+def test_a_reader_key_used_by_computation_keeps_the_file_name(source):
+    """A label computed from the reader's key (the file name; Cat-GAN's py_func on it) makes
+    the read hand out the path with the file: the key was only noticed when batched as it
+    was, so the port dropped the label with 'unresolved: none'."""
+    assert "map(lambda path: (path, tf.io.read_file(path))" in only(source).chain

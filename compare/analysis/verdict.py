@@ -336,7 +336,9 @@ def _one_time(f: Facts, cls: str) -> list[Finding]:
         f"costs.",
         "profile a later step (skip the first: e.g. TensorBoard's profile_batch='10,20', or "
         "trace session run 10 rather than the first) and judge speed there"
-        + ("; for autotuning, TF_CUDNN_USE_AUTOTUNE=0 shows the steady cost at once"
+        + ("; cuDNN autotunes once per shape, so a later step runs the tuned algorithms "
+           "(TF_CUDNN_USE_AUTOTUNE=0 skips the search, but then every step runs cuDNN's "
+           "default algorithms, which may be slower: not the tuned steady cost)"
            if o.autotune_nodes else ""))]
 
 

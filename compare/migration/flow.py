@@ -527,10 +527,19 @@ class Run:
                        list(self.cur_external), fr.loop.text if fr.loop is not None else "",
                        self.cur_seq)
         self.world.steps[step.id] = step
-        for t in tensors:
+        for t in tensors + self.keys_read(node, fr):
             if t.key:
                 t.stream.key_ids.add(step.id)
         return step
+
+    def keys_read(self, node: ast.stmt, fr: Frame) -> list[Tensor]:
+        """The reader keys (``key, value = reader.read(q)``: the file name) a statement reads
+        by name: a step computing from a key uses it, though what it computes is no key."""
+        value = getattr(node, "value", None)
+        names = [n.id for n in ast.walk(value) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Load)] if value is not None else []
+        found = (self._lookup_at(name, fr, self.clock) for name in names)
+        return [v for v in found if isinstance(v, Tensor) and v.key]
 
     def stamp(self, val: Val, step: StepRec) -> Val:
         """``val`` as computed by ``step`` (tensors in it now depend on the step)."""
