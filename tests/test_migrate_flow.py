@@ -626,3 +626,27 @@ def test_a_reader_key_used_by_computation_keeps_the_file_name(source):
     the read hand out the path with the file: the key was only noticed when batched as it
     was, so the port dropped the label with 'unresolved: none'."""
     assert "map(lambda path: (path, tf.io.read_file(path))" in only(source).chain
+
+
+COPIES_OVER_FILES = HEAD + """
+def load(name):
+    q = tf.train.string_input_producer([name], num_epochs=1)
+    _, line = tf.TextLineReader().read(q)
+    return tf.decode_csv(line, [[0.0], [0]])
+
+def test_records(names, n):
+    tensors = []
+    for f in names:
+        feat, label = load(f)
+        tensors.append((feat, label))
+    return tf.train.batch_join(tensors, batch_size=n, allow_smaller_final_batch=True)
+"""
+
+
+def test_copies_made_by_a_loop_over_files_read_every_file():
+    """batch_join's copies made by ``for f in names`` each read their own file (a held-out
+    bird-audio script): the source is ``names``, not the first copy's ``[f]``, and a queue of
+    one file shuffled nothing."""
+    (p,) = [p for p in plan(COPIES_OVER_FILES).pipelines if p.function == "test_records"]
+    assert "from_tensor_slices(names)" in p.chain and "[f]" not in p.chain
+    assert "shuffle(" not in p.chain and "cycle_length=len(names)" in p.chain

@@ -81,7 +81,9 @@ def _check(script: str, emitted: Emitted, f) -> int:
         result = run_check(script, port, target, opts, out)
     sys.stdout.write(result.table() + "\n")
     if result.ok:
-        sys.stdout.write(f"check passed: the port gives the original's batches; report in "
+        sys.stdout.write(f"check passed: the port gives the original's batches, with "
+                         f"shuffles and random draws neutralised on both sides (so the order "
+                         f"and the augmentation are not what was compared); report in "
                          f"{out}/report.md\n")
         return 0
     names = "; ".join(f"{r.what}: {r.original} vs {r.port}" for r in result.failures())

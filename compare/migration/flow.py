@@ -219,8 +219,7 @@ class Run:
             v = f.get(name)
             if v is not None:
                 if fr.depth == 0 and f is fr and isinstance(v, Sym):
-                    return Sym(name, v.const, v.qual, v.param, v.listish, v.node, v.loop_vars,
-                               v.alts)
+                    return dataclasses.replace(v, render=name)
                 if fr.depth == 0 and isinstance(v, Tensor):  # named as the pipeline function does
                     return Tensor(v.stream, v.deps, name, v.key)
                 return v
@@ -663,11 +662,15 @@ class Run:
         if _is_range(node.iter):  # the copy number: copies made by it may differ by it
             count.loop_vars = tuple(n.id for n in walk(node.target)
                                     if isinstance(n, ast.Name))  # noqa
+        over = self.render(node.iter, fr)() if isinstance(node.target, ast.Name) and \
+            not _is_range(node.iter) else ""
         item = merge(it.items) if isinstance(it, ListV) and it.items else (
             Tensor(it.stream, it.deps) if isinstance(it, Tensor) else
-            Sym(self.render(node.target, fr), param=getattr(it, "param", "")))
+            Sym(self.render(node.target, fr), param=getattr(it, "param", ""), over=over))
         if isinstance(it, Sym) and it.param and not isinstance(item, Tensor):
-            item = Sym(self.render(node.target, fr), param=it.param)
+            item = Sym(self.render(node.target, fr), param=it.param, over=over)
+        elif isinstance(item, Sym) and over:
+            item = dataclasses.replace(item, over=over)
         self.assign(node.target, item, fr)
         outer = fr.loop
         fr.loop = count

@@ -340,7 +340,7 @@ class _Builder:
 
     def queue_source(self, q: QueueV, stream: Stream | None) -> m.Source:
         if q.kind == "producer":
-            return self.producer_source(q)
+            return self.producer_source(q, stream.loop if stream is not None else None)
         if not q.enqueues:
             return self.unknown(f"what fills {q.text or 'the queue'}", q.node,
                                 "nothing in this file enqueues into it")
@@ -368,7 +368,9 @@ class _Builder:
                f"the {copies.text} enqueue calls" if copies is not None else "")
         return self.from_tensors(tensors, self.code(copies) if copies else None, how)
 
-    def producer_source(self, q: QueueV) -> m.Source:
+    def producer_source(self, q: QueueV, copies: Sym | None = None) -> m.Source:
+        """A producer's source; made in a loop of copies over data (``for f in names:
+        string_input_producer([f])``, each copy reading its own files), the loop's data."""
         a = q.args
         site = self.site(q.node, q.fn)
         common = dict(num_epochs=self.code(a.get("num_epochs")), shuffle=self.code(
@@ -385,6 +387,11 @@ class _Builder:
         pattern = _pattern(files)
         if pattern is not None:
             return m.Source("file_pattern", site, m.Code(self.seg(pattern, 200)), **common)
+        one = files.items[0] if isinstance(files, ListV) and len(files.items) == 1 else files
+        if copies is not None and isinstance(one, Sym) and one.over:
+            if one is not files:  # each copy's queue held one file: nothing was shuffled
+                common["shuffle"] = m.Code("False", True, False)
+            return m.Source("files", site, m.Code(one.over), **common)
         return m.Source("files", site, self.code(files), **common)
 
     def record_input_shuffle(self, stream: Stream) -> m.QueueStage:

@@ -35,7 +35,8 @@ class Val:
 class Sym(Val):
     """An ordinary value. ``const``: its Python value when fixed; ``qual``: the module function
     it names (``decode = tf.image.decode_jpeg``); ``param``: the entry parameter it comes from;
-    ``listish``: known to be a Python list. Its text is rendered on demand by ``render``."""
+    ``listish``: known to be a Python list; ``over``: what the loop whose variable it is
+    iterates (``for f in names``: ``names``). Its text is rendered on demand by ``render``."""
 
     render: object = None  # callable () -> str, or a str
     const: object = NOCONST
@@ -45,6 +46,7 @@ class Sym(Val):
     node: ast.AST | None = None
     loop_vars: tuple = ()
     alts: tuple = ()
+    over: str = ""  # a for loop's variable over data: the text of what the loop iterates
 
     @property
     def text(self) -> str:  # type: ignore[override]
