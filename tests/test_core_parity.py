@@ -388,3 +388,21 @@ def test_step_extents_in_one_pass_equal_one_mask_per_step():
             inside = step == s
             assert (lo[j], hi[j]) == ((ts[inside].min(), end[inside].max()) if inside.any()
                                       else (np.inf, -np.inf))
+
+
+def test_the_same_events_on_both_sides_are_said_first(tmp_path):
+    """Two copies of one profile (tensorflow/profiler's multi-worker demo ships two hosts'
+    byte-identical xplanes) are like for like, trivially, and that is said first; a trace
+    whose one op differs by a microsecond is compared as usual."""
+    events = [(CPU, 0, 10 + 100 * s, 50, "MatMul", "dense/MatMul") for s in range(3)]
+    a = write(tmp_path / "a" / "timeline.json", events, steps=[0, 100, 200])
+    b = write(tmp_path / "b" / "timeline.json", events, steps=[0, 100, 200])
+    rep = compare_traces(a, b, out=tmp_path / "out")
+    kinds = [c.kind for c in rep.comparison.parity.caveats]
+    assert kinds[:1] == ["identical"] and rep.comparison.parity.like_for_like
+    assert rep.comparison.verdict.comparison.startswith("a/timeline.json and b/timeline.json "
+                                                        "hold the same 6 events")
+    other = write(tmp_path / "c" / "timeline.json", events[:-1] + [
+        (CPU, 0, 210, 51, "MatMul", "dense/MatMul")], steps=[0, 100, 200])
+    rep = compare_traces(a, other, out=tmp_path / "out2")
+    assert "identical" not in [c.kind for c in rep.comparison.parity.caveats]

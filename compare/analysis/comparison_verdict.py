@@ -148,7 +148,7 @@ def comparison_sentence(c: "Comparison", named: list[Change]) -> tuple[str, bool
     if not (a and b):
         return "cannot compare: a side has no steps with events.", False
     la, lb = c.label("legacy"), c.label("modern")
-    parts = []
+    parts = [x.text for x in par.caveats if x.kind == "identical"] if par else []
     if par and not par.like_for_like:
         parts.append("Not like for like: " + "; ".join(x.text for x in par.caveats if x.breaks))
     noise = par.noise if par else 0.0
@@ -168,7 +168,8 @@ def comparison_sentence(c: "Comparison", named: list[Change]) -> tuple[str, bool
                      f"{noise:.0%} these traces can tell apart{sample})")
     parts += _change_words(c, named, max(a, b), significant)
     if par:
-        parts += [x.text for x in par.caveats if not x.breaks and x.kind != "single_step"]
+        parts += [x.text for x in par.caveats
+                  if not x.breaks and x.kind not in ("single_step", "identical")]
     parts += _unmapped_words(c, steps)
     first = _first_words(c)
     if first:

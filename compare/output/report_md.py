@@ -119,7 +119,7 @@ def _ops_diff(c: Comparison) -> list[str]:
         if r.status in ("fused", "unfused"):
             apart = "legacy" if r.into == "modern" else "modern"
             status += f": {len(r.members)} ops in {c.label(apart)}, one in {c.label(r.into)}"
-        sign = "+" if r.delta_us > 0 else "-"
+        sign = "+" if r.delta_us > 0 else "-" if r.delta_us < 0 else ""
         lines.append(f"| {_code(_md_name(r))} | {_cell(r.type)} | "
                      f"{ms(r.a_us)} | {ms(r.b_us)} | "
                      f"{sign}{duration(abs(r.delta_us))} | {r.a_count:g} | {r.b_count:g} | "

@@ -110,7 +110,7 @@ def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
     lines = [f"{'op (type)':<52} {la:>{w}} {lb:>{w}} {'delta':>10}  status",
              "-" * 100]
     for r in c.ops_diff[:n]:
-        sign = "+" if r.delta_us > 0 else "-"
+        sign = "+" if r.delta_us > 0 else "-" if r.delta_us < 0 else ""
         lines.append(f"{_op_cell(r, 52):<52} {cell(r.a_us):>{w}} {cell(r.b_us):>{w}} "
                      f"{sign + duration(abs(r.delta_us)):>10}  {r.status}"
                      + (f" by {r.match}" if r.match in ("scope", "type") else ""))
