@@ -17,7 +17,7 @@ from compare.model import intervals
 from compare.model.events import CAT, Trace
 from compare.model.lanes import groups, in_lanes
 from compare.vocabulary import ops as tfops
-from compare.vocabulary.groups import FEED_NODE, is_collective
+from compare.vocabulary.groups import FEED_NODE
 from compare.vocabulary.thresholds import (
     AUTOTUNE_KERNELS,
     FIRST_STEP_FACTOR,
@@ -306,20 +306,12 @@ def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
     out.row, k = launch_events(trace, choice, legend)
     if not out.row:
         return out
-    k = k[~_collectives(trace, k)]  # a collective's box lasts until the others join: no launch
+    k = k[~rows.collective_mask(trace, k)]  # its box lasts until the others join: no launch
     out.busy_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
     ops = k[(ev.op_type[k] != 0)]
     out.host_ops = int(len(ops))
     out.host_ops_short = int((ev.dur[ops] < 20.0).sum())
     return out
-
-
-def _collectives(trace: Trace, k: np.ndarray) -> np.ndarray:
-    """Which of the events ``k`` run a collective (NCCL, all-reduce), by op type or name."""
-    ev, names = trace.events, trace.strings.names
-    ids = [i for i in np.unique(np.concatenate([ev.op_type[k], ev.name[k]])).tolist()
-           if i and is_collective(names[i])]
-    return np.isin(ev.op_type[k], ids) | np.isin(ev.name[k], ids)
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,12 +366,7 @@ def _copy_source(trace: Trace, idx: np.ndarray, roles: dict[int, str], tensor: s
 def communication(trace: Trace, choice: StepChoice, idx: np.ndarray,
                   roles: dict[int, str]) -> Communication:
     ev, names = trace.events, trace.strings.names
-    keys = np.unique(np.stack([ev.op_type[idx], ev.name[idx]]), axis=1) if len(idx) else \
-        np.zeros((2, 0), np.int32)
-    coll_ops = {int(o) for o, n in keys.T if is_collective(names[o], names[n])}
-    coll_names = {int(n) for o, n in keys.T if is_collective(names[o], names[n])}
-    hit = idx[np.isin(ev.op_type[idx], list(coll_ops)) & (ev.op_type[idx] != 0) |
-              np.isin(ev.name[idx], list(coll_names))]
+    hit = idx[rows.collective_mask(trace, idx)]
     out = Communication()
     if not len(hit):
         return out
@@ -390,8 +377,7 @@ def communication(trace: Trace, choice: StepChoice, idx: np.ndarray,
     out.share = min(1.0, _union(trace, hit, choice) / wall)
     rest = np.setdiff1d(idx, hit)
     kern = step_kernels(trace, choice, roles)
-    kern = kern[~np.isin(ev.op_type[kern], list(coll_ops)) & ~np.isin(ev.name[kern],
-                                                                     list(coll_names))]
+    kern = kern[~rows.collective_mask(trace, kern)]
     compute = kern if len(kern) else rest[ev.category[rest] != CAT["runtime"]]
     both = np.concatenate([hit, compute])
     out.exposed_share = min(1.0, max(0.0, _union(trace, both, choice) -

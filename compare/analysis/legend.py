@@ -471,8 +471,7 @@ def devices(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[Dev
         k = np.sort(np.concatenate([by_pid.get(p, none) for p in pids]))
         k = k[busy[k] & (ev.ts[k] < hi) & (ev.ts[k] + ev.dur[k] > lo)]
         copy = np.array([rows.is_copy(names[ev.name[i]]) for i in k], bool)
-        coll = np.array([is_collective(names[ev.op_type[i]], names[ev.name[i]]) for i in k],
-                        bool)
+        coll = rows.collective_mask(trace, k)
         on_kernel_rows = np.isin(ev.pid[k], kernel_pids)
         kern, cm, cp = k[~copy & ~coll & on_kernel_rows], k[coll & on_kernel_rows], k[copy]
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
+from compare.vocabulary.groups import is_collective
 from compare.vocabulary.ops import CUDA_SYNC_PREFIXES, WAIT_EVENT_PREFIXES
 from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
 from compare.vocabulary.rows import process_role as _role_of
@@ -88,6 +89,18 @@ def on_gpu(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
     pids = [p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_stream", "gpu_memcpy",
                                                   "gpu_device")]
     return np.isin(trace.events.pid, pids)
+
+
+def collective_mask(trace: Trace, idx: np.ndarray) -> np.ndarray:
+    """Which of the events ``idx`` run a collective (NCCL, all-reduce...), by op type or name;
+    one test per distinct (op type, name) pair."""
+    ev, names = trace.events, trace.strings.names
+    if not len(idx):
+        return np.zeros(0, bool)
+    keys, inv = np.unique(np.stack([ev.op_type[idx], ev.name[idx]]), axis=1,
+                          return_inverse=True)
+    hit = np.array([is_collective(names[o], names[n]) for o, n in keys.T.tolist()], bool)
+    return hit[inv.ravel()]
 
 
 def blocking_mask(trace: Trace) -> np.ndarray:
