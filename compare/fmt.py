@@ -38,6 +38,11 @@ def share(x: float) -> str:
     return f"{x:.0%}"
 
 
+def fit(s: str, n: int) -> str:
+    """``s`` in a column of ``n`` characters: cut with an ellipsis when longer."""
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
 def shown(s: str, limit: int = MAX_SHOWN_CHARS) -> str:
     """``s`` as text shows it: whole up to ``limit`` characters, else its start and length."""
     if len(s) <= limit:

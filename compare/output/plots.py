@@ -13,6 +13,7 @@ from common import atomic
 from compare.analysis.attribution import Attribution
 from compare.analysis.comparison import Comparison
 from compare.analysis.groups import OP_GROUPS, GroupMap
+from compare.fmt import fit
 from compare.output.colors import rgb01
 from compare.vocabulary.groups import GROUP, GROUPS
 from compare.vocabulary.labels import LABELS
@@ -135,8 +136,8 @@ def stages_png(path: str | os.PathLike, c: Comparison) -> None:
     _save(fig, path)
 
 
-def _fit(name: str, n: int = 38) -> str:
-    return name if len(name) <= n else name[: n - 1] + "…"
+def _fit(name: str) -> str:
+    return fit(name, 38)   # a bar label's width
 
 
 #: Labels whose waits timelines.png draws (faint): a thread waiting for input.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from compare.analysis.comparison import Comparison
 from compare.analysis.opdiff import describe
-from compare.fmt import duration
+from compare.fmt import duration, fit
 
 #: Op-diff rows printed on the terminal (report.md shows more).
 TERMINAL_OPS = 8
@@ -19,16 +19,12 @@ def _opcol(ops: list[str], n: int = 28) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-def _fit(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
 def _fit_path(path: str, n: int) -> str:
     """A scope path in ``n`` characters, its middle dropped first: the top scope (forward or
     gradient) and the last ones (the layer, the op) tell ops apart; a cut end would not."""
     parts = path.split("/")
     if len(path) <= n or len(parts) < 3:
-        return _fit(path, n)
+        return fit(path, n)
     for k in range(2, len(parts)):
         s = parts[0] + "/…/" + "/".join(parts[k:])
         if len(s) <= n:
@@ -40,11 +36,11 @@ def _op_cell(r, n: int) -> str:
     """:func:`describe` in ``n`` characters; an op named after its type drops the type."""
     text = describe(r)
     if len(text) <= n or not text.startswith(r.op):
-        return _fit(text, n)
+        return fit(text, n)
     rest = text[len(r.op):]
     if rest == f" ({r.type})" and r.op.rpartition("/")[2] == r.type:
         rest = ""
-    return _fit(_fit_path(r.op, max(n - len(rest), 12)) + rest, n)
+    return fit(_fit_path(r.op, max(n - len(rest), 12)) + rest, n)
 
 
 def _cw(c: Comparison) -> int:
@@ -54,9 +50,9 @@ def _cw(c: Comparison) -> int:
 
 def _head(c: Comparison, first: str, w: int = 12) -> list[str]:
     n = _cw(c)
-    a, b = _fit(c.label("legacy"), n), _fit(c.label("modern"), n)
-    head = (f"{first:<{w}} {a:>{n}} {b:>{n}} {'ratio':>7}   {_fit(a, 24) + ' ops':<28} "
-            f"{_fit(b, 24) + ' ops'}")
+    a, b = fit(c.label("legacy"), n), fit(c.label("modern"), n)
+    head = (f"{first:<{w}} {a:>{n}} {b:>{n}} {'ratio':>7}   {fit(a, 24) + ' ops':<28} "
+            f"{fit(b, 24) + ' ops'}")
     return [head, "-" * min(100, len(head) + 30)]
 
 
@@ -92,7 +88,7 @@ def group_table(c: Comparison, max_rows: int = 14) -> str:
     for r in shown:
         a, b = r.cells["legacy"], r.cells["modern"]
         ratio = f"{a.us / b.us:.1f}x" if a.us and b.us else "-"
-        lines.append(f"{_fit(r.key, 24):<24} {cell(a.us):>{n}} {cell(b.us):>{n}} {ratio:>7}   "
+        lines.append(f"{fit(r.key, 24):<24} {cell(a.us):>{n}} {cell(b.us):>{n}} {ratio:>7}   "
                      f"{_opcol(a.ops):<28} {_opcol(b.ops)}")
     if rest:
         lines.append(f"{'(' + str(len(rest)) + ' more rows)':<24} "
@@ -106,7 +102,7 @@ def group_table(c: Comparison, max_rows: int = 14) -> str:
 def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
     """The ``n`` largest per-op differences (per steady step)."""
     w = _cw(c)
-    la, lb = _fit(c.label("legacy"), w), _fit(c.label("modern"), w)
+    la, lb = fit(c.label("legacy"), w), fit(c.label("modern"), w)
     lines = [f"{'op (type)':<52} {la:>{w}} {lb:>{w}} {'delta':>10}  status",
              "-" * 100]
     for r in c.ops_diff[:n]:
