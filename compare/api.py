@@ -1,8 +1,9 @@
 """The library: what ``compare.run`` and ``compare.explain`` do, as calls with plain arguments.
 
     from compare.api import compare_traces, explain_trace
-    report = compare_traces("old/timeline.json", "new/trace.json.gz", out="runs/cmp")
-    print(report.comparison.verdict.comparison)
+    report = compare_traces("old/timeline.json", "new/trace.json.gz", out="runs/cmp",
+                            labels={"a": "old", "b": "new"})
+    print(report.words["comparison"])
 
 :func:`run_and_compare` runs both pipelines first (each in a process of its own). Every bad
 input raises :class:`common.errors.InputError` (its message is one line naming the input).
@@ -27,7 +28,7 @@ from compare.analysis.comparison import SIDES, Side
 from compare.analysis.explanation import Explanation, explain
 from compare.load import LoadError, load
 from compare.model.events import Trace
-from compare.pipelines import run_in_child
+from compare.pipelines import PIPELINES, run_in_child
 from compare.viewers.tensorboard import screenshot_profile
 from modern.data_service import check_service
 
@@ -79,40 +80,54 @@ def default_out() -> Path:
     return out
 
 
-def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
+def compare_traces(a: str | os.PathLike, b: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
                    labels: dict[str, str] | None = None) -> Report:
-    """Compare two existing traces (any format we read) and write the report into ``out``
-    (new or empty; default ``runs/<timestamp>``). A bad trace leaves nothing behind.
-    ``labels``: {"legacy": A, "modern": B}, the names the outputs use for the two sides
-    (default: the traces' file names)."""
-    for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
+    """Compare two existing traces (any format we read), ``a`` the baseline, and write the
+    report into ``out`` (new or empty; default ``runs/<timestamp>``). A bad trace leaves
+    nothing behind. ``labels``: {"a": name of A, "b": name of B} (``legacy``/``modern`` keys
+    are taken for ``a``/``b``), the names every output gives the two sides (default: the
+    traces' file names)."""
+    for p in (a, b):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
+    names = side_labels(labels) or default_labels(a, b)
     out = atomic.prepare_out_dir(out or default_out())
     log = None if verbose else out / "tf.log"
-    sources = {"legacy": (Path(legacy), "given with --legacy"),
-               "modern": (Path(modern), "given with --modern")}
+    sources = {"a": (Path(a), f"side A ({names['a']})"),
+               "b": (Path(b), f"side B ({names['b']})")}
     try:
         with native_stderr_to(log):
-            return analyse_and_write(out, sources, Phases(progress),
-                                     labels=labels or default_labels(legacy, modern))
+            return analyse_and_write(out, sources, Phases(progress), labels=names)
     except (InputError, KeyboardInterrupt):
         _remove_if_only_log(out)
         raise
 
 
-def default_labels(legacy: str | os.PathLike, modern: str | os.PathLike) -> dict[str, str]:
+def side_labels(labels: dict[str, str] | None) -> dict[str, str] | None:
+    """``labels`` keyed ``a``/``b`` (``legacy``/``modern`` accepted for them); two different,
+    non-empty names, else an :class:`InputError`."""
+    if labels is None:
+        return None
+    names = {"a": labels.get("a", labels.get("legacy", "")),
+             "b": labels.get("b", labels.get("modern", ""))}
+    if not all(n.strip() for n in names.values()) or names["a"] == names["b"]:
+        raise InputError(f"labels: two different names are needed, got {names['a']!r} and "
+                         f"{names['b']!r}")
+    return names
+
+
+def default_labels(a: str | os.PathLike, b: str | os.PathLike) -> dict[str, str]:
     """The traces' file names (their folders' when those are the same), so that every output
     names the sides as the user knows them."""
-    a, b = Path(legacy).resolve(), Path(modern).resolve()
-    pa, pb = list(reversed(a.parts)), list(reversed(b.parts))
+    pa_, pb_ = Path(a).resolve(), Path(b).resolve()
+    pa, pb = list(reversed(pa_.parts)), list(reversed(pb_.parts))
     for k in range(1, min(len(pa), len(pb)) + 1):   # the shortest tails that differ
         ta, tb = "/".join(reversed(pa[:k])), "/".join(reversed(pb[:k]))
         if ta != tb:
-            return {"legacy": ta, "modern": tb}
-    return {"legacy": f"{a.name} (A)", "modern": f"{b.name} (B)"}
+            return {"a": ta, "b": tb}
+    return {"a": f"{pa_.name} (A)", "b": f"{pb_.name} (B)"}
 
 
 def _remove_if_only_log(out: Path) -> None:
@@ -156,10 +171,10 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
         shot = _screenshot(out, clock) if opts.screenshot else None
         with native_stderr_to(log):
             report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs, shot,
-                                       labels)
+                                       side_labels(labels) or dict(zip(SIDES, PIPELINES)))
     except KeyboardInterrupt as e:  # the CLI says where: complete runs, a side's partial
         kept = [f"{out / k} (complete run)" for k in runs]
-        kept += [f"{out / k / 'partial'} (interrupted run)" for k in SIDES
+        kept += [f"{out / k / 'partial'} (interrupted run)" for k in PIPELINES
                  if k not in runs and (out / k / "partial").is_dir()]
         e.kept = [*kept, *getattr(e, "kept", [])]
         raise
@@ -206,11 +221,12 @@ def _run_line(side: str, run: dict) -> str:
 
 
 def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
-    sources = {k: (out / k, "TensorBoard profile (xplane through xprof), steps marked, HLO "
-                            "included") for k in SIDES}
+    """Side A is legacy's run folder, side B modern's."""
+    note = "TensorBoard profile (xplane through xprof), steps marked, HLO included"
+    sources = {k: (out / run, note) for k, run in zip(SIDES, PIPELINES)}
     svc = runs["modern"].get("data_service")
     if svc:
-        sources["modern"] = (out / "modern", sources["modern"][1] + (
+        sources["b"] = (out / "modern", note + (
             f"; input pipeline on the tf.data service at {svc['address']} "
             f"({svc['worker_count']} worker(s), {svc['processing_mode']}): its read, decode and "
             f"resize ran in the workers' processes, not in this trace"
@@ -250,7 +266,7 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     for k, (path, _) in sources.items():
         _add_cross_checks(sides[k], path, traces[k])
     clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
-    report = report_mod.build(comparison.compare(sides["legacy"], sides["modern"], labels),
+    report = report_mod.build(comparison.compare(sides["a"], sides["b"], labels),
                               sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
     clock.end()

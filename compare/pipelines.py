@@ -19,10 +19,11 @@ from typing import Callable
 
 from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError, RunFailed, run_cli, say
 from common.tflog import quiet_python_logs
-from compare.analysis.comparison import SIDES
 from legacy.runner import run_legacy
 from modern.runner import run_modern
 
+#: Our two pipelines, in the order compare.run runs and compares them (side A, side B).
+PIPELINES = ("legacy", "modern")
 
 def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int,
                  data_service: str | None = None, service_timeout: float | None = None,
@@ -123,7 +124,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _child(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="compare.pipelines")
-    p.add_argument("side", choices=SIDES)
+    p.add_argument("side", choices=PIPELINES)
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)

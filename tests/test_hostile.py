@@ -530,7 +530,7 @@ def test_long_and_table_breaking_names_in_report_md(tmp_path):
     assert rows and all(len(re.findall(r"(?<!\\)\|", ln)) == 9 for ln in rows), rows
     assert _code("a|b") == "`a\\|b`" and _code("x`y") == "`x'y`"
     assert "...(4,000 chars)`" in md   # cut, its code span closed
-    said = " ".join([rep.comparison.verdict.comparison, *rep.comparison.verdict.sides.values()])
+    said = " ".join([rep.words["comparison"], *rep.words["sides"].values()])
     assert max(map(len, shown_words(said).split())) < 200   # as compare.run prints it
 
 

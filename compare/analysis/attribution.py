@@ -20,30 +20,24 @@ no op inside (:data:`BLOCKED_MIN_US`; waiting, descheduled or untraced, reported
 ``blocked_us``). An Eigen worker's region with no event inside runs shards of the ops running
 elsewhere at that moment and is credited to them (an estimate).
 
-The **step split** classifies each instant once, in this order: ``input_wait`` while the step
-waits for or reads its input (an input op such as ``IteratorGetNext``, a queue dequeue or a
-TF1 reader's read, on any of its threads, or its own thread waiting for input; see
-:mod:`compare.analysis.inputs`); ``compile`` while any thread
-compiles; ``compute`` while any thread runs pipeline work or compiled XLA code; ``runtime``
-while only executor / dispatch / Python work runs; ``idle`` otherwise. It adds up to the step.
+Per event it also keeps its own time in the step (clipped to the step, its children's time
+left out, waits included), which :mod:`compare.analysis.account` books as op time.
 """
 from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections import defaultdict
 
 import numpy as np
 
 from compare.analysis.mapping import StageMap
-from compare.analysis.rows import lane_roles
+from compare.analysis.rows import duplicate_pids, lane_roles
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
 from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
-from compare.vocabulary.rows import NOT_WORK_KINDS, is_stream_all
+from compare.vocabulary.rows import NOT_WORK_KINDS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US
 
-SPLIT_KEYS = ("input_wait", "compute", "compile", "runtime", "idle")
 _NL = len(LABELS)
 
 @dataclasses.dataclass
@@ -56,11 +50,28 @@ class StepTimes:
     wall: np.ndarray
     cpu: np.ndarray
     wall_estimated: np.ndarray     # the part of ``wall`` that rests on an estimate
-    split: dict[str, float]
-    by_event_wall: dict[int, float]   # event -> its wall share in this step (incl. credited)
-    by_event_cpu: dict[int, float]
+    #: per event with time in this step (ascending ids): its wall share (credited worker time
+    #: included), its CPU time (waits excluded), and its own time in the step (``self``: the
+    #: event clipped to the step, minus its children; waits included, credit not)
+    events: np.ndarray
+    ev_wall: np.ndarray
+    ev_cpu: np.ndarray
+    ev_self: np.ndarray
     credited_us: float = 0.0          # worker-region wall time credited to concurrent ops
     blocked_us: float = 0.0           # TF-thread runtime with no op inside, counted as waiting
+    untraced_us: float = 0.0          # the step's edges with nothing traced (before the first
+    #                                   event, after the last): part of the idle wall time
+    input_us: float = 0.0             # time it waited for or read its input (:func:`_input_us`)
+    compile_us: float = 0.0           # time some thread compiled (XLA) during it
+
+    @property
+    def by_event_wall(self) -> dict[int, float]:
+        """Event -> its wall share in this step (see :attr:`ev_wall`)."""
+        return dict(zip(self.events.tolist(), self.ev_wall.tolist()))
+
+    @property
+    def by_event_cpu(self) -> dict[int, float]:
+        return dict(zip(self.events.tolist(), self.ev_cpu.tolist()))
 
 
 @dataclasses.dataclass
@@ -141,15 +152,23 @@ class Attribution:
     def median_step_us(self) -> float:
         return float(np.median([s.dur for s in self.steady])) if self.steady else 0.0
 
-    def median_split(self) -> dict[str, float]:
-        return {k: float(np.median([s.split[k] for s in self.steady])) if self.steady else 0.0
-                for k in SPLIT_KEYS}
 
 
 def segments(trace: Trace):
-    """Innermost-event segments of every lane that holds work (not allocator or tensor rows):
+    """Innermost-event segments of every lane that holds work (not allocator or tensor rows,
+    not rows that repeat other rows' events: :func:`compare.analysis.rows.duplicate_pids`):
     arrays (event, t0, t1), lane by lane in time order. An event's segments are its time
-    (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's."""
+    (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's. Computed once
+    per trace."""
+    cached = trace.meta.get("_segments")
+    if cached is not None and cached[3] == len(trace.events):
+        return cached[:3]
+    out = _segments(trace)
+    trace.meta["_segments"] = (*out, len(trace.events))
+    return out
+
+
+def _segments(trace: Trace):
     ev = trace.events
     nest = trace.nesting
     keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace))) & ~_derived(trace)
@@ -186,14 +205,9 @@ def _derived(trace: Trace) -> np.ndarray:
 
 
 def _not_work_pids(trace: Trace) -> set[int]:
-    """Rows that record no work, and GPU timelines' ``stream:all`` (it repeats every
-    per-stream event) when per-stream rows exist."""
-    procs = trace.processes.values()
-    skip = {p.pid for p in procs if p.kind in NOT_WORK_KINDS}
-    streams = [p for p in procs if p.kind == "stream"]
-    if len(streams) > 1:
-        skip |= {p.pid for p in streams if is_stream_all(p.name)}
-    return skip
+    """Rows that record no work, and rows that repeat other rows' events."""
+    skip = {p.pid for p in trace.processes.values() if p.kind in NOT_WORK_KINDS}
+    return skip | duplicate_pids(trace)
 
 
 def attribute(trace: Trace, smap: StageMap) -> Attribution:
@@ -316,66 +330,74 @@ def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
     extra_cpu, extra_wall = np.zeros(len(seg.e)), np.zeros(len(seg.e))
     extra_cpu[is_op] = sw.over(np.where(has_op, n_orph * sw.dt / _safe(n_op), 0.0), is_op)
     extra_wall[is_op] = sw.over(np.where(has_op, n_orph * g / _safe(n_op), 0.0), is_op)
-    wall, cpu, est, by_w, by_c = _by_label(
-        smap, seg.e, np.where(orphan, 0.0, seg_wall) + extra_wall,
-        np.where(orphan, 0.0, seg_cpu) + extra_cpu, extra_wall)
+    per = _by_label(smap, seg.e, np.where(orphan, 0.0, seg_wall) + extra_wall,
+                    np.where(orphan, 0.0, seg_cpu) + extra_cpu, extra_wall,
+                    seg.t1 - seg.t0)
+    wall, cpu = per.wall, per.cpu
     wall[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * g)))
     cpu[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * sw.dt)))
     wall[LABEL["idle"]] += float(np.sum(np.where((n_work == 0) & (n_wait == 0), sw.dt, 0.0)))
-    return StepTimes(st.num, st.ts, st.dur, wall, cpu, est,
-                     _split(label, wait, orphan, is_op, sw, seg, crit, n_op),
-                     by_w, by_c, float(extra_wall.sum()),
-                     float(np.sum((seg.t1 - seg.t0)[seg.blocked])))
+    return StepTimes(st.num, st.ts, st.dur, wall, cpu, per.est, per.events, per.ev_wall,
+                     per.ev_cpu, per.ev_self, float(extra_wall.sum()),
+                     float(np.sum((seg.t1 - seg.t0)[seg.blocked])), _edges(st, seg),
+                     _input_us(label, sw, seg, crit),
+                     float(sw.dt[sw.count((label == LABEL["xla_compile"]) & ~wait) > 0].sum()))
+
+
+def _input_us(label, sw: "_Sweep", seg: _Segments, crit) -> float:
+    """How long the step waited for or read its input: instants where an input op runs (or
+    a thread is inside one) on any of its threads, or its own thread waits for input
+    (:mod:`compare.analysis.inputs`). Not a share of the step's wall time: other threads may
+    work meanwhile."""
+    on = sw.count(seg.input) > 0
+    if crit is not None:
+        own = (seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == LABEL["input_wait"])
+        on |= sw.count(own) > 0
+    return float(sw.dt[on].sum())
+
+
+def _edges(st, seg: _Segments) -> float:
+    """The step's time before its first segment and after its last: nothing traced there."""
+    if not len(seg.e):
+        return float(st.dur)
+    return float(max(0.0, seg.t0.min() - st.ts) + max(0.0, st.ts + st.dur - seg.t1.max()))
+
+
+@dataclasses.dataclass
+class _PerLabel:
+    wall: np.ndarray
+    cpu: np.ndarray
+    est: np.ndarray
+    events: np.ndarray
+    ev_wall: np.ndarray
+    ev_cpu: np.ndarray
+    ev_self: np.ndarray
 
 
 def _by_label(smap: StageMap, e: np.ndarray, w: np.ndarray, c: np.ndarray,
-              credited: np.ndarray):
-    """Per label: wall, CPU and estimated wall; per event: wall and CPU. ``credited``: the
-    part of ``w`` credited from worker regions (an estimate)."""
+              credited: np.ndarray, own: np.ndarray) -> _PerLabel:
+    """Per label: wall, CPU and estimated wall; per event: wall, CPU and own time.
+    ``credited``: the part of ``w`` credited from worker regions (an estimate); ``own``: each
+    segment's length."""
     wall, cpu, est = np.zeros(_NL), np.zeros(_NL), np.zeros(_NL)
-    by_w: dict[int, float] = defaultdict(float)
-    by_c: dict[int, float] = defaultdict(float)
-    est_bases = {BASIS[b] for b in ESTIMATES}
+    est_bases = np.array(sorted(BASIS[b] for b in ESTIMATES))
     ev_idx, inv = np.unique(e, return_inverse=True)
     sw = np.bincount(inv, w, minlength=len(ev_idx))
     sc = np.bincount(inv, c, minlength=len(ev_idx))
     xw = np.bincount(inv, credited, minlength=len(ev_idx))
-    for j, i in enumerate(ev_idx.tolist()):
-        if sw[j] == 0 and sc[j] == 0:
-            continue
-        by_w[i] += sw[j]
-        by_c[i] += sc[j]
-        estimated = smap.basis[i] in est_bases
-        for lab, frac in smap.fractions(i):
+    so = np.bincount(inv, own, minlength=len(ev_idx))
+    keep = (sw != 0) | (sc != 0) | (so != 0)
+    ev_idx, sw, sc, xw, so = ev_idx[keep], sw[keep], sc[keep], xw[keep], so[keep]
+    estimated = np.isin(smap.basis[ev_idx], est_bases)
+    ew = np.where(estimated, sw, xw)
+    plain = smap.single_label(ev_idx)           # events wholly in one label: one bincount
+    one = plain >= 0
+    wall += np.bincount(plain[one], sw[one], minlength=_NL)
+    cpu += np.bincount(plain[one], sc[one], minlength=_NL)
+    est += np.bincount(plain[one], ew[one], minlength=_NL)
+    for j in np.flatnonzero(~one).tolist():
+        for lab, frac in smap.fractions(int(ev_idx[j])):
             wall[lab] += sw[j] * frac
             cpu[lab] += sc[j] * frac
-            est[lab] += (sw[j] if estimated else xw[j]) * frac
-    return wall, cpu, est, dict(by_w), dict(by_c)
-
-
-def _split(label, wait, orphan, is_op, sw: _Sweep, seg: _Segments, crit, n_op) -> dict:
-    lab_in = LABEL["input_wait"]
-    compile_ = (label == LABEL["xla_compile"]) & ~wait
-    compute = is_op & ~compile_
-    runtime = ~wait & ~is_op & ~compile_ & ~orphan & (label != lab_in)
-    # the step's input: an input op (or inside one) on any of its threads, or its own thread
-    # waiting for input (:mod:`compare.analysis.inputs`)
-    c_in = sw.count(seg.input) > 0
-    if crit is not None:
-        c_in |= sw.count((seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == lab_in)) > 0
-    c_comp = sw.count(compile_) > 0
-    c_cpu = (sw.count(compute) > 0) | ((sw.count(orphan) > 0) & (n_op > 0))
-    c_rt = (sw.count(runtime) > 0) | (sw.count(orphan) > 0) | (sw.count(~wait & (label == lab_in)) > 0)
-    w_in = sw.count(wait & (label == lab_in)) > 0
-    w_cpu = sw.count(wait & (label == LABEL["xla_run"])) > 0
-    w_rt = sw.count(wait) > 0
-    out = dict.fromkeys(SPLIT_KEYS, 0.0)
-    taken = np.zeros(len(sw.dt), bool)
-    for key, mask in (("input_wait", c_in), ("compile", c_comp), ("compute", c_cpu),
-                      ("runtime", c_rt), ("input_wait", w_in), ("compute", w_cpu),
-                      ("runtime", w_rt)):
-        sel = mask & ~taken
-        out[key] += float(sw.dt[sel].sum())
-        taken |= sel
-    out["idle"] = float(sw.dt[~taken].sum())
-    return out
+            est[lab] += ew[j] * frac
+    return _PerLabel(wall, cpu, est, ev_idx, sw, sc, so)

@@ -25,12 +25,10 @@ from collections import Counter
 
 import numpy as np
 
-from compare.analysis.attribution import Attribution
 from compare.analysis.kernels import kernel_ops
 from compare.analysis.mapping import StageMap, _groups
 from compare.analysis.rows import lane_role, process_roles
 from compare.model.events import CAT, Trace
-from compare.model.per_step import medians
 from compare.vocabulary.groups import (
     GROUP,
     GROUPS,
@@ -171,54 +169,3 @@ def _inherit(trace: Trace, group: np.ndarray, scope: list[str], generic: np.ndar
         if generic[i] and group[p] in _INHERITABLE:
             group[i], scope[i] = group[p], scope[p]
             generic[i] = generic[p]
-
-
-@dataclasses.dataclass
-class GroupTimes:
-    """Per row key (``compute: layer_1``, ``input``, ...): median wall and CPU time per steady
-    step, the first step's wall time (None with one step), and its largest ops. The rows of a
-    step add up to the step: wall time of no event (instants only worker regions cover) is
-    runtime, time with nothing traced idle."""
-
-    wall: dict[str, float]
-    cpu: dict[str, float]
-    first: dict[str, float] | None
-    ops: dict[str, list[str]]
-
-
-def step_group_times(st, gmap: GroupMap) -> tuple[dict[str, float], dict[str, float]]:
-    """(wall, CPU) time per row key of one step (:class:`~compare.analysis.attribution.
-    StepTimes`); the wall times add up to the step."""
-    wall: dict[str, float] = Counter()
-    cpu: dict[str, float] = Counter()
-    for i, w in st.by_event_wall.items():
-        wall[gmap.key(i)] += w
-    for i, c in st.by_event_cpu.items():
-        cpu[gmap.key(i)] += c
-    idle = float(st.wall[LABEL["idle"]])
-    wall["runtime"] += max(0.0, st.dur - sum(st.by_event_wall.values()) - idle)
-    wall["idle"] += idle
-    return wall, cpu
-
-
-def group_times(att: Attribution, gmap: GroupMap, n_ops: int = 4) -> GroupTimes:
-    """The generic view's time per row (see :class:`GroupTimes`) from an attribution."""
-    def one(st) -> tuple[dict[str, float], dict[str, float]]:
-        return step_group_times(st, gmap)
-
-    per = [one(st) for st in att.steady]
-    keys = {k for w, c in per for k in list(w) + list(c)}
-    med = (lambda j: medians([p[j] for p in per], keys))
-    names: dict[str, Counter] = {}
-    tr = att.trace
-    for st in att.steady:
-        for i, w in st.by_event_wall.items():
-            names.setdefault(gmap.key(i), Counter())[_op_name(tr, i)] += w
-    first = one(att.first)[0] if att.first is not None else None
-    return GroupTimes(med(0) if per else {}, med(1) if per else {}, first,
-                      {k: [n for n, _ in c.most_common(n_ops)] for k, c in names.items()})
-
-
-def _op_name(tr: Trace, i: int) -> str:
-    ev = tr.events
-    return tr.s(ev.op_type[i]) or tr.s(ev.name[i])

@@ -429,8 +429,7 @@ def _wall_by_group(trace: Trace, sel: np.ndarray, inv: np.ndarray, groups: int,
                    choice: StepChoice) -> np.ndarray:
     """Per group of ``sel`` (``inv``): the wall time its events' self time covers in the step
     (the union of their innermost-event segments, so overlapping executions count once)."""
-    seg_e, t0, t1 = trace.meta.get("_segments") or segments(trace)
-    trace.meta["_segments"] = (seg_e, t0, t1)
+    seg_e, t0, t1 = segments(trace)
     group_of = np.full(len(trace.events), -1, np.int64)
     group_of[sel] = inv
     g = group_of[seg_e]

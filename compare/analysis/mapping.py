@@ -105,6 +105,14 @@ class StageMap:
         """[(label, fraction)] of event ``i``'s own time."""
         return self.splits.get(i) or [(int(self.label[i]), 1.0)]
 
+    def single_label(self, idx: np.ndarray) -> np.ndarray:
+        """Per event of ``idx``: its label when all its time is in it, else -1 (split)."""
+        out = self.label[idx].astype(np.int64)
+        if self.splits:
+            split = np.fromiter(self.splits, np.int64, len(self.splits))
+            out[np.isin(idx, split)] = -1
+        return out
+
     def label_name(self, i: int) -> str:
         return LABELS[self.label[i]]
 

@@ -19,6 +19,7 @@ import numpy as np
 from compare.analysis import workload
 from compare.analysis.rows import gpu_of, on_gpu, work_mask
 from compare.fmt import duration as ms
+from compare.model import intervals
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import FEED_NODE, FEED_OPS
 from compare.vocabulary.thresholds import (
@@ -37,6 +38,7 @@ from compare.vocabulary.thresholds import (
 if TYPE_CHECKING:
     from compare.analysis.comparison import Side
     from compare.analysis.opdiff import OpDiff
+    from compare.analysis.step_delta import Basis
 
 
 @dataclasses.dataclass
@@ -50,11 +52,11 @@ class Caveat:
 
 @dataclasses.dataclass
 class StepBasis:
-    """The step time the verdict compares per side: the median steady step, or the median
-    traced span of a session run when untraced time sits between runs."""
+    """The step time the verdict compares per side: the mean steady step, or the mean traced
+    span of a session run when untraced time sits between runs."""
 
     us: float
-    spread: float     # interquartile range / median of the steady steps; 0 with one step
+    spread: float     # interquartile range / mean of the steady steps; 0 with one step
     steady: int
     untraced_us: float
 
@@ -96,12 +98,13 @@ class _Facts:
     def shapes(self) -> "workload.Shapes":
         if self._shapes is None:
             self._shapes = workload.compare_shapes(
-                *(self.sides[k].trace.meta.get("op_shapes", {}) for k in ("legacy", "modern")))
+                *(self.sides[k].trace.meta.get("op_shapes", {}) for k in ("a", "b")))
         return self._shapes
 
 
-def check(sides: dict[str, "Side"], labels: dict[str, str], rows: list["OpDiff"]) -> Parity:
-    steps = {k: step_basis(s) for k, s in sides.items()}
+def check(sides: dict[str, "Side"], labels: dict[str, str], rows: list["OpDiff"],
+          bases: dict[str, "Basis"]) -> Parity:
+    steps = {k: step_basis(s, bases[k]) for k, s in sides.items()}
     facts = _Facts(sides)
     out: list[Caveat] = []
     for fn in (_identical, _first_run, _feed_dict, _steps, _untraced, _program, _batch,
@@ -112,8 +115,8 @@ def check(sides: dict[str, "Side"], labels: dict[str, str], rows: list["OpDiff"]
 
 def noise_share(steps: list[StepBasis]) -> float:
     """The smallest change of the step, as a share of the slower side's, that these traces
-    tell apart from run-to-run noise: the uncertainty of the difference of the two medians
-    (each median's standard error from its steps' interquartile range, 0.93 IQR / sqrt(n) for
+    tell apart from run-to-run noise: the uncertainty of the difference of the two means
+    (each mean's standard error from its steps' interquartile range, 0.93 IQR / sqrt(n) for
     normal-ish step times, two of them for ~95 %), and never below CHANGE_NOTABLE, nor below
     STEP_NOISE_SINGLE when a side has a single steady step (no spread to measure)."""
     slower = max((st.us for st in steps), default=0.0)
@@ -125,37 +128,14 @@ def noise_share(steps: list[StepBasis]) -> float:
                2.0 * float(np.sqrt(sum(x * x for x in se))) / slower)
 
 
-def _extents(step: np.ndarray, ts: np.ndarray, end: np.ndarray, nums: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step number of ``nums``: the first start and last end of the events in that step
-    (inf, -inf for a step without any), in one pass over the events."""
-    keys, inv = np.unique(nums, return_inverse=True)
-    k = np.searchsorted(keys, step)
-    ok = k < len(keys)
-    ok[ok] = keys[k[ok]] == step[ok]
-    lo, hi = np.full(len(keys), np.inf), np.full(len(keys), -np.inf)
-    np.minimum.at(lo, k[ok], ts[ok])
-    np.maximum.at(hi, k[ok], end[ok])
-    return lo[inv], hi[inv]
-
-
-def step_basis(s: "Side") -> StepBasis:
-    att, ev = s.attribution, s.trace.events
-    durs = [st.dur for st in att.steady]
-    if not durs:
+def step_basis(s: "Side", b: "Basis") -> StepBasis:
+    """The side's step time compared (:func:`compare.analysis.step_delta.basis`, from its
+    account): the mean steady step, or its mean traced span."""
+    vals = b.samples
+    if not len(vals):
         return StepBasis(0.0, 0.0, 0, 0.0)
-    work = work_mask(s.trace)
-    first, last = _extents(ev.step[work], ev.ts[work], ev.end[work],
-                           np.array([st.num for st in att.steady]))
-    spans = [min(st.dur, float(hi - max(lo, st.ts))) if hi >= lo else st.dur
-             for st, lo, hi in zip(att.steady, first.tolist(), last.tolist())]
-    med_span, med_dur = float(np.median(spans)), float(np.median(durs))
-    # only a timeline's session runs leave untraced time between them (Python between runs)
-    untraced = med_dur - med_span if s.trace.format == "timeline" else 0.0
-    use = med_span if untraced >= UNTRACED_NOTABLE * med_dur else med_dur
-    vals = spans if use == med_span else durs
-    spread = _spread(vals) / use if use else 0.0
-    return StepBasis(use, spread, len(durs), untraced)
+    spread = _spread(list(vals)) / b.us if b.us else 0.0
+    return StepBasis(b.us, spread, len(vals), b.untraced_us if b.kind == "traced" else 0.0)
 
 
 def _spread(vals: list[float]) -> float:
@@ -213,7 +193,7 @@ def _traced_input(s: "Side") -> float:
 
 def _feed_dict(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     traced = {k: _traced_input(s) for k, s in sides.items()}
-    if bool(traced["legacy"]) == bool(traced["modern"]):
+    if bool(traced["a"]) == bool(traced["b"]):
         return []
     fed = next(k for k, v in traced.items() if not v)
     other = next(k for k in sides if k != fed)
@@ -233,18 +213,18 @@ def _has_feeds(s: "Side") -> bool:
 
 def _steps(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     n = {k: len(s.attribution.steps) for k, s in sides.items()}
-    a, b = n["legacy"], n["modern"]
+    a, b = n["a"], n["b"]
     if a == b == 1:
         return [Caveat("single_step", "one traced step per side: a single sample each, so "
                        f"differences under {STEP_NOISE_SINGLE:.0%} of the step are not told "
                        "apart from run-to-run noise (a typical spread between runs, not one "
                        "these traces measure: a short step varies more)", False)]
     if min(a, b) == 1 and max(a, b) > 1:
-        one = "legacy" if a == 1 else "modern"
-        many = "modern" if one == "legacy" else "legacy"
+        one = "a" if a == 1 else "b"
+        many = "b" if one == "a" else "a"
         return [Caveat("steps", f"one step against many: {labels[one]} holds 1 step, "
                        f"{labels[many]} {n[many]}; compared per step against "
-                       f"{labels[many]}'s steady median (its first step apart)", True)]
+                       f"{labels[many]}'s steady mean (its first step apart)", True)]
     return []
 
 
@@ -259,7 +239,7 @@ def _untraced(sides, labels, rows, steps, facts=None) -> list[Caveat]:
 def _name_matched_share(rows, side: str) -> float:
     """Of a side's model ops' time (compute, optimizer, preprocessing), the share matched by
     node name (input waits and runtime say nothing of which program ran)."""
-    val = (lambda r: r.a_us) if side == "legacy" else (lambda r: r.b_us)
+    val = (lambda r: r.a_us) if side == "a" else (lambda r: r.b_us)
     rows = [r for r in rows if r.group in _MODEL_GROUPS]
     total = sum(val(r) for r in rows)
     named = sum(val(r) for r in rows if r.match in ("name", "scope", "xla"))
@@ -272,7 +252,7 @@ _MODEL_GROUPS = frozenset({"compute", "optimizer", "preprocessing", "xla_run"})
 def _identical(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     """Both sides hold the same events: one profile given twice, or two hosts' byte-identical
     copies of one (a multi-host demo ships such a pair); every difference would be zero."""
-    a, b = sides["legacy"].trace, sides["modern"].trace
+    a, b = sides["a"].trace, sides["b"].trace
     ea, eb = a.events, b.events
     if not len(ea) or len(ea) != len(eb) or not (
             np.array_equal(ea.ts, eb.ts) and np.array_equal(ea.dur, eb.dur)):
@@ -280,7 +260,7 @@ def _identical(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     na, nb = a.strings.names, b.strings.names
     if any(na[i] != nb[j] for i, j in zip(ea.name.tolist(), eb.name.tolist())):
         return []
-    return [Caveat("identical", f"{labels['legacy']} and {labels['modern']} hold the same "
+    return [Caveat("identical", f"{labels['a']} and {labels['b']} hold the same "
                    f"{len(ea):,} events (one profile given twice, or byte-identical copies of "
                    f"one): there is nothing to compare", False)]
 
@@ -301,7 +281,7 @@ def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:
     a different batch whatever the times do, and equal shapes rule one out. Otherwise the
     same graph with most of its op time scaled alike suggests one, unless the traces show a
     change of precision (:func:`_precision`), which scales the ops too."""
-    la, lb = labels["legacy"], labels["modern"]
+    la, lb = labels["a"], labels["b"]
     sh = facts.shapes()
     if sh.recorded:
         b = sh.batch()
@@ -313,7 +293,7 @@ def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:
                        f"leading dimension of {sh.differ[b]} of the {sh.compared} ops whose "
                        f"output shapes both traces record, e.g. {op} {x} vs {y}) — compare "
                        f"per example, not per step{per}", True,
-                       {"legacy": b[0], "modern": b[1], "from": "shapes"})]
+                       {"a": b[0], "b": b[1], "from": "shapes"})]
     scale = _uniform_scale(sides, labels, rows, steps, facts)
     if scale is None or _precision_signs(facts, labels):
         return []
@@ -324,18 +304,18 @@ def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:
 
 def _per_example(steps, b: tuple[int, int], labels) -> str:
     """``: per example, B is 3.2x slower`` from the step times and the two batch sizes."""
-    a_us, b_us = steps["legacy"].us, steps["modern"].us
+    a_us, b_us = steps["a"].us, steps["b"].us
     if not (a_us and b_us and b[0] > 0 and b[1] > 0):
         return ""
     pa, pb = a_us / b[0], b_us / b[1]
-    slow, fast = ("modern", "legacy") if pb > pa else ("legacy", "modern")
+    slow, fast = ("b", "a") if pb > pa else ("a", "b")
     return (f": per example {labels[slow]} is {max(pa, pb) / min(pa, pb):.1f}x slower "
             f"({ms(max(pa, pb))} vs {ms(min(pa, pb))})")
 
 
 @dataclasses.dataclass
 class _Scale:
-    """Matched ops that take about ``factor`` times as long on the modern side."""
+    """Matched ops that take about ``factor`` times as long on side b."""
 
     factor: float
     scaled: int
@@ -359,7 +339,7 @@ def _uniform_scale(sides, labels, rows, steps, facts) -> _Scale | None:
         return None
     # ops compiled by XLA on either side are faster or slower for that reason: left out
     compiled = {k: {key for key, st in s.ops.ops.items() if st.unit} for k, s in sides.items()}
-    if bool(compiled["legacy"]) != bool(compiled["modern"]):
+    if bool(compiled["a"]) != bool(compiled["b"]):
         return None   # XLA on one side only: not the same graph (and its threads compete)
     matched = [r for r in rows if r.match == "name" and r.group in ("compute", "preprocessing",
                                                                       "optimizer")
@@ -389,7 +369,7 @@ def _precision_signs(facts, labels) -> dict[str, list[str]]:
     if all(x.dtypes and not x.half for x in p.values()):
         return {}   # both traces record their tensors' dtypes, none of them half
     out = {}
-    for k, o in (("legacy", "modern"), ("modern", "legacy")):
+    for k, o in (("a", "b"), ("b", "a")):
         mine, other = p[k], p[o]
         signs = []
         if mine.loss_scale and not other.loss_scale:
@@ -416,7 +396,7 @@ def _precision(sides, labels, rows, steps, facts) -> list[Caveat]:
     if not signs:
         return []
     k, why = next(iter(signs.items()))
-    other = "modern" if k == "legacy" else "legacy"
+    other = "b" if k == "a" else "a"
     scale = _uniform_scale(sides, labels, rows, steps, facts)
     same = facts.shapes()
     shapes = (f"; the {same.compared} op output shapes both traces record are equal"
@@ -425,7 +405,7 @@ def _precision(sides, labels, rows, steps, facts) -> list[Caveat]:
     return [Caveat("precision", f"{labels[k]} computes in mixed or half precision and "
                    f"{labels[other]} does not ({'; '.join(why)}): a change of dtype, not of "
                    f"batch or shape"
-                   + (f"; {scale.words(labels['modern'])}" if scale else "") + shapes, False,
+                   + (f"; {scale.words(labels['b'])}" if scale else "") + shapes, False,
                    {"side": k, "casts": {x: v.casts for x, v in p.items()},
                     "loss_scale": {x: v.loss_scale for x, v in p.items()}})]
 
@@ -439,29 +419,23 @@ def _gpus(s: "Side") -> int:
 
 def _devices(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     g = {k: _gpus(s) for k, s in sides.items()}
-    if (g["legacy"] > 0) == (g["modern"] > 0):
+    if (g["a"] > 0) == (g["b"] > 0):
         return []
     words = {k: f"{labels[k]} on {'the CPU only' if not v else f'{v} GPU(s)'}"
              for k, v in g.items()}
-    return [Caveat("devices", f"different hardware: {words['legacy']}, {words['modern']}; a "
+    return [Caveat("devices", f"different hardware: {words['a']}, {words['b']}; a "
                    "GPU op's executor-row time is its launch, its kernels are on the stream "
                    "rows, and the op diff counts both", False)]
 
 
 def _device_busy(s: "Side") -> float:
-    """GPU time per steady step: the union of kernels and copies (median)."""
+    """GPU time per steady step: the union of its kernels and copies inside each step's
+    window (mean over the steady steps)."""
     ev, gpu = s.trace.events, on_gpu(s.trace) & work_mask(s.trace)
-    vals = []
-    for st in s.attribution.steady:
-        idx = np.flatnonzero(gpu & (ev.step == st.num))
-        spans = sorted(zip(ev.ts[idx].tolist(), ev.end[idx].tolist()))
-        total, end = 0.0, -np.inf
-        for t0, t1 in spans:
-            if t1 > end:
-                total += t1 - max(t0, end)
-                end = t1
-        vals.append(total)
-    return float(np.median(vals)) if vals else 0.0
+    idx = np.flatnonzero(gpu)
+    vals = [intervals.union_us(ev.ts[idx], ev.end[idx], st.ts, st.ts + st.dur)
+            for st in s.account.steady]
+    return float(np.mean(vals)) if vals else 0.0
 
 
 def _host_masks(sides, labels, rows, steps, facts=None) -> list[Caveat]:
@@ -472,11 +446,11 @@ def _host_masks(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     step = {k: st.us for k, st in steps.items()}
     if not all(step.values()):
         return []
-    gain = dev["legacy"] - dev["modern"]
+    gain = dev["a"] - dev["b"]
     if not gain:
         return []
-    faster_dev = "modern" if gain > 0 else "legacy"
-    slower_dev = "legacy" if faster_dev == "modern" else "modern"
+    faster_dev = "b" if gain > 0 else "a"
+    slower_dev = "a" if faster_dev == "b" else "b"
     big = max(step.values())
     step_gain = step[slower_dev] - step[faster_dev]
     busy = dev[faster_dev] / step[faster_dev]

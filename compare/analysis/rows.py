@@ -67,19 +67,26 @@ def busy_mask(trace: Trace) -> np.ndarray:
     return m
 
 
-def work_mask(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
-    """Busy events (see :func:`busy_mask`) with each piece of work counted once: the GPU
-    tracer writes every kernel to ``stream:all`` and to its ``stream:N``, and every copy to
-    ``memcpy`` and to its ``stream:N``, so when per-stream rows exist only they count."""
-    ev = trace.events
+def duplicate_pids(trace: Trace, roles: dict[int, str] | None = None) -> set[int]:
+    """Rows that repeat other rows' events: the GPU tracer writes every kernel to
+    ``stream:all`` and to its ``stream:N``, and every copy to ``memcpy`` and to its
+    ``stream:N``, so where a GPU has per-stream rows, its ``stream:all`` and ``memcpy`` rows
+    repeat them. Every analysis leaves these rows out, so each kernel and copy counts once."""
     roles = roles or process_roles(trace)
-    m = busy_mask(trace)
     gpus_with_streams = {gpu_of(trace.processes[p].name) for p, r in roles.items()
                          if r == "gpu_stream"}
-    drop_pids = [p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_memcpy") and
-                 gpu_of(trace.processes[p].name) in gpus_with_streams]
-    if drop_pids:
-        m &= ~np.isin(ev.pid, drop_pids)
+    return {p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_memcpy") and
+            gpu_of(trace.processes[p].name) in gpus_with_streams}
+
+
+def work_mask(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
+    """Busy events (see :func:`busy_mask`) with each piece of work counted once (rows that
+    repeat others left out: :func:`duplicate_pids`)."""
+    ev = trace.events
+    m = busy_mask(trace)
+    drop = duplicate_pids(trace, roles)
+    if drop:
+        m &= ~np.isin(ev.pid, sorted(drop))
     return m
 
 

@@ -108,6 +108,14 @@ OP_SAME_SHARE, OP_SAME_US = 0.05, 1.0
 #: spread (max - min) of either side's steady steps.
 CHANGE_NOTABLE = 0.05
 STEP_NOISE_SINGLE = 0.10
+#: A difference is tested against the step-to-step spread (a Mann-Whitney U test over the
+#: per-step values, :mod:`compare.analysis.noise`) when both sides hold at least
+#: MIN_STEPS_TESTED steady steps; it is beyond the spread when p < NOISE_ALPHA.
+MIN_STEPS_TESTED = 5
+NOISE_ALPHA = 0.05
+#: The step difference names its terms (:mod:`compare.analysis.step_delta`) and the ops behind
+#: each: this many ops per term.
+TERM_OPS = 3
 #: An op type's total change is named instead of its nodes when it is this many times the
 #: largest node's change (many nodes moving together: "MatMul x6 -21.6 ms").
 TYPE_OVER_NODE = 1.5

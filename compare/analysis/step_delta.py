@@ -1,0 +1,184 @@
+"""The step difference, split into terms that add up to it.
+
+Per side, the mean steady step (or, where a timeline's session runs leave untraced time
+between them, the mean traced span: :func:`basis`) is the sum of its account's wall time
+(:mod:`compare.analysis.account`) over the generic view's groups, plus ``idle`` (nothing traced
+between the ops) and ``untraced`` (nothing traced at the window's edges). So is the difference:
+one term per group, each the difference of the two sides' mean wall time in it, and they sum to
+the step difference exactly (up to rounding). Ops that XLA fused into clusters on one side
+only (``ops_diff`` rows of status *fused*, matched by XLA) are one term of their own,
+``xla_fusion``: their wall time on the side that runs them as ops against the clusters' on the
+other.
+
+Each term names the ops behind it (``ops_diff`` rows of its group, by their op-time change)
+and says whether it is beyond the step-to-step spread (:mod:`compare.analysis.noise`)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from compare.analysis.account import IDLE, UNTRACED, Account
+from compare.analysis.noise import Test, rank_test
+from compare.analysis.opdiff import OpDiff
+from compare.vocabulary.groups import GROUPS
+from compare.vocabulary.thresholds import TERM_OPS, UNTRACED_NOTABLE
+
+#: The term of ops fused into XLA clusters on one side only.
+FUSION = "xla_fusion"
+#: Terms in display order: groups, the fusion term, then time nothing traced runs.
+TERM_ORDER = tuple(g for g in GROUPS[1:] if g != IDLE) + ("unmapped", FUSION, IDLE, UNTRACED)
+
+
+@dataclasses.dataclass
+class Basis:
+    """What a side's step time is: ``window`` (the mean step window) or ``traced`` (the mean
+    traced span: the window without its untraced edges), with the per-step values."""
+
+    kind: str
+    us: float
+    samples: np.ndarray
+    untraced_us: float        # mean untraced time at the windows' edges
+
+
+@dataclasses.dataclass
+class TermOp:
+    """An op behind a term: its ``ops_diff`` row (by position) and that row's change."""
+
+    row: int
+    delta_us: float
+
+
+@dataclasses.dataclass
+class Term:
+    key: str                  # a group, ``xla_fusion``, ``idle`` or ``untraced``
+    a_us: float
+    b_us: float
+    test: Test
+    ops: list[TermOp] = dataclasses.field(default_factory=list)
+    #: xla_fusion: the ops fused, the clusters they run in (their rows' names, and how many
+    #: clusters those hold), the side running the clusters, and the rows' op time
+    members: int = 0
+    clusters: list[str] = dataclasses.field(default_factory=list)
+    cluster_count: int = 0
+    into: str = ""
+    ops_a_us: float = 0.0
+    ops_b_us: float = 0.0
+
+    @property
+    def delta_us(self) -> float:
+        return self.b_us - self.a_us
+
+
+@dataclasses.dataclass
+class StepDelta:
+    basis: str               # "window" or "traced" (both sides the same)
+    a_us: float
+    b_us: float
+    test: Test
+    terms: list[Term]        # their deltas sum to delta_us
+
+    @property
+    def delta_us(self) -> float:
+        return self.b_us - self.a_us
+
+    def largest(self, n: int) -> list[Term]:
+        """The ``n`` terms of largest change, largest first."""
+        return sorted(self.terms, key=lambda t: -abs(t.delta_us))[:n]
+
+
+def basis(acc: Account, timeline: bool) -> Basis:
+    """A side's step time: the mean steady window, or its mean traced span where a timeline's
+    session runs leave notable untraced time (Python between ``session.run`` calls) inside
+    their windows."""
+    durs, untraced = acc.durations(), acc.untraced()
+    if not len(durs):
+        return Basis("window", 0.0, durs, 0.0)
+    mean_u = float(untraced.mean())
+    if timeline and mean_u >= UNTRACED_NOTABLE * float(durs.mean()):
+        spans = durs - untraced
+        return Basis("traced", float(spans.mean()), spans, mean_u)
+    return Basis("window", float(durs.mean()), durs, mean_u)
+
+
+def step_delta(accs: dict[str, Account], bases: dict[str, Basis], rows: list[OpDiff]
+               ) -> StepDelta:
+    """The terms of ``b - a`` (``accs``/``bases`` keyed ``a`` and ``b``; ``rows``: the op
+    diff, largest change first)."""
+    kind = "traced" if any(b.kind == "traced" for b in bases.values()) else "window"
+    fused = _fused_keys(rows)
+    per = {k: _term_samples(acc, fused.get(k, set()), kind) for k, acc in accs.items()}
+    keys = [t for t in TERM_ORDER if any(t in p for p in per.values())]
+    terms = []
+    for key in keys:
+        a, b = (per[s].get(key, np.zeros(max(1, len(accs[s].steady)))) for s in ("a", "b"))
+        terms.append(Term(key, float(a.mean()), float(b.mean()), rank_test(a, b)))
+    _ops_behind(terms, rows)
+    _fusion_facts(terms, rows)
+    totals = {k: float(sum(per[k][t].mean() for t in per[k])) for k in accs}
+    return StepDelta(kind, totals["a"], totals["b"],
+                     rank_test(_basis_samples(accs["a"], kind), _basis_samples(accs["b"], kind)),
+                     terms)
+
+
+def _basis_samples(acc: Account, kind: str) -> np.ndarray:
+    durs = acc.durations()
+    return durs - acc.untraced() if kind == "traced" else durs
+
+
+def _fused_keys(rows: list[OpDiff]) -> dict[str, set[tuple[str, str]]]:
+    """Per side, the op keys of XLA-fused rows (the ops on one side, the clusters on the
+    other)."""
+    out: dict[str, set] = {"a": set(), "b": set()}
+    for r in rows:
+        if r.status == "fused" and r.match == "xla":
+            for side, keys in r.keys.items():
+                out[side].update(keys)
+    return out
+
+
+def _term_samples(acc: Account, fused: set, kind: str) -> dict[str, np.ndarray]:
+    """Per term, the side's wall time in each steady step."""
+    def term(c) -> str:
+        if c.op >= 0 and acc.ops[c.op].key in fused:
+            return FUSION
+        if c.row in (IDLE, UNTRACED):
+            return c.row
+        g = c.group
+        return g if g in TERM_ORDER else "unmapped"
+
+    ids, names = acc.ids(term)
+    m = acc.per_step("wall", ids, len(names))
+    out = {name: m[j] for j, name in enumerate(names)}
+    if kind == "traced":
+        out.pop(UNTRACED, None)
+    return {k: v for k, v in out.items() if v.any()}
+
+
+def _ops_behind(terms: list[Term], rows: list[OpDiff]) -> None:
+    """Each term's ops: the op diff's rows of its group (fused rows: the fusion term) with
+    the largest change, in the change's direction first."""
+    by_key = {t.key: t for t in terms}
+    for i, r in enumerate(rows):
+        key = FUSION if (r.status == "fused" and r.match == "xla") else (
+            r.group if r.group in TERM_ORDER else "unmapped")
+        t = by_key.get(key)
+        if t is None or r.delta_us == 0:
+            continue
+        t.ops.append(TermOp(i, r.delta_us))
+    for t in terms:
+        t.ops.sort(key=lambda o: (-(o.delta_us * t.delta_us > 0), -abs(o.delta_us)))
+        t.ops = t.ops[:TERM_OPS]
+
+
+def _fusion_facts(terms: list[Term], rows: list[OpDiff]) -> None:
+    t = next((t for t in terms if t.key == FUSION), None)
+    if t is None:
+        return
+    fused = [r for r in rows if r.status == "fused" and r.match == "xla"]
+    t.members = sum(len(r.members) for r in fused)
+    t.clusters = [r.op for r in fused]
+    t.cluster_count = sum(len(r.keys.get(r.into, [])) for r in fused)
+    t.into = fused[0].into if fused else ""
+    t.ops_a_us = sum(r.a_us for r in fused)
+    t.ops_b_us = sum(r.b_us for r in fused)
