@@ -19,8 +19,8 @@ from compare.analysis.explanation import explain
 from compare.analysis.mapping import stage_of_op
 from compare.api import compare_traces
 from compare.model.events import CAT
-from compare.output import report as report_mod
 from compare.output import compare_words, report_json
+from compare.output import report as report_mod
 from compare.vocabulary.ops import is_input_op
 from tests import schema
 from tests.synthetic import CPU, HOST, PYTHON, hlo_module, trace, write

@@ -196,6 +196,16 @@ def _segments(trace: Trace):
     return e[order], t0[order], t1[order]
 
 
+def window_self(trace: Trace, lo: float, hi: float) -> np.ndarray:
+    """Per event, its own time inside ``[lo, hi]``: its segments (:func:`segments`) clipped to
+    the window, so an event that straddles an edge counts by its overlap and a parent without
+    its children's time; events on rows that repeat others count 0. The same quantity as a
+    step's ``ev_self``, for any window (compare.explain's step)."""
+    e, t0, t1 = segments(trace)
+    inside = np.maximum(0.0, np.minimum(t1, hi) - np.maximum(t0, lo))
+    return np.bincount(e, inside, minlength=len(trace.events))
+
+
 def _derived(trace: Trace) -> np.ndarray:
     """Events on xprof's device lines derived from the kernels ("TensorFlow Ops", "Steps",
     "XLA Modules"...): they repeat the stream rows' time and are not work of their own."""

@@ -328,7 +328,8 @@ def copies(trace: Trace, choice: StepChoice, idx: np.ndarray, roles: dict[int, s
     if not len(hit):
         return out
     wall = choice.step.dur or 1.0
-    out.count, out.summed_us = int(len(hit)), float(ev.dur[hit].sum())
+    inside = intervals.clipped(ev.ts[hit], ev.end[hit], choice.lo, choice.hi)
+    out.count, out.summed_us = int(len(hit)), float(inside.sum())
     for i in hit:
         d = tfops.copy_direction(names[ev.name[i]]) or "other"
         out.by_direction[d] = out.by_direction.get(d, 0) + 1
@@ -337,8 +338,8 @@ def copies(trace: Trace, choice: StepChoice, idx: np.ndarray, roles: dict[int, s
     both = np.concatenate([hit, kern])
     out.exposed_share = min(1.0, max(0.0, _union(trace, both, choice) -
                                      _union(trace, kern, choice)) / wall)
-    j = int(hit[np.argmax(ev.dur[hit])])
-    out.largest_us = float(ev.dur[j])
+    j = int(hit[np.argmax(inside)])
+    out.largest_us = float(inside.max())
     out.largest_direction = tfops.copy_direction(names[ev.name[j]])
     edge = tfops.COPY_EDGE.match(names[ev.tf_name[j]])
     out.largest = edge.group(1) if edge else names[ev.tf_name[j]] or names[ev.name[j]]
@@ -373,7 +374,7 @@ def communication(trace: Trace, choice: StepChoice, idx: np.ndarray,
     wall = choice.step.dur or 1.0
     out.ops = sorted({names[ev.op_type[i]] or names[ev.name[i]] for i in hit})
     out.count = int(len(hit))
-    out.summed_us = float(ev.dur[hit].sum())
+    out.summed_us = float(intervals.clipped(ev.ts[hit], ev.end[hit], choice.lo, choice.hi).sum())
     out.share = min(1.0, _union(trace, hit, choice) / wall)
     rest = np.setdiff1d(idx, hit)
     kern = step_kernels(trace, choice, roles)

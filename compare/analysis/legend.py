@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 
 from compare.analysis import rows
-from compare.analysis.attribution import segments
+from compare.analysis.attribution import segments, window_self
 from compare.analysis.inputs import wait_roots
 from compare.analysis.steps import StepChoice
 from compare.analysis.xla import kernel_launches
@@ -319,7 +319,7 @@ def top_ops(trace: Trace, sel: np.ndarray, gpu: np.ndarray, choice: StepChoice,
         return [], 0.0
     ev = trace.events
     wall = choice.step.dur
-    selft = trace.self_time(sel)
+    selft = window_self(trace, choice.lo, choice.hi)[sel]
     # what a thread does while it waits for input (tf.data's iterator frames, runtime events
     # around the wait) is that wait: it counts for the input op it is nested in
     root = wait_roots(trace)[sel]

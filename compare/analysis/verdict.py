@@ -846,7 +846,8 @@ def _rest_top_op(st: _Step, r: Facts, rest: "evidence.Rest", work: np.ndarray) -
     where = np.where(gpu, 1, np.where(launch, 2, 0))
     key = ev.op_type[work].astype(np.int64) * 4 + where
     uniq, inv = np.unique(key, return_inverse=True)
-    summed = np.bincount(inv.reshape(-1), weights=ev.dur[work])
+    inside = intervals.clipped(ev.ts[work], ev.end[work], st.lo, st.hi)
+    summed = np.bincount(inv.reshape(-1), weights=inside)
     best = (0.0, -1)
     for g in np.argsort(-summed)[:TOP_OPS_REJUDGED]:
         share = rest.share(work[inv.reshape(-1) == g])
@@ -856,13 +857,14 @@ def _rest_top_op(st: _Step, r: Facts, rest: "evidence.Rest", work: np.ndarray) -
     if best[1] < 0:
         return
     g = best[1]
-    mine = work[inv.reshape(-1) == g]
-    j = int(mine[np.argmax(ev.dur[mine])])
+    mine_at = np.flatnonzero(inv.reshape(-1) == g)
+    mine = work[mine_at]
+    j = int(mine[np.argmax(inside[mine_at])])
     r.top_op, r.top_op_where = names[int(uniq[g]) // 4], WHERE[int(uniq[g]) % 4]
     r.top_op_count, r.top_op_share, r.top_op_cpu_us = len(mine), best[0], float(summed[g])
     r.top_op_category = CATEGORIES[ev.category[j]]
     r.top_op_name = names[ev.tf_name[j]] or names[ev.name[j]]
-    r.top_op_name_share = min(1.0, float(ev.dur[j]) / rest.wall)
+    r.top_op_name_share = min(1.0, float(inside[mine_at].max()) / rest.wall)
 
 
 #: Op types whose share of the rest of a first step is measured (the largest by summed time).
@@ -892,7 +894,8 @@ def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
     f.input_ops = sorted({names[ev.op_type[i] or ev.name[i]] for i in st.waits})
     gn = [i for i in st.waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
     if gn:
-        f.get_next_us = float(sum(ev.dur[i] for i in gn))
+        gn = np.array(gn, np.int64)
+        f.get_next_us = float(intervals.clipped(ev.ts[gn], ev.end[gn], st.lo, st.hi).sum())
 
 
 def _measure_input_detail(st: _Step, f: Facts, ops: np.ndarray) -> None:
@@ -996,7 +999,7 @@ def _measure_xla_overhead(st: _Step, f: Facts, xla: XlaSummary) -> None:
         if (op in tfops.XLA_COMPILE_OPS and int(i) not in compiled) or \
                 op in tfops.XLA_MERGE_OPS or (op in tfops.XLA_RUN_OPS and
                                               tfops.cluster_of(tf_name, tf_name) in tiny):
-            f.xla_overhead_us += float(ev.dur[i])
+            f.xla_overhead_us += float(intervals.clipped(ev.ts[i], ev.end[i], st.lo, st.hi))
 
 
 def _compute_events(st: _Step) -> np.ndarray:
