@@ -1,12 +1,14 @@
-"""The independent accounting behind the real fixtures (tests/fixtures/trace_windows.py, issue 24):
-known answers planted in small traces built here, and expected.json what facts.py computes from
-the files.
+"""The independent accounting behind the real fixtures (tests/fixtures/trace_windows.py, issue 24)
+and the fixtures of issue 24's round: known answers planted in small traces built here, the
+pair folders whole and small, and expected.json what facts.py computes from the files.
 
 Nothing here asserts what ``compare.run`` or ``compare.explain`` say about the fixtures: those
 assertions come with issue 24's accounting. This file guards the facts they will be held to.
 """
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +21,8 @@ sys.path.insert(0, str(FIXTURES))
 import trace_windows as tw  # noqa: E402  (a fixture helper, not a package)
 
 PAIRS_DIR = FIXTURES / "real_pairs"
+MAX_BYTES = 1_500_000
+ROUND = "issue 24"
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,7 +177,50 @@ def test_compile_time_is_the_first_steps():
 
 
 # --------------------------------------------------------------------------------------------
-# expected.json
+# the fixtures of this round
+
+def _round_pairs() -> dict:
+    spec = json.loads((PAIRS_DIR / "pairs.json").read_text())
+    return {k: v for k, v in spec.items() if not k.startswith("_") and v.get("round") == ROUND}
+
+
+@pytest.mark.parametrize("pair", sorted(_round_pairs()))
+def test_round_pair_is_whole_small_and_named(pair):
+    entry = _round_pairs()[pair]
+    folder = PAIRS_DIR / pair
+    readme = (PAIRS_DIR / "README.md").read_text()
+    assert f"`{pair}`" in readme
+    for side in ("a", "b"):
+        files = sorted(folder.glob(f"{side}.*"))
+        assert files and all(p.suffix == ".gz" for p in files), files
+        for p in files:
+            assert p.stat().st_size < MAX_BYTES, p
+            with gzip.open(p) as f:
+                json.loads(f.read())
+        assert entry["source"]["stored_as"][side] == " ".join(p.name for p in files)
+    human = entry["human"]
+    for key in ("verdict", "named_op", "named_type", "like_for_like", "caveats", "first_run",
+                "top_change_is_noise"):
+        assert key in human, key
+    if entry["source"]["repo"].startswith("made here"):
+        assert entry["source"]["generator"] == "tests/fixtures/real_pairs/make_tf2_pairs.py"
+    else:
+        assert entry["source"]["repo"] in readme
+        for side in ("a", "b"):
+            assert len(entry["source"][side]["commit"]) == 40
+
+
+def test_the_generator_makes_exactly_the_made_here_pairs():
+    sys.path.insert(0, str(PAIRS_DIR))
+    import make_tf2_pairs
+
+    made = {k: v for k, v in _round_pairs().items() if v["source"]["repo"].startswith("made")}
+    assert set(make_tf2_pairs.PAIRS) == set(made)
+    for name, (a, b) in make_tf2_pairs.PAIRS.items():
+        src = made[name]["source"]
+        assert (src["a"]["run"], src["a"]["window"]) == a
+        assert (src["b"]["run"], src["b"]["window"]) == b
+
 
 @pytest.mark.slow
 def test_real_pairs_expected_json_is_what_facts_py_computes():
