@@ -156,6 +156,17 @@ def test_device_steps_rows_win_over_host_marks_and_input_wait_is_the_step_thread
     assert f["input_wait"]["us"] == 50.0
 
 
+def test_without_host_marks_the_input_wait_is_on_the_lanes_that_call_iterator_get_next():
+    gpu = _meta(1, "/device:GPU:0", 11, "Steps")
+    steps = [_x(1, 11, a, 1000, str(i)) for i, a in enumerate((0, 1000, 2000))]
+    ev = _meta(701, "/host:CPU", 2, "tf_Compute/1") + _meta(701, "/host:CPU", 3, "tf_data/9")
+    ev += [_op(2, a + 100, 300, "IteratorGetNext", "IteratorGetNext") for a in (0, 1000, 2000)]
+    ev += [_x(701, 3, a + 100, 800, "Iterator::Map", long_name="Iterator::Model::Map")
+           for a in (0, 1000, 2000)]
+    f = tw.single(gpu + steps + ev)
+    assert f["input_wait"]["per_step_us"] == [300.0, 300.0]
+
+
 def test_a_pair_names_the_planted_change_and_the_step_difference():
     base = [_op(2, a + 100, 300, "conv", "Conv2D") for a in (0, 1000, 2000)]
     slower = [_op(2, a + 100, 450, "conv", "Conv2D") for a in (0, 1000, 2200)]
