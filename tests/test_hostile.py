@@ -574,7 +574,7 @@ def test_many_xla_clusters_fused_into_one_row_keep_its_name_short(tmp_path):
 def test_cluster_owners_name_each_ops_cluster_or_all_of_them():
     from compare.analysis.opdiff import _cluster_owners
 
-    clusters = [(f"cluster_{i}", "_XlaLaunch") for i in range(5)]
+    clusters = [f"cluster_{i}" for i in range(5)]
     owners, joint = _cluster_owners(clusters, {"cluster_1": {"a", "b"}, "cluster_3": {"b"}})
     assert (owners, joint) == ({"a": "cluster_1", "b": "cluster_1"}, "")
     owners, joint = _cluster_owners(clusters, {})

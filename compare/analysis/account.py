@@ -14,9 +14,11 @@ window, by one rule:
   window's edges, before the first event and after the last). Per step the wall times of all
   cells add up to the window exactly;
 - **busy**: an event's own time in the window, whether it works or waits. Summed over an op's
-  events it is the op's time (parallel executions add up). A copy drawn on a host row and on a
-  device row is one transfer: its time is the union of its intervals (the device's copy, plus
-  the host's staging outside it);
+  events it is the op's time (parallel executions add up), except where the op's host events
+  and its device events overlap in time: that stretch counts once. A TF1 GPU op's box on its
+  device's compute row (the host launching it) that lasts until its kernels end, and a copy
+  drawn on a host row and on a device row (one transfer), are the op's time once: its device
+  time plus the host's time outside it;
 - **cpu**: busy time that is not waiting.
 
 The cells: (op, row of the generic view, device or host). An op's events each fall in one cell
@@ -34,7 +36,7 @@ import numpy as np
 
 from compare.analysis.analyse import TraceAnalysis
 from compare.analysis.groups import GroupMap
-from compare.analysis.opkeys import EventOps, Key, copy_mask, op_events
+from compare.analysis.opkeys import EventOps, Key, op_events
 from compare.analysis.rows import on_gpu
 from compare.model.intervals import union_per_group
 from compare.vocabulary.labels import LABEL
@@ -43,16 +45,20 @@ from compare.vocabulary.labels import LABEL
 IDLE, UNTRACED = "idle", "untraced"
 #: The runtime row: also the wall time of worker regions no op runs beside.
 RUNTIME = "runtime"
+#: What that worker time is called among the runtime row's events.
+IDLE_WORKERS = "(worker-thread regions with no op traced in or beside them)"
 
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-    """Where time is booked: the op (None: no op's), the generic view's row key
-    (``compute: layer_1``, ``runtime``, ``idle``...), and whether it is a device row's."""
+    """Where time is booked: the op (-1: no op's), the generic view's row key
+    (``compute: layer_1``, ``runtime``, ``idle``...), whether it is a device row's, and for time
+    no op owns, the name of its events."""
 
     op: int                  # index into Account.ops, -1 for none
     row: str
     device: bool
+    event: str = ""          # time no op owns: the name of the events (ExecutorState::Process)
 
     @property
     def group(self) -> str:
@@ -148,15 +154,17 @@ class _Cells:
             k = self.ids[cell] = len(self.ids)
         return k
 
-    def many(self, op: np.ndarray, row: np.ndarray, dev: np.ndarray, rows: list[str]
-             ) -> np.ndarray:
-        """Cell ids of parallel arrays (op index, row id into ``rows``, device flag)."""
+    def many(self, op: np.ndarray, row: np.ndarray, dev: np.ndarray, name: np.ndarray,
+             rows: list[str], names: list[str]) -> np.ndarray:
+        """Cell ids of parallel arrays (op index, row id into ``rows``, device flag, event
+        name id into ``names``, which counts only where no op is)."""
         if not len(op):
             return np.zeros(0, np.int64)
-        trip, inv = np.unique(np.stack([op, row, dev.astype(np.int64)], axis=1), axis=0,
+        name = np.where(op >= 0, 0, name)
+        quad, inv = np.unique(np.stack([op, row, dev.astype(np.int64), name], axis=1), axis=0,
                               return_inverse=True)
-        ids = np.array([self.of(Cell(int(o), rows[int(r)], bool(d))) for o, r, d in trip],
-                       np.int64)
+        ids = np.array([self.of(Cell(int(o), rows[int(r)], bool(d), names[int(n)] if n else ""))
+                        for o, r, d, n in quad], np.int64)
         return ids[inv.reshape(-1)]
 
 
@@ -179,10 +187,12 @@ def account(a: TraceAnalysis, gmap: GroupMap) -> Account:
         pos = _positions(ptr[eo.idx], np.diff(eo.ptr))
         ent_op[pos] = eo.keys
         ent_frac[pos] = eo.fracs
-    ent_cell = cells.many(ent_op, row_of[ent_ev], dev[ent_ev], rows)
-    copies = _copy_keys(tr, eo)
-    extra = {name: cells.of(Cell(-1, name, False)) for name in (IDLE, UNTRACED, RUNTIME)}
-    steps = [_step(st, ptr, ent_cell, ent_frac, extra, copies, tr, dev)
+    ent_cell = cells.many(ent_op, row_of[ent_ev], dev[ent_ev], ev.name[ent_ev].astype(np.int64),
+                          rows, tr.strings.names)
+    single = _single_ops(eo)
+    extra = {name: cells.of(Cell(-1, name, False)) for name in (IDLE, UNTRACED)}
+    extra[RUNTIME] = cells.of(Cell(-1, RUNTIME, False, IDLE_WORKERS))
+    steps = [_step(st, ptr, ent_cell, ent_frac, extra, single, tr, dev)
              for st in a.attribution.steps]
     cell_list = [c for c, _ in sorted(cells.ids.items(), key=lambda kv: kv[1])]
     ops = [OpInfo(k, u) for k, u in zip(eo.names, eo.units)]
@@ -206,21 +216,20 @@ def _positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 @dataclasses.dataclass
-class _Copies:
-    """The copy events and their op key index (``events``, ``key``), for the union rule."""
+class _Single:
+    """The op events wholly of one op (``events``, ascending) and that op's index (``key``):
+    the ones whose host and device time may overlap."""
 
     events: np.ndarray
     key: np.ndarray
 
 
-def _copy_keys(tr, eo: EventOps) -> _Copies:
-    copy = copy_mask(tr)
+def _single_ops(eo: EventOps) -> _Single:
     single = np.diff(eo.ptr) == 1
-    sel = single & copy[eo.idx]
-    return _Copies(eo.idx[sel], eo.keys[eo.ptr[:-1][sel]])
+    return _Single(eo.idx[single], eo.keys[eo.ptr[:-1][single]])
 
 
-def _step(st, ptr, ent_cell, ent_frac, extra: dict[str, int], copies: _Copies, tr, dev
+def _step(st, ptr, ent_cell, ent_frac, extra: dict[str, int], single: _Single, tr, dev
           ) -> StepAccount:
     """One step's cells from its per-event times (:class:`~compare.analysis.attribution.
     StepTimes`)."""
@@ -239,7 +248,7 @@ def _step(st, ptr, ent_cell, ent_frac, extra: dict[str, int], copies: _Copies, t
               (np.array([extra[UNTRACED]]), np.array([untraced]), z, z, z),
               (np.array([extra[RUNTIME]]), np.array([rest]), z, z, z)]
     first_entry = np.cumsum(counts) - counts
-    fix = _copy_union(st, copies, tr, dev, cell[first_entry] if len(e) else cell)
+    fix = _overlap_once(st, single, tr, dev, cell[first_entry] if len(e) else cell)
     if fix is not None:
         parts.append(fix)
     c = np.concatenate([p[0] for p in parts])
@@ -251,41 +260,40 @@ def _step(st, ptr, ent_cell, ent_frac, extra: dict[str, int], copies: _Copies, t
                        untraced_us=untraced)
 
 
-def _copy_union(st, copies: _Copies, tr, dev, ev_cell: np.ndarray):
-    """The busy correction that makes a copy drawn on a host row and a device row count once:
-    per copy op, its device cell keeps its events' union, its host cell gets what of the union
-    no device copy covers. ``ev_cell``: the cell of each event of the step (its first entry).
-    Returned as a part (cells, 0 wall, busy delta, 0 cpu, 0 count), or None."""
+def _overlap_once(st, single: _Single, tr, dev, ev_cell: np.ndarray):
+    """The busy correction that counts an op's time once where its host events and its
+    device events overlap: per op with both in the step, its host cell gives up the overlap
+    (host union + device union - union of both). ``ev_cell``: the cell of each event of the
+    step. Returned as a part (cells, 0 wall, busy delta, 0 cpu, 0 count), or None."""
     e = st.events
-    if not len(copies.events) or not len(e):
+    if not len(single.events) or not len(e):
         return None
-    at = np.searchsorted(e, copies.events)
-    hit = (at < len(e)) & (e[np.minimum(at, len(e) - 1)] == copies.events)
+    at = np.searchsorted(e, single.events)
+    hit = (at < len(e)) & (e[np.minimum(at, len(e) - 1)] == single.events)
     if not hit.any():
         return None
-    cev, ckey, j = copies.events[hit], copies.key[hit], at[hit]
+    sev, skey, j = single.events[hit], single.key[hit], at[hit]
+    on_dev = dev[sev]
+    both_sides = np.intersect1d(skey[on_dev], skey[~on_dev])
+    if not len(both_sides):
+        return None
+    sel = np.isin(skey, both_sides)
+    sev, skey, j, on_dev = sev[sel], skey[sel], j[sel], on_dev[sel]
     lo, hi = st.ts, st.ts + st.dur
     evs = tr.events
-    a, b = np.clip(evs.ts[cev], lo, hi), np.clip(evs.end[cev], lo, hi)
-    keys, kinv = np.unique(ckey, return_inverse=True)
-    on_dev = dev[cev]
-    both = union_per_group(kinv, a, b, lo, hi, len(keys))
-    dev_u = union_per_group(kinv[on_dev], a[on_dev], b[on_dev], lo, hi, len(keys))
-    held = st.ev_self[j]
-    out_cells, out = [], []
-    for side, target in ((on_dev, dev_u), (~on_dev, both - dev_u)):
-        if not side.any():
-            continue
-        booked = np.bincount(kinv[side], held[side], minlength=len(keys))
-        cell_of: dict[int, int] = {}
-        for k, cid in zip(kinv[side].tolist(), ev_cell[j[side]].tolist()):
-            cell_of.setdefault(k, cid)
-        for k, cid in cell_of.items():
-            d = float(target[k] - booked[k])
-            if d:
-                out_cells.append(cid)
-                out.append(d)
-    if not out:
+    a, b = np.clip(evs.ts[sev], lo, hi), np.clip(evs.end[sev], lo, hi)
+    keys, kinv = np.unique(skey, return_inverse=True)
+    n = len(keys)
+    both = union_per_group(kinv, a, b, lo, hi, n)
+    dev_u = union_per_group(kinv[on_dev], a[on_dev], b[on_dev], lo, hi, n)
+    host_u = union_per_group(kinv[~on_dev], a[~on_dev], b[~on_dev], lo, hi, n)
+    overlap = host_u + dev_u - both
+    host_cell: dict[int, int] = {}
+    for k, cid in zip(kinv[~on_dev].tolist(), ev_cell[j[~on_dev]].tolist()):
+        host_cell.setdefault(k, cid)
+    cells = [(host_cell[k], -float(overlap[k])) for k in range(n) if overlap[k] > 0]
+    if not cells:
         return None
-    z = np.zeros(len(out))
-    return np.array(out_cells, np.int64), z, np.array(out), z, z
+    z = np.zeros(len(cells))
+    return (np.array([c for c, _ in cells], np.int64), z, np.array([d for _, d in cells]), z,
+            z)

@@ -43,7 +43,7 @@ class Verdicts:
     """``faster``: the side with the shorter step ("" when not significant or not comparable);
     ``a_us``/``b_us`` the step times compared (the step difference's basis), ``noise`` the
     smallest change (share of the slower step) these traces tell apart when the sides hold
-    too few steps for a rank test, ``test`` that test when they do not."""
+    too few steps to test, ``test`` that test when they do not."""
 
     a_us: float
     b_us: float
@@ -85,10 +85,10 @@ def verdicts(c: "Comparison") -> Verdicts:
 
 
 def named(c: "Comparison", slower: float) -> list[Named]:
-    """The differences worth naming, largest first: for two runs of the seed's pipeline its
-    stages; otherwise the largest terms of the step difference (each at least CHANGE_NOTABLE
+    """The differences worth naming, largest first: where the seed's stages hold both steps
+    (:attr:`Comparison.view`) its stages; otherwise the largest terms of the step difference (each at least CHANGE_NOTABLE
     of the slower step, else the largest one) with the ops behind them."""
-    if all(any(r.kind == "pipeline" and r.cells[k].us > 0 for r in c.stages) for k in c.sides):
+    if c.view == "stages":
         rows = [r for r in c.stages if r.stage != "idle"]
         out = [Named("stage", r.stage, r.cells["b"].us - r.cells["a"].us, r.cells["a"].us,
                      r.cells["b"].us) for r in rows]

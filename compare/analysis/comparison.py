@@ -26,7 +26,7 @@ from compare.analysis.attribution import Attribution, attribute
 from compare.analysis.compare_verdict import Verdicts, verdicts
 from compare.analysis.groups import GroupMap, map_groups
 from compare.analysis.mapping import StageMap, map_stages
-from compare.analysis.noise import rank_test
+from compare.analysis.noise import mean_test
 from compare.analysis.opdiff import OpDiff, SideOps, TypeDiff
 from compare.analysis.parity import Parity
 from compare.analysis.step_delta import Basis, StepDelta, basis, step_delta
@@ -35,7 +35,11 @@ from compare.model.events import Trace
 from compare.vocabulary.groups import GROUP_SPLIT, GROUPS, SPLIT_KEYS
 from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS, SCOPE_SUFFIX
 from compare.vocabulary.ops import TRAIN_FUNCTION
-from compare.vocabulary.thresholds import GROUP_ROWS_KEPT, SCOPE_VARIANTS_MERGED
+from compare.vocabulary.thresholds import (
+    GROUP_ROWS_KEPT,
+    SCOPE_VARIANTS_MERGED,
+    UNMAPPED_NOTABLE,
+)
 
 #: The two sides: ``a`` (the baseline, legacy in our runs) and ``b``.
 SIDES = ("a", "b")
@@ -278,19 +282,30 @@ class Comparison:
         return any(r.kind == "pipeline" and cell.us > 0 for r in self.stages
                    for cell in r.cells.values())
 
+    def stages_cover(self) -> bool:
+        """The seed pipeline's stages hold (nearly) all of both sides' steps: every side has
+        stage time, and the time outside the stages is under UNMAPPED_NOTABLE of its step."""
+        return self.has_pipeline() and all(
+            s.coverage.unmapped_share < UNMAPPED_NOTABLE for s in self.sides.values())
+
     @property
     def view(self) -> str:
-        """The view the verdict, the plots and the merged trace show: the seed's stages when a
-        side shows its image pipeline, else the generic groups (``stages`` rows and the
-        stage view's unmapped time stay in report.json all the same)."""
-        return "stages" if self.has_pipeline() else "groups"
+        """The view the verdict, the plots and the merged trace show: the seed's stages when
+        they hold both traces' steps (our pipelines, an image pipeline alone), else the
+        generic groups (a model fed by an image pipeline is mostly outside the stages; the
+        ``stages`` rows and the stage view's unmapped time stay in report.json all the same)."""
+        return "stages" if self.stages_cover() else "groups"
 
     def view_reason(self) -> str:
         """Why :attr:`view` is the one shown, in a sentence."""
         if self.view == "stages":
-            return ("a trace shows the seed's image pipeline (its stages by our name scopes, "
-                    "tf.image API scopes or image op types): the verdict and the plots use "
-                    "the stages; the generic groups are beside them")
+            return ("the traces show the seed's image pipeline (its stages by our name scopes, "
+                    "tf.image API scopes or image op types) and little else: the verdict and "
+                    "the plots use the stages; the generic groups are beside them")
+        if self.has_pipeline():
+            return ("a trace shows image pipeline stages, but most of a step is outside them "
+                    "(a model, its optimizer): the verdict, the plots and the merged trace use "
+                    "the generic groups; the stage rows are kept for the pipeline's part")
         return ("neither trace shows the seed's image pipeline (no stage by our name scopes, "
                 "tf.image API scopes or image op types): the verdict, the plots and the merged "
                 "trace use the generic groups; the seed stages' rows (stages, unmapped_us, "
@@ -340,7 +355,7 @@ OPS_TESTED = 20
 
 
 def _test_top_ops(c: Comparison, sides: dict[str, Side]) -> None:
-    """The largest op changes, each tested against its per-step spread (the rank test of
+    """The largest op changes, each tested against its per-step spread (the bootstrap of
     :mod:`compare.analysis.noise`, where both sides hold enough steps)."""
     top = c.ops_diff[:OPS_TESTED]
     keys = {k: [key for r in top for key in r.keys.get(k, [])] for k in sides}
@@ -351,7 +366,7 @@ def _test_top_ops(c: Comparison, sides: dict[str, Side]) -> None:
             n = len(s.account.steady)
             per[k] = sum((samples[k].get(key, np.zeros(n)) for key in r.keys.get(k, [])),
                          np.zeros(n))
-        r.test = rank_test(per["a"], per["b"])
+        r.test = mean_test(per["a"], per["b"])
 
 
 @dataclasses.dataclass

@@ -89,6 +89,7 @@ class OpDiff:
     a_wall_us: float = 0.0
     b_wall_us: float = 0.0
     test: "Test | None" = None      # the change against the step-to-step spread
+    units: int = 0                  # fused by XLA: the compiled units (clusters, functions)
     keys: dict[str, list[tuple[str, str]]] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -279,16 +280,36 @@ def _status(a_us: float, b_us: float) -> str:
     return "same" if abs(b_us - a_us) <= max(OP_SAME_US, OP_SAME_SHARE * big) else "changed"
 
 
+def _compiled_units(side: dict[Key, OpStat]) -> dict[str, list[Key]]:
+    """A side's compiled units left unmatched, each with its rows: an XLA cluster's run
+    (``_XlaRun``, ``_XlaLaunch``: named by its cluster), and a ``jit_compile`` function's call
+    and the kernels no HLO splits into TF ops (by the unit they ran inside)."""
+    out: dict[str, list[Key]] = defaultdict(list)
+    for k, st in side.items():
+        if st.type in tfops.XLA_RUN_OPS:
+            out[k[0]].append(k)
+        elif st.unit and (st.type == XLA_KERNEL or st.type.startswith(tfops.FUNCTION_OP_PREFIX)
+                          or k[1].startswith(tfops.FUNCTION_OP_PREFIX)):
+            out[st.unit].append(k)
+    return dict(out)
+
+
+#: The op type of an XLA kernel no HLO splits into TF ops (:func:`compare.analysis.opkeys.
+#: keys_of`).
+XLA_KERNEL = "xla kernel"
+
+
 def _fused(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat],
            units: dict[str, dict[str, set[str]]]) -> list[OpDiff]:
-    """Ops left on one side that the other side's new XLA clusters hold: one row per cluster
-    (or per set of clusters when the trace does not say which holds what)."""
+    """Ops left on one side that the other side's new XLA units (clusters, compiled
+    functions) hold: one row per unit (or per set of units when the trace does not say which
+    holds what)."""
     rows = []
     for gone, new, side_new in ((left_a, left_b, "b"), (left_b, left_a, "a")):
-        clusters = [k for k, s in new.items() if s.type in tfops.XLA_RUN_OPS]
-        if not clusters:
+        compiled = _compiled_units(new)
+        if not compiled:
             continue
-        owners, joint = _cluster_owners(clusters, units.get(side_new, {}))
+        owners, joint = _cluster_owners(sorted(compiled), units.get(side_new, {}))
         claimed: dict[str, list[Key]] = defaultdict(list)
         loose = [k for k, s in gone.items() if s.group not in _UNCLUSTERABLE_GROUPS
                  and s.type not in RUNTIME_OPS and s.type not in tfops.XLA_OPS]
@@ -296,30 +317,33 @@ def _fused(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat],
             owner = owners.get(k[0], joint)
             if owner:
                 claimed[owner].append(k)
-        by_name = {c[0]: [c] for c in clusters}
-        by_name[joint] = clusters
+        by_name = {u: keys for u, keys in compiled.items()}
+        by_name[joint] = [k for keys in compiled.values() for k in keys]
         for owner, ops in claimed.items():
-            runs = [new.pop(c) for c in by_name[owner]]
+            runs = [new.pop(c) for c in by_name[owner] if c in new]
             former = [gone.pop(k) for k in ops]
             a, b = (former, runs) if side_new == "b" else (runs, former)
             row = _row(owner, a, b, "xla", members=sorted(k[0] for k in ops))
-            row.type, row.status, row.group, row.into = runs[0].type, "fused", "xla_run", \
-                side_new
+            lead = max(runs, key=lambda st: st.us)
+            row.type = next((st.type for st in runs if st.type in tfops.XLA_RUN_OPS or
+                             st.type.startswith(tfops.FUNCTION_OP_PREFIX)), lead.type)
+            row.status, row.group, row.into = "fused", "xla_run", side_new
+            row.units = len(compiled) if owner == joint else 1
             rows.append(row)
     return rows
 
 
-def _cluster_owners(clusters: list[Key], members: dict[str, set[str]]
+def _cluster_owners(units: list[str], members: dict[str, set[str]]
                     ) -> tuple[dict[str, str], str]:
-    """(op name -> the first cluster holding it, the name of all clusters as one owner): the
-    joint owner ("" unless no cluster says what it holds) takes every op."""
+    """(op name -> the first unit holding it, the name of all units as one owner): the
+    joint owner ("" unless no unit says what it holds) takes every op."""
     owners: dict[str, str] = {}
-    for c in clusters:
-        for m in members.get(c[0], ()):
-            owners.setdefault(m, c[0])
-    if any(members.get(c[0]) for c in clusters):
+    for u in units:
+        for m in members.get(u, ()):
+            owners.setdefault(m, u)
+    if any(members.get(u) for u in units):
         return owners, ""
-    names = sorted(c[0] for c in clusters)
+    names = sorted(units)
     joint = "+".join(names) if len(names) <= CLUSTERS_NAMED else \
         "+".join(names[:CLUSTERS_NAMED]) + f"+... ({len(names):,} clusters)"
     return owners, joint

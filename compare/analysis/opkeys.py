@@ -161,7 +161,10 @@ def keys_of(a: TraceAnalysis, i: int, weights: XlaWeights, names: list[str]):
         unit = tfops.cluster_of(tf_name, names[ev.name[i]])
         return [(unit, op_type, 1.0, unit)]
     name = normalise(tf_name) if tf_name else names[ev.name[i]]
-    return [(name, type_key(op_type) or names[ev.name[i]], 1.0, "")]
+    # the call of a jit_compile function: its own unit (its kernels run inside it)
+    unit = op_type if op_type.startswith(tfops.FUNCTION_OP_PREFIX) and \
+        op_type in a.xla.units else ""
+    return [(name, type_key(op_type) or names[ev.name[i]], 1.0, unit)]
 
 
 def event_keys(a: TraceAnalysis) -> dict[int, Key]:

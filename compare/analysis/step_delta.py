@@ -11,7 +11,8 @@ only (``ops_diff`` rows of status *fused*, matched by XLA) are one term of their
 other.
 
 Each term names the ops behind it (``ops_diff`` rows of its group, by their op-time change)
-and says whether it is beyond the step-to-step spread (:mod:`compare.analysis.noise`)."""
+and says whether it is beyond the step-to-step spread (a bootstrap of the difference of the
+means, :func:`compare.analysis.noise.mean_test`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +20,7 @@ import dataclasses
 import numpy as np
 
 from compare.analysis.account import IDLE, UNTRACED, Account
-from compare.analysis.noise import Test, rank_test
+from compare.analysis.noise import Test, mean_test
 from compare.analysis.opdiff import OpDiff
 from compare.vocabulary.groups import GROUPS
 from compare.vocabulary.thresholds import TERM_OPS, UNTRACED_NOTABLE
@@ -50,12 +51,22 @@ class TermOp:
 
 
 @dataclasses.dataclass
+class TermEvent:
+    """Time no op owns behind a term (TF's executor, a thread pool's region, a wait), by the
+    name of its events: its change of wall time per step."""
+
+    name: str
+    delta_us: float
+
+
+@dataclasses.dataclass
 class Term:
     key: str                  # a group, ``xla_fusion``, ``idle`` or ``untraced``
     a_us: float
     b_us: float
     test: Test
     ops: list[TermOp] = dataclasses.field(default_factory=list)
+    events: list[TermEvent] = dataclasses.field(default_factory=list)
     #: xla_fusion: the ops fused, the clusters they run in (their rows' names, and how many
     #: clusters those hold), the side running the clusters, and the rows' op time
     members: int = 0
@@ -107,17 +118,21 @@ def step_delta(accs: dict[str, Account], bases: dict[str, Basis], rows: list[OpD
     diff, largest change first)."""
     kind = "traced" if any(b.kind == "traced" for b in bases.values()) else "window"
     fused = _fused_keys(rows)
-    per = {k: _term_samples(acc, fused.get(k, set()), kind) for k, acc in accs.items()}
+    whole = {k: _all_units_fused(acc, fused.get(k, set())) for k, acc in accs.items()}
+    booked = {k: _term_samples(acc, fused.get(k, set()), whole[k], kind)
+              for k, acc in accs.items()}
+    per = {k: b[0] for k, b in booked.items()}
     keys = [t for t in TERM_ORDER if any(t in p for p in per.values())]
     terms = []
     for key in keys:
         a, b = (per[s].get(key, np.zeros(max(1, len(accs[s].steady)))) for s in ("a", "b"))
-        terms.append(Term(key, float(a.mean()), float(b.mean()), rank_test(a, b)))
+        terms.append(Term(key, float(a.mean()), float(b.mean()), mean_test(a, b)))
     _ops_behind(terms, rows)
+    _events_behind(terms, {k: b[1] for k, b in booked.items()})
     _fusion_facts(terms, rows)
     totals = {k: float(sum(per[k][t].mean() for t in per[k])) for k in accs}
     return StepDelta(kind, totals["a"], totals["b"],
-                     rank_test(_basis_samples(accs["a"], kind), _basis_samples(accs["b"], kind)),
+                     mean_test(_basis_samples(accs["a"], kind), _basis_samples(accs["b"], kind)),
                      terms)
 
 
@@ -137,10 +152,22 @@ def _fused_keys(rows: list[OpDiff]) -> dict[str, set[tuple[str, str]]]:
     return out
 
 
-def _term_samples(acc: Account, fused: set, kind: str) -> dict[str, np.ndarray]:
-    """Per term, the side's wall time in each steady step."""
+def _all_units_fused(acc: Account, fused: set) -> bool:
+    """Every compiled unit the side runs is in a fused row: then its compiled code's own
+    time (XLA's runtime, waits for it) belongs to the fusion too."""
+    units = {info.unit for info in acc.ops if info.unit}
+    held = {info.unit for info in acc.ops if info.unit and info.key in fused}
+    return bool(units) and units == held
+
+
+def _term_samples(acc: Account, fused: set, whole: bool, kind: str
+                  ) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], float]]:
+    """Per term, the side's wall time in each steady step; and per (term, event name), the
+    mean wall time of the time no op owns."""
     def term(c) -> str:
         if c.op >= 0 and acc.ops[c.op].key in fused:
+            return FUSION
+        if whole and c.op < 0 and c.group == "xla_run":
             return FUSION
         if c.row in (IDLE, UNTRACED):
             return c.row
@@ -152,7 +179,21 @@ def _term_samples(acc: Account, fused: set, kind: str) -> dict[str, np.ndarray]:
     out = {name: m[j] for j, name in enumerate(names)}
     if kind == "traced":
         out.pop(UNTRACED, None)
-    return {k: v for k, v in out.items() if v.any()}
+    ev_ids, ev_keys = acc.ids(lambda c: (term(c), c.event) if c.op < 0 and c.event else None)
+    means = acc.mean("wall", ev_ids, len(ev_keys))
+    events = {k: float(v) for k, v in zip(ev_keys, means) if k is not None and v}
+    return {k: v for k, v in out.items() if v.any()}, events
+
+
+def _events_behind(terms: list[Term], events: dict[str, dict[tuple[str, str], float]]) -> None:
+    """Each term's largest changes of time no op owns, by event name."""
+    for t in terms:
+        names = {n for side in events.values() for (k, n) in side if k == t.key}
+        deltas = [TermEvent(n, events["b"].get((t.key, n), 0.0) -
+                            events["a"].get((t.key, n), 0.0)) for n in names]
+        deltas = [d for d in deltas if d.delta_us]
+        deltas.sort(key=lambda d: (-(d.delta_us * t.delta_us > 0), -abs(d.delta_us), d.name))
+        t.events = deltas[:TERM_OPS]
 
 
 def _ops_behind(terms: list[Term], rows: list[OpDiff]) -> None:
@@ -163,7 +204,7 @@ def _ops_behind(terms: list[Term], rows: list[OpDiff]) -> None:
         key = FUSION if (r.status == "fused" and r.match == "xla") else (
             r.group if r.group in TERM_ORDER else "unmapped")
         t = by_key.get(key)
-        if t is None or r.delta_us == 0:
+        if t is None or abs(r.delta_us) < 0.5:   # no change at the table's precision
             continue
         t.ops.append(TermOp(i, r.delta_us))
     for t in terms:
@@ -178,7 +219,7 @@ def _fusion_facts(terms: list[Term], rows: list[OpDiff]) -> None:
     fused = [r for r in rows if r.status == "fused" and r.match == "xla"]
     t.members = sum(len(r.members) for r in fused)
     t.clusters = [r.op for r in fused]
-    t.cluster_count = sum(len(r.keys.get(r.into, [])) for r in fused)
+    t.cluster_count = sum(r.units for r in fused)
     t.into = fused[0].into if fused else ""
     t.ops_a_us = sum(r.a_us for r in fused)
     t.ops_b_us = sum(r.b_us for r in fused)

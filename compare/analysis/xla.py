@@ -22,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from common.hlo import unit_names
+from common.hlo import CLUSTER_MODULE, strip_instance, unit_names
 from compare.model.events import CAT, Trace
 from compare.model.lanes import keys
 from compare.vocabulary import ops as tfops
@@ -314,6 +314,30 @@ def _has_nested_compiler_work(trace: Trace, compile_idx: np.ndarray) -> np.ndarr
     return out
 
 
+class _NamedOnly:
+    """A compiled module known by name only: its kernels name it (``hlo_module``), the trace
+    carries no HLO (a trace viewer JSON, not the xplane)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def cluster(self) -> str:
+        m = CLUSTER_MODULE.match(self.name)
+        return m.group(1) if m else strip_instance(self.name)
+
+
+def _kernel_modules(trace: Trace) -> dict:
+    """The trace's HLO modules, and the modules its XLA kernels name that it holds no HLO
+    for (by name only), so a ``jit_compile`` function is one unit in either format."""
+    ev, names = trace.events, trace.strings.names
+    out: dict = dict(trace.hlo)
+    for m in np.unique(ev.hlo_module[ev.category == CAT["xla_kernel"]]).tolist():
+        if m and names[m] not in out:
+            out[names[m]] = _NamedOnly(names[m])
+    return out
+
+
 def _function_units(trace: Trace, units: dict[str, XlaUnit],
                     compile_calls: list[tuple[int, str, float]]) -> list[int]:
     """Add one unit per compiled ``jit_compile`` function module (see
@@ -325,13 +349,13 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
     compiler's events nested inside compiled; its compile time is its excess over a launch
     that did not compile.
     """
-    modules = {name: (unit, trace.hlo[name]) for name, (unit, kind) in
-               unit_names(trace.hlo).items() if kind == "function"}
-    if not modules:
-        return []
     ev = trace.events
     names = trace.strings.names
     kernel_cat = CAT["xla_kernel"]
+    modules = {name: (unit, trace.hlo.get(name)) for name, (unit, kind) in
+               unit_names(_kernel_modules(trace)).items() if kind == "function"}
+    if not modules:
+        return []
     launches: dict[str, set[int]] = {}
     for pid, tid, idx in trace.iter_lanes():
         kern = idx[(ev.category[idx] == kernel_cat)]
@@ -356,9 +380,10 @@ def _function_units(trace: Trace, units: dict[str, XlaUnit],
     all_launches = np.array(sorted(i for s in launches.values() for i in s), dtype=np.int64)
     nested = _has_nested_compiler_work(trace, all_launches)
     for name, (fn, mod) in modules.items():
-        units.pop(mod.cluster, None)  # added above under the module's own name
+        if mod is not None:
+            units.pop(mod.cluster, None)  # added above under the module's own name
         u = units.setdefault(fn, XlaUnit(fn))
-        u.members = mod.all_tf_ops()
+        u.members = mod.all_tf_ops() if mod is not None else []
         idx = np.array(sorted(launches.get(fn, ())), dtype=np.int64)
         if not len(idx):
             continue

@@ -27,6 +27,10 @@ TERM_WORDS = {
 }
 
 
+def p_value(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
 def signed(us: float) -> str:
     return ("+" if us > 0 else "-" if us < 0 else "") + ms(abs(us))
 
@@ -72,7 +76,7 @@ def _headline(c: Comparison, v: Verdicts) -> str:
     ones = [k for k, st in steps.items() if st.steady < 2]
     one = ("one traced step per side" if len(ones) == 2 else
            f"a single traced step in {c.label(ones[0])}" if ones else "")
-    test = (f", p = {v.test.p:.2g}" if v.test.tested else "")
+    test = (f", {p_value(v.test.p)}" if v.test.tested else "")
     if v.significant:
         faster, slower = (lb, la) if v.faster == "b" else (la, lb)
         return (f"{faster} is {v.ratio:.1f}x faster per step than {slower} ({ms(min(a, b))} "
@@ -124,12 +128,14 @@ def term_words(c: Comparison, x: Named) -> str:
     t = x.term
     name = TERM_WORDS.get(x.op, x.op)
     spread = "" if x.test is None or x.test.beyond is not False else \
-        f", within the step-to-step spread (p = {x.test.p:.2g})"
+        f", within the step-to-step spread ({p_value(x.test.p)})"
     if t is not None and t.key == FUSION:
         return fusion_words(c, t) + spread
-    ops = [c.ops_diff[i] for i in x.ops]
-    behind = f" ({', '.join(op_words(c, r) for r in ops)})" if ops and x.op not in GAP_TERMS \
-        else ""
+    ops = [c.ops_diff[i] for i in x.ops] if x.op not in GAP_TERMS else []
+    words = [op_words(c, r) for r in ops]
+    if not words and t is not None:   # time no op owns: its events, by wall time
+        words = [f"{e.name} {signed(e.delta_us)} of wall time" for e in t.events]
+    behind = f" ({', '.join(words)})" if words else ""
     return f"{name} {signed(x.delta_us)}{behind}{spread}"
 
 
@@ -144,7 +150,7 @@ def fusion_words(c: Comparison, t: Term) -> str:
     clusters = listed(t.clusters) if t.clusters else "clusters"
     k = t.cluster_count or len(t.clusters)
     return (f"XLA fusion {signed(t.delta_us)}: {t.members} ops of {scopes_of(members)} "
-            f"({c.label(ops_side)}) now run in {k} cluster{'s' if k != 1 else ''} "
+            f"({c.label(ops_side)}) now run in {k} compiled unit{'s' if k != 1 else ''} "
             f"({clusters}, {c.label(t.into)}): before {ms(before)}, after {ms(after)} of the "
             f"step's wall time (op time {ms(op_before)} -> {ms(op_after)})")
 
@@ -262,7 +268,7 @@ def _step_words(name: str, r: SideResult) -> str:
 
 
 def _where_time_goes(c: Comparison, side: str, step: float) -> str:
-    if c.groups and not c.has_pipeline():
+    if c.groups and c.view == "groups":
         return "time goes to " + _group_words(c, side, step)
     rows = sorted(c.stages, key=lambda row: -row.cells[side].us)
     work = [row for row in rows if row.stage != "idle" and row.cells[side].us > 0][:3]

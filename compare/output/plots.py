@@ -14,7 +14,7 @@ from common import atomic
 from compare.analysis.attribution import Attribution
 from compare.analysis.comparison import Comparison
 from compare.analysis.groups import OP_GROUPS, GroupMap
-from compare.fmt import fit
+from compare.fmt import duration, fit
 from compare.output.colors import rgb01
 from compare.vocabulary.groups import GROUP, GROUPS
 from compare.vocabulary.labels import LABELS
@@ -160,16 +160,16 @@ def step_delta_png(path: str | os.PathLike, c: Comparison) -> None:
     y = np.arange(len(names))
     ax.barh(y, width, left=left, color=colours, edgecolor="black", linewidth=0.4)
     for yy, lft, w, t in zip(y[1:-1], left[1:-1], width[1:-1], terms):
-        ax.text(lft + w, yy, f" {'+' if t.delta_us > 0 else '-'}{abs(t.delta_us) / 1e3:.3f} ms",
+        ax.text(lft + w, yy, f" {'+' if t.delta_us > 0 else '-'}{duration(abs(t.delta_us))}",
                 va="center", fontsize=7)
-    ax.text(width[0], 0, f" {d.a_us / 1e3:.3f} ms", va="center", fontsize=7)
-    ax.text(width[-1], y[-1], f" {d.b_us / 1e3:.3f} ms", va="center", fontsize=7)
+    ax.text(width[0], 0, f" {duration(d.a_us)}", va="center", fontsize=7)
+    ax.text(width[-1], y[-1], f" {duration(d.b_us)}", va="center", fontsize=7)
     ax.set_yticks(y, names, fontsize=8)
     ax.invert_yaxis()
     basis = "mean traced span" if d.basis == "traced" else "mean steady step"
     ax.set_xlabel(f"ms ({basis}; each term a group's wall time per step)")
     ax.set_title(f"The step difference, {'+' if d.delta_us > 0 else '-'}"
-                 f"{abs(d.delta_us) / 1e3:.3f} ms, term by term (they add up to it)")
+                 f"{duration(abs(d.delta_us))}, term by term (they add up to it)")
     fig.tight_layout()
     _save(fig, path)
 

@@ -74,7 +74,7 @@ def to_json(r: "Report") -> dict:
 
 
 def _test(t: Test | None) -> dict:
-    """A difference's rank test: its p-value and whether it is beyond the step-to-step spread
+    """A difference's bootstrap test: its p-value and whether it is beyond the step-to-step spread
     (both null when the sides hold too few steps to test)."""
     if t is None or not t.tested:
         return {"p_value": None, "beyond_noise": None}
@@ -148,7 +148,8 @@ def term(t: Term, c: Comparison) -> dict:
            "a_us": round(t.a_us, 1), "b_us": round(t.b_us, 1),
            "delta_us": round(t.delta_us, 1), **_test(t.test),
            "ops": [{"op": c.ops_diff[o.row].op, "type": c.ops_diff[o.row].type,
-                    "delta_us": round(o.delta_us, 1)} for o in t.ops]}
+                    "delta_us": round(o.delta_us, 1)} for o in t.ops],
+           "events": [{"name": e.name, "delta_us": round(e.delta_us, 1)} for e in t.events]}
     if t.members:
         out |= {"members": t.members, "clusters": list(t.clusters),
                 "into": c.label(t.into) if t.into else ""}
