@@ -52,13 +52,15 @@ WALL = [
                   (HOST, W, 50, 50, "DecodeJpeg", "d/DecodeJpeg")], STEP,
                  {"decode": 50, "runtime": 150}, {"decode": 50},
                  id="a_session_waits_in_runtime_only_while_nothing_works"),
+    # while the step waits for its input, the instant is the input's, shared among what runs
+    # then: the wait alone 0-20 and 60-100, the wait and the decode producing it 20-60
     pytest.param([(HOST, PYTHON, 0, 100, "IteratorGetNext", "IteratorGetNext"),
                   (HOST, DATA, 20, 40, "DecodeJpeg", "d/DecodeJpeg")], STEP,
-                 {"input_wait": 60, "decode": 40, "runtime": 100}, {"decode": 40, "runtime": 100},
+                 {"input_wait": 80, "decode": 20, "runtime": 100}, {"decode": 40, "runtime": 100},
                  id="get_next_waits_in_input_wait"),
     pytest.param([(HOST, PYTHON, 0, 100, "Iterator::Prefetch", "Iterator::Model::Prefetch"),
                   (HOST, W, 0, 50, "DecodeJpeg", "d/DecodeJpeg")], STEP,
-                 {"input_wait": 50, "decode": 50, "runtime": 100}, {"decode": 50, "runtime": 100},
+                 {"input_wait": 75, "decode": 25, "runtime": 100}, {"decode": 50, "runtime": 100},
                  id="an_async_iterator_waits"),
     pytest.param([(CPU, 0, 0, 100, "DecodeJpeg", "d/DecodeJpeg"),
                   (CPU, 0, 150, 50, "ResizeBilinear", "r/ResizeBilinear"),
@@ -83,6 +85,8 @@ def test_wall_and_cpu_of_a_step(events, steps, wall, cpu):
     assert by_label(st.wall) == wall
     assert by_label(st.cpu) == cpu
     assert st.wall.sum() == pytest.approx(st.dur, abs=1e-9)
+    # the input's part of the wall is every instant the step waited for or read its input
+    assert st.ev_input.sum() == pytest.approx(st.input_us, abs=1e-9)
     # own time: every segment's time in the step, once, whatever the waits
     e, t0, t1 = segments(tr)
     inside = np.clip(t1, st.ts, st.ts + st.dur) - np.clip(t0, st.ts, st.ts + st.dur)

@@ -36,9 +36,15 @@ def _spec() -> dict:
             if not k.startswith("_") and v.get("round") != "issue 24"}
 
 
+def _all() -> dict:
+    """Every corpus entry, issue 24's included."""
+    return {k: v for k, v in json.loads((CORPUS / "traces.json").read_text()).items()
+            if not k.startswith("_")}
+
+
 def _unpacked(name: str, tmp: Path) -> Path:
     """The corpus entry as the tool takes it: xplanes gunzipped in a copy of its folder."""
-    src = CORPUS / _spec()[name]["path"]
+    src = CORPUS / _all()[name]["path"]
     if src.is_file():
         return src
     dst = tmp / name
@@ -431,3 +437,19 @@ def test_one_python_main_thread_and_empty_allocators(tmp_path):
         alloc = next(p for p in explain(load(_unpacked(name, tmp_path))).legend.processes
                      if p.name == "Allocators")
         assert alloc.meaning.startswith("empty")
+
+
+@pytest.mark.parametrize("name", sorted(_all()))
+def test_the_explained_step_is_one_the_trace_marks(name, tmp_path):
+    """Issue 24: explain's step lies within 10 % of one of the steps the trace marks (the
+    facts' own reading of its marks: xprof's device step rows, step markers, session runs),
+    and its median one when it picks a steady step itself."""
+    facts = _computed(name).get("windowed")
+    if not facts or not facts.get("step_us"):
+        pytest.skip("the facts mark no steps in this trace")
+    e = explain(load(_unpacked(name, tmp_path)))
+    dur = e.choice.step.dur
+    assert min(abs(dur - s) for s in facts["step_us"]) <= 0.10 * dur, (name, dur,
+                                                                       facts["step_us"][:8])
+    if len(facts["step_us"]) >= 3:
+        assert dur == pytest.approx(facts["steady_step_median_us"], rel=0.10), name

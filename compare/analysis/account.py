@@ -8,11 +8,14 @@ window, by one rule:
   (the time of events nested in it on its row is theirs), on rows that do not repeat others
   (TF1's ``stream:all`` and ``memcpy`` rows where per-stream rows exist:
   :func:`compare.analysis.rows.duplicate_pids`);
-- **wall**: each instant of the window shared among the rows working at it
-  (:mod:`compare.analysis.attribution`); instants where rows only wait go to what they wait in,
-  instants with nothing traced to ``idle`` (between traced work) or ``untraced`` (at the
-  window's edges, before the first event and after the last). Per step the wall times of all
-  cells add up to the window exactly;
+- **wall**: each instant of the window once (:mod:`compare.analysis.attribution`). While the
+  step waits for or reads its input (an iterator's GetNext, a queue dequeue, a reader's read,
+  on any of its threads), the instant is the ``input`` row's, whatever else runs: the step is
+  held up by its input (a map running inline inside GetNext is input time, not the model's).
+  Other instants are shared among the rows working at them; instants where rows only wait go
+  to what they wait in, instants with nothing traced to ``idle`` (between traced work) or
+  ``untraced`` (at the window's edges, before the first event and after the last). Per step the
+  wall times of all cells add up to the window exactly;
 - **busy**: an event's own time in the window, whether it works or waits. Summed over an op's
   events it is the op's time (parallel executions add up), except where the op's host events
   and its device events overlap in time: that stretch counts once. A TF1 GPU op's box on its
@@ -45,6 +48,8 @@ from compare.vocabulary.labels import LABEL
 IDLE, UNTRACED = "idle", "untraced"
 #: The runtime row: also the wall time of worker regions no op runs beside.
 RUNTIME = "runtime"
+#: The input row: also every instant the step waits for or reads its input.
+INPUT = "input"
 #: What that worker time is called among the runtime row's events.
 IDLE_WORKERS = "(worker-thread regions with no op traced in or beside them)"
 
@@ -187,12 +192,16 @@ def account(a: TraceAnalysis, gmap: GroupMap) -> Account:
         pos = _positions(ptr[eo.idx], np.diff(eo.ptr))
         ent_op[pos] = eo.keys
         ent_frac[pos] = eo.fracs
-    ent_cell = cells.many(ent_op, row_of[ent_ev], dev[ent_ev], ev.name[ent_ev].astype(np.int64),
-                          rows, tr.strings.names)
+    names = ev.name[ent_ev].astype(np.int64)
+    ent_cell = cells.many(ent_op, row_of[ent_ev], dev[ent_ev], names, rows, tr.strings.names)
+    if INPUT not in rows:
+        rows.append(INPUT)
+    ent_input = cells.many(ent_op, np.full(len(ent_ev), rows.index(INPUT)), dev[ent_ev], names,
+                           rows, tr.strings.names)
     single = _single_ops(eo)
     extra = {name: cells.of(Cell(-1, name, False)) for name in (IDLE, UNTRACED)}
     extra[RUNTIME] = cells.of(Cell(-1, RUNTIME, False, IDLE_WORKERS))
-    steps = [_step(st, ptr, ent_cell, ent_frac, extra, single, tr, dev)
+    steps = [_step(st, ptr, (ent_cell, ent_input), ent_frac, extra, single, tr, dev)
              for st in a.attribution.steps]
     cell_list = [c for c, _ in sorted(cells.ids.items(), key=lambda kv: kv[1])]
     ops = [OpInfo(k, u) for k, u in zip(eo.names, eo.units)]
@@ -229,17 +238,21 @@ def _single_ops(eo: EventOps) -> _Single:
     return _Single(eo.idx[single], eo.keys[eo.ptr[:-1][single]])
 
 
-def _step(st, ptr, ent_cell, ent_frac, extra: dict[str, int], single: _Single, tr, dev
+def _step(st, ptr, ent_cells, ent_frac, extra: dict[str, int], single: _Single, tr, dev
           ) -> StepAccount:
     """One step's cells from its per-event times (:class:`~compare.analysis.attribution.
-    StepTimes`)."""
+    StepTimes`); ``ent_cells``: each entry's cell, and its cell in the input row (the wall
+    share it had while the step waited for or read its input)."""
     e = st.events
     counts = ptr[e + 1] - ptr[e]
     pos = _positions(ptr[e], counts)
-    cell = ent_cell[pos]
+    cell, cell_in = ent_cells[0][pos], ent_cells[1][pos]
     frac = ent_frac[pos]
     rep = (lambda v: np.repeat(v, counts) * frac)
-    parts = [(cell, rep(st.ev_wall), rep(st.ev_self), rep(st.ev_cpu), np.ones(len(cell)))]
+    z_n = np.zeros(len(cell))
+    parts = [(cell, rep(st.ev_wall - st.ev_input), rep(st.ev_self), rep(st.ev_cpu),
+              np.ones(len(cell))),
+             (cell_in, rep(st.ev_input), z_n, z_n, z_n)]
     idle = float(st.wall[LABEL["idle"]])
     untraced = min(idle, st.untraced_us)
     rest = max(0.0, st.dur - float(st.ev_wall.sum()) - idle)

@@ -61,8 +61,11 @@ class StepTimes:
     blocked_us: float = 0.0           # TF-thread runtime with no op inside, counted as waiting
     untraced_us: float = 0.0          # the step's edges with nothing traced (before the first
     #                                   event, after the last): part of the idle wall time
-    input_us: float = 0.0             # time it waited for or read its input (:func:`_input_us`)
+    input_us: float = 0.0             # time it waited for or read its input (on any of its
+    #                                   threads; what else ran then counts as that input)
     compile_us: float = 0.0           # time some thread compiled (XLA) during it
+    ev_input: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    #                                   per event: the part of its wall share that is the input
 
     @property
     def by_event_wall(self) -> dict[int, float]:
@@ -327,43 +330,52 @@ def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
         & ~wait & ~orphan
     work = ~wait
     sw = _Sweep(st.ts, st.ts + st.dur, seg.t0, seg.t1)
+    # the step's input first: while it waits for or reads its input (:func:`_input_segments`),
+    # that is what the instant is, shared among what runs then (its waits, and the threads
+    # working: a tf.data thread producing what it waits for, or anything beside it)
+    inp = _input_segments(label, seg, crit)
+    c_in = sw.count(inp) > 0
+    part = (work & ~orphan) | inp
+    n_inp = sw.count(part)
     n_work, n_wait, n_op = sw.count(work), sw.count(wait), sw.count(is_op)
     n_orph = sw.count(orphan)
-    g = np.where(n_work > 0, sw.dt / _safe(n_work), 0.0)           # wall per working thread
-    h = np.where((n_work == 0) & (n_wait > 0), sw.dt / _safe(n_wait), 0.0)
+    g = np.where((n_work > 0) & ~c_in, sw.dt / _safe(n_work), 0.0)   # wall per working thread
+    h = np.where((n_work == 0) & (n_wait > 0) & ~c_in, sw.dt / _safe(n_wait), 0.0)
+    g_in = np.where(c_in, sw.dt / _safe(n_inp), 0.0)
     seg_wall = np.zeros(len(seg.e))
     seg_wall[work] = sw.over(g, work)
     seg_wall[wait] = sw.over(h, wait)
+    seg_in = np.zeros(len(seg.e))
+    seg_in[part] = sw.over(g_in, part)
+    seg_wall += seg_in
     seg_cpu = np.where(wait, 0.0, seg.t1 - seg.t0)
     # orphan worker time: credited to the ops running at that instant, else runtime
-    has_op = n_op > 0
+    has_op = (n_op > 0) & ~c_in
     extra_cpu, extra_wall = np.zeros(len(seg.e)), np.zeros(len(seg.e))
-    extra_cpu[is_op] = sw.over(np.where(has_op, n_orph * sw.dt / _safe(n_op), 0.0), is_op)
+    extra_cpu[is_op] = sw.over(np.where(n_op > 0, n_orph * sw.dt / _safe(n_op), 0.0), is_op)
     extra_wall[is_op] = sw.over(np.where(has_op, n_orph * g / _safe(n_op), 0.0), is_op)
     per = _by_label(smap, seg.e, np.where(orphan, 0.0, seg_wall) + extra_wall,
                     np.where(orphan, 0.0, seg_cpu) + extra_cpu, extra_wall,
-                    seg.t1 - seg.t0)
+                    seg.t1 - seg.t0, seg_in)
     wall, cpu = per.wall, per.cpu
-    wall[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * g)))
-    cpu[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * sw.dt)))
+    wall[LABEL["runtime"]] += float(np.sum(np.where(has_op | c_in, 0.0, n_orph * g)))
+    cpu[LABEL["runtime"]] += float(np.sum(np.where(n_op > 0, 0.0, n_orph * sw.dt)))
     wall[LABEL["idle"]] += float(np.sum(np.where((n_work == 0) & (n_wait == 0), sw.dt, 0.0)))
     return StepTimes(st.num, st.ts, st.dur, wall, cpu, per.est, per.events, per.ev_wall,
                      per.ev_cpu, per.ev_self, float(extra_wall.sum()),
                      float(np.sum((seg.t1 - seg.t0)[seg.blocked])), _edges(st, seg),
-                     _input_us(label, sw, seg, crit),
-                     float(sw.dt[sw.count((label == LABEL["xla_compile"]) & ~wait) > 0].sum()))
+                     float(sw.dt[c_in].sum()),
+                     float(sw.dt[sw.count((label == LABEL["xla_compile"]) & ~wait) > 0].sum()),
+                     per.ev_input)
 
 
-def _input_us(label, sw: "_Sweep", seg: _Segments, crit) -> float:
-    """How long the step waited for or read its input: instants where an input op runs (or
-    a thread is inside one) on any of its threads, or its own thread waits for input
-    (:mod:`compare.analysis.inputs`). Not a share of the step's wall time: other threads may
-    work meanwhile."""
-    on = sw.count(seg.input) > 0
+def _input_segments(label, seg: _Segments, crit) -> np.ndarray:
+    """The segments of the step's input: input ops (or events inside one) on any of its
+    threads (:mod:`compare.analysis.inputs`), and its own thread waiting for input."""
+    inp = seg.input.copy()
     if crit is not None:
-        own = (seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == LABEL["input_wait"])
-        on |= sw.count(own) > 0
-    return float(sw.dt[on].sum())
+        inp |= (seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == LABEL["input_wait"])
+    return inp
 
 
 def _edges(st, seg: _Segments) -> float:
@@ -382,13 +394,15 @@ class _PerLabel:
     ev_wall: np.ndarray
     ev_cpu: np.ndarray
     ev_self: np.ndarray
+    ev_input: np.ndarray
 
 
 def _by_label(smap: StageMap, e: np.ndarray, w: np.ndarray, c: np.ndarray,
-              credited: np.ndarray, own: np.ndarray) -> _PerLabel:
-    """Per label: wall, CPU and estimated wall; per event: wall, CPU and own time.
-    ``credited``: the part of ``w`` credited from worker regions (an estimate); ``own``: each
-    segment's length."""
+              credited: np.ndarray, own: np.ndarray, inp: np.ndarray) -> _PerLabel:
+    """Per label: wall, CPU and estimated wall; per event: wall, CPU, own time and the input's
+    part of its wall. ``credited``: the part of ``w`` credited from worker regions (an
+    estimate); ``own``: each segment's length; ``inp``: each segment's wall while the step
+    waited for or read its input."""
     wall, cpu, est = np.zeros(_NL), np.zeros(_NL), np.zeros(_NL)
     est_bases = np.array(sorted(BASIS[b] for b in ESTIMATES))
     ev_idx, inv = np.unique(e, return_inverse=True)
@@ -396,8 +410,9 @@ def _by_label(smap: StageMap, e: np.ndarray, w: np.ndarray, c: np.ndarray,
     sc = np.bincount(inv, c, minlength=len(ev_idx))
     xw = np.bincount(inv, credited, minlength=len(ev_idx))
     so = np.bincount(inv, own, minlength=len(ev_idx))
+    si = np.bincount(inv, inp, minlength=len(ev_idx))
     keep = (sw != 0) | (sc != 0) | (so != 0)
-    ev_idx, sw, sc, xw, so = ev_idx[keep], sw[keep], sc[keep], xw[keep], so[keep]
+    ev_idx, sw, sc, xw, so, si = ev_idx[keep], sw[keep], sc[keep], xw[keep], so[keep], si[keep]
     estimated = np.isin(smap.basis[ev_idx], est_bases)
     ew = np.where(estimated, sw, xw)
     plain = smap.single_label(ev_idx)           # events wholly in one label: one bincount
@@ -410,4 +425,4 @@ def _by_label(smap: StageMap, e: np.ndarray, w: np.ndarray, c: np.ndarray,
             wall[lab] += sw[j] * frac
             cpu[lab] += sc[j] * frac
             est[lab] += ew[j] * frac
-    return _PerLabel(wall, cpu, est, ev_idx, sw, sc, so)
+    return _PerLabel(wall, cpu, est, ev_idx, sw, sc, so, si)

@@ -110,8 +110,9 @@ def first_op(c: "Comparison", v: Verdicts) -> str:
             return x.op
         if x.op == FUSION and x.term and x.term.clusters:
             return "+".join(x.term.clusters)
-        if x.ops:
-            return c.ops_diff[x.ops[0]].op
+        lead = x.term.behind(1) if x.term else []
+        if lead and hasattr(lead[0], "row"):
+            return c.ops_diff[lead[0].row].op
     if v.top_op is not None:
         return c.ops_diff[v.top_op].op
     return v.named[0].op if v.named else ""

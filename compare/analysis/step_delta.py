@@ -44,7 +44,8 @@ class Basis:
 
 @dataclasses.dataclass
 class TermOp:
-    """An op behind a term: its ``ops_diff`` row (by position) and that row's change."""
+    """An op behind a term: its ``ops_diff`` row (by position) and the change of its wall time
+    in the term (its part of the term's change: the ops' and events' parts add up to it)."""
 
     row: int
     delta_us: float
@@ -79,6 +80,13 @@ class Term:
     @property
     def delta_us(self) -> float:
         return self.b_us - self.a_us
+
+    def behind(self, n: int = TERM_OPS) -> list["TermOp | TermEvent"]:
+        """The ``n`` largest parts of the change, ops and events together, in the term's
+        direction first."""
+        parts: list[TermOp | TermEvent] = [*self.ops, *self.events]
+        parts.sort(key=lambda o: (-(o.delta_us * self.delta_us > 0), -abs(o.delta_us)))
+        return parts[:n]
 
 
 @dataclasses.dataclass
@@ -127,7 +135,7 @@ def step_delta(accs: dict[str, Account], bases: dict[str, Basis], rows: list[OpD
     for key in keys:
         a, b = (per[s].get(key, np.zeros(max(1, len(accs[s].steady)))) for s in ("a", "b"))
         terms.append(Term(key, float(a.mean()), float(b.mean()), mean_test(a, b)))
-    _ops_behind(terms, rows)
+    _ops_behind(terms, rows, {k: b[2] for k, b in booked.items()}, accs)
     _events_behind(terms, {k: b[1] for k, b in booked.items()})
     _fusion_facts(terms, rows)
     totals = {k: float(sum(per[k][t].mean() for t in per[k])) for k in accs}
@@ -161,9 +169,10 @@ def _all_units_fused(acc: Account, fused: set) -> bool:
 
 
 def _term_samples(acc: Account, fused: set, whole: bool, kind: str
-                  ) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], float]]:
-    """Per term, the side's wall time in each steady step; and per (term, event name), the
-    mean wall time of the time no op owns."""
+                  ) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], float],
+                             dict[tuple[str, int], float]]:
+    """Per term, the side's wall time in each steady step; per (term, event name), the mean
+    wall time of the time no op owns; per (term, op index), the op's mean wall time."""
     def term(c) -> str:
         if c.op >= 0 and acc.ops[c.op].key in fused:
             return FUSION
@@ -182,11 +191,15 @@ def _term_samples(acc: Account, fused: set, whole: bool, kind: str
     ev_ids, ev_keys = acc.ids(lambda c: (term(c), c.event) if c.op < 0 and c.event else None)
     means = acc.mean("wall", ev_ids, len(ev_keys))
     events = {k: float(v) for k, v in zip(ev_keys, means) if k is not None and v}
-    return {k: v for k, v in out.items() if v.any()}, events
+    op_ids, op_keys = acc.ids(lambda c: (term(c), c.op) if c.op >= 0 else None)
+    means = acc.mean("wall", op_ids, len(op_keys))
+    ops = {k: float(v) for k, v in zip(op_keys, means) if k is not None and v}
+    return {k: v for k, v in out.items() if v.any()}, events, ops
 
 
 def _events_behind(terms: list[Term], events: dict[str, dict[tuple[str, str], float]]) -> None:
-    """Each term's largest changes of time no op owns, by event name."""
+    """Each term's largest changes of time no op owns, by event name (in the term's direction
+    first)."""
     for t in terms:
         names = {n for side in events.values() for (k, n) in side if k == t.key}
         deltas = [TermEvent(n, events["b"].get((t.key, n), 0.0) -
@@ -196,20 +209,21 @@ def _events_behind(terms: list[Term], events: dict[str, dict[tuple[str, str], fl
         t.events = deltas[:TERM_OPS]
 
 
-def _ops_behind(terms: list[Term], rows: list[OpDiff]) -> None:
-    """Each term's ops: the op diff's rows of its group (fused rows: the fusion term) with
-    the largest change, in the change's direction first."""
-    by_key = {t.key: t for t in terms}
-    for i, r in enumerate(rows):
-        key = FUSION if (r.status == "fused" and r.match == "xla") else (
-            r.group if r.group in TERM_ORDER else "unmapped")
-        t = by_key.get(key)
-        if t is None or abs(r.delta_us) < 0.5:   # no change at the table's precision
-            continue
-        t.ops.append(TermOp(i, r.delta_us))
+def _ops_behind(terms: list[Term], rows: list[OpDiff],
+                ops: dict[str, dict[tuple[str, int], float]], accs: dict[str, Account]) -> None:
+    """Each term's ops: the op diff's rows whose wall time in the term changed most, in the
+    term's direction first (a row's wall time in a term: that of its ops on each side)."""
+    index = {k: {info.key: j for j, info in enumerate(acc.ops)} for k, acc in accs.items()}
     for t in terms:
-        t.ops.sort(key=lambda o: (-(o.delta_us * t.delta_us > 0), -abs(o.delta_us)))
-        t.ops = t.ops[:TERM_OPS]
+        found = []
+        for i, r in enumerate(rows):
+            side = {k: sum(ops[k].get((t.key, index[k].get(key, -1)), 0.0)
+                           for key in r.keys.get(k, [])) for k in ("a", "b")}
+            d = side["b"] - side["a"]
+            if abs(d) >= 0.5:    # a change at the table's precision
+                found.append(TermOp(i, d))
+        found.sort(key=lambda o: (-(o.delta_us * t.delta_us > 0), -abs(o.delta_us)))
+        t.ops = found[:TERM_OPS]
 
 
 def _fusion_facts(terms: list[Term], rows: list[OpDiff]) -> None:

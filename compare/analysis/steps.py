@@ -74,6 +74,8 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
     steps = sorted(trace.steps, key=lambda s: s.ts)
     if not steps:
         raise InputError(f"{trace.source}: the trace has no events to explain")
+    if trace.format == "timeline" and len(steps) > 1:
+        steps = traced_spans(trace, steps)
     durs = np.array([s.dur for s in steps])
     later = durs[1:] if len(durs) > 1 else durs
     stats = dict(count=len(steps), first_us=float(durs[0]), median_us=float(np.median(later)),
@@ -112,6 +114,28 @@ def _pick(trace: Trace, steps: list[Step], durs: np.ndarray, later: np.ndarray,
                f"up, files opening)")
     return StepChoice(steps[k], f"a steady step: its duration is the median of the "
                                 f"{len(steps) - 1} steps after the first; {why}", **stats)
+
+
+def traced_spans(trace: Trace, steps: list[Step]) -> list[Step]:
+    """TF1 session runs as the trace marks them: from their first event to their last, not to
+    the next run's start (the time between runs is Python the trace does not show)."""
+    ev = trace.events
+    nums = np.array([st.num for st in steps])
+    keys, inv = np.unique(ev.step, return_inverse=True)
+    lo = np.full(len(keys), np.inf)
+    hi = np.full(len(keys), -np.inf)
+    np.minimum.at(lo, inv, ev.ts)
+    np.maximum.at(hi, inv, ev.end)
+    at = {int(k): j for j, k in enumerate(keys.tolist())}
+    out = []
+    for st, n in zip(steps, nums.tolist()):
+        j = at.get(n)
+        if j is None or hi[j] <= lo[j]:
+            out.append(st)
+            continue
+        a, b = max(st.ts, float(lo[j])), min(st.ts + st.dur, float(hi[j]))
+        out.append(dataclasses.replace(st, ts=a, dur=max(b - a, 0.0)) if b > a else st)
+    return out
 
 
 #: A host step and a device step differing by less than this (µs) are the same window.

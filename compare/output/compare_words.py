@@ -8,7 +8,7 @@ from __future__ import annotations
 from compare.analysis.compare_verdict import GAP_TERMS, Named, Verdicts
 from compare.analysis.comparison import Comparison, SideResult
 from compare.analysis.opdiff import OpDiff, scopes_of
-from compare.analysis.step_delta import FUSION, StepDelta, Term
+from compare.analysis.step_delta import FUSION, StepDelta, Term, TermEvent
 from compare.fmt import duration as ms
 from compare.fmt import listed
 from compare.vocabulary.thresholds import (
@@ -123,20 +123,28 @@ def _against(d: StepDelta, v: Verdicts) -> str:
 
 
 def term_words(c: Comparison, x: Named) -> str:
-    """One named term: its change, the ops behind it (their op-time change, as ``ops_diff``
-    gives it), whether it is beyond the step-to-step spread."""
+    """One named term: its change, the ops and events behind it (their parts of that change,
+    as the step difference's table gives them), whether it is beyond the step-to-step
+    spread."""
     t = x.term
     name = TERM_WORDS.get(x.op, x.op)
     spread = "" if x.test is None or x.test.beyond is not False else \
         f", within the step-to-step spread ({p_value(x.test.p)})"
     if t is not None and t.key == FUSION:
         return fusion_words(c, t) + spread
-    ops = [c.ops_diff[i] for i in x.ops] if x.op not in GAP_TERMS else []
-    words = [op_words(c, r) for r in ops]
-    if not words and t is not None:   # time no op owns: its events, by wall time
-        words = [f"{e.name} {signed(e.delta_us)} of wall time" for e in t.events]
-    behind = f" ({', '.join(words)})" if words else ""
+    parts = [] if t is None else [f"{part_name(c, o)} {signed(o.delta_us)}" for o in t.behind()]
+    behind = f" (of which {', '.join(parts)})" if parts else ""
     return f"{name} {signed(x.delta_us)}{behind}{spread}"
+
+
+def part_name(c: Comparison, part) -> str:
+    """An op (by its ``ops_diff`` row) or the events no op owns, behind a term."""
+    if isinstance(part, TermEvent):
+        return part.name
+    r = c.ops_diff[part.row]
+    if r.match == "type":
+        return f"{r.type} x{len(r.members)}"
+    return r.op if r.op == r.type else f"{r.op} ({r.type})"
 
 
 def fusion_words(c: Comparison, t: Term) -> str:

@@ -82,8 +82,8 @@ def _step_delta(c: Comparison) -> list[str]:
              f"{compare_words.signed(d.delta_us)}. Each term is a group's wall time per step "
              "(instants shared among the threads working at them), so the terms add up to the "
              "difference; ops that XLA fused into clusters on one side only are one term. The "
-             "ops behind a term are its largest changes in `ops_diff` (op time); time no op "
-             "owns (TF's executor, thread pools, waits) is named by its events (wall time)."
+             "ops behind a term are its parts: the ops whose wall time in it changed most, and "
+             "time no op owns (TF's executor, thread pools, waits) by its events."
              + (" `p`: a bootstrap of the difference of the term's mean over the steps of "
                 "each side; above 0.05 the change is within the step-to-step spread."
                 if tested else
@@ -91,9 +91,8 @@ def _step_delta(c: Comparison) -> list[str]:
              "", f"| term | {la} | {lb} | delta |" + (" p |" if tested else "") + " ops behind it |",
              "|---|---:|---:|---:|" + ("---:|" if tested else "") + "---|"]
     for t in d.terms:
-        ops = ", ".join([f"{_code(c.ops_diff[o.row].op)} {compare_words.signed(o.delta_us)}"
-                         for o in t.ops] + [f"{_code(e.name)} {compare_words.signed(e.delta_us)} "
-                                            f"(wall)" for e in t.events])
+        ops = ", ".join(f"{_code(compare_words.part_name(c, o))} "
+                        f"{compare_words.signed(o.delta_us)}" for o in t.behind())
         if t.members:
             ops = f"{t.members} ops in {len(t.clusters)} cluster run(s)" + (f": {ops}" if ops else "")
         p = (f" {t.test.p:.2g} |" if t.test.tested else " – |") if tested else ""

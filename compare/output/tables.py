@@ -116,15 +116,14 @@ def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
 
 def delta_table(c: Comparison) -> str:
     """The step difference's terms (they add up to it) and the ops behind each."""
-    from compare.output.compare_words import TERM_WORDS, signed
+    from compare.output.compare_words import TERM_WORDS, part_name, signed
 
     d, n = c.step_delta, _cw(c)
     a, b = fit(c.label("a"), n), fit(c.label("b"), n)
     lines = [f"{'term':<24} {a:>{n}} {b:>{n}} {'delta':>10}  ops behind it", "-" * 100]
     for t in d.terms:
-        ops = ", ".join([f"{c.ops_diff[o.row].op.rpartition('/')[2]} {signed(o.delta_us)}"
-                         for o in t.ops[:2]] + [f"{e.name} {signed(e.delta_us)}"
-                                                for e in t.events[:2 - min(2, len(t.ops))]])
+        ops = ", ".join(f"{part_name(c, o).rpartition('/')[2]} {signed(o.delta_us)}"
+                        for o in t.behind(2))
         noise = " (within spread)" if t.test.beyond is False else ""
         lines.append(f"{fit(TERM_WORDS.get(t.key, t.key).split(' (')[0], 24):<24} "
                      f"{cell(t.a_us):>{n}} {cell(t.b_us):>{n}} {signed(t.delta_us) or '0':>10}  "
