@@ -833,20 +833,23 @@ EXPLAIN_CASES = ("first_launch", "host_copy", "empty_device")
 @dataclasses.dataclass(frozen=True)
 class ExplainParams:
     """One trace for explain. ``setup_us``: first_launch's set-up in the first launches (the
-    larger part in RandomStandardNormal's, the rest in MatMul's); ``share``: host_copy's host
-    copies, or empty_device's host ops, as a share of the step; ``gpus``: empty_device's GPU
-    processes."""
+    larger part in RandomStandardNormal's, the rest in MatMul's); ``copy_share``: host_copy's
+    host copies as a share of the step (from 0.5: they dominate); ``host_share``:
+    empty_device's host ops as a share of the step (under 0.5: the unrecorded device time
+    dominates), on ``gpus`` GPU processes."""
 
     case: str = "first_launch"
     steps: int = 1
     setup_us: float = 400_000.0
-    share: float = 0.7
+    copy_share: float = 0.7
+    host_share: float = 0.1
     gpus: int = 1
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.case not in EXPLAIN_CASES or self.steps < 1 or not 0 < self.share < 1:
-            raise ValueError(f"unknown case, steps < 1 or share outside (0, 1): {self}")
+        if self.case not in EXPLAIN_CASES or self.steps < 1 or self.setup_us < 100_000 or \
+                not 0.5 <= self.copy_share < 1 or not 0 < self.host_share < 0.5:
+            raise ValueError(f"a case that does not dominate (see the docstring): {self}")
 
     def short(self) -> str:
         return f"{self.case}-{self.steps}step{'s' * (self.steps > 1)}"
@@ -907,14 +910,14 @@ def _first_launch(p: ExplainParams, out: Path) -> Case:
 def _host_copy(p: ExplainParams, out: Path) -> Case:
     """TF2 Keras on numpy arrays, on a GPU: each step's batch (features and labels) is sent
     to the GPU by ``_Send`` ops of IteratorGetNext, inside which the host's ``MemcpyH2D``
-    calls stage the pageable arrays (``share`` of the step) while each transfer on the
+    calls stage the pageable arrays (``copy_share`` of the step) while each transfer on the
     device takes a fraction of that. A small op that needs no input (the optimizer's step
     counter) opens the device's step, so the copies lie inside the device's step too."""
     base = Params(form="xprof", device="gpu", steps=p.steps, seed=p.seed, change="longer",
                   delta_us=0.0, noise=0.02)
     side = Side(base, "a")
     rest = sum(s.us * side.scale[i] for i, s in enumerate(PROGRAM)) + 400
-    copy_us = p.share * rest / (1 - p.share)
+    copy_us = p.copy_share * rest / (1 - p.copy_share)
     t = 0.0
     for k in range(p.steps):
         first = len(side.ev)
@@ -947,7 +950,7 @@ def _empty_device(p: ExplainParams, out: Path) -> Case:
     """TF2 Keras whose GPU tracer recorded nothing: ``gpus`` GPU processes hold only their
     names (as in ``fatma_prefetch_cpu_tf23``); the host's python thread sits in
     ``train_function`` / ``EagerExecute`` for the whole step, its executor threads run a few
-    host ops (``share`` of the step)."""
+    host ops (``host_share`` of the step)."""
     rng = np.random.default_rng([p.seed, 13])
     w = Xprof(gpu=True)
     w.process(w.host, "/host:CPU")
@@ -961,7 +964,7 @@ def _empty_device(p: ExplainParams, out: Path) -> Case:
         for name, op in (("IteratorGetNext", "IteratorGetNext"),
                          ("IteratorGetNext/_1", "_Send"), ("IteratorGetNext/_3", "_Send"),
                          ("Adam/Adam/AssignAddVariableOp", "AssignAddVariableOp")):
-            us = p.share * step / 4 * rng.uniform(0.8, 1.2)
+            us = p.host_share * step / 4 * rng.uniform(0.8, 1.2)
             w.x(w.host, _compute_thread(0), "ExecutorState::Process", host - 4, us + 8, {})
             w.x(w.host, _compute_thread(0), op, host, us,
                 {"is_eager": "0", "long_name": f"{name}:{op}"})
