@@ -59,8 +59,11 @@ last event), the step marker (xprof, CPU) or the device's step row (xprof, GPU: 
 its last device event); steady steps are all but the first (a single step is its own). An
 op's time per steady step is the overlap of its events with the steady windows (self time:
 what nests in it is not its own), summed, over the number of steady steps. A GPU op's time is
-its kernels' and a copy's its transfer on the device, each counted once; the host's launches
-and its copy calls are not op time. The step time is the median steady window.
+its kernels' and a copy's its transfer on the device, each counted once, plus, in a TF1
+timeline, its launch on the ``<gpu> Compute`` row (the executor's time in the op on the host;
+xprof names its launches after the kernels, which are not op time); the host's copy calls
+are not op time. The step time is the mean steady window (the comparison's tables are means,
+which add up).
 
 :func:`explain_case` makes single traces for explain, each with what must lead its verdict:
 ``first_launch`` (TF1 GPU, the only session run: the first launches of two ops take hundreds
@@ -496,6 +499,11 @@ def op_times(side: Side) -> dict[str, float]:
             children.setdefault(e.parent, []).append(e)
     out: dict[str, float] = {}
     for i, e in enumerate(side.ev):
+        if side.p.form == "timeline" and e.row == "launch" and e.key is None:
+            # the op's box on TF1's <gpu> Compute row: its host time, before its kernels
+            own = sum(_overlap(e, w) for w in windows)
+            out[e.name] = out.get(e.name, 0.0) + own / len(windows)
+            continue
         if e.key is None:
             continue
         own = sum(_overlap(e, w) for w in windows)
@@ -536,7 +544,7 @@ def _overlap(e: Ev, w: tuple[float, float]) -> float:
 
 def step_time(side: Side) -> float:
     windows = side.windows[1:] if len(side.windows) > 1 else side.windows
-    return float(np.median([hi - lo for lo, hi in windows]))
+    return float(np.mean([hi - lo for lo, hi in windows]))
 
 
 def truth_of(p: Params, a: Side, b: Side) -> Truth:

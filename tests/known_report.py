@@ -1,11 +1,9 @@
 """The one place the known-answer tests read compare.run's report and explain's result.
 
-``report.json`` is changing (issue 24): its sides will be keyed by their labels with a
-top-level ``order`` [label A, label B] instead of ``legacy``/``modern``, and it gains
-``step_delta`` = {"basis", "a_us", "b_us", "delta_us", "terms": [{"key", "group", "a_us",
-"b_us", "delta_us", "ops": [...]}]}. Everything the tests need goes through :class:`Report`
-(and :class:`Explained` for explain), so following that change is an edit here only: both
-layouts are read today.
+``report.json`` (schema 4) keys what belongs to one side by its label (``order``: [A, B]);
+its table rows carry ``a_*`` and ``b_*`` fields; ``step_delta`` splits the step difference
+into terms. Everything the tests need goes through :class:`Report` (and :class:`Explained`
+for explain), so a schema change is an edit here only.
 """
 from __future__ import annotations
 
@@ -73,13 +71,10 @@ class Report:
 
     def __init__(self, doc: dict, folder: Path | None = None) -> None:
         self.doc, self.folder = doc, folder
-        order = doc.get("order")
-        # today: keyed "legacy"/"modern" (labels under "labels"); issue 24: by label + order
-        self.keys = tuple(order) if order else ("legacy", "modern")
+        self.keys = tuple(doc["order"])        # the sides' labels, A then B
 
     def ops(self) -> list[OpRow]:
-        a, b = self.keys
-        return [OpRow(r["op"], r["type"], r[f"{a}_us"], r[f"{b}_us"], r["delta_us"],
+        return [OpRow(r["op"], r["type"], r["a_us"], r["b_us"], r["delta_us"],
                       r["status"], r["match"], tuple(r.get("members", ())))
                 for r in self.doc["ops_diff"]]
 
@@ -96,21 +91,25 @@ class Report:
         if sd is None:
             return None
         terms = tuple(Term(t["key"], t.get("group", ""), t["a_us"], t["b_us"], t["delta_us"],
-                           tuple(t.get("ops", ()))) for t in sd["terms"])
+                           tuple(o["op"] for o in t.get("ops", ()))) for t in sd["terms"])
         return StepDelta(sd.get("basis", ""), sd["a_us"], sd["b_us"], sd["delta_us"], terms)
 
     def group_rows(self) -> list[GroupRow]:
         """The generic view's rows (``groups.rows``): each group's wall time per steady
         step on each side."""
-        a, b = self.keys
-        return [GroupRow(r["group"], r.get("scope", ""), r[f"{a}_us"], r[f"{b}_us"])
+        return [GroupRow(r["group"], r.get("scope", ""), r["a_us"], r["b_us"])
                 for r in self.doc["groups"]["rows"]]
 
     def verdict(self) -> str:
         return self.doc["verdict"]["comparison"]
 
     def named(self) -> list[Named]:
-        return [Named(x["op"], x["delta_us"], x["words"]) for x in self.doc["verdict"]["named"]]
+        """What the verdict names, in order: each term, then the ops behind it."""
+        out = []
+        for x in self.doc["verdict"]["named"]:
+            out.append(Named(x["op"], x["delta_us"], x["words"]))
+            out += [Named(op, x["delta_us"], x["words"]) for op in x.get("ops", ())]
+        return out
 
     def brief(self) -> str:
         """What a failing assertion shows: the verdict and the top of the op table."""
@@ -121,7 +120,7 @@ class Report:
 
 def compare(a: Path, b: Path, out: Path) -> Report:
     """``compare.api.compare_traces`` on A and B (labels "A" and "B"), its report read."""
-    compare_traces(a, b, out, labels=dict(zip(("legacy", "modern"), LABELS)))
+    compare_traces(a, b, out, labels=dict(zip(("a", "b"), LABELS)))
     return Report(json.loads((Path(out) / "report.json").read_text()), Path(out))
 
 

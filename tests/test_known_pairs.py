@@ -298,23 +298,6 @@ KNOWN = (
           lambda pr: pr.params.change == "fused" and
           (pr.params.form, pr.params.device) == ("xprof", "cpu"),
           dict(changes=("fused",), forms=("xprof",), devices=("cpu",))),
-    Known("top", "xprof_copy_counted_twice",
-          "the host's MemcpyH2D call is not taken out of the _Send it nests in, so the "
-          "transfer shows as the _Send's change and again as MemcpyH2D's (the _Send row first)",
-          lambda pr: pr.params.change == "copy" and pr.params.form == "xprof",
-          dict(changes=("copy",), forms=("xprof",))),
-    Known("verdict", "xprof_copy_counted_twice",
-          "the verdict names the _Send of IteratorGetNext first for the copy's change (and "
-          "MemcpyH2D again after it)",
-          lambda pr: pr.params.change == "copy" and pr.params.form == "xprof",
-          dict(changes=("copy",), forms=("xprof",))),
-    Known("top", "straddling_op_not_clipped",
-          "an op across the step window's edge is counted whole in the step of its start or "
-          "group, not by its overlap: a tf.data op starting before the step marker counts "
-          "zero (reported 'added'), a GPU step's host op reaching out of the device's step "
-          "row counts whole",
-          lambda pr: pr.params.change == "straddle" and _clipping_matters(pr),
-          dict(changes=("straddle",))),
     Known("verdict", "xprof_idle_called_runtime",
           "time when only the python thread waits inside the step's call (nothing runs) is "
           "attributed to what it waits in, and the verdict names 'TF's runtime' for idle time",
@@ -336,13 +319,9 @@ def known(prop: str, pair: Pair) -> Known | None:
 
 def expect(request, prop: str, pair: Pair) -> None:
     """Mark the running test xfail(strict=True) when ``prop`` is known to fail on ``pair``."""
-    k = STEP_DELTA if prop == "step_delta" else known(prop, pair)
+    k = known(prop, pair)
     if k is not None:
         request.node.add_marker(xfail(k.reason))
-
-
-STEP_DELTA = Known("step_delta", "step_delta_missing", "step_delta: issue 24",
-                   lambda pr: True, {})
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,7 +465,7 @@ def test_campaign_every_change(change, data):
 @pytest.mark.fuzz
 @pytest.mark.slow
 @pytest.mark.parametrize("k", [pytest.param(k, id=f"{k.prop}-{k.name}", marks=xfail(k.reason))
-                               for k in KNOWN + (STEP_DELTA,)])
+                               for k in KNOWN])
 @given(data=st.data())
 @FAILING
 def test_campaign_known_failure(k, data):

@@ -25,8 +25,9 @@ GAP_TERMS = ("idle", "untraced", "runtime")
 @dataclasses.dataclass
 class Named:
     """One difference the verdict names: a term of the step difference (``kind`` "term", with
-    the ``ops_diff`` rows behind it), or a stage of the seed's pipeline ("stage");
-    ``delta_us`` per step, ``op`` the name it goes by (the term, the stage)."""
+    the ``ops_diff`` rows behind it), a stage of the seed's pipeline ("stage"), or the op diff's
+    top row ("op", first when the step did not change beyond the noise); ``delta_us`` per
+    step, ``op`` the name it goes by (the term, the stage, the op)."""
 
     kind: str
     op: str
@@ -78,16 +79,23 @@ def verdicts(c: "Comparison") -> Verdicts:
     out = Verdicts(a, b, significant, faster, test, noise)
     out.named = named(c, max(a, b))
     listed = {i for x in out.named for i in x.ops}
-    if c.ops_diff and c.ops_diff[0].delta_us and 0 not in listed and \
-            (not out.named or out.named[0].kind == "term"):
-        out.top_op = 0
+    terms = not out.named or out.named[0].kind == "term"
+    if c.ops_diff and c.ops_diff[0].delta_us and terms:
+        if not significant:   # no step change to split: the op that changed most leads
+            r = c.ops_diff[0]
+            out.top_op = 0
+            out.named.insert(0, Named("op", r.op, r.delta_us, r.a_us, r.b_us, r.test, [0]))
+            out.named = out.named[:NAMED]
+        elif 0 not in listed:
+            out.top_op = 0
     return out
 
 
 def named(c: "Comparison", slower: float) -> list[Named]:
     """The differences worth naming, largest first: where the seed's stages hold both steps
-    (:attr:`Comparison.view`) its stages; otherwise the largest terms of the step difference (each at least CHANGE_NOTABLE
-    of the slower step, else the largest one) with the ops behind them."""
+    (:attr:`Comparison.view`) its stages; otherwise the largest terms of the step difference
+    (each at least CHANGE_NOTABLE of the slower step, else the largest one) with the ops
+    behind them."""
     if c.view == "stages":
         rows = [r for r in c.stages if r.stage != "idle"]
         out = [Named("stage", r.stage, r.cells["b"].us - r.cells["a"].us, r.cells["a"].us,

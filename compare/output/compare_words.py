@@ -8,7 +8,7 @@ from __future__ import annotations
 from compare.analysis.compare_verdict import GAP_TERMS, Named, Verdicts
 from compare.analysis.comparison import Comparison, SideResult
 from compare.analysis.opdiff import OpDiff, scopes_of
-from compare.analysis.step_delta import FUSION, StepDelta, Term, TermEvent
+from compare.analysis.step_delta import FUSION, StepDelta, Term, TermEvent, TermOp
 from compare.fmt import duration as ms
 from compare.fmt import listed
 from compare.vocabulary.thresholds import (
@@ -100,20 +100,25 @@ def _named_words(c: Comparison, v: Verdicts) -> list[str]:
         return [("largest changes: " if v.significant else
                  "largest change, within that noise: ") + words]
     d = c.step_delta
-    head = (f"the step difference, {signed(d.delta_us)}, is mostly: " if v.significant
-            else "largest term of the step difference, within that noise: ")
-    out = [head + ", ".join(term_words(c, x) for x in v.named) + _against(d, v)]
-    if v.top_op is not None:
-        r = c.ops_diff[v.top_op]
-        out.append(f"the largest op change: {op_words(c, r)} (op time; {r.group or 'ungrouped'})")
-    return out
+    top = (f"the largest op change: {op_words(c, c.ops_diff[v.top_op])} (op time; "
+           f"{c.ops_diff[v.top_op].group or 'ungrouped'})") if v.top_op is not None else ""
+    terms = [x for x in v.named if x.kind == "term"]
+    if not v.significant:
+        out = [top] if top else []
+        if terms:
+            out.append("largest term of the step difference, within that noise: "
+                       + ", ".join(term_words(c, x) for x in terms))
+        return out
+    out = [f"the step difference, {signed(d.delta_us)}, is mostly: "
+           + ", ".join(term_words(c, x) for x in terms) + _against(d, v)]
+    return out + ([top] if top else [])
 
 
 def _against(d: StepDelta, v: Verdicts) -> str:
     """When time with no op in it (idle, runtime) leads the difference while the ops' own
     terms, together, went the other way: the ops do not explain the step."""
-    lead = v.named[0]
-    if lead.op not in GAP_TERMS:
+    lead = next((x for x in v.named if x.kind == "term"), None)
+    if lead is None or lead.op not in GAP_TERMS:
         return ""
     ops = sum(t.delta_us for t in d.terms if t.key not in GAP_TERMS)
     if ops * lead.delta_us >= 0:
@@ -204,15 +209,29 @@ def _first_words(c: Comparison) -> str:
 
 
 def named_list(c: Comparison) -> list[dict]:
-    """What the verdict names, as report.json lists it."""
+    """What the verdict names, as report.json lists it: each term (or stage) with the ops
+    behind it, and the op diff's top row where no term lists it (first when the step did not
+    change beyond the noise)."""
+    v = c.verdict
     out = []
-    for x in (c.verdict.named if c.verdict else []):
+    for x in (v.named if v else []):
+        if x.kind == "op":
+            r = c.ops_diff[x.ops[0]]
+            out.append({"kind": "op", "op": r.op, "delta_us": round(r.delta_us, 1),
+                        "words": op_words(c, r)})
+            continue
         item = {"kind": x.kind, "op": x.op, "delta_us": round(x.delta_us, 1),
                 "words": term_words(c, x) if x.kind == "term" else
                 f"{x.op} {signed(x.delta_us)}"}
-        if x.ops:
-            item["ops"] = [c.ops_diff[i].op for i in x.ops]
+        ops = [c.ops_diff[o.row].op for o in x.term.behind() if isinstance(o, TermOp)] \
+            if x.term else []
+        if ops:
+            item["ops"] = ops
         out.append(item)
+    if v is not None and v.top_op is not None and not any(x.kind == "op" for x in v.named):
+        r = c.ops_diff[v.top_op]
+        out.append({"kind": "op", "op": r.op, "delta_us": round(r.delta_us, 1),
+                    "words": op_words(c, r)})
     return out
 
 
