@@ -795,7 +795,9 @@ def _xprof_event(w: Xprof, side: Side, i: int, e: Ev) -> None:
                      "memcpy_details": f"size:{e.nbytes} dest:0 async:1"})
 
 
-_HLO_MODULE = ("cluster_0_1__XlaCompiledKernel_true__XlaHasReferenceVars_false__"
+#: The module of the cluster, as TF 2.21 names it: the cluster (``cluster_0``), not the node
+#: of its run (``cluster_0_1/xla_run``).
+_HLO_MODULE = ("cluster_0__XlaCompiledKernel_true__XlaHasReferenceVars_false__"
                "XlaNumConstantArgs_0__XlaNumResourceArgs_2_.25")
 
 

@@ -1,15 +1,18 @@
-"""Where each step's time went, by stage: wall-clock and CPU time, and the step's split.
+"""Where each step's time went, by stage: wall-clock and CPU time, per event and per label.
 
 Work runs on many threads at once (the TF1 executor's inter-op threads and Eigen workers; the
 modern pipeline's tf.data threads beside the step's own thread), so "time per stage" needs a
 definition. We report two, from the same per-thread timeline:
 
-- **wall** (the default in tables): every instant of the step is shared equally among the
-  threads *working* at that instant (each at its innermost event's stage); an instant where no
-  thread works goes to what the blocked threads wait in (``input_wait``, or ``runtime`` for a
-  session waiting on its executor), and to ``idle`` when nothing is traced at all. Per step the
-  wall times add up to the step's duration exactly, so stages, overheads, idle and unmapped time
-  are shares of one whole.
+- **wall** (the default in tables): each instant of the step once. While the step waits for or
+  reads its input (an input op, or inside one, on any of its threads; its own thread waiting
+  for input), the instant is the input's, shared among what runs then. Every other instant is
+  shared equally among the threads *working* at it (each at its innermost event's stage); an
+  instant where no thread works goes to what the blocked threads wait in (compiled code a
+  thread waits for: ``xla_run``), and to ``idle`` when nothing traced runs (a session or a
+  function call waiting in TF's runtime holds no time of its own). Per step the wall times add
+  up to the step's duration exactly, so stages, overheads, idle and unmapped time are shares of
+  one whole.
 - **cpu**: busy thread time per stage, summed over threads (waiting is not counted). It exceeds
   the step time when threads work in parallel; the gap between the two shows the parallelism.
 
@@ -337,14 +340,17 @@ def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
     c_in = sw.count(inp) > 0
     part = (work & ~orphan) | inp
     n_inp = sw.count(part)
-    n_work, n_wait, n_op = sw.count(work), sw.count(wait), sw.count(is_op)
+    # a thread waiting in TF's runtime (a session waiting for its executor, a function call
+    # for its ops, a TF thread blocked) holds no instant of its own: nothing traced runs then
+    held = wait & (label != LABEL["runtime"])
+    n_work, n_wait, n_op = sw.count(work), sw.count(held), sw.count(is_op)
     n_orph = sw.count(orphan)
     g = np.where((n_work > 0) & ~c_in, sw.dt / _safe(n_work), 0.0)   # wall per working thread
     h = np.where((n_work == 0) & (n_wait > 0) & ~c_in, sw.dt / _safe(n_wait), 0.0)
     g_in = np.where(c_in, sw.dt / _safe(n_inp), 0.0)
     seg_wall = np.zeros(len(seg.e))
     seg_wall[work] = sw.over(g, work)
-    seg_wall[wait] = sw.over(h, wait)
+    seg_wall[held] = sw.over(h, held)
     seg_in = np.zeros(len(seg.e))
     seg_in[part] = sw.over(g_in, part)
     seg_wall += seg_in

@@ -354,6 +354,12 @@ def _one_time_signs(f: Facts) -> list[str]:
         out.append(f"one {o.outlier_op} call, {o.outlier_node}, took {ms(o.outlier_us)} while "
                    f"its other calls took {ms(o.outlier_others_us)} (median): a first call "
                    f"setting up its library")
+    if o.launch_setup:
+        parts = [f"{node} {ms(launch)} (its kernels {ms(kernels)})"
+                 for node, launch, kernels in o.launch_setup[:3]]
+        out.append("the first launches of GPU ops took far longer than their kernels ran: "
+                   + ", ".join(parts) + " (CUDA, cuBLAS or cuDNN setting up on first use; "
+                   "a later launch takes microseconds)")
     if f.compile_us >= COMPILE_MIN_US:
         out.append(f"XLA compilation, {ms(f.compile_us)}")
     if o.source_us:
@@ -486,14 +492,16 @@ def _copy(f: Facts, cls: str) -> list[Finding]:
     kinds = ", ".join(f"{n} {d}" for d, n in sorted(c.by_direction.items(), key=lambda x: -x[1]))
     what = {"input": " (the input batch)", "host": " (made on the host in this run)"}.get(
         c.largest_source, "")
+    host = (f" The host's own copy calls held a host thread for {ms(c.host_us)} (staging "
+            f"pageable memory, such as numpy arrays, before the transfer)." if c.host_us else "")
     return [Finding(
         "copy", level, c.exposed_share,
-        f"Copies: {c.count} GPU cop{'y' if c.count == 1 else 'ies'} ({kinds}) cover "
+        f"Copies: {c.count} cop{'y' if c.count == 1 else 'ies'} ({kinds}) cover "
         f"{c.share:.0%} of the {f.window}, and for {c.exposed_share:.0%} of the {f.window} "
         f"the GPU ran no kernel beside them: the step waited for data to move, not for GPU "
         f"compute. The largest took {ms(c.largest_us)}"
         + (f" ({c.largest_direction})" if c.largest_direction else "")
-        + (f": {c.largest}{what}." if not rows.is_copy(c.largest) else "."),
+        + (f": {c.largest}{what}." if not rows.is_copy(c.largest) else ".") + host,
         _copy_advice(c))]
 
 
@@ -546,8 +554,12 @@ def _no_data(f: Facts, cls: str) -> list[Finding]:
                  "nothing can be said of the devices behind them")
     names = ", ".join(f.silent_rows[:6]) + (f" and {len(f.silent_rows) - 6} more"
                                             if len(f.silent_rows) > 6 else "")
+    # GPUs that recorded nothing while the host mostly waited: the step cannot be judged (its
+    # waits are for GPU work the trace does not hold), so that is what leads; a host that ran
+    # the step's ops itself (a CPU-only run beside an empty GPU row) is judged as usual
+    blind = bool(f.gpu_rows and not f.gpus_recorded) and f.compute_share < MOSTLY
     return [Finding(
-        "no_data", "info", 0.0,
+        "no_data", "high" if blind else "info", 1.0 if blind else 0.0,
         f"Recorded nothing: {len(f.silent_rows)} row(s) hold only their names ({names}); "
         f"{gpu_words}.",
         "re-profile with the GPU tracer working (check the profiler's log for CUPTI errors: "
@@ -641,6 +653,7 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
                  if lead.kind == "idle" and lead.share >= MOSTLY else
                  f"The GPU is idle {lead.share:.0%} of the step (it ran kernels "
                  f"{f.gpu_busy_share:.0%} of it)" if lead.kind == "gpu_idle" else
+                 _WORDS[lead.kind] if lead.kind == "no_data" else
                  f"{_WORDS[lead.kind]} ({lead.share:.0%} of the step)")
         headline = words + (f"; input: {_said(f, cls)}." if lead.kind != "input" else ".")
         return Verdict(lead.kind, headline, cls, out, f)
@@ -679,8 +692,8 @@ def _said(f: Facts, cls: str) -> str:
 
 #: When several findings are high, the cause leads: one-time work of a first run, then a
 #: compile, an input wait, communication and launching (they cause an idle GPU, idle gaps).
-_CAUSES = {"one_time": 0, "compile": 1, "input": 2, "copy": 3, "communication": 4,
-           "overhead": 5, "launch": 6}
+_CAUSES = {"no_data": -1, "one_time": 0, "compile": 1, "input": 2, "copy": 3,
+           "communication": 4, "overhead": 5, "launch": 6}
 _WORDS = {
     "one_time": "This is a first run dominated by one-time work: profile a later step",
     "compile": "The step is compile-bound",
@@ -692,6 +705,8 @@ _WORDS = {
     "serialised": "One row serialises the step",
     "gpu_idle": "The GPU is idle most of the step",
     "recompile": "XLA recompiles",
+    "no_data": "This trace holds no device data: its GPU rows recorded nothing, so the step "
+               "cannot be judged; what the host shows is below",
 }
 
 
@@ -1034,8 +1049,8 @@ def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:
 
 
 def _reads_only_constants(st: _Step, node: str) -> bool:
-    """The longest execution of ``node`` in the step has inputs (a timeline records them), and
-    every one of them is made by a constant op in the step."""
+    """The longest execution of ``node`` in the step has inputs (a timeline records them),
+    every one of them made by a constant op in the step, and it draws no random numbers."""
     tr = st.trace
     ev, names = tr.events, tr.strings.names
     sid = tr.strings.lookup(node)
@@ -1044,7 +1059,10 @@ def _reads_only_constants(st: _Step, node: str) -> bool:
     mine = st.idx[ev.tf_name[st.idx] == sid]
     if not len(mine):
         return False
-    inputs = ev.inputs_of(int(mine[np.argmax(ev.dur[mine])])).tolist()
+    longest = int(mine[np.argmax(ev.dur[mine])])
+    if tfops.STATEFUL_RANDOM_OP.match(names[ev.op_type[longest]]):
+        return False     # a random op draws anew from its constant shape every run
+    inputs = ev.inputs_of(longest).tolist()
     if not inputs:
         return False
     made = {int(n): names[int(o)] for n, o in zip(ev.tf_name[st.idx], ev.op_type[st.idx])}

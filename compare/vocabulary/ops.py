@@ -171,8 +171,15 @@ GRAPH_PLUMBING_OPS = frozenset({
 #: (``_FusedConv2D`` = Conv2D + BiasAdd + Relu, ``_FusedMatMul``, ``_FusedBatchNormEx``, oneDNN's
 #: ``_MklFusedConv2D``...), named after the last op it absorbed.
 FUSED_OP = re.compile(r"^_(?:Mkl)?(?:Native)?Fused[A-Z]")
-#: Constants: an op whose inputs are all constants computes the same result in every run.
+#: Constants: an op whose inputs are all constants computes the same result in every run...
 CONST_OPS = frozenset({"Const", "HostConst"})
+#: ... unless it draws random numbers (TF's stateful random ops, tensorflow/core/ops/
+#: random_ops.cc and stateful_random_ops.cc: a new draw each run from constant shapes).
+STATEFUL_RANDOM_OP = re.compile(r"^(?:Random(?:StandardNormal|Uniform|UniformInt|Gamma|"
+                                r"Poisson|PoissonV2|Shuffle|Crop)|TruncatedNormal|Multinomial|"
+                                r"ParameterizedTruncatedNormal|StatefulUniform\w*|"
+                                r"StatefulStandardNormal\w*|StatefulTruncatedNormal|"
+                                r"StatefulRandomBinomial|NonDeterministicInts)$")
 #: Ops that compute nothing: their time in a trace is the executor's (a run's ``_SOURCE``).
 NO_WORK_OPS = frozenset({"NoOp"})
 SEND_OPS = frozenset({"_Send", "_HostSend"})

@@ -67,6 +67,10 @@ FIRST_STEP_FACTOR = 5.0
 #: One execution this many times the median of the other executions of its op type (and at
 #: least OUTLIER_MIN_US) in a first step: a first call setting something up (cuDNN, cuBLAS).
 OUTLIER_FACTOR, OUTLIER_MIN_US = 20.0, 10_000.0
+#: A GPU op's launch this long (on TF1's ``<gpu> Compute`` row, or a profile's host launch)
+#: and this many times its kernels' device time in the step: CUDA, cuBLAS or cuDNN setting up
+#: on the op's first call (a steady launch takes microseconds).
+LAUNCH_SETUP_MIN_US, LAUNCH_SETUP_FACTOR = 10_000.0, 10.0
 #: A session run's ``_SOURCE`` node on a GPU this long: the device was being set up in this
 #: run (its streams and memory); shorter, or on a CPU, it is the executor starting the run.
 SOURCE_GPU_SETUP_US = 10_000.0
