@@ -11,6 +11,39 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The shared fixtures below that run real TensorFlow pipelines or CLIs (tens of seconds each),
+#: and the tier that makes every test using one, directly or through another fixture. A test
+#: module's own expensive fixture is covered by that module's ``pytestmark``.
+FIXTURE_TIERS: dict[str, tuple[str, ...]] = {
+    name: ("slow",) for name in (
+        "legacy_run", "legacy_run_noxla", "modern_run", "modern_run_nojit", "varied_jpegs",
+        "modern_run_varied", "profile_logdir", "compare_traces_run", "compare_run",
+        "jit_profile", "corpus", "hostile_corpus")
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give each test the tiers of what it uses (BUILD.md, "Test tiers"): the tiers of its
+    fixtures (:data:`FIXTURE_TIERS`), and ``fuzz`` to a hypothesis test, so that the edit loop
+    never starts a TensorFlow run or a fuzz campaign through a mark someone forgot.
+
+    Under pytest-xdist, each test also gets a group for ``--dist loadgroup``: every user of a
+    shared TensorFlow run on one worker (each run is made once, not once per worker), every
+    other test with its module (a module's own fixtures are made once)."""
+    xdist = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        tiers = {t for f in fixtures for t in FIXTURE_TIERS.get(f, ())}
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            tiers.add("fuzz")
+        for tier in sorted(tiers - {m.name for m in item.iter_markers()}):
+            item.add_marker(tier)
+        if xdist:
+            shared = any(f in FIXTURE_TIERS for f in fixtures)
+            group = "shared_tf_runs" if shared else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def legacy_run(tmp_path_factory):

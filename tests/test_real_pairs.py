@@ -23,6 +23,9 @@ import pytest
 from compare.api import compare_traces
 from compare.vocabulary.thresholds import ONE_TIME_LEADS
 
+#: Every test reads the module's ``reports``: 19 full compare.run reports, tens of seconds.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent / "fixtures" / "real_pairs"
 PAIRS = {k: v for k, v in json.loads((ROOT / "pairs.json").read_text()).items()
          if not k.startswith("_")}
