@@ -11,7 +11,7 @@ the verdict and plots use, the unmapped share in each), ``unfused`` rows of ``op
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compare.analysis.comparison import (
     SIDES,
@@ -72,7 +72,7 @@ def to_json(r: "Report") -> dict:
 
 def stage_row(row: StageRow) -> dict:
     """One stage's row; per side its cells as ``<side>_<field>`` keys."""
-    out = {"stage": row.stage, "kind": row.kind}
+    out: dict[str, Any] = {"stage": row.stage, "kind": row.kind}
     for k in SIDES:
         cell = row.cells[k]
         out[f"{k}_us"] = cell.us
@@ -90,7 +90,7 @@ def groups(c: Comparison) -> dict:
     """The generic view: rows (``compute`` per top-level scope) and what no rule places."""
     rows = []
     for r in c.groups:
-        row = {"group": r.group, "scope": r.scope}
+        row: dict[str, Any] = {"group": r.group, "scope": r.scope}
         for k in SIDES:
             cell = r.cells[k]
             row |= {f"{k}_us": cell.us, f"{k}_cpu_us": cell.cpu_us,
