@@ -23,15 +23,10 @@ FIXTURE_TIERS: dict[str, tuple[str, ...]] = {
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Give each test the tiers of what it uses (BUILD.md, "Test tiers"): the tiers of its
     fixtures (:data:`FIXTURE_TIERS`), and ``fuzz`` to a hypothesis test, so that the edit loop
-    never starts a TensorFlow run or a fuzz campaign through a mark someone forgot.
-
-    Under pytest-xdist, each test also gets a group for ``--dist loadgroup``: every user of a
-    shared TensorFlow run on one worker (each run is made once, not once per worker), every
-    other test with its module (a module's own fixtures are made once)."""
-    xdist = config.pluginmanager.hasplugin("xdist")
+    never starts a TensorFlow run or a fuzz campaign through a mark someone forgot."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         tiers = {t for f in fixtures for t in FIXTURE_TIERS.get(f, ())}
@@ -39,10 +34,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             tiers.add("fuzz")
         for tier in sorted(tiers - {m.name for m in item.iter_markers()}):
             item.add_marker(tier)
-        if xdist:
-            shared = any(f in FIXTURE_TIERS for f in fixtures)
-            group = "shared_tf_runs" if shared else item.nodeid.split("::")[0]
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
