@@ -6,8 +6,12 @@ import ast
 import re
 from pathlib import Path
 
+import tomllib
+
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("common", "legacy", "modern", "compare", "benchmarks")
+#: Our packages: those pyproject.toml installs (``common*`` -> ``common``).
+PACKAGES = tuple(p.rstrip("*") for p in tomllib.loads((ROOT / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"]["find"]["include"])
 #: README is the front page (what it is, the two commands, one example per tool, where to read
 #: more); reference text goes to docs/.
 README_MAX_LINES = 200
