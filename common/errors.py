@@ -133,8 +133,8 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
         return EXIT_FAILED
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
-        kept = getattr(e, "kept", [])
-        where = (f"partial results kept in {', '.join(kept)}" if kept
+        kept_in: list[str] = getattr(e, "kept", [])
+        where = (f"partial results kept in {', '.join(kept_in)}" if kept_in
                  else "no results were complete, nothing was kept")
         _say(f"{prog}: interrupted by {signal.Signals(signum).name}; {where}")
         return 128 + signum

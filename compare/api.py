@@ -176,7 +176,7 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
         kept = [f"{out / k} (complete run)" for k in runs]
         kept += [f"{out / k / 'partial'} (interrupted run)" for k in PIPELINES
                  if k not in runs and (out / k / "partial").is_dir()]
-        e.kept = [*kept, *getattr(e, "kept", [])]
+        setattr(e, "kept", [*kept, *getattr(e, "kept", [])])  # a KeyboardInterrupt may lack it
         raise
     return report
 

@@ -70,6 +70,7 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
         def pump() -> None:
+            assert proc.stderr is not None  # stderr=PIPE
             for line in proc.stderr:
                 if b"error:" in line:
                     errors.append(line.decode("utf-8", "replace").strip())

@@ -11,6 +11,30 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The shared fixtures below that run real TensorFlow pipelines or CLIs (tens of seconds each),
+#: and the tier that makes every test using one, directly or through another fixture. A test
+#: module's own expensive fixture is covered by that module's ``pytestmark``.
+FIXTURE_TIERS: dict[str, tuple[str, ...]] = {
+    name: ("slow",) for name in (
+        "legacy_run", "legacy_run_noxla", "modern_run", "modern_run_nojit", "varied_jpegs",
+        "modern_run_varied", "profile_logdir", "compare_traces_run", "compare_run",
+        "jit_profile", "corpus", "hostile_corpus")
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give each test the tiers of what it uses (BUILD.md, "Test tiers"): the tiers of its
+    fixtures (:data:`FIXTURE_TIERS`), and ``fuzz`` to a hypothesis test, so that the edit loop
+    never starts a TensorFlow run or a fuzz campaign through a mark someone forgot."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        tiers = {t for f in fixtures for t in FIXTURE_TIERS.get(f, ())}
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            tiers.add("fuzz")
+        for tier in sorted(tiers - {m.name for m in item.iter_markers()}):
+            item.add_marker(tier)
+
 
 @pytest.fixture(scope="session")
 def legacy_run(tmp_path_factory):

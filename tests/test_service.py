@@ -22,7 +22,7 @@ import pytest
 from modern.bind import listening
 from tests.conftest import ROOT, assert_one_line_error, run_module
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.service]
 
 SEED = 11
 

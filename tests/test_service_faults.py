@@ -34,7 +34,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.service]
 
 STEPS = 200  # the client is paused after its first step: the rest are read after the fault
 #: compare.run's child's --service_timeout (and --lost_worker_wait, so that the hung worker is

@@ -343,7 +343,8 @@ def compare(a: Side, b: Side, labels: dict[str, str] | None = None) -> Compariso
     out.ops_diff = opdiff.diff(a.ops.ops, b.ops.ops,
                                {k: opdiff.unit_members(s.analysis) for k, s in sides.items()})
     out.types_diff = opdiff.by_type(a.ops, b.ops)
-    out.step_delta = step_delta({k: s.account for k, s in sides.items()}, bases, out.ops_diff)
+    accounts = {k: s.account for k, s in sides.items() if s.account is not None}
+    out.step_delta = step_delta(accounts, bases, out.ops_diff)
     _test_top_ops(out, sides)
     out.parity = parity.check(sides, out.labels, out.ops_diff, bases)
     out.verdict = verdicts(out)

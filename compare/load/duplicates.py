@@ -37,11 +37,11 @@ def _signatures(trace: Trace) -> dict[int, tuple]:
     if len(ev):
         order = np.argsort(ev.pid, kind="stable")
         pids, starts = np.unique(ev.pid[order], return_index=True)
-        for k, pid in enumerate(pids):
-            stop = starts[k + 1] if k + 1 < len(starts) else len(order)
-            by_pid[int(pid)] = order[starts[k]:stop]
+        for j, pid in enumerate(pids):
+            stop = starts[j + 1] if j + 1 < len(starts) else len(order)
+            by_pid[int(pid)] = order[starts[j]:stop]
     for pid, p in trace.processes.items():
-        k = by_pid.get(pid, np.zeros(0, np.int64))
+        k: np.ndarray = by_pid.get(pid, np.zeros(0, np.int64))
         k = k[np.lexsort((ev.tid[k], ev.dur[k], ev.ts[k]))] if len(k) else k
         # string ids of one trace are one table: equal ids are equal names
         events = _digest(ev.tid[k], ev.ts[k], ev.dur[k], ev.name[k], ev.op_type[k],

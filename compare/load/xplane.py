@@ -258,7 +258,7 @@ def _read(path: str) -> bytes:
 def _private_copies(paths: list[str], blobs: list[bytes], tmp: str) -> list[str]:
     """The xplanes copied into ``tmp`` under their own names (xprof names hosts after files):
     whatever xprof writes beside them stays there."""
-    out = []
+    out: list[str] = []
     for k, (path, blob) in enumerate(zip(paths, blobs)):
         folder = os.path.join(tmp, "hosts") if k == 0 or os.path.basename(path) not in {
             os.path.basename(o) for o in out} else os.path.join(tmp, f"hosts{k}")

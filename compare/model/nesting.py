@@ -42,7 +42,7 @@ class Nesting:
         none), i.e. its parent had only the events ``index`` been traced."""
         member = np.zeros(len(self.parent), bool)
         member[index] = True
-        anc = self.parent[index].copy()
+        anc: np.ndarray = self.parent[index].copy()
         todo = np.flatnonzero((anc >= 0) & ~member[np.maximum(anc, 0)])
         while len(todo):
             anc[todo] = self.parent[anc[todo]]
@@ -80,7 +80,8 @@ def build(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> 
     return Nesting(parent, clipped, contained, depth, order)
 
 
-def _walk_lane(lane: np.ndarray, ts, end, parent, clipped, contained, depth) -> None:
+def _walk_lane(lane: np.ndarray, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
+               clipped: np.ndarray, contained: np.ndarray, depth: np.ndarray) -> None:
     """The call-stack walk of one lane (events by start, longer first)."""
     lts, lend = ts[lane], end[lane]
     stack: list[int] = []        # positions in ``lane``

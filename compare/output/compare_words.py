@@ -27,7 +27,9 @@ TERM_WORDS = {
 }
 
 
-def p_value(p: float) -> str:
+def p_value(p: float | None) -> str:
+    if p is None:
+        return "not tested"
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
@@ -100,6 +102,8 @@ def _named_words(c: Comparison, v: Verdicts) -> list[str]:
         return [("largest changes: " if v.significant else
                  "largest change, within that noise: ") + words]
     d = c.step_delta
+    if d is None:
+        return []
     top = (f"the largest op change: {op_words(c, c.ops_diff[v.top_op])} (op time; "
            f"{c.ops_diff[v.top_op].group or 'ungrouped'})") if v.top_op is not None else ""
     terms = [x for x in v.named if x.kind == "term"]

@@ -119,6 +119,8 @@ def delta_table(c: Comparison) -> str:
     from compare.output.compare_words import TERM_WORDS, part_name, signed
 
     d, n = c.step_delta, _cw(c)
+    if d is None:
+        return ""
     a, b = fit(c.label("a"), n), fit(c.label("b"), n)
     lines = [f"{'term':<24} {a:>{n}} {b:>{n}} {'delta':>10}  ops behind it", "-" * 100]
     for t in d.terms:
