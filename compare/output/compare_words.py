@@ -34,7 +34,10 @@ def p_value(p: float | None) -> str:
 
 
 def signed(us: float) -> str:
-    return ("+" if us > 0 else "-" if us < 0 else "") + ms(abs(us))
+    """A change with its sign; one under the tables' precision (0.5 us) is 0, unsigned."""
+    if abs(us) < 0.5:
+        return "0 us"
+    return ("+" if us > 0 else "-") + ms(abs(us))
 
 
 # --------------------------------------------------------------------------------------------
