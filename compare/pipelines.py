@@ -122,7 +122,9 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _child(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="compare.pipelines")
+    p = argparse.ArgumentParser(prog="python -m compare.pipelines", description=(
+        "Runs one pipeline (legacy or modern) for compare.run, in a process of its own "
+        "(compare.run starts it; use python -m legacy.run or modern.run by hand)."))
     p.add_argument("side", choices=SIDES)
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=20)

@@ -34,6 +34,33 @@ from compare.output.tables import group_table, ops_table, stage_table
 
 FLAGS = flags.FLAGS
 
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m compare.run [--out DIR] [--images FILES,FOLDERS] [--steps N] [--seed S]
+           [--skip_bad] [--brief] [--screenshot] [--verbose]
+           [--data_service grpc://HOST:PORT [--service_timeout S] [--lost_worker_wait S]]
+       python -m compare.run --legacy TRACE --modern TRACE [--out DIR] [--labels A,B] [--brief]
+
+Runs the seed's TF1 queue-runner pipeline (legacy) and its tf.data + XLA port (modern), each
+in a process of its own and profiled, into DIR/legacy and DIR/modern, then compares the two
+stage by stage and op by op: where each run's time goes, what changed, and why.
+
+With --legacy and --modern it compares two traces that already exist instead, of any
+TensorFlow program, without running anything: timeline.py JSON, Chrome or xprof trace JSON
+(.json or .json.gz), .xplane.pb, or a TensorBoard logdir, run or profile folder.
+
+DIR (default runs/<timestamp>; never a folder that holds files) receives report.md,
+report.json, stages.png, timelines.png and merged_trace.json.gz. report.md opens with a
+one-screen summary; --brief prints only that summary. tensorboard --logdir DIR shows the
+two runs' profiles.
+
+examples:
+  python -m compare.run --steps 5
+  python -m compare.run --images photos/ --skip_bad --out runs/photos
+  python -m compare.run --legacy old/timeline.json --modern new/logdir --labels before,after
+"""
+
+
 
 def _define_flags() -> None:
     flags.DEFINE_string("out", None, "Run folder, new or empty (default: runs/<timestamp>).")
@@ -126,7 +153,7 @@ def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
 
 
 def main() -> None:
-    cli_main("compare.run", _define_flags, _main)
+    cli_main("compare.run", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,29 @@ PROG = "modern.service"
 ROLES = ("dispatcher", "worker")
 DEFAULT_DISPATCHER_PORT = 5050
 
+#: What ``--help`` prints above the flags.
+USAGE = f"""\
+usage: python -m modern.service dispatcher [--port P] [--work_dir DIR] [--bind IP] [--host NAME]
+       python -m modern.service worker --dispatcher HOST:P [--port Q] [--bind IP] [--host NAME]
+
+Starts a tf.data service dispatcher or worker for modern.run --data_service and
+compare.run --data_service, and serves until Ctrl-C or SIGTERM (exit 0). The first line on
+stdout is the address to connect to: the dispatcher's grpc://HOST:PORT, or the worker's
+HOST:PORT as the dispatcher hands it to clients.
+
+The tf.data service has no authentication: whoever reaches a server's port can make it run
+dataset graphs, which can read and write files. So a server listens on 127.0.0.1 only unless
+--bind names another address of this machine (IPv4 or IPv6), or 0.0.0.0 for every interface.
+TensorFlow itself always listens on every interface; a small shim, built once with this
+machine's C compiler, narrows it, and the server checks where it listens before it serves.
+
+examples:
+  python -m modern.service dispatcher --work_dir /tmp/tfdata-journal
+  python -m modern.service worker --dispatcher 127.0.0.1:{DEFAULT_DISPATCHER_PORT}
+  python -m modern.service dispatcher --bind 10.0.0.5   # reachable from that network
+"""
+
+
 
 def _define_flags() -> None:
     flags.DEFINE_integer("port", None, f"Port to listen on (dispatcher default "
@@ -160,7 +183,7 @@ def stop_within(server, seconds: float) -> None:
 
 
 def main() -> None:
-    cli_main(PROG, _define_flags, _main)
+    cli_main(PROG, _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":
