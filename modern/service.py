@@ -63,9 +63,9 @@ def _define_flags() -> None:
     flags.DEFINE_integer("port", None, f"Port to listen on (dispatcher default "
                          f"{DEFAULT_DISPATCHER_PORT}; worker default 0 = any free port).",
                          lower_bound=0, upper_bound=65535)
-    flags.DEFINE_string("bind", listen.DEFAULT_BIND, "The IPv4 address to listen on: "
-                        f"{listen.DEFAULT_BIND} (this machine only), one of this machine's "
-                        "addresses (e.g. on a private network), or "
+    flags.DEFINE_string("bind", listen.DEFAULT_BIND, "The address to listen on, IPv4 or IPv6: "
+                        f"{listen.DEFAULT_BIND} or ::1 (this machine only), one of this "
+                        "machine's addresses (e.g. on a private network), or "
                         f"{listen.EVERY_INTERFACE} for every interface. Without authentication "
                         "anyone who reaches it can run dataset graphs here (README, 'Who can "
                         "get in').")
@@ -127,7 +127,9 @@ def _main(argv: list[str]) -> int:
     if role == "worker" and not FLAGS.dispatcher:
         raise InputError("worker: --dispatcher HOST:PORT is required")
     dispatcher = ds.parse_address(FLAGS.dispatcher, "--dispatcher") if FLAGS.dispatcher else None
-    listen.preload(bind)  # may start this process again, with the shim (same pid)
+    listen.check_here(bind)
+    # may start this process again, with the shim (same pid); then checks that it narrows
+    listen.preload(bind, notify=lambda line: say(f"{PROG}: note: {line}"))
     say(f"{PROG}: {ds.exposure_warning(role, port, bind)}")
     server, where = _start(role, port, host, dispatcher)
     try:
