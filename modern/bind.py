@@ -297,11 +297,12 @@ def _check_loads(shim: Path, bind: str) -> None:
         raise RunFailed(f"--bind {bind}: cannot try the bind shim {shim} ({e})") from None
     if proc.returncode != 0:
         said = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
-        why = said[-1].removeprefix("ERROR: ld.so: ") if said else \
-            f"not loaded (exit {proc.returncode})"
+        why = said[-1].removeprefix("ERROR: ld.so: ").removesuffix(": ignored.") if said \
+            else f"not loaded (exit {proc.returncode})"
         raise RunFailed(f"--bind {bind}: the dynamic loader does not load the bind shim: "
-                        f"{why}; stopped before the server started. Remove {shim.parent} to "
-                        f"build it again, or {_HOW}")
+                        f"{why}; stopped before the server started. Its cache {shim.parent} "
+                        f"must be on a file system that allows programs (XDG_CACHE_HOME moves "
+                        f"it; removing it builds the shim again), or {_HOW}")
 
 
 def listening(port: int) -> list[str]:
