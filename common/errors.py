@@ -126,22 +126,19 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
         rc = main(argv)
         return int(rc or 0)
     except InputError as e:
-        _say(f"{prog}: error: {e}")
+        _say(f"{prog}: error: {e}{_kept(e)}")
         return EXIT_BAD_INPUT
     except RunFailed as e:
-        kept = f"; partial results kept in {', '.join(e.kept)}" if e.kept else ""
-        _say(f"{prog}: error: {e}{kept}")
+        _say(f"{prog}: error: {e}{_kept(e)}")
         return EXIT_FAILED
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
-        kept = getattr(e, "kept", [])
-        where = (f"partial results kept in {', '.join(kept)}" if kept
-                 else "no results were complete, nothing was kept")
+        where = _kept(e).removeprefix("; ") or "no results were complete, nothing was kept"
         _say(f"{prog}: interrupted by {signal.Signals(signum).name}; {where}")
         return 128 + signum
     except OSError as e:  # disk full, permission denied on the output folder, ...
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        _say(f"{prog}: error: {where}{e.strerror or e}")
+        _say(f"{prog}: error: {where}{e.strerror or e}{_kept(e)}")
         return EXIT_BAD_INPUT
     except MemoryError:
         _say(f"{prog}: error: out of memory (the input is too large for this machine)")
@@ -150,6 +147,15 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
         for s, h in previous.items():
             signal.signal(s, h)
         _signals.update(interrupted=0, deferring=0, pending=0)
+
+
+def _kept(e: BaseException) -> str:
+    """What an error's line adds: where partial results were kept (``e.kept``) and what to do
+    with them (``e.hint``), or ""."""
+    kept = getattr(e, "kept", None)
+    hint = getattr(e, "hint", "")
+    return (f"; partial results kept in {', '.join(kept)}" if kept else "") + \
+        (f"; {hint}" if hint else "")
 
 
 #: The arguments that ask a CLI for its help (absl's own help flags, and ``-h``).

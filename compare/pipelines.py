@@ -94,7 +94,9 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
     if rc in (EXIT_INTERRUPTED, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM):
         raise KeyboardInterrupt
     if rc != 0:
-        msg = errors[-1].split("error:", 1)[1].strip() if errors else \
+        # where the child kept partial results is for compare.run to say: it moves them
+        msg = errors[-1].split("error:", 1)[1].split("; partial results kept in ")[0].strip() \
+            if errors else \
             f"the {side} pipeline failed (exit code {rc}); see {log_path or 'the log above'}"
         if rc == EXIT_BAD_INPUT:
             raise InputError(msg)

@@ -30,6 +30,7 @@ from compare.analysis.comparison import SIDES
 from compare.api import RunOptions, compare_traces, run_and_compare
 from compare.fmt import shown_words
 from compare.output.report import Report
+from compare.output.summary import summary
 from compare.output.tables import group_table, ops_table, stage_table
 
 FLAGS = flags.FLAGS
@@ -87,6 +88,11 @@ def _define_flags() -> None:
     flags.DEFINE_string("modern", None, "Compare this existing modern trace (with --legacy).")
     flags.DEFINE_list("labels", None, "Two names for the sides, A,B (default: the traces' "
                                       "file names; legacy,modern for our own runs).")
+    flags.DEFINE_boolean("skip_bad", False, "Run on the images that can be used, naming each "
+                         "one skipped (truncated, corrupt, not a JPEG, ...), instead of stopping "
+                         "before the runs with one line naming every bad one.")
+    flags.DEFINE_boolean("brief", False, "Print only the summary report.md opens with (the "
+                         "verdict, step times, largest changes, caveats), not the tables.")
 
 
 def _main(argv: list[str]) -> int:
@@ -99,9 +105,10 @@ def _main(argv: list[str]) -> int:
     quiet_python_logs()  # SIGINT and SIGTERM: common.errors.run_cli raises Interrupted for both
     t0 = time.monotonic()
     if FLAGS.legacy:
-        if FLAGS.data_service:
-            raise InputError("--data_service is for running the pipelines, not for comparing "
-                             "existing traces (--legacy/--modern)")
+        for name in ("data_service", "skip_bad", "images"):
+            if FLAGS[name].present:
+                raise InputError(f"--{name} is for running the pipelines, not for comparing "
+                                 f"existing traces (--legacy/--modern)")
         out = Path(FLAGS.out) if FLAGS.out else None
         report = compare_traces(FLAGS.legacy, FLAGS.modern, out, FLAGS.verbose, say,
                                 labels=labels)
@@ -111,7 +118,8 @@ def _main(argv: list[str]) -> int:
         if FLAGS[name].value is not None and not FLAGS.data_service:
             raise InputError(f"--{name} goes with --data_service")
     options = RunOptions(FLAGS.images, FLAGS.steps, FLAGS.seed, FLAGS.data_service,
-                         FLAGS.screenshot, FLAGS.service_timeout, FLAGS.lost_worker_wait)
+                         FLAGS.screenshot, FLAGS.service_timeout, FLAGS.lost_worker_wait,
+                         FLAGS.skip_bad)
     report = run_and_compare(FLAGS.out, options, FLAGS.verbose, say, labels=labels)
     _print_summary(report, t0, tensorboard=True)
     return 0
@@ -128,6 +136,13 @@ def _labels(given: list[str] | None) -> dict[str, str] | None:
 
 def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
     c = report.comparison
+    for k in SIDES:  # partly usable traces: what was skipped
+        for w in c.sides[k].source.warnings:
+            say(f"compare.run: {c.label(k)} trace {c.sides[k].source.path}: {w}")
+    if FLAGS.brief:
+        print("\n".join(summary(report)))
+        say(f"[{time.monotonic() - t0:6.1f}s] done: {report.out / 'report.md'}")
+        return
     if c.has_pipeline():
         print("The seed pipeline's stages (median per steady step):")
         print(stage_table(c))
@@ -138,9 +153,6 @@ def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
     print("Largest op differences (per steady step; all in report.json's ops_diff):")
     print(ops_table(c))
     print()
-    for k in SIDES:  # partly usable traces: what was skipped
-        for w in c.sides[k].source.warnings:
-            say(f"compare.run: {c.label(k)} trace {c.sides[k].source.path}: {w}")
     for text in (c.verdict.sides["legacy"], c.verdict.sides["modern"], c.verdict.comparison):
         print(f"- {shown_words(text)}")   # names in it cut as report.md cuts them
     print()

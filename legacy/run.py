@@ -10,7 +10,7 @@ from absl import flags
 
 from common import atomic
 from common.errors import InputError, cli_main, say
-from common.inputs import check_file, resolve_images
+from common.inputs import checked_images
 from common.tflog import native_stderr_to, quiet_python_logs
 from legacy.runner import run_legacy
 
@@ -49,8 +49,7 @@ def _main(argv: list[str]) -> int:
     if not FLAGS.out:
         raise InputError("--out DIR is required")
 
-    for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
-        check_file(path)
+    checked_images(FLAGS.images)  # every file whole, before anything is created
     out = atomic.prepare_out_dir(FLAGS.out)
     quiet_python_logs()
     say(f"legacy: running {FLAGS.steps} steps (XLA {'off' if FLAGS.noxla else 'on'}); "

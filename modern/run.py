@@ -11,7 +11,7 @@ from absl import flags
 
 from common import atomic
 from common.errors import InputError, cli_main, say
-from common.inputs import check_file, resolve_images
+from common.inputs import checked_images
 from common.tflog import native_stderr_to, quiet_python_logs
 from modern.data_service import parse_address
 from modern.runner import run_modern
@@ -79,8 +79,7 @@ def _main(argv: list[str]) -> int:
             if FLAGS[name].value is not None:
                 raise InputError(f"--{name} goes with --data_service")
     if not FLAGS.skip_bad:
-        for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
-            check_file(path)
+        checked_images(FLAGS.images)  # every file whole, before anything is created
     out = atomic.prepare_out_dir(FLAGS.out)
     quiet_python_logs()
     where = f", input on the tf.data service at {FLAGS.data_service}" if FLAGS.data_service else ""

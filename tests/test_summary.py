@@ -1,0 +1,89 @@
+"""The one-screen summary (compare/output/summary.py) that report.md opens with and
+``compare.run --brief`` prints alone: on two synthetic traces whose numbers are planted, it
+holds the verdict, both sides' step times, the largest op changes in order and the caveats,
+within its line bound. Fast: no TensorFlow."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from compare.analysis import comparison
+from compare.analysis.opdiff import describe
+from compare.analysis.parity import Caveat
+from compare.output import report as report_mod
+from compare.output import report_md
+from compare.output.summary import CAVEATS, CHANGES, MAX_LINES, summary
+from tests.test_core_comparison import LEGACY, MODERN, STEPS, _trace
+
+
+@pytest.fixture(scope="module")
+def report():
+    sides = {"legacy": comparison.side("legacy", _trace(LEGACY), "legacy test trace"),
+             "modern": comparison.side("modern", _trace(MODERN), "modern test trace")}
+    c = comparison.compare(sides["legacy"], sides["modern"], {"legacy": "old", "modern": "new"})
+    return report_mod.build(c, sides)
+
+
+def test_it_opens_with_the_verdict_and_both_step_times(report):
+    lines = summary(report)
+    c = report.comparison
+    assert lines[:4] == ["## Summary", "", f"**{c.verdict.comparison}**", ""]
+    table = lines[4:9]
+    assert table[0] == "| per step | old | new |"
+    # planted: 10 and 4 ms steps, of which the events span 6.5 and 2.5 ms (the verdict
+    # compares the traced spans, and says why)
+    assert c.parity.steps["legacy"].us == 6500 and "(2.5 ms vs 6.5 ms)" in c.verdict.comparison
+    assert table[2] == f"| steady, as compared (steps) | 6.5 ms ({STEPS - 1}) | 2.5 ms " \
+                       f"({STEPS - 1}) |"
+    assert table[3] == "| steady, median step | 10.0 ms | 4.0 ms |"
+    assert table[4] == "| first step | 10.0 ms | 4.0 ms |"
+    assert len(lines) <= MAX_LINES
+
+
+def test_the_largest_changes_come_in_the_op_diffs_order(report):
+    lines = summary(report)
+    c = report.comparison
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Largest changes"))
+    assert lines[start] == (f"Largest changes per steady step, old → new ({len(c.ops_diff)} "
+                            "rows in report.json's `ops_diff`):")
+    changed = [r for r in c.ops_diff if r.delta_us][:CHANGES]
+    shown = lines[start + 1:start + 1 + len(changed)]
+    assert [ln.split("`")[1] for ln in shown] == [describe(r) for r in changed]
+    # planted: decode 3 ms -> 1 ms, and a 2 ms queue wait where the other waits 0.1 ms
+    assert "- `decode/DecodeJpeg (DecodeJpeg)`: 3.0 ms → 1.0 ms (−2.0 ms, changed)" in shown
+    assert abs(changed[0].delta_us) == max(abs(r.delta_us) for r in c.ops_diff)
+
+
+def test_caveats_breaking_ones_first_and_the_rest_counted(report):
+    c = report.comparison
+    planted = [Caveat("steps", f"note {i}", False) for i in range(3)] + \
+              [Caveat("batch", "different batch sizes: 32 against 64", True),
+               Caveat("program", "no op names in common", True)]
+    parity = dataclasses.replace(c.parity, caveats=planted)
+    r = dataclasses.replace(report, comparison=dataclasses.replace(c, parity=parity))
+    lines = summary(r)
+    start = lines.index("Caveats:")
+    assert lines[start + 1:start + 1 + CAVEATS] == [
+        "- **Not like for like**: different batch sizes: 32 against 64",
+        "- **Not like for like**: no op names in common",
+        "- note 0", "- note 1"]
+    assert lines[start + 1 + CAVEATS] == "- 1 more under \"Can these two traces be compared?\""
+    assert len(lines) <= MAX_LINES
+
+
+def test_like_for_like_and_no_caveat_says_so(report):
+    c = report.comparison
+    r = dataclasses.replace(report, comparison=dataclasses.replace(
+        c, parity=dataclasses.replace(c.parity, caveats=[])))
+    assert summary(r)[-1] == ("Caveats: none; no check found a reason not to compare the steps "
+                              "like for like.")
+
+
+def test_report_md_opens_with_the_summary(report):
+    md = report_md.render(report).splitlines()
+    c = report.comparison
+    assert md[0] == f"# {c.label('legacy')} vs {c.label('modern')}: where the time goes"
+    lines = summary(report)
+    assert md[2:2 + len(lines)] == lines
+    assert md[2 + len(lines):2 + len(lines) + 2] == ["", "## The two traces"]
