@@ -14,6 +14,7 @@ from compare.analysis.parity import Caveat
 from compare.output import report as report_mod
 from compare.output import report_md
 from compare.output.summary import CAVEATS, CHANGES, MAX_LINES, summary
+from tests.conftest import ROOT, assert_one_line_error, run_module
 from tests.test_core_comparison import LEGACY, MODERN, STEPS, _trace
 
 
@@ -87,3 +88,23 @@ def test_report_md_opens_with_the_summary(report):
     lines = summary(report)
     assert md[2:2 + len(lines)] == lines
     assert md[2 + len(lines):2 + len(lines) + 2] == ["", "## The two traces"]
+
+
+@pytest.mark.slow  # compare.run in a process of its own: ~5 s
+def test_compare_run_brief_prints_the_summary_alone(tmp_path):
+    fixtures = ROOT / "tests" / "fixtures"
+    out = tmp_path / "cmp"
+    proc = run_module("compare.run", "--legacy", str(fixtures / "tf1_cpu_xla.timeline.json"),
+                      "--modern", str(fixtures / "tf2_gpu_xla.timeline.json"), "--out", str(out),
+                      "--brief", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    md = (out / "report.md").read_text().splitlines()
+    printed = proc.stdout.splitlines()
+    assert printed[0] == "## Summary" and len(printed) <= MAX_LINES
+    assert md[2:2 + len(printed)] == printed  # exactly what report.md opens with
+    assert proc.stderr.rstrip().endswith(f"done: {out / 'report.md'}")
+    # the flags of a run make no sense for traces that exist
+    for flag in ("--skip_bad", "--images=a.jpg"):
+        bad = run_module("compare.run", "--legacy", "a.json", "--modern", "b.json", flag,
+                         timeout=120)
+        assert_one_line_error(bad, f"--{flag[2:].split('=')[0]} is for running the pipelines")

@@ -47,8 +47,9 @@ def _steps(c: "Comparison") -> list[str]:
     basis = [c.parity.steps.get(k) if c.parity else None for k in keys]
     steady = [b.us if b else s.median_us for b, s in zip(basis, steps)]
     first = "first traced step" if any(s.first_kind == "window" for s in steps) else "first step"
-    median = ([] if steady == [s.median_us for s in steps] else  # the whole step, when it differs
-              ["| steady, median step | " + " | ".join(_cell(s.median_us) for s in steps) + " |"])
+    medians = [_cell(s.median_us) for s in steps]
+    median = ([] if [_cell(us) for us in steady] == medians else  # the whole step, if it differs
+              ["| steady, median step | " + " | ".join(medians) + " |"])
     return [f"| per step | {' | '.join(c.label(k) for k in keys)} |",
             "|---|" + "---:|" * len(keys),
             "| steady, as compared (steps) | "
