@@ -254,10 +254,16 @@ def _damage(target: Path) -> str | None:
     return f"{what} ({len(data):,} bytes; its SHA-256 is not the one recorded at build)"
 
 
+def compiler() -> str | None:
+    """The C compiler the shim is built with: ``$CC``, else ``cc``, ``gcc`` or ``clang`` on
+    PATH; None when there is none."""
+    return os.environ.get("CC") or next(
+        (c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+
+
 def _build(target: Path, bind: str) -> None:
     """Compile the shim into ``target`` and record its SHA-256 beside it (both atomically)."""
-    cc = os.environ.get("CC") or next(
-        (c for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
+    cc = compiler()
     if not cc:
         raise InputError(f"--bind {bind}: no C compiler (cc) to build the small shim that "
                          f"narrows TensorFlow's every-interface bind; install one (e.g. apt-get "

@@ -7,7 +7,6 @@ as a user runs it, in a process of its own.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

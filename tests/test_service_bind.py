@@ -19,9 +19,9 @@ import pytest
 
 from modern import bind
 from tests.conftest import ROOT, assert_one_line_error, run_module
-from tests.test_bind import IMPOSTOR, _corrupt, _not_here
+from tests.test_bind import IMPOSTOR, NO_IPV6, _corrupt, _not_here
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.needs("cc")]
 
 LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1"}
 
@@ -85,15 +85,7 @@ class _Server:
         self.proc.stdout.close()
 
 
-def _has_ipv6_loopback() -> bool:
-    try:
-        bind.check_here("::1")
-    except Exception:  # noqa: BLE001 -- any reason: no IPv6 here
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+@NO_IPV6
 def test_a_dispatcher_and_worker_on_ipv6_loopback_serve_a_client(tmp_path):
     import tensorflow as tf
 
