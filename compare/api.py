@@ -185,34 +185,42 @@ def _preflight(opts: RunOptions) -> RunOptions:
 
 def keep_runs(out: Path, error: BaseException) -> dict[str, str]:
     """After ``error`` stopped a run: move what each side left -- its complete run, or the
-    partial profile of an interrupted one -- into ``out/partial/<side>``, say so in
+    partial profile of one that was stopped -- into ``out/partial/<side>``, say so in
     ``out/partial/partial.json``, and add to ``error`` where (``kept``) and, when both sides
-    left something, the command that rebuilds the report from them (``hint``). Returns
+    left something, the command that rebuilds the report from them (``hint``). A side that
+    cannot be moved (a disk too full for the folder) is kept and named where it is. Returns
     {side: what was kept}."""
-    dest, kept = out / atomic.PARTIAL_DIR, {}
+    dest, kept, where = out / atomic.PARTIAL_DIR, {}, {}
     with signals_deferred():
         for k in SIDES:
             side = out / k
             found = ((side, "complete run") if (side / "run.json").is_file() else
-                     (side / atomic.PARTIAL_DIR, "interrupted run")
+                     (side / atomic.PARTIAL_DIR, "partial run")
                      if (side / atomic.PARTIAL_DIR).is_dir() else None)
-            if found and not (dest / k).exists():
-                dest.mkdir(exist_ok=True)
-                os.rename(found[0], dest / k)
-                kept[k] = found[1]
+            if not found:
+                continue
+            kept[k], where[k] = found[1], found[0]
+            with contextlib.suppress(OSError):
+                if not (dest / k).exists():
+                    dest.mkdir(exist_ok=True)
+                    os.rename(found[0], dest / k)
+                    where[k] = dest / k
             with contextlib.suppress(OSError):
                 side.rmdir()  # empty now, or never used
     if not kept:
         return kept
-    rebuild = (f"python -m compare.run --legacy {shlex.quote(str(dest / 'legacy'))} --modern "
-               f"{shlex.quote(str(dest / 'modern'))} --out {shlex.quote(str(out / 'report'))}"
+    rebuild = (f"python -m compare.run --legacy {shlex.quote(str(where['legacy']))} --modern "
+               f"{shlex.quote(str(where['modern']))} --out {shlex.quote(str(out / 'report'))}"
                if len(kept) == len(SIDES) else None)
-    with contextlib.suppress(OSError):  # a full disk may refuse it; the runs are kept anyway
-        atomic.write_json(dest / "partial.json", {
-            "complete": False, "stopped_by": str(error) or type(error).__name__,
-            "runs": kept, "rebuild_report": rebuild})
-    where = f"{dest} ({', '.join(f'{k}: {v}' for k, v in kept.items())})"
-    error.kept = [where]  # type: ignore[attr-defined]  # the sides' own paths moved into it
+    if all(p.parent == dest for p in where.values()):
+        with contextlib.suppress(OSError):  # a full disk may refuse it; the runs are kept
+            atomic.write_json(dest / "partial.json", {
+                "complete": False, "stopped_by": str(error) or type(error).__name__,
+                "runs": kept, "rebuild_report": rebuild})
+        listed = [f"{dest} ({', '.join(f'{k}: {v}' for k, v in kept.items())})"]
+    else:
+        listed = [f"{where[k]} ({k}: {v})" for k, v in kept.items()]
+    error.kept = listed  # type: ignore[attr-defined]  # the sides' own paths are in it now
     if rebuild:
         error.hint = f"rebuild the report from them: {rebuild}"  # type: ignore[attr-defined]
     return kept

@@ -25,7 +25,8 @@ def _missing(tool: str) -> str | None:
             find_chromium()
         except BrowserError as e:
             where = str(e) if os.environ.get("CHROMIUM") else "not on PATH"
-            return f"Debian's chromium ({where}): run .ci/install-tools, or apt-get install chromium"
+            return (f"Debian's chromium ({where}): run .ci/install-tools, or apt-get install "
+                    f"chromium")
         return None
     if tool == "cc":
         from modern.bind import compiler

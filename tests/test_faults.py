@@ -333,7 +333,7 @@ def test_signal_to_compare_run_stops_its_child_and_keeps_the_partial_side(tmp_pa
     assert "Traceback" not in rest
     partial = out / "partial" / "legacy"  # where the README says: OUT/partial/
     assert (f"compare.run: interrupted by SIGTERM; partial results kept in {out / 'partial'} "
-            f"(legacy: interrupted run)\n") in rest  # nothing of modern: no rebuild offered
+            f"(legacy: partial run)\n") in rest  # nothing of modern: no rebuild offered
     assert json.loads((partial / "partial.json").read_text())["complete"] is False
     assert not list(out.glob("report*")) and not (out / "modern").exists()
     assert not (out / "legacy").exists()
@@ -363,7 +363,7 @@ def test_an_interrupt_during_modern_keeps_both_runs_and_the_printed_rebuild_work
     (line,) = [ln for ln in rest.splitlines() if "interrupted" in ln]
     kept = out / "partial"
     assert line.startswith(f"compare.run: interrupted by SIGINT; partial results kept in {kept} "
-                           f"(legacy: complete run, modern: interrupted run); rebuild the report "
+                           f"(legacy: complete run, modern: partial run); rebuild the report "
                            f"from them: python -m compare.run --legacy {kept / 'legacy'} "
                            f"--modern {kept / 'modern'} --out {out / 'report'}"), line
     assert sorted(p.name for p in out.iterdir()) == ["partial", "tf.log"]

@@ -87,7 +87,7 @@ def test_ctrl_c_during_modern_keeps_legacy_and_modern_s_partial_profile(tmp_path
     kept = out / "partial"
     assert code == 130
     assert line == (f"compare.run: interrupted by SIGINT; partial results kept in {kept} "
-                    f"(legacy: complete run, modern: interrupted run); rebuild the report from "
+                    f"(legacy: complete run, modern: partial run); rebuild the report from "
                     f"them: python -m compare.run --legacy {kept / 'legacy'} --modern "
                     f"{kept / 'modern'} --out {out / 'report'}")
     assert (kept / "legacy" / "run.json").is_file()
@@ -128,6 +128,28 @@ def test_a_kept_run_is_never_moved_over_another(tmp_path, name):
     (out / "legacy" / "run.json").write_text("{}")
     (out / "partial" / name).mkdir(parents=True)  # somebody's, already there
     e = KeyboardInterrupt()
-    kept = api.keep_runs(out, e)
-    assert kept == ({} if name == "legacy" else {"legacy": "complete run"})
-    assert (out / "partial" / name).is_dir()
+    assert api.keep_runs(out, e) == {"legacy": "complete run"}
+    assert not any((out / "partial" / name).iterdir())  # left as it was
+    if name == "legacy":  # its place is taken: kept where it is, and named there
+        assert (out / "legacy" / "run.json").is_file()
+        assert e.kept == [f"{out / 'legacy'} (legacy: complete run)"]
+    else:
+        assert (out / "partial" / "legacy" / "run.json").is_file()
+        assert e.kept == [f"{out / 'partial'} (legacy: complete run)"]
+
+
+def test_runs_that_cannot_be_moved_are_kept_and_named_where_they_are(tmp_path):
+    """A disk too full even for the folder (here: a file where it would go): the sides stay
+    put, and the line and the command name them there."""
+    out = tmp_path / "run"
+    (out / "legacy").mkdir(parents=True)
+    (out / "legacy" / "run.json").write_text("{}")
+    (out / "modern" / "partial").mkdir(parents=True)
+    (out / "partial").write_text("in the way")
+    e = KeyboardInterrupt()
+    assert api.keep_runs(out, e) == {"legacy": "complete run", "modern": "partial run"}
+    assert e.kept == [f"{out / 'legacy'} (legacy: complete run)",
+                      f"{out / 'modern' / 'partial'} (modern: partial run)"]
+    assert e.hint == (f"rebuild the report from them: python -m compare.run --legacy "
+                      f"{out / 'legacy'} --modern {out / 'modern' / 'partial'} --out "
+                      f"{out / 'report'}")
