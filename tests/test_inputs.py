@@ -72,12 +72,28 @@ def test_a_jpeg_cut_short_does_not_decode(cut):
         check_decodes("x.jpg", data[:int(len(data) * cut)])
 
 
+UNKNOWN_MARKER = b"\xff\x67\x00\x02"  # a marker libjpeg does not know, its segment empty
+
+
 def test_a_jpeg_with_a_bad_marker_in_the_middle_does_not_decode():
     data = _photo()
     at = (_scan_start(data) + len(data)) // 2
-    bad = data[:at] + b"\xff\x67" + data[at:]  # a marker libjpeg does not know
+    bad = data[:at] + UNKNOWN_MARKER + data[at:]
     with pytest.raises(InputError, match=r"^x\.jpg: JPEG does not decode \(broken data stream"):
         check_decodes("x.jpg", bad)
+
+
+def test_a_marker_whose_segment_runs_past_the_end_does_not_decode():
+    """What TensorFlow's reader refuses (it will not read past the data) and Pillow's skips:
+    a comment in the middle of the image data claiming 50,000 bytes, 10,000 before the end."""
+    data = _photo()
+    at = len(data) - 10_000
+    bad = data[:at] + b"\xff\xfe" + (50_000).to_bytes(2, "big") + data[at:]
+    with pytest.raises(InputError, match=rf"^x\.jpg: JPEG does not decode \(a marker at byte "
+                                         rf"{at:,} declares more data than the file holds\)$"):
+        check_decodes("x.jpg", bad)
+    fits = data[:at] + b"\xff\xfe" + (5_000).to_bytes(2, "big") + data[at:]
+    check_decodes("x.jpg", fits)  # the same comment within the file: libjpeg recovers
 
 
 def test_the_check_needs_no_tensorflow():
@@ -102,7 +118,7 @@ def _bad_set() -> dict[str, bytes]:
     data = _photo()
     at = (_scan_start(data) + len(data)) // 2
     return {"cut.jpg": data[: len(data) // 2], "empty.jpg": b"",
-            "marker.jpg": data[:at] + b"\xff\x67" + data[at:],
+            "marker.jpg": data[:at] + UNKNOWN_MARKER + data[at:],
             "png.jpg": b"\x89PNG\r\n\x1a\n" + bytes(100)}
 
 
