@@ -62,7 +62,6 @@ examples:
 """
 
 
-
 def _define_flags() -> None:
     flags.DEFINE_string("out", None, "Run folder, new or empty (default: runs/<timestamp>).")
     flags.DEFINE_list("images", [], "JPEG files or folders (default: matplotlib's "
@@ -112,7 +111,7 @@ def _main(argv: list[str]) -> int:
         out = Path(FLAGS.out) if FLAGS.out else None
         report = compare_traces(FLAGS.legacy, FLAGS.modern, out, FLAGS.verbose, say,
                                 labels=labels)
-        _print_summary(report, t0, tensorboard=False)
+        _print_summary(report, t0, tensorboard=False, brief=FLAGS.brief)
         return 0
     for name in ("service_timeout", "lost_worker_wait"):
         if FLAGS[name].value is not None and not FLAGS.data_service:
@@ -121,7 +120,7 @@ def _main(argv: list[str]) -> int:
                          FLAGS.screenshot, FLAGS.service_timeout, FLAGS.lost_worker_wait,
                          FLAGS.skip_bad)
     report = run_and_compare(FLAGS.out, options, FLAGS.verbose, say, labels=labels)
-    _print_summary(report, t0, tensorboard=True)
+    _print_summary(report, t0, tensorboard=True, brief=FLAGS.brief)
     return 0
 
 
@@ -134,12 +133,12 @@ def _labels(given: list[str] | None) -> dict[str, str] | None:
     return dict(zip(SIDES, names))
 
 
-def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
+def _print_summary(report: Report, t0: float, tensorboard: bool, brief: bool) -> None:
     c = report.comparison
     for k in SIDES:  # partly usable traces: what was skipped
         for w in c.sides[k].source.warnings:
             say(f"compare.run: {c.label(k)} trace {c.sides[k].source.path}: {w}")
-    if FLAGS.brief:
+    if brief:
         print("\n".join(summary(report)))
         say(f"[{time.monotonic() - t0:6.1f}s] done: {report.out / 'report.md'}")
         return
