@@ -247,7 +247,10 @@ def run(n_events: int, folder: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.analysis", description=(
+        "How fast compare.explain loads and explains a big generated timeline.py trace, "
+        "against a bare json.load of the same file: seconds and peak memory of each, in "
+        "fresh processes."))
     ap.add_argument("--events", type=int, default=1_000_000, help="events to generate")
     ap.add_argument("--json", dest="json_out", help="also write the numbers to this file")
     ap.add_argument("--keep", help="write the trace into this folder and keep it")

@@ -21,6 +21,25 @@ from compare.output.explain_text import to_text
 
 FLAGS = flags.FLAGS
 
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m compare.explain TRACE [--json] [--step N] [--verbose]
+
+Answers four questions about one TensorFlow trace, in plain words with numbers: what each
+process (pid) and row is, what XLA's compiles cost and what _XlaLaunch means, in what order
+the ops ran (with the critical path), and where the step's time went: the bottleneck and what
+to try next. By default it explains a steady step: the one of median length after the first.
+
+TRACE is a timeline.py JSON (TF1 or TF2, CPU or GPU), a Chrome or xprof trace (.json or
+.json.gz), an .xplane.pb, or a TensorBoard logdir, run or profile folder. Nothing is written.
+
+examples:
+  python -m compare.explain timeline.json
+  python -m compare.explain logs/plugins/profile/2026_01_01_12_00_00 --step 3
+  python -m compare.explain trace.json.gz --json > facts.json
+"""
+
+
 
 def _define_flags() -> None:
     flags.DEFINE_boolean("json", False, "Print the facts as JSON instead of the text report.")
@@ -47,7 +66,7 @@ def main() -> None:
     # Our own text is ASCII; a trace's node names may not be, and must not crash a C-locale pipe.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")
-    cli_main("compare.explain", _define_flags, _main)
+    cli_main("compare.explain", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

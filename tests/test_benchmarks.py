@@ -57,6 +57,7 @@ def test_xla_designs_all_compute_the_seed_output_shape():
 
 
 @pytest.mark.service
+@pytest.mark.needs("cc")
 def test_benchmark_data_service_reports_local_and_one_and_two_workers(tmp_path):
     """``--data_service`` starts two local clusters (1 and 2 worker processes), times the modern
     pipeline locally and through each, and stops the servers cleanly (a server that does not

@@ -215,6 +215,7 @@ def _stop(proc: subprocess.Popen, sig: int) -> tuple[int, str]:
     return proc.returncode, err
 
 
+@pytest.mark.needs("cc")
 def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
     import tensorflow as tf
 
@@ -308,6 +309,7 @@ def test_a_stop_that_does_not_return_ends_the_process_with_exit_1():
     (["dispatcher", "--port", "{busy}"], "--port {busy}"),
     (["janitor"], "janitor"),
 ])
+@pytest.mark.needs("cc")
 def test_service_cli_bad_port_or_address_is_one_line_exit_2(args, needle):
     with socket.socket() as busy:
         busy.bind(("0.0.0.0", 0))

@@ -8,6 +8,7 @@ from compare.fmt import duration, listed, shown, shown_words
 from compare.output import compare_words
 from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
+from compare.output.summary import summary
 from compare.vocabulary.groups import SPLIT_KEYS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
 
@@ -25,7 +26,8 @@ def ms(us: float | None) -> str:
 
 def render(r: "Report") -> str:
     c = r.comparison
-    parts = [_head(r), _verdict(c), _comparability(c), _step_delta(c), _groups(c), _ops_diff(c),
+    parts = [_title(c), summary(r), [""], _head(r), _verdict(c), _comparability(c),
+             _step_delta(c), _groups(c), _ops_diff(c),
              _stages(c) if c.has_pipeline() else _no_stages(c), _split(c), _xla(c), _how(c),
              _questions(r), _files(c)]
     # every name cut where it is shown (a 4,096-character op name made 12,000-character lines)
@@ -47,9 +49,13 @@ def _ops(ops: list[str], n: int = 4) -> str:
     return cells + (f" (+{len(ops) - n})" if len(ops) > n else "")
 
 
+def _title(c: Comparison) -> list[str]:
+    return [f"# {c.label('a')} vs {c.label('b')}: where the time goes", ""]
+
+
 def _head(r: "Report") -> list[str]:
     c = r.comparison
-    lines = [f"# {c.label('a')} vs {c.label('b')}: where the time goes", ""]
+    lines = ["## The two traces", ""]
     for k, s in c.sides.items():
         src = s.source
         lines.append(f"- **{c.label(k)}** (side {k.upper()}): `{src.path}` ({src.format})"
