@@ -64,9 +64,12 @@ class Phases:
             self._progress(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
 
 
-def explain_trace(trace: Trace | str | os.PathLike, step: int | None = None) -> Explanation:
-    """The seed's four questions for one trace (a loaded Trace or any path we read)."""
-    return explain(trace if isinstance(trace, Trace) else load(trace), step)
+def explain_trace(trace: Trace | str | os.PathLike, step: int | None = None,
+                  max_memory: int | None = None) -> Explanation:
+    """The seed's four questions for one trace (a loaded Trace or any path we read; a path
+    whose load would take more than ``max_memory`` bytes, default the memory available, is
+    refused before it is read)."""
+    return explain(trace if isinstance(trace, Trace) else load(trace, max_memory), step)
 
 
 def default_out() -> Path:
@@ -82,11 +85,13 @@ def default_out() -> Path:
 def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
-                   labels: dict[str, str] | None = None) -> Report:
+                   labels: dict[str, str] | None = None,
+                   max_memory: int | None = None) -> Report:
     """Compare two existing traces (any format we read) and write the report into ``out``
     (new or empty; default ``runs/<timestamp>``). A bad trace leaves nothing behind.
     ``labels``: {"legacy": A, "modern": B}, the names the outputs use for the two sides
-    (default: the traces' file names)."""
+    (default: the traces' file names). ``max_memory``: bytes each trace's load may take
+    (default: the memory available when it is loaded, so the second counts the first)."""
     for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
@@ -97,7 +102,8 @@ def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
     try:
         with native_stderr_to(log):
             return analyse_and_write(out, sources, Phases(progress),
-                                     labels=labels or default_labels(legacy, modern))
+                                     labels=labels or default_labels(legacy, modern),
+                                     max_memory=max_memory)
     except (InputError, KeyboardInterrupt):
         _remove_if_only_log(out)
         raise
@@ -239,12 +245,13 @@ def _screenshot(out: Path, clock: Phases) -> str | None:
 def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Phases,
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None,
-                      labels: dict[str, str] | None = None) -> Report:
+                      labels: dict[str, str] | None = None,
+                      max_memory: int | None = None) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``."""
     from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
-    traces = {k: load(path) for k, (path, _) in sources.items()}
+    traces = {k: load(path, max_memory) for k, (path, _) in sources.items()}
     clock.phase("map", "mapping events to stages ...")
     sides = {k: comparison.side(k, traces[k], note) for k, (_, note) in sources.items()}
     for k, (path, _) in sources.items():

@@ -28,6 +28,7 @@ from common.errors import InputError, cli_main, say
 from common.tflog import quiet_python_logs
 from compare.analysis.comparison import SIDES
 from compare.api import RunOptions, compare_traces, run_and_compare
+from compare.cli_flags import define_max_memory, max_memory_flag
 from compare.fmt import shown_words
 from compare.output.report import Report
 from compare.output.tables import group_table, ops_table, stage_table
@@ -60,6 +61,7 @@ def _define_flags() -> None:
     flags.DEFINE_string("modern", None, "Compare this existing modern trace (with --legacy).")
     flags.DEFINE_list("labels", None, "Two names for the sides, A,B (default: the traces' "
                                       "file names; legacy,modern for our own runs).")
+    define_max_memory()
 
 
 def _main(argv: list[str]) -> int:
@@ -77,9 +79,11 @@ def _main(argv: list[str]) -> int:
                              "existing traces (--legacy/--modern)")
         out = Path(FLAGS.out) if FLAGS.out else None
         report = compare_traces(FLAGS.legacy, FLAGS.modern, out, FLAGS.verbose, say,
-                                labels=labels)
+                                labels=labels, max_memory=max_memory_flag())
         _print_summary(report, t0, tensorboard=False)
         return 0
+    if FLAGS.max_memory is not None:
+        raise InputError("--max_memory goes with --legacy/--modern (existing traces)")
     for name in ("service_timeout", "lost_worker_wait"):
         if FLAGS[name].value is not None and not FLAGS.data_service:
             raise InputError(f"--{name} goes with --data_service")
