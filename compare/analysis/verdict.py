@@ -878,11 +878,16 @@ def is_seed_pipeline(trace: Trace) -> bool:
     """The trace is our own seed pipeline's (legacy or modern), by its stage name scopes: only
     then may advice name the seed's structure (its five independent crops)."""
     names = trace.strings.names
-    # only names holding a stage's word can carry its scope: those lines of all the node
-    # names joined, found by one regex scan (no Python step per name)
+    # only names holding a stage's word can carry its scope: the lines of all node names
+    # joined (names are kept showable: none holds a newline) where one regex scan finds one
     joined = "\n".join(names[i] for i in np.unique(trace.events.tf_name).tolist() if i)
-    words = re.compile("^.*(?:" + "|".join(PIPELINE_STAGES) + ").*$", re.M)
-    stages = {stage_of_scope(line) for line in words.findall(joined)}
+    words = re.compile("|".join(PIPELINE_STAGES))
+    stages, m = set(), words.search(joined)
+    while m:
+        a, b = joined.rfind("\n", 0, m.start()) + 1, joined.find("\n", m.end())
+        b = len(joined) if b < 0 else b
+        stages.add(stage_of_scope(joined[a:b]))
+        m = words.search(joined, b)
     stages.discard(None)
     return "crop" in stages and len(stages) >= SEED_STAGES_MIN
 
