@@ -417,6 +417,10 @@ def run(cases: list[str], rows: list[int], folder: Path, timeout: float,
             r = _measure(tool, path, timeout)
             r.update(rows=n, file_bytes=size)
             r["events_per_s"] = n / r["wall_s"] if r["wall_s"] else None
+            if r["wall_s"]:   # the cost per 10^5 rows: flat across sizes means linear
+                r["s_per_1e5_rows"] = r["wall_s"] * 1e5 / n
+                r["rss_per_1e5_rows_bytes"] = r["peak_rss_bytes"] * 1e5 / n
+                r["rss_over_file"] = r["peak_rss_bytes"] / size
             out[case].append(r)
             path.unlink()
             print(_line(case, r, out[case]), flush=True)
@@ -431,7 +435,9 @@ def _line(case: str, r: dict, done: list[dict]) -> str:
               if prev else "")
     return (f"{case:>15} {r['rows']:>9,} rows, {r['file_bytes'] / 1e6:6.1f} MB: "
             f"{r['wall_s']:6.2f} s, {r['events_per_s']:>9,.0f} rows/s, peak RSS "
-            f"{r['peak_rss_bytes'] / 1e6:5.0f} MB, exit {r['exit']}{growth}")
+            f"{r['peak_rss_bytes'] / 1e6:5.0f} MB ({r['rss_over_file']:.1f}x the file); per "
+            f"10^5 rows {r['s_per_1e5_rows']:.2f} s and {r['rss_per_1e5_rows_bytes'] / 1e6:.0f} "
+            f"MB; exit {r['exit']}{growth}")
 
 
 def main(argv: list[str] | None = None) -> int:

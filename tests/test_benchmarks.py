@@ -108,3 +108,35 @@ def test_hostile_benchmark_runs_compare_run_too(tmp_path):
     assert result["tool"] == "compare"
     (run,) = result["cases"]["many_names"]
     assert run["exit"] == 0 and run["wall_s"] > 0, run
+
+
+_PLANTED = '''# planted by the test: every trace is loaded twice (a 2x slowdown of the loader)
+import compare.load.json_trace as jt
+_real = jt._load_json_bytes
+def _twice(*a, **k):
+    _real(*a, **k)
+    return _real(*a, **k)
+jt._load_json_bytes = _twice
+'''
+
+
+def test_loader_ratio_check_fails_on_a_planted_2x_slowdown(tmp_path):
+    """The CI check (``benchmarks.analysis --max-ratio``) passes on our loader and fails when
+    the loader is made twice as slow (a sitecustomize on the children's path), in one sitting."""
+    from tests.conftest import ROOT
+
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(_PLANTED)
+    args = ("--events", "100000", "--rounds", "3", "--json")
+    ours = run_module("benchmarks.analysis", *args, str(tmp_path / "ours.json"))
+    slow = run_module("benchmarks.analysis", *args, str(tmp_path / "slow.json"),
+                      env={"PYTHONPATH": f"{ROOT}:{plant}"})
+    assert ours.returncode == 0 and slow.returncode == 0, ours.stderr + slow.stderr
+    ratio = json.loads((tmp_path / "ours.json").read_text())["vs_json_load_cpu"]
+    planted = json.loads((tmp_path / "slow.json").read_text())["vs_json_load_cpu"]
+    assert planted > 1.4 * ratio, (ratio, planted)
+    bound = str((ratio * planted) ** 0.5)   # between them
+    check = run_module("benchmarks.analysis", "--events", "100000", "--rounds", "3",
+                       "--max-ratio", bound, env={"PYTHONPATH": f"{ROOT}:{plant}"})
+    assert check.returncode == 1 and "FAIL" in check.stdout, check.stdout + check.stderr
