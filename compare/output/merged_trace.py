@@ -117,16 +117,16 @@ def _shown(tr, work: list[int], pairs: np.ndarray, busy: np.ndarray
     words = []
     if len(per_pid) > len(keep):
         words.append(f"{len(per_pid):,} processes: the {len(keep)} busiest shown")
-    if len(lanes) > len(shown):
-        words.append(f"{len(lanes):,} threads: the {len(shown)} busiest shown")
+    if int(ok.sum()) > len(shown):   # threads of the busiest processes, past the limit
+        words.append(f"{int(ok.sum()):,} threads: the {len(shown)} busiest shown")
     return keep, shown, "; ".join(words) + ", the rest summed in one row" if words else ""
 
 
 def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
                     sort_base: int, label: str | None = None,
                     matches: dict[int, str] | None = None,
-                    gmap: GroupMap | None = None) -> tuple[list[dict], list[dict]]:
-    """(metadata events, complete events) of one run."""
+                    gmap: GroupMap | None = None) -> tuple[list[dict], list[dict], str]:
+    """(metadata events, complete events, what was folded in words or "") of one run."""
     rows = _Rows(side, att, pid_base, sort_base, label, matches, gmap)
     side = rows.side
     out = _op_events(rows, att, shift) + _stage_bands(rows, att, shift)
@@ -137,7 +137,7 @@ def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
         out += [{"ph": "X", "pid": pid, "tid": 1, "ts": round(st.ts + shift, 3),
                  "dur": round(st.dur, 3), "name": f"{side} step {st.num}", "cat": "step",
                  "args": {"run": side, "step": st.num}} for st in att.trace.steps]
-    return rows.meta, out
+    return rows.meta, out, rows.folded
 
 
 def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
@@ -232,10 +232,10 @@ def write(path: str | os.PathLike, runs: dict[str, Attribution],
     labels, matches, groups = labels or {}, matches or {}, groups or {}
     origins = {k: _origin(a) for k, a in runs.items()}
     lead = max((first - earliest) for first, earliest in origins.values()) if origins else 0.0
-    metas, events = [], []
+    metas, events, folded = [], [], {}
     for n, (side, att) in enumerate(runs.items()):
         first, _ = origins[side]
-        m, e = _events_of_side(side, att, pid_base=1000 * (n + 1), shift=lead - first,
+        m, e, folded[labels.get(side, side)] = _events_of_side(side, att, pid_base=1000 * (n + 1), shift=lead - first,
                                sort_base=100 * n, label=labels.get(side),
                                matches=matches.get(side), gmap=groups.get(side))
         metas.extend(m)
@@ -255,4 +255,7 @@ def write(path: str | os.PathLike, runs: dict[str, Attribution],
                     gz.write(b",")
                 gz.write(chunk)
             gz.write(b"]}")
-    return {"events": len(events), "metadata": len(metas), "bytes": os.path.getsize(path)}
+    out = {"events": len(events), "metadata": len(metas), "bytes": os.path.getsize(path)}
+    if any(folded.values()):
+        out["folded"] = {k: v for k, v in folded.items() if v}
+    return out
