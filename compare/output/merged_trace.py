@@ -83,8 +83,9 @@ class _Rows:
                 self._meta("thread_sort_index", self.pid[lane[0]], t, sort_index=t)
         if self.folded:
             self.fold_pid = pid_base + len(self.keep)
+            work_set = set(work)
             folded = [index[lane] for lane in map(tuple, pairs.tolist())
-                      if lane[0] in set(work) and lane not in self.tid]
+                      if lane[0] in work_set and lane not in self.tid]
             self.row_pid[folded], self.row_tid[folded] = self.fold_pid, 2   # bands: tid 3
             self._meta("process_name", self.fold_pid, 0, name=f"merged:{side} {self.folded}")
             self._meta("process_sort_index", self.fold_pid, 0,
