@@ -256,13 +256,17 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     sides = {k: comparison.side(k, traces[k], note) for k, (_, note) in sources.items()}
     for k, (path, _) in sources.items():
         _add_cross_checks(sides[k], path, traces[k])
-    clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
-    report = report_mod.build(comparison.compare(sides["legacy"], sides["modern"], labels),
-                              sides, tensorboard_logdir, screenshot)
+    clock.phase("compare", "comparing the two sides (groups, op by op, like-for-like "
+                           "checks) ...")
+    compared = comparison.compare(sides["legacy"], sides["modern"], labels)
+    clock.phase("answers", "answering the four questions for each side ...")
+    report = report_mod.build(compared, sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
-    clock.end()
+    clock.phase("write", "writing the report's files ...")
     report.elapsed_s = dict(clock.marks)
-    report_mod.write(out, report, sides)
+    report_mod.write(out, report, sides, progress=lambda text: clock.say(f"  {text}"))
+    clock.end()
+    report.elapsed_s = dict(clock.marks)   # the files carry the phases up to writing them
     return report
 
 
