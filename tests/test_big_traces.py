@@ -117,3 +117,39 @@ def test_merged_trace_under_the_limit_folds_nothing(tmp_path):
     summary, events = _merged(tmp_path, _trace_with_processes(tmp_path, 5, [1]))
     assert "folded" not in summary
     assert sum(e["name"] == "process_name" for e in events) == 5
+
+
+def test_repeated_runs_drop_their_empty_rows_too(tmp_path):
+    """A run written 3 times: each copy a Compute row with events and a Tensors row without;
+    the 2 later copies of both are dropped (4 rows), the distinct processes kept."""
+    from compare.load import load
+
+    events = []
+    for copy in range(3):
+        base = 10 * copy
+        for pid, name in ((base + 1, "/cpu:0 Compute"), (base + 2, "/cpu:0 Tensors")):
+            events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}})
+        events += [{"ph": "X", "pid": base + 1, "tid": 0, "ts": 100 + k * 10, "dur": 5,
+                    "name": "MatMul", "args": {"name": f"m{k}", "op": "MatMul"}}
+                   for k in range(3)]
+    events.append({"ph": "M", "name": "process_name", "pid": 99, "args": {"name": "other"}})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    tr = load(path)
+    assert sorted(tr.processes) == [1, 2, 99]
+    assert any("3 times" in w and "the 4 repeated rows" in w for w in tr.warnings)
+
+
+def test_inputs_of_all_is_every_events_inputs_in_order():
+    from compare.model.events import Events
+
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        n = int(rng.integers(1, 30))
+        ev = Events(n)
+        lens = rng.integers(0, 4, n)
+        ev.input_ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        ev.input_ids = rng.integers(0, 100, int(lens.sum())).astype(np.int32)
+        idx = rng.integers(0, n, int(rng.integers(0, 10)))
+        want = [x for i in idx for x in ev.inputs_of(int(i)).tolist()]
+        assert ev.inputs_of_all(idx).tolist() == want

@@ -320,12 +320,13 @@ class Builder:
 
     # --- the fast path -------------------------------------------------------------------
 
-    def _add_typed(self, chunk: list) -> bool:
-        """Take a chunk of typed events (see :mod:`compare.load.chrome_json`) in bulk; return False
-        (having changed nothing) for the dict path to take it instead when its complete
-        events are not all timeline.py's (xprof and other tools: the dict path reads their
-        args). Every field is read by C-level maps over the chunk, not a Python loop per
-        event: this is the loader's cost per event (BENCHMARKS.md)."""
+    def _add_typed(self, chunk: list, other_tools: bool = True) -> bool:
+        """Take a chunk of typed events (see :mod:`compare.load.chrome_json`) in bulk. Every
+        field is read by C-level maps over the chunk, not a Python loop per event: this is
+        the loader's cost per event (BENCHMARKS.md). Complete events that are not all
+        timeline.py's (xprof and other tools) go through the dialect rules of
+        :meth:`_complete` from their typed fields (no second parse); with ``other_tools``
+        False such a chunk is refused instead (False, nothing changed)."""
         cj = chrome_json
         types = list(map(type, chunk))
         present = set(types)
@@ -341,11 +342,15 @@ class Builder:
 
         xs = of(cj.XEvent)
         x_cols = self._typed_complete(xs) if xs else None
-        if xs and x_cols is None:
+        if xs and x_cols is None and not other_tools:
             return False
         # commit from here on: nothing above changed the builder
         for e in of(cj.MEvent):
             self._meta({"pid": e.pid, "tid": e.tid, "name": e.name, "args": e.args})
+        if xs and x_cols is None:   # checked by their types: every one is usable
+            self._complete([(0, {"ph": "X", "pid": e.pid, "tid": e.tid, "ts": e.ts,
+                                 "dur": e.dur, "name": e.name, "args": e.args}) for e in xs],
+                           checked=True)
         self._typed_objects(of(cj.NEvent))
         if len(self.tensor_shapes) < TENSOR_SHAPES_MAX:
             self._typed_snapshots(of(cj.OEvent))
@@ -535,8 +540,10 @@ class Builder:
                 self.skip("E events without a matching B", at=k)
         return out
 
-    def _complete(self, xs: list[tuple[int, dict]]) -> None:
-        good = [e for k, e in xs if self._usable(e, k)]
+    def _complete(self, xs: list[tuple[int, dict]], checked: bool = False) -> None:
+        """Complete events (with their index in the list) into columns; ``checked``: their
+        fields are known usable (the typed path validated them)."""
+        good = [e for _, e in xs] if checked else [e for k, e in xs if self._usable(e, k)]
         if not good:
             return
         names, op_types, tf_names, groups, hmods, hops, cats = [], [], [], [], [], [], []

@@ -39,7 +39,7 @@ def _suspects(trace: Trace) -> list[int]:
     cheap = {pid: (p.name, n_ev.get(pid, 0), n_c.get(pid, 0), trace.objects.get(pid, 0))
              for pid, p in trace.processes.items()}
     shared = Counter(cheap.values())
-    return [pid for pid, key in cheap.items() if shared[key] > 1 and key[1]]
+    return [pid for pid, key in cheap.items() if shared[key] > 1]
 
 
 def _signatures(trace: Trace) -> dict[int, tuple]:
@@ -59,7 +59,7 @@ def _signatures(trace: Trace) -> dict[int, tuple]:
         k = k[np.lexsort((ev.tid[k], ev.dur[k], ev.ts[k]))]
         # string ids of one trace are one table: equal ids are equal names
         events = _digest(ev.tid[k], ev.ts[k], ev.dur[k], ev.name[k], ev.op_type[k],
-                         ev.tf_name[k])
+                         ev.tf_name[k]) if len(k) else ""
         m = c_by_pid[np.searchsorted(c_sorted, pid):np.searchsorted(c_sorted, pid, "right")]
         m = m[np.lexsort((c.name[m], c.ts[m]))] if len(m) else m
         counters = _digest(c.name[m], c.ts[m], c.value[m]) if len(m) else ""
