@@ -97,10 +97,9 @@ def collective_mask(trace: Trace, idx: np.ndarray) -> np.ndarray:
     ev, names = trace.events, trace.strings.names
     if not len(idx):
         return np.zeros(0, bool)
-    keys, inv = np.unique(np.stack([ev.op_type[idx], ev.name[idx]]), axis=1,
-                          return_inverse=True)
-    hit = np.array([is_collective(names[o], names[n]) for o, n in keys.T.tolist()], bool)
-    return hit[inv.ravel()]
+    keys, inv, _ = unique_pairs(ev.op_type[idx], ev.name[idx])
+    hit = np.array([is_collective(names[o], names[n]) for o, n in keys.tolist()], bool)
+    return hit[inv]
 
 
 def blocking_mask(trace: Trace) -> np.ndarray:
