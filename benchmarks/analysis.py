@@ -175,17 +175,18 @@ def _pss_bytes(pid: int) -> int:
     return total + sum(_pss_bytes(k) for k in kids)
 
 
-def _measure(args: list[str], sample_pss: bool = False) -> tuple[dict, float, float, float]:
+def _measure(args: list[str], sample_pss: bool = False, root: Path = ROOT
+             ) -> tuple[dict, float, float, float]:
     """Run ``python -m benchmarks.analysis <args>``; return (its JSON line, wall s, peak RSS
     in bytes of that child (with its own waited-for children: the larger of the two), and if
     ``sample_pss`` the peak PSS of the child and its descendants together, sampled every 10 ms,
     else 0). Sampling walks the child's page tables, which slows its own memory growth a
     little: only for our loader, whose helper process needs it."""
     # our code first; a PYTHONPATH given stays after it (a test plants a slowdown that way)
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, PYTHONPATH=path, TF_CPP_MIN_LOG_LEVEL="2")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.analysis", *args], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.analysis", *args], cwd=root,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak_pss = [0]
     done = threading.Event()
@@ -215,19 +216,23 @@ def _cpu(ours: dict) -> float:
     return ours["load_cpu_s"] + ours["explain_cpu_s"]
 
 
-def run(n_events: int, folder: Path, rounds: int = 1) -> dict:
+def run(n_events: int, folder: Path, rounds: int = 1, also: tuple[Path, ...] = ()) -> dict:
     """Generate the trace, then measure ours and ``json.load`` alternately ``rounds`` times;
     each side's numbers are those of its round of least CPU time (the one other jobs on the
-    machine disturbed least), and ``ratios_cpu`` lists every round's own ratio."""
+    machine disturbed least), and ``ratios_cpu`` lists every round's own ratio. ``also``:
+    other checkouts of this project (e.g. ``git worktree add DIR COMMIT``) measured in the
+    same rounds on the same file, each with its own ``benchmarks.analysis`` child."""
     path = folder / "timeline.json"
     t0 = time.perf_counter()
     count = generate(path, n_events)
     gen_s = time.perf_counter() - t0
     size = path.stat().st_size
-    mine, theirs = [], []
+    mine, theirs, others = [], [], {str(r): [] for r in also}
     for _ in range(rounds):
         mine.append(_measure(["--child-explain", str(path)], sample_pss=True))
         theirs.append(_measure(["--child-json-load", str(path)]))
+        for r in also:
+            others[str(r)].append(_measure(["--child-explain", str(path)], root=Path(r))[0])
     ratios = [_cpu(m[0]) / t[0]["json_load_cpu_s"] for m, t in zip(mine, theirs)]
     ours, ours_wall, _, ours_pss = min(mine, key=lambda m: _cpu(m[0]))
     # The loader parses a big trace's second half in a forked helper (compare.load.forked) that
@@ -257,6 +262,9 @@ def run(n_events: int, folder: Path, rounds: int = 1) -> dict:
         "vs_json_load_cpu": (ours["load_cpu_s"] + ours["explain_cpu_s"]) / base["json_load_cpu_s"],
         "loaded_events": ours["events"], "warnings": ours["warnings"],
         "rounds": rounds, "ratios_cpu": ratios,
+        "also": {r: {"load_cpu_s": best["load_cpu_s"], "explain_cpu_s": best["explain_cpu_s"],
+                     "vs_json_load_cpu": _cpu(best) / base["json_load_cpu_s"]}
+                 for r, runs in others.items() for best in [min(runs, key=_cpu)]},
         "loadavg": os.getloadavg(),
     }
 
@@ -269,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure both sides this many times, alternately; each side's best "
                          "(least CPU) round is reported")
+    ap.add_argument("--also", default="",
+                    help="other checkouts of this project (folders, comma separated) measured "
+                         "in the same rounds on the same file")
     ap.add_argument("--max-ratio", type=float, default=None,
                     help="exit 1 when load + explain takes more than this many times "
                          "json.load's CPU time (the regression check .ci/run makes)")
@@ -285,12 +296,16 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--events must be at least 100")
     if a.rounds < 1:
         ap.error("--rounds must be at least 1")
+    also = tuple(Path(x) for x in a.also.split(",") if x)
+    missing = [str(x) for x in also if not (x / "benchmarks" / "analysis.py").is_file()]
+    if missing:
+        ap.error(f"--also: not a checkout of this project: {', '.join(missing)}")
     if a.keep:
         Path(a.keep).mkdir(parents=True, exist_ok=True)
-        r = run(a.events, Path(a.keep), a.rounds)
+        r = run(a.events, Path(a.keep), a.rounds, also)
     else:
         with tempfile.TemporaryDirectory(prefix="bench-analysis-") as d:
-            r = run(a.events, Path(d), a.rounds)
+            r = run(a.events, Path(d), a.rounds, also)
     print(f"trace: {r['events']:,} events, {r['file_mb']:.1f} MB (generated in "
           f"{r['generate_s']:.1f} s)")
     print(f"load + explain: {r['load_s']:.2f} s + {r['explain_s']:.2f} s = "
@@ -310,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"targets: >= 100 MB/s ({'met' if r['mb_per_s'] >= 100 else 'NOT met'}), peak RSS "
           f"<= 3x file ({'met' if r['peak_rss_over_file'] <= 3 else 'NOT met'}); load average "
           f"{' '.join(f'{x:.2f}' for x in r['loadavg'])}")
+    for root, o in r["also"].items():
+        print(f"also {root}: CPU {o['load_cpu_s']:.2f} s + {o['explain_cpu_s']:.2f} s = "
+              f"{o['vs_json_load_cpu']:.2f}x json.load's CPU time (its least-CPU round)")
     if a.rounds > 1:
         print(f"{a.rounds} rounds; CPU ratio of each: "
               f"{', '.join(f'{x:.2f}x' for x in r['ratios_cpu'])}")
