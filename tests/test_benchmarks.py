@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -128,15 +131,22 @@ def test_loader_ratio_check_fails_on_a_planted_2x_slowdown(tmp_path):
     plant = tmp_path / "plant"
     plant.mkdir()
     (plant / "sitecustomize.py").write_text(_PLANTED)
-    args = ("--events", "100000", "--rounds", "3", "--json")
-    ours = run_module("benchmarks.analysis", *args, str(tmp_path / "ours.json"))
-    slow = run_module("benchmarks.analysis", *args, str(tmp_path / "slow.json"),
-                      env={"PYTHONPATH": f"{ROOT}:{plant}"})
+
+    def bench(*args: str, planted: bool = False) -> subprocess.CompletedProcess:
+        path = f"{ROOT}{os.pathsep}{plant}" if planted else str(ROOT)
+        return subprocess.run([sys.executable, "-m", "benchmarks.analysis", "--events",
+                               "100000", "--rounds", "3", *args], capture_output=True,
+                              text=True, timeout=600, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=path))
+
+    ours = bench("--json", str(tmp_path / "ours.json"))
+    slow = bench("--json", str(tmp_path / "slow.json"), planted=True)
     assert ours.returncode == 0 and slow.returncode == 0, ours.stderr + slow.stderr
     ratio = json.loads((tmp_path / "ours.json").read_text())["vs_json_load_cpu"]
     planted = json.loads((tmp_path / "slow.json").read_text())["vs_json_load_cpu"]
     assert planted > 1.4 * ratio, (ratio, planted)
-    bound = str((ratio * planted) ** 0.5)   # between them
-    check = run_module("benchmarks.analysis", "--events", "100000", "--rounds", "3",
-                       "--max-ratio", bound, env={"PYTHONPATH": f"{ROOT}:{plant}"})
+    bound = f"{(ratio * planted) ** 0.5:.3f}"   # between them
+    check = bench("--max-ratio", bound, planted=True)
     assert check.returncode == 1 and "FAIL" in check.stdout, check.stdout + check.stderr
+    passes = bench("--max-ratio", f"{planted * 1.5:.3f}")
+    assert passes.returncode == 0 and ": ok" in passes.stdout, passes.stdout + passes.stderr
