@@ -30,12 +30,16 @@ def _digest(*arrays: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def _per_pid(pids: np.ndarray) -> dict[int, int]:
+    """How many rows each pid has."""
+    uniq, counts = np.unique(np.asarray(pids), return_counts=True)
+    return dict(zip(uniq.tolist(), counts.tolist()))
+
+
 def _suspects(trace: Trace) -> list[int]:
     """The processes that share their name and their numbers of events, counter samples and
     tensor objects with another: only those can repeat one (the rest need no digest)."""
-    ev, c = trace.events, trace.counters
-    n_ev = dict(zip(*(x.tolist() for x in np.unique(ev.pid, return_counts=True))))
-    n_c = dict(zip(*(x.tolist() for x in np.unique(c.pid, return_counts=True))))
+    n_ev, n_c = _per_pid(trace.events.pid), _per_pid(trace.counters.pid)
     cheap = {pid: (p.name, n_ev.get(pid, 0), n_c.get(pid, 0), trace.objects.get(pid, 0))
              for pid, p in trace.processes.items()}
     shared = Counter(cheap.values())
@@ -46,7 +50,7 @@ def _signatures(trace: Trace) -> dict[int, tuple]:
     """Per suspect process (:func:`_suspects`): its name and a digest of everything it
     recorded, in a fixed order."""
     ev, c = trace.events, trace.counters
-    out = {}
+    out: dict[int, tuple] = {}
     suspects = _suspects(trace)
     if not suspects:
         return out

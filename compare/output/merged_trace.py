@@ -256,7 +256,8 @@ def write(path: str | os.PathLike, runs: dict[str, Attribution],
                     gz.write(b",")
                 gz.write(chunk)
             gz.write(b"]}")
-    out = {"events": len(events), "metadata": len(metas), "bytes": os.path.getsize(path)}
+    out: dict[str, object] = {"events": len(events), "metadata": len(metas),
+                              "bytes": os.path.getsize(path)}
     if any(folded.values()):
         out["folded"] = {k: v for k, v in folded.items() if v}
     return out
