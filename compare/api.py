@@ -67,9 +67,12 @@ class Phases:
             self._progress(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
 
 
-def explain_trace(trace: Trace | str | os.PathLike, step: int | None = None) -> Explanation:
-    """The seed's four questions for one trace (a loaded Trace or any path we read)."""
-    return explain(trace if isinstance(trace, Trace) else load(trace), step)
+def explain_trace(trace: Trace | str | os.PathLike, step: int | None = None,
+                  max_memory: int | None = None) -> Explanation:
+    """The seed's four questions for one trace (a loaded Trace or any path we read; a path
+    whose load would take more than ``max_memory`` bytes, default the memory available, is
+    refused before it is read)."""
+    return explain(trace if isinstance(trace, Trace) else load(trace, max_memory), step)
 
 
 def default_out() -> Path:
@@ -85,12 +88,14 @@ def default_out() -> Path:
 def compare_traces(a: str | os.PathLike, b: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
-                   labels: dict[str, str] | None = None) -> Report:
+                   labels: dict[str, str] | None = None,
+                   max_memory: int | None = None) -> Report:
     """Compare two existing traces (any format we read), ``a`` the baseline, and write the
     report into ``out`` (new or empty; default ``runs/<timestamp>``). A bad trace leaves
     nothing behind. ``labels``: {"a": name of A, "b": name of B} (``legacy``/``modern`` keys
     are taken for ``a``/``b``), the names every output gives the two sides (default: the
-    traces' file names)."""
+    traces' file names). ``max_memory``: bytes each trace's load may take (default: the
+    memory available when it is loaded, so the second counts the first)."""
     for p in (a, b):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
@@ -101,7 +106,8 @@ def compare_traces(a: str | os.PathLike, b: str | os.PathLike,
                "b": (Path(b), f"side B ({names['b']})")}
     try:
         with native_stderr_to(log):
-            return analyse_and_write(out, sources, Phases(progress), labels=names)
+            return analyse_and_write(out, sources, Phases(progress), labels=names,
+                                     max_memory=max_memory)
     except (InputError, KeyboardInterrupt):
         _remove_if_only_log(out)
         raise
@@ -303,23 +309,28 @@ def _screenshot(out: Path, clock: Phases) -> str | None:
 def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Phases,
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None,
-                      labels: dict[str, str] | None = None) -> Report:
+                      labels: dict[str, str] | None = None,
+                      max_memory: int | None = None) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``."""
     from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
-    traces = {k: load(path) for k, (path, _) in sources.items()}
+    traces = {k: load(path, max_memory) for k, (path, _) in sources.items()}
     clock.phase("map", "mapping events to stages ...")
     sides = {k: comparison.side(k, traces[k], note) for k, (_, note) in sources.items()}
     for k, (path, _) in sources.items():
         _add_cross_checks(sides[k], path, traces[k])
-    clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
-    report = report_mod.build(comparison.compare(sides["a"], sides["b"], labels),
-                              sides, tensorboard_logdir, screenshot)
+    clock.phase("compare", "comparing the two sides (groups, op by op, like-for-like "
+                           "checks) ...")
+    compared = comparison.compare(sides["a"], sides["b"], labels)
+    clock.phase("answers", "answering the four questions for each side ...")
+    report = report_mod.build(compared, sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
-    clock.end()
+    clock.phase("write", "writing the report's files ...")
     report.elapsed_s = dict(clock.marks)
-    report_mod.write(out, report, sides)
+    report_mod.write(out, report, sides, progress=lambda text: clock.say(f"  {text}"))
+    clock.end()
+    report.elapsed_s = dict(clock.marks)   # the files carry the phases up to writing them
     return report
 
 

@@ -16,6 +16,7 @@ from absl import flags
 from common.errors import InputError, cli_main
 from common.tflog import native_stderr_to, quiet_python_logs
 from compare.api import explain_trace
+from compare.cli_flags import define_max_memory, max_memory_flag
 from compare.output.explain_json import to_json
 from compare.output.explain_text import to_text
 
@@ -45,6 +46,7 @@ def _define_flags() -> None:
     flags.DEFINE_boolean("json", False, "Print the facts as JSON instead of the text report.")
     flags.DEFINE_integer("step", None, "Explain this step (default: a steady step).")
     flags.DEFINE_boolean("verbose", False, "Show TensorFlow's own log on stderr.")
+    define_max_memory()
 
 
 def _main(argv: list[str]) -> int:
@@ -53,7 +55,7 @@ def _main(argv: list[str]) -> int:
                          "trace file or folder)")
     quiet_python_logs()
     with native_stderr_to(None if FLAGS.verbose else os.devnull):
-        e = explain_trace(argv[1], FLAGS.step)
+        e = explain_trace(argv[1], FLAGS.step, max_memory_flag())
     if FLAGS.json:
         sys.stdout.write(json.dumps(to_json(e), indent=1) + "\n")
     else:

@@ -30,6 +30,7 @@ from common.errors import InputError, cli_main, say
 from common.tflog import quiet_python_logs
 from compare.analysis.comparison import SIDES
 from compare.api import RunOptions, compare_traces, run_and_compare
+from compare.cli_flags import define_max_memory, max_memory_flag
 from compare.fmt import shown_words
 from compare.output.report import Report
 from compare.output.summary import summary
@@ -94,6 +95,7 @@ def _define_flags() -> None:
                          "before the runs with one line naming every bad one.")
     flags.DEFINE_boolean("brief", False, "Print only the summary report.md opens with (the "
                          "verdict, step times, largest changes, caveats), not the tables.")
+    define_max_memory()
 
 
 def _traces(argv: list[str]) -> tuple[str, str] | None:
@@ -124,9 +126,12 @@ def _main(argv: list[str]) -> int:
                 raise InputError(f"--{name} is for running the pipelines, not for comparing "
                                  f"existing traces")
         out = Path(FLAGS.out) if FLAGS.out else None
-        report = compare_traces(*traces, out, FLAGS.verbose, say, labels=labels)
+        report = compare_traces(*traces, out, FLAGS.verbose, say, labels=labels,
+                                max_memory=max_memory_flag())
         _print_summary(report, t0, tensorboard=False, brief=FLAGS.brief)
         return 0
+    if FLAGS.max_memory is not None:
+        raise InputError("--max_memory goes with --legacy/--modern (existing traces)")
     for name in ("service_timeout", "lost_worker_wait"):
         if FLAGS[name].value is not None and not FLAGS.data_service:
             raise InputError(f"--{name} goes with --data_service")

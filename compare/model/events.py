@@ -213,6 +213,20 @@ class Events:
     def inputs_of(self, i: int) -> np.ndarray:
         return self.input_ids[self.input_ptr[i]:self.input_ptr[i + 1]]
 
+    def inputs_of_all(self, index: np.ndarray) -> np.ndarray:
+        """The inputs of every event of ``index``, concatenated in that order (one gather)."""
+        index = np.asarray(index, np.int64)
+        starts = self.input_ptr[index]
+        lengths = self.input_ptr[index + 1] - starts
+        total = int(lengths.sum())
+        if not total:
+            return np.zeros(0, self.input_ids.dtype)
+        # position j of the output reads input_ids[start of its event + its rank within it]
+        first = np.cumsum(lengths) - lengths
+        at = np.arange(total) - np.repeat(first, lengths) + np.repeat(starts, lengths)
+        out: np.ndarray = self.input_ids[at]
+        return out
+
     def take(self, index: np.ndarray) -> "Events":
         """A new Events holding rows ``index`` (an int array or boolean mask), inputs included."""
         index = np.flatnonzero(index) if index.dtype == bool else np.asarray(index)

@@ -29,7 +29,7 @@ def render(r: "Report") -> str:
     parts = [_title(c), summary(r), [""], _head(r), _verdict(c), _comparability(c),
              _step_delta(c), _groups(c), _ops_diff(c),
              _stages(c) if c.has_pipeline() else _no_stages(c), _split(c), _xla(c), _how(c),
-             _questions(r), _files(c)]
+             _questions(r), _files(c, (r.merged_trace or {}).get("folded", {}))]
     # every name cut where it is shown (a 4,096-character op name made 12,000-character lines)
     return "\n".join(shown_words(line) for part in parts for line in part) + "\n"
 
@@ -353,7 +353,9 @@ def _questions(r: "Report") -> list[str]:
     return lines
 
 
-def _files(c: Comparison) -> list[str]:
+def _files(c: Comparison, folded: dict[str, str]) -> list[str]:
+    """The files, and which rows of the merged trace were folded (``folded``: per run, in
+    words)."""
     what = "stage" if c.view == "stages" else "group"
     lines = ["## Files", "",
              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
@@ -362,7 +364,8 @@ def _files(c: Comparison) -> list[str]:
              "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
              "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "
              f"`· {what}s` row shows its work by {what}; chrome://tracing colours events by "
-             f"{what}, Perfetto colours by name (so the {what} rows match across runs).", "",
+             f"{what}, Perfetto colours by name (so the {what} rows match across runs)."
+             + "".join(f" In {_code(k)}, {v}." for k, v in folded.items()), "",
              f"| {what} | colour |", "|---|---|"]
     table = STAGE_COLORS if c.view == "stages" else GROUP_COLORS
     lines += [f"| {lab} | rgb{rgb} (`{cname}`) |" for lab, (cname, rgb) in table.items()]
