@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.util
+import json
 import os
 import shlex
 import shutil
@@ -319,6 +320,8 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     clock.phase("map", "mapping events to stages ...")
     sides = {k: comparison.side(k, traces[k], note) for k, (_, note) in sources.items()}
     for k, (path, _) in sources.items():
+        sides[k].service_workers = _service_workers(path)
+    for k, (path, _) in sources.items():
         _add_cross_checks(sides[k], path, traces[k])
     clock.phase("compare", "comparing the two sides (groups, op by op, like-for-like "
                            "checks) ...")
@@ -332,6 +335,16 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     clock.end()
     report.elapsed_s = dict(clock.marks)   # the files carry the phases up to writing them
     return report
+
+
+def _service_workers(path: Path) -> int | None:
+    """The tf.data service workers that fed one of our modern runs (its run.json), or None."""
+    try:
+        run = json.loads((path / "run.json").read_text()) if path.is_dir() else {}
+    except (OSError, ValueError):
+        return None
+    n = (run.get("data_service") or {}).get("worker_count") if isinstance(run, dict) else None
+    return n if isinstance(n, int) and n > 0 else None
 
 
 def _add_cross_checks(side: Side, path: Path, trace: Trace) -> None:

@@ -352,6 +352,7 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
                                  "127.0.0.1"], stdout=subprocess.PIPE, stderr=log, text=True,
                                 cwd=_PACKAGE_ROOT, env=dict(os.environ, PYTHONPATH=_PACKAGE_ROOT))
         servers.append((proc, log))
+        assert proc.stdout is not None  # stdout=PIPE
         line = proc.stdout.readline().strip()  # the address, once it listens
         if not line:
             raise InputError(f"modern.service {args[0]} exited with code {proc.wait()} before "

@@ -145,6 +145,7 @@ def _main(argv: list[str]) -> int:
             + f". Workers: python -m modern.service worker --dispatcher {where.hostport}; "
             f"clients: --data_service {where.target}. Ctrl-C or SIGTERM stops it.")
     else:
+        assert dispatcher is not None  # a worker requires --dispatcher (checked above)
         say(f"{PROG}: worker listening on {on_text}, registered with the dispatcher at "
             f"{dispatcher.hostport} as {where.hostport}. Ctrl-C or SIGTERM stops it.")
     name = serve_until_signalled()

@@ -242,6 +242,18 @@ def named_list(c: Comparison) -> list[dict]:
     return out
 
 
+def no_ops_words(c: Comparison) -> str:
+    """Why the op table is empty, or "" when it is not."""
+    if c.ops_diff:
+        return ""
+    bare: list[str] = next((x.facts.get("no_ops", []) for x in (c.parity.caveats if c.parity else [])
+                 if x.kind == "program"), [])
+    who = (" and ".join(c.label(k) for k in bare) + (" holds" if len(bare) == 1 else " hold")
+           if bare else "the traces hold")
+    return (f"No op to compare: {who} no TensorFlow op (no event names an op type or a graph "
+            f"node); the step difference's terms are by the events' names.")
+
+
 def step_delta_words(d: StepDelta, c: Comparison) -> list[str]:
     """One line per term for a text table."""
     return [f"{TERM_WORDS.get(t.key, t.key)}: {ms(t.a_us)} -> {ms(t.b_us)} ({signed(t.delta_us)})"

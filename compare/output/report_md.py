@@ -150,6 +150,8 @@ OPS_SHOWN = 15
 
 
 def _ops_diff(c: Comparison) -> list[str]:
+    if not c.ops_diff:
+        return ["## Op by op", "", compare_words.no_ops_words(c), ""]
     la, lb = c.label("a"), c.label("b")
     lines = ["## Op by op", "",
              f"Per steady step, largest difference first ({len(c.ops_diff)} rows in "

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from compare.analysis.opdiff import describe
 from compare.fmt import duration, shown, shown_words
+from compare.output.compare_words import no_ops_words
 
 if TYPE_CHECKING:
     from compare.analysis.comparison import Comparison
@@ -61,6 +62,8 @@ def _steps(c: "Comparison") -> list[str]:
 
 def _changes(c: "Comparison") -> list[str]:
     """The largest op differences per steady step, largest first."""
+    if not c.ops_diff:
+        return [no_ops_words(c)]
     rows = [r for r in c.ops_diff if r.delta_us][:CHANGES]
     if not rows:
         return ["No op's time differs between the two."]
