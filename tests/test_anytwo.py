@@ -296,7 +296,8 @@ def test_name_normalisation(name, normal, scoped):
 def test_noise_is_the_uncertainty_of_the_medians_not_the_spread_of_steps():
     # 19 steady steps each side varying by an interquartile range of 50 % (a loaded machine):
     # a 4x speed-up is far beyond what that spread makes uncertain
-    from compare.analysis.parity import StepBasis, noise_share
+    from compare.analysis.parity import noise_share
+    from compare.analysis.result import StepBasis
 
     noisy = noise_share([StepBasis(16_800, 0.5, 19, 0.0), StepBasis(4_100, 0.5, 19, 0.0)])
     assert 0.05 <= noisy < 0.25

@@ -10,7 +10,7 @@ import pytest
 
 from compare.analysis import comparison
 from compare.analysis.opdiff import describe
-from compare.analysis.parity import Caveat
+from compare.analysis.result import Caveat
 from compare.output import report as report_mod
 from compare.output import report_md
 from compare.output.summary import CAVEATS, CHANGES, MAX_LINES, summary

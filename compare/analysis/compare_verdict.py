@@ -6,64 +6,15 @@ of its few sentences. :mod:`compare.output.compare_words` writes them in words; 
 is a sentence."""
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING
-
 from compare.analysis.noise import Test
-from compare.analysis.step_delta import FUSION, Term
+from compare.analysis.result import Comparison, Named, Verdicts
+from compare.analysis.step_delta import FUSION
 from compare.vocabulary.thresholds import CHANGE_NOTABLE
-
-if TYPE_CHECKING:  # the types only; comparison imports this module
-    from compare.analysis.comparison import Comparison
 
 #: Differences named in the verdict at most.
 NAMED = 3
 #: Terms of the step difference that are no op's time.
 GAP_TERMS = ("idle", "untraced", "runtime")
-
-
-@dataclasses.dataclass
-class Named:
-    """One difference the verdict names: a term of the step difference (``kind`` "term", with
-    the ``ops_diff`` rows behind it), a stage of the seed's pipeline ("stage"), or the op diff's
-    top row ("op", first when the step did not change beyond the noise); ``delta_us`` per
-    step, ``op`` the name it goes by (the term, the stage, the op)."""
-
-    kind: str
-    op: str
-    delta_us: float
-    a_us: float
-    b_us: float
-    test: Test | None = None
-    ops: list[int] = dataclasses.field(default_factory=list)   # ops_diff rows, by position
-    term: Term | None = None
-
-
-@dataclasses.dataclass
-class Verdicts:
-    """``faster``: the side with the shorter step ("" when not significant or not comparable);
-    ``a_us``/``b_us`` the step times compared (the step difference's basis), ``noise`` the
-    smallest change (share of the slower step) these traces tell apart when the sides hold
-    too few steps to test, ``test`` that test when they do not."""
-
-    a_us: float
-    b_us: float
-    significant: bool
-    faster: str
-    test: Test
-    noise: float
-    named: list[Named] = dataclasses.field(default_factory=list)
-    #: the op diff's top row (largest op-time change), when no named term lists it
-    top_op: int | None = None
-
-    @property
-    def comparable(self) -> bool:
-        return bool(self.a_us and self.b_us)
-
-    @property
-    def ratio(self) -> float:
-        lo, hi = sorted((self.a_us, self.b_us))
-        return hi / lo if lo else 0.0
 
 
 def verdicts(c: "Comparison") -> Verdicts:

@@ -75,7 +75,7 @@ from compare.vocabulary.labels import (
 
 @dataclasses.dataclass
 class StageMap:
-    """The mapper's result for one trace (also written into ``trace.events.stage``).
+    """The mapper's result for one trace (the trace itself is left as it was).
 
     ``label``: per event, index into :data:`LABELS` (0 = unmapped) — for split events the
     largest share; ``basis``: index into :data:`BASES`; ``wait``: the event's own time is a
@@ -638,8 +638,8 @@ def _cluster_profile(ref: StageMap) -> dict[str, dict[int, float]]:
 
 def map_stages(trace: Trace, reference: StageMap | None = None,
                lookups: list[int] | None = None) -> StageMap:
-    """Label every event of ``trace`` (see the module docstring) and write the labels into
-    ``trace.events.stage`` as string ids (0 = unmapped). ``reference``: the StageMap of a
+    """Label every event of ``trace`` (see the module docstring); the trace is not changed.
+    ``reference``: the StageMap of a
     profile of the same run, used to split a timeline's cluster runs (rule 7). ``lookups``:
     the ``_XlaCompile`` calls that only looked their program up in the cache (the XLA
     summary decides, :attr:`compare.analysis.xla.XlaSummary.lookup_events`): XLA's dispatch
@@ -650,8 +650,6 @@ def map_stages(trace: Trace, reference: StageMap | None = None,
         m.label[lookups], m.basis[lookups] = LABEL["runtime"], BASIS["op_type"]
     m.nest(generic)
     m.dataflow()
-    ids = np.array([0] + [trace.strings.id(s) for s in LABELS[1:]], dtype=np.int32)
-    trace.events.stage = ids[m.label]
     return StageMap(trace=trace, label=m.label, basis=m.basis, wait=m.wait, orphan=m.orphan,
                     input=inputs.inside_input(trace),
                     parent=m.parent, splits=m.splits, ops=m.ops, unit=m.unit, units=m.units)

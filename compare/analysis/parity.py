@@ -12,12 +12,15 @@ not like for like, and the verdict states them before any number.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from compare.analysis import workload
+from compare.analysis.opdiff import OpDiff
+from compare.analysis.result import Caveat, Parity, StepBasis
 from compare.analysis.rows import gpu_of, on_gpu, work_mask
+from compare.analysis.side import Side
+from compare.analysis.step_delta import Basis
 from compare.fmt import duration as ms
 from compare.fmt import listed
 from compare.model import intervals
@@ -36,42 +39,6 @@ from compare.vocabulary.thresholds import (
     UNIFORM_SCALE_SHARE,
     UNTRACED_NOTABLE,
 )
-
-if TYPE_CHECKING:
-    from compare.analysis.comparison import Side
-    from compare.analysis.opdiff import OpDiff
-    from compare.analysis.step_delta import Basis
-
-
-@dataclasses.dataclass
-class Caveat:
-    kind: str         # identical, first_run, feed_dict, steps, untraced, batch, precision,
-    #                   program, devices, host_masks, single_step
-    text: str
-    breaks: bool      # the pair is not like for like because of it
-    facts: dict = dataclasses.field(default_factory=dict)   # what it rests on, as numbers
-
-
-@dataclasses.dataclass
-class StepBasis:
-    """The step time the verdict compares per side: the mean steady step, or the mean traced
-    span of a session run when untraced time sits between runs."""
-
-    us: float
-    spread: float     # interquartile range / mean of the steady steps; 0 with one step
-    steady: int
-    untraced_us: float
-
-
-@dataclasses.dataclass
-class Parity:
-    caveats: list[Caveat]
-    steps: dict[str, StepBasis]
-    noise: float      # a step or op change below this share of the slower step is not named
-
-    @property
-    def like_for_like(self) -> bool:
-        return not any(c.breaks for c in self.caveats)
 
 
 class _Facts:

@@ -14,20 +14,17 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from compare.analysis import evidence, rows
 from compare.analysis.opkeys import normalise
+from compare.analysis.side import Side
 from compare.analysis.steps import choose
 from compare.analysis.verdict import step_compile_us
 from compare.fmt import duration as ms
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.thresholds import AUTOTUNE_KERNELS, CHANGE_NOTABLE, COMPILE_MIN_US
-
-if TYPE_CHECKING:
-    from compare.analysis.comparison import Side
 
 
 @dataclasses.dataclass

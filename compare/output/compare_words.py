@@ -5,9 +5,9 @@ Every number said here is one of the report's tables' (the steps table, ``step_d
 :class:`compare.analysis.compare_verdict.Verdicts` and the comparison's rows."""
 from __future__ import annotations
 
-from compare.analysis.compare_verdict import GAP_TERMS, Named, Verdicts
-from compare.analysis.comparison import Comparison, SideResult
+from compare.analysis.compare_verdict import GAP_TERMS
 from compare.analysis.opdiff import OpDiff, scopes_of
+from compare.analysis.result import Comparison, Named, SideResult, Verdicts
 from compare.analysis.step_delta import FUSION, StepDelta, Term, TermEvent, TermOp
 from compare.fmt import duration as ms
 from compare.fmt import listed

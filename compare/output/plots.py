@@ -12,8 +12,8 @@ from matplotlib.patches import Patch
 
 from common import atomic
 from compare.analysis.attribution import Attribution
-from compare.analysis.comparison import Comparison
 from compare.analysis.groups import OP_GROUPS, GroupMap
+from compare.analysis.result import Comparison
 from compare.fmt import duration, fit
 from compare.output.colors import rgb01
 from compare.vocabulary.groups import GROUP, GROUPS

@@ -13,9 +13,11 @@ steady step (stage cells keep their median in ``*_median_us``)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from compare.analysis.comparison import (
+from compare.analysis.noise import Test
+from compare.analysis.opdiff import OpDiff
+from compare.analysis.result import (
     SIDES,
     Comparison,
     CrossCheck,
@@ -23,19 +25,15 @@ from compare.analysis.comparison import (
     StepStats,
     XlaTotals,
 )
-from compare.analysis.noise import Test
-from compare.analysis.opdiff import OpDiff
 from compare.analysis.step_delta import StepDelta, Term
 from compare.output import compare_words
+from compare.output.report_data import Report
 from compare.vocabulary.thresholds import MEMBERS_LISTED
-
-if TYPE_CHECKING:
-    from compare.output.report import Report
 
 SCHEMA_VERSION = 4
 
 
-def to_json(r: "Report") -> dict:
+def to_json(r: Report) -> dict:
     c = r.comparison
     lab = c.label
     per = (lambda f: {lab(k): f(s) for k, s in c.sides.items()})

@@ -3,8 +3,8 @@ pipeline's stages, the generic view of any TF program, the step difference term 
 the top of the op diff."""
 from __future__ import annotations
 
-from compare.analysis.comparison import Comparison
 from compare.analysis.opdiff import describe
+from compare.analysis.result import Comparison
 from compare.fmt import duration, fit
 from compare.output import compare_words
 
