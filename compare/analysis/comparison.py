@@ -106,7 +106,7 @@ def compare(a: Side, b: Side, labels: dict[str, str] | None = None) -> Compariso
     accounts = {k: s.account for k, s in sides.items() if s.account is not None}
     out.step_delta = step_delta(accounts, bases, out.ops_diff)
     _test_top_ops(out, sides)
-    out.parity = parity.check(sides, out.labels, out.ops_diff, bases, _stage_times(out))
+    out.parity = parity.check(sides, out.ops_diff, bases, _stage_times(out))
     out.verdict = verdicts(out)
     return out
 

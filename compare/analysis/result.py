@@ -4,6 +4,7 @@ a result (the parity checks, the verdict, the output) imports it from here, down
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from compare.analysis.noise import Test
 from compare.analysis.opdiff import OpDiff, TypeDiff
@@ -178,11 +179,39 @@ class GroupRow:
 
 @dataclasses.dataclass
 class Caveat:
+    """What makes a pair less than like for like, as data; its sentence is
+    :mod:`compare.output.caveat_words`'."""
+
     kind: str         # identical, first_run, feed_dict, steps, untraced, batch, precision,
-    #                   program, devices, host_masks, single_step
-    text: str
+    #                   program, data_service, devices, host_masks, single_step
     breaks: bool      # the pair is not like for like because of it
-    facts: dict = dataclasses.field(default_factory=dict)   # what it rests on, as numbers
+    facts: dict[str, Any] = dataclasses.field(default_factory=dict)  # report.json's numbers
+    case: str = ""    # which of the kind's situations (see compare.analysis.parity's checks)
+    #: the numbers and names its sentence states, by side key ("a", "b") where per side
+    detail: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Scale:
+    """Matched ops that take about ``factor`` times as long on side b."""
+
+    factor: float
+    scaled: int
+    matched: int
+    share: float          # of the matched ops' time
+    device: bool
+
+
+@dataclasses.dataclass
+class PrecisionSign:
+    """One sign that a side computes in mixed or half precision and the other does not:
+    ``kind`` loss_scale (``n`` IsFinite nodes), named (node ``names``), half (``n`` tensors
+    recorded in float16/bfloat16) or casts (``n`` Cast nodes against the other's ``other``)."""
+
+    kind: str
+    n: int = 0
+    other: int = 0
+    names: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

@@ -11,6 +11,7 @@ from compare.analysis.result import Comparison, Named, SideResult, Verdicts
 from compare.analysis.step_delta import FUSION, StepDelta, Term, TermEvent, TermOp
 from compare.fmt import duration as ms
 from compare.fmt import listed
+from compare.output import caveat_words
 from compare.vocabulary.thresholds import (
     RUNTIME_NOTABLE,
     UNMAPPED_NOTABLE,
@@ -49,13 +50,14 @@ def comparison_text(c: Comparison) -> str:
     v, par = c.verdict, c.parity
     if v is None or not v.comparable:
         return "cannot compare: a side has no steps with events."
-    parts = [x.text for x in par.caveats if x.kind == "identical"] if par else []
+    said = (lambda x: caveat_words.text(x, c.labels))
+    parts = [said(x) for x in par.caveats if x.kind == "identical"] if par else []
     if par and not par.like_for_like:
-        parts.append("Not like for like: " + "; ".join(x.text for x in par.caveats if x.breaks))
+        parts.append("Not like for like: " + "; ".join(said(x) for x in par.caveats if x.breaks))
     parts.append(_headline(c, v))
     parts += _named_words(c, v)
     if par:
-        parts += [x.text for x in par.caveats
+        parts += [said(x) for x in par.caveats
                   if not x.breaks and x.kind not in ("single_step", "identical")]
     parts += _unmapped_words(c)
     first = _first_words(c)

@@ -26,7 +26,7 @@ from compare.analysis.result import (
     XlaTotals,
 )
 from compare.analysis.step_delta import StepDelta, Term
-from compare.output import compare_words
+from compare.output import caveat_words, compare_words
 from compare.output.report_data import Report
 from compare.vocabulary.thresholds import MEMBERS_LISTED
 
@@ -170,7 +170,7 @@ def comparability(c: Comparison) -> dict:
     p = c.parity
     sided = (lambda d: _sided(c, d))
     return {"like_for_like": p.like_for_like, "noise_share": round(p.noise, 4),
-            "caveats": [dataclasses.asdict(x) | {"facts": sided(x.facts)} for x in p.caveats],
+            "caveats": [caveat_words.as_json(x, sided(x.facts), c.labels) for x in p.caveats],
             "step_us": {c.label(k): round(st.us, 1) for k, st in p.steps.items()},
             "untraced_us": {c.label(k): round(st.untraced_us, 1) for k, st in p.steps.items()}}
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from compare.analysis.result import SIDES, Comparison, StageRow
 from compare.fmt import duration, listed, shown, shown_words
-from compare.output import compare_words
+from compare.output import caveat_words, compare_words
 from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
 from compare.output.report_data import Report
@@ -114,7 +114,7 @@ def _comparability(c: Comparison) -> list[str]:
              "TF1 session traces add (first runs, feed_dict, one step against many).", ""]
     if p.like_for_like:
         lines.append("- **Like for like**: no check found a reason not to compare the steps.")
-    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}"
+    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{caveat_words.text(x, c.labels)}"
               for x in sorted(p.caveats, key=lambda x: not x.breaks)]
     return lines + [""]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from compare.analysis.opdiff import describe
 from compare.analysis.result import Comparison
 from compare.fmt import duration, shown, shown_words
+from compare.output import caveat_words
 from compare.output.compare_words import no_ops_words
 from compare.output.report_data import Report
 
@@ -77,7 +78,7 @@ def _caveats(c: Comparison) -> list[str]:
     """What the numbers rest on: the parity checks' caveats (those that break the comparison
     first), and each trace that was only partly read."""
     caveats = sorted(c.parity.caveats, key=lambda x: not x.breaks) if c.parity else []
-    lines = [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}"
+    lines = [f"- {'**Not like for like**: ' if x.breaks else ''}{caveat_words.text(x, c.labels)}"
              for x in caveats[:CAVEATS]]
     if len(caveats) > CAVEATS:
         lines.append(f"- {len(caveats) - CAVEATS} more under \"Can these two traces be "
