@@ -16,11 +16,12 @@ from common.protos import XSpaceEvents
 from compare.analysis import comparison, workload
 from compare.analysis.compare_verdict import first_op
 from compare.analysis.comparison import scope_aliases
-from compare.analysis.opdiff import OpStat, describe, diff, scope_key
+from compare.analysis.opdiff import OpStat, diff, scope_key
 from compare.api import compare_traces
 from compare.load import load
 from compare.load.xplane import op_shapes
-from compare.output import caveat_words, compare_words
+from compare.output import caveat_words, compare_words, step_words
+from compare.output.tables import describe
 from tests.synthetic import CPU, HOST, PYTHON, document, trace, write
 
 W1, W2 = "tf_Compute/1", "tf_Compute/2"
@@ -380,8 +381,11 @@ def test_group_rows_pair_scopes_that_differ_by_a_suffix():
 def test_explain_does_not_call_a_windows_first_step_a_first_run():
     from compare.analysis.steps import choose
 
-    assert "window of a longer run" in choose(_xprof(MODEL, first_num=500)).reason
-    assert "one-time work" in choose(_xprof(MODEL, first_num=0)).reason
+    c = choose(_xprof(MODEL, first_num=500))
+    assert c.why == "steady" and c.window_of_run and c.first_num == 500
+    assert "window of a longer run" in step_words.reason(c)
+    c = choose(_xprof(MODEL, first_num=0))
+    assert not c.window_of_run and "one-time work" in step_words.reason(c)
 
 
 def test_untraced_edges_of_each_step_equal_a_mask_per_step():

@@ -21,7 +21,7 @@ from compare.analysis import verdict
 from compare.analysis.evidence import Communication, Launch, OneTime
 from compare.analysis.explanation import explain
 from compare.load import load
-from compare.output import explain_json
+from compare.output import explain_json, step_words
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CORPUS = FIXTURES / "real_traces"
@@ -186,7 +186,8 @@ def test_xprof_steps_from_xplane_and_from_its_json(tmp_path):
     assert "step rows" in rows_json.meta["steps_from"] and len(rows_json.steps) == 21
     eager = load(_unpacked("hoon_yolo_eager_cpu", tmp_path))
     e = explain(eager)
-    assert e.choice.step.name == "whole trace" and "marks no steps" in e.choice.reason
+    assert e.choice.step.name == "whole trace" and e.choice.why == "no_steps"
+    assert "marks no steps" in step_words.reason(e.choice)
     assert e.verdict.bottleneck == "compute"  # eager ops on the Python thread are work
 
 
@@ -380,7 +381,9 @@ def test_a_tf2_step_window_is_the_device_step_and_says_the_hosts_beside_it(expla
     host, window = c["host_window"], c["step"]
     assert e.choice.step.dur == pytest.approx(host["device_step_us"], rel=0.001)
     assert e.choice.host_us == pytest.approx(host["train_function_us"], rel=0.01)
-    assert "began" in e.choice.window and "outside the window" in e.choice.window
+    assert e.choice.host_outside[0] > 0
+    words = step_words.window(e.choice)
+    assert "began" in words and "outside the window" in words
     f = e.verdict.facts
     assert f.input_wait_us / f.wall_us == pytest.approx(window["input_wait_share"], abs=0.002)
     copies = window["copies"]

@@ -32,6 +32,7 @@ from compare.analysis.evidence import OneTime
 from compare.analysis.explanation import explain
 from compare.analysis.legend import _LANE_WORDS
 from compare.load import load
+from compare.output import step_words
 from compare.output.explain_text import to_text
 from tests.synthetic import CPU, GPU, GPU_ALL, HOST, PYTHON, document, trace
 
@@ -206,7 +207,8 @@ def test_a_tf2_step_window_is_the_devices_step_with_the_hosts_call_beside_it():
     c = e.choice
     assert c.lo == pytest.approx(1000) and c.hi == pytest.approx(9000)
     assert c.step.dur == pytest.approx(8000)
-    assert c.host_us == pytest.approx(5000) and "began 1.0 ms before it" in c.window
+    assert c.host_us == pytest.approx(5000) and c.host_outside == pytest.approx((1000, 0))
+    assert "began 1.0 ms before it" in step_words.window(c)
     assert e.verdict.facts.input_wait_us == pytest.approx(0)
 
 
@@ -217,7 +219,7 @@ def test_a_step_whose_host_and_device_windows_agree_is_not_widened():
               (GPU_PLANE, "Stream #13(Compute)", 1000, 7000, "k", "",
                {"tf_op": "d/MatMul:MatMul", "group_id": 0})]
     e = explain(trace(events, "xprof"))
-    assert e.choice.host is not None and not e.choice.window
+    assert e.choice.host is not None and not step_words.window(e.choice)
 
 
 # --------------------------------------------------------------------------------------------

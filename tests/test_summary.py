@@ -9,11 +9,11 @@ import dataclasses
 import pytest
 
 from compare.analysis import comparison
-from compare.analysis.opdiff import describe
 from compare.analysis.result import Caveat
 from compare.output import report as report_mod
 from compare.output import report_md
 from compare.output.summary import CAVEATS, CHANGES, MAX_LINES, summary
+from compare.output.tables import describe
 from tests.conftest import ROOT, assert_one_line_error, run_module
 from tests.test_core_comparison import LEGACY, MODERN, STEPS, _trace
 

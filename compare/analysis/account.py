@@ -42,6 +42,7 @@ from compare.analysis.groups import GroupMap
 from compare.analysis.opkeys import EventOps, Key, op_events
 from compare.analysis.rows import on_gpu
 from compare.model.intervals import union_per_group
+from compare.vocabulary.groups import IDLE_WORKERS
 from compare.vocabulary.labels import LABEL
 
 #: Rows of the generic view that hold no event: time nothing traced runs.
@@ -50,8 +51,6 @@ IDLE, UNTRACED = "idle", "untraced"
 RUNTIME = "runtime"
 #: The input row: also every instant the step waits for or reads its input.
 INPUT = "input"
-#: What that worker time is called among the runtime row's events.
-IDLE_WORKERS = "(worker-thread regions with no op traced in or beside them)"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -258,23 +258,6 @@ def _row(op: str, a: list[OpStat], b: list[OpStat], match: str,
     return row
 
 
-def describe(r: OpDiff) -> str:
-    """A row's name for a table: rows that share an op type stay apart (a type match lists
-    its nodes, a scope match its nodes on both sides, a fusion its pieces)."""
-    if r.status == "fused" and r.match == "xla":
-        return f"{r.op} ({r.type}) <- {len(r.members)} ops"
-    if r.status in ("fused", "unfused"):
-        arrow = "<-" if r.status == "fused" else "->"
-        return f"{r.op} ({r.type}) {arrow} " + " + ".join(m.rpartition("/")[2] for m in r.members)
-    if r.match == "type":
-        return f"{r.type} x{len(r.members)} by type: " + ", ".join(r.members[:3]) + \
-            ("…" if len(r.members) > 3 else "")
-    if r.match == "scope" and r.members and r.members != [r.op]:
-        return f"{r.op} ({r.type}; " + ", ".join(r.members[:3]) + \
-            ("…" if len(r.members) > 3 else "") + ")"
-    return r.op if r.op == r.type else f"{r.op} ({r.type})"
-
-
 def _status(a_us: float, b_us: float) -> str:
     big = max(a_us, b_us)
     return "same" if abs(b_us - a_us) <= max(OP_SAME_US, OP_SAME_SHARE * big) else "changed"

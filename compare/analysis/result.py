@@ -14,16 +14,6 @@ from compare.vocabulary.thresholds import UNMAPPED_NOTABLE
 
 #: The two sides: ``a`` (the baseline, legacy in our runs) and ``b``.
 SIDES = ("a", "b")
-ATTRIBUTION_NOTE = (
-    "Every number is booked once, inside step windows (the steps the trace marks): an event "
-    "counts by its overlap with the window, its own time only, each kernel and copy once. "
-    "wall: each instant of a step is shared equally among the threads working at that instant; "
-    "instants where threads only wait go to what they wait in, instants with nothing traced "
-    "to idle (between the ops) or untraced (at the window's edges); per step it adds up to the "
-    "step time. cpu: busy thread time summed over threads. Op time (ops_diff): an op's own "
-    "time in the window, waits included, parallel executions added. Tables are means over "
-    "steady steps (every step but the first), so they add up; the first step is reported "
-    "apart.")
 
 
 @dataclasses.dataclass
@@ -286,7 +276,6 @@ class Comparison:
     stages: list[StageRow]
     sides: dict[str, SideResult]
     verdict: Verdicts | None = None
-    attribution_note: str = ATTRIBUTION_NOTE
     estimates: dict[str, str] = dataclasses.field(default_factory=lambda: dict(ESTIMATES))
     labels: dict[str, str] = dataclasses.field(default_factory=lambda: {k: k for k in SIDES})
     groups: list[GroupRow] = dataclasses.field(default_factory=list)
@@ -320,21 +309,6 @@ class Comparison:
         generic groups (a model fed by an image pipeline is mostly outside the stages; the
         ``stages`` rows and the stage view's unmapped time stay in report.json all the same)."""
         return "stages" if self.stages_cover() else "groups"
-
-    def view_reason(self) -> str:
-        """Why :attr:`view` is the one shown, in a sentence."""
-        if self.view == "stages":
-            return ("the traces show the seed's image pipeline (its stages by our name scopes, "
-                    "tf.image API scopes or image op types) and little else: the verdict and "
-                    "the plots use the stages; the generic groups are beside them")
-        if self.has_pipeline():
-            return ("a trace shows image pipeline stages, but most of a step is outside them "
-                    "(a model, its optimizer): the verdict, the plots and the merged trace use "
-                    "the generic groups; the stage rows are kept for the pipeline's part")
-        return ("neither trace shows the seed's image pipeline (no stage by our name scopes, "
-                "tf.image API scopes or image op types): the verdict, the plots and the merged "
-                "trace use the generic groups; the seed stages' rows (stages, unmapped_us, "
-                "coverage) leave most of such a program unmapped and are kept for reference")
 
     def row(self, stage: str) -> StageRow:
         return next(r for r in self.stages if r.stage == stage)

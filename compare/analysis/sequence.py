@@ -59,7 +59,8 @@ class SeqOp:
 
 @dataclasses.dataclass
 class Sequence:
-    basis: str                  # what the dependencies were built from, in words
+    timeline: bool              # a TF1 timeline (executor lanes), else threads of a profile
+    flows: int                  # flow arrows that added an edge
     inputs_recorded: bool       # the trace records op inputs (timeline.py); else ops are in
                                 # time order (depth is then a position on a thread)
     edge_counts: dict[str, int]
@@ -428,19 +429,6 @@ def build(trace: Trace, choice: StepChoice) -> Sequence:
     counts: dict[str, int] = defaultdict(int)
     for kind in g.edges.values():
         counts[kind] += 1
-    if trace.format == "timeline":
-        basis = ("op inputs recorded in the trace (args input0..N)" if recorded else
-                 "the trace's rows only: it records no op inputs")
-        if any(k in counts for k in ("launch", "stream order", "gpu data", "copy")):
-            basis += ", GPU launches, stream order and copies"
-        if flows:
-            basis += f" and {flows} flow arrows that added an edge"
-    else:
-        basis = ("per-thread order (a thread runs one op at a time)"
-                 + (f" and {flows} flow arrows" if flows else "")
-                 + ": this trace does not record which op fed which, so the order of ops on "
-                   "different threads is by time and the path below follows threads, a lower "
-                   "bound of the true dependencies")
     ts, end = ev.ts, ev.ts + ev.dur
     node_list = [int(i) for i in nodes]
     order, depth = _order(node_list, g.edges, ts)
@@ -463,7 +451,7 @@ def build(trace: Trace, choice: StepChoice) -> Sequence:
     # position on the thread, so the honest order is the topological one (by time)
     ordered = sorted(order, key=lambda i: (depth[i], ts[i])) if recorded else order
     edges = np.array(list(g.edges), dtype=np.int64).reshape(-1, 2)
-    return Sequence(basis=basis, inputs_recorded=recorded, edge_counts=dict(counts),
+    return Sequence(timeline=trace.format == "timeline", flows=flows, inputs_recorded=recorded, edge_counts=dict(counts),
                     ops=[seq_op(i) for i in ordered], edges=edges,
                     time_inconsistent=len(g.edges) - len(consistent),
                     critical=[seq_op(i) for i in path], critical_us=length,

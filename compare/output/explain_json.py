@@ -6,6 +6,7 @@ import dataclasses
 
 from compare.analysis.explanation import Explanation
 from compare.analysis.xla import XlaSummary
+from compare.output import sequence_words, step_words
 from compare.output.explain_text import QUESTIONS
 from compare.vocabulary.ops import XLA_OP_WORDS
 
@@ -21,13 +22,14 @@ def to_json(e: Explanation) -> dict:
                   "format_words": e.legend.format_words},
         "warnings": e.warnings,
         "questions": QUESTIONS,
-        "step": e.choice.as_dict(),
+        "step": {**e.choice.as_dict(), "reason": step_words.reason(e.choice),
+                 "window": step_words.window(e.choice)},
         "pids": e.legend.as_dict(),
         "xla": {**_xla_dict(e.xla), "step": dataclasses.asdict(e.xla_step),
                 "ops_explained": {op: XLA_OP_WORDS[op] for op in XLA_OP_WORDS
                                   if op in e.ops_present or op == "_XlaLaunch"},
                 "ops_present": e.ops_present},
-        "sequence": e.sequence.as_dict(),
+        "sequence": {**e.sequence.as_dict(), "basis": sequence_words.basis(e.sequence)},
         "verdict": e.verdict.as_dict(),
     }
 

@@ -10,6 +10,7 @@ from compare.analysis.explanation import Explanation
 from compare.analysis.mapping import stage_of_op
 from compare.fmt import duration as ms
 from compare.fmt import listed, shown_words, size
+from compare.output import sequence_words, step_words
 from compare.vocabulary.ops import XLA_LAUNCH_OPS, XLA_OP_WORDS, copy_direction
 from compare.vocabulary.rows import gpu_of
 from compare.vocabulary.thresholds import COMPILE_MIN_US, COMPUTE_NOTABLE
@@ -82,14 +83,14 @@ def header(e: Explanation) -> str:
     out(f"Trace: {e.trace_source}")
     out(f"What it is: {e.legend.format_words}.", hang=4)
     out(f"Step explained: step {step.num} ({step.name}), {ms(step.dur)} wall, chosen because "
-        f"{c.reason}."
+        f"{step_words.reason(c)}."
         + (f" The trace has {c.count} steps: first {ms(c.first_us)}, median of the rest "
            f"{ms(c.median_us)}, shortest {ms(c.min_us)}, longest {ms(c.max_us)}. Pick another "
            f"with --step N." if c.count > 1 else ""), hang=4)
     if c.source:
         out(f"Steps come from: {c.source}.", hang=4)
-    if c.window:
-        out(f"Step window: {c.window}.", hang=4)
+    if step_words.window(c):
+        out(f"Step window: {step_words.window(c)}.", hang=4)
     if e.warnings:
         out("Warnings (what was wrong or unusual in the input, and what this report did):")
         for w in e.warnings:
@@ -475,7 +476,7 @@ def sequence(e: Explanation) -> str:
         out("How to see it in the viewer: this kind of trace does not record which op fed "
             "which; read each thread top to bottom (parents contain children) and left to "
             "right, and follow any flow arrows between threads.")
-    out(f"Built from: {sq.basis}. Dependencies: "
+    out(f"Built from: {sequence_words.basis(sq)}. Dependencies: "
         + (", ".join(f"{n} {k}" for k, n in sorted(sq.edge_counts.items())) or "none") + ".")
     if sq.time_inconsistent:
         n = sq.time_inconsistent

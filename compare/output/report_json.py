@@ -26,7 +26,7 @@ from compare.analysis.result import (
     XlaTotals,
 )
 from compare.analysis.step_delta import StepDelta, Term
-from compare.output import caveat_words, compare_words
+from compare.output import caveat_words, compare_words, report_words
 from compare.output.report_data import Report
 from compare.vocabulary.thresholds import MEMBERS_LISTED
 
@@ -42,7 +42,7 @@ def to_json(r: Report) -> dict:
         "created": c.created,
         "order": [lab(k) for k in SIDES],
         "sources": per(lambda s: dataclasses.asdict(s.source)),
-        "attribution": c.attribution_note,
+        "attribution": report_words.ATTRIBUTION_NOTE,
         "stages": [stage_row(row) for row in c.stages],
         "unmapped_us": per(lambda s: s.unmapped_us),
         "unmapped_ops": per(lambda s: [dataclasses.asdict(o) for o in s.unmapped_ops]),
@@ -178,7 +178,7 @@ def comparability(c: Comparison) -> dict:
 def view(c: Comparison) -> dict:
     """Which view the verdict, plots and merged trace use, and each side's unmapped share in
     both views (``unmapped_us``/``coverage`` are the stages', ``groups`` the generic one's)."""
-    return {"shown": c.view, "why": c.view_reason(),
+    return {"shown": c.view, "why": report_words.view_reason(c),
             "unmapped_share": {c.label(k): {"stages": c.sides[k].coverage.unmapped_share,
                                             "groups": round(c.group_unmapped_us(k)
                                                             / s.steps.mean_us, 4)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from compare.analysis.result import SIDES, Comparison, StageRow
 from compare.fmt import duration, listed, shown, shown_words
-from compare.output import caveat_words, compare_words
+from compare.output import caveat_words, compare_words, report_words
 from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
 from compare.output.report_data import Report
@@ -310,7 +310,7 @@ def _xla_units(k: str, units: dict) -> list[str]:
 
 
 def _how(c: Comparison) -> list[str]:
-    lines = ["## How the numbers are made", "", c.attribution_note, "",
+    lines = ["## How the numbers are made", "", report_words.ATTRIBUTION_NOTE, "",
              "Stages come from our name scopes first, TensorFlow's own API scopes second, op "
              "types third; XLA kernels map through the HLO of their module to the TF ops fused "
              "into them. Estimates used here:", ""]

@@ -9,12 +9,12 @@ not depend on how the rest of report.md is laid out.
 """
 from __future__ import annotations
 
-from compare.analysis.opdiff import describe
 from compare.analysis.result import Comparison
 from compare.fmt import duration, shown, shown_words
 from compare.output import caveat_words
 from compare.output.compare_words import no_ops_words
 from compare.output.report_data import Report
+from compare.output.tables import describe
 
 #: The summary's length bound, in lines.
 MAX_LINES = 25
