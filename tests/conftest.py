@@ -22,6 +22,29 @@ FIXTURE_TIERS: dict[str, tuple[str, ...]] = {
 }
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite the expected text under tests/golden/ from what the code "
+                          "says now (review the diff before committing it)")
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):
+    """``golden(name, text)``: ``text`` must equal ``tests/golden/<name>`` exactly; with
+    ``--update-golden`` the file is (re)written instead."""
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = ROOT / "tests" / "golden" / name
+        if update:
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text)
+            return
+        assert path.exists(), f"{path} missing: run pytest --update-golden and review it"
+        assert text == path.read_text(), f"{name} differs (pytest --update-golden rewrites it)"
+    return check
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Give each test the tiers of what it uses (BUILD.md, "Test tiers"): the tiers of its

@@ -73,7 +73,7 @@ class RunStart:
 class Launch:
     """How busy the host was launching GPU work, and how small the kernels were."""
 
-    row: str = ""                     # the launch row (TF1) or "host threads launching ops"
+    row: str = ""                     # the launch row (TF1) or HOST_LAUNCH_THREADS
     busy_share: float = 0.0
     host_ops: int = 0                 # op executions on the launch rows
     host_ops_short: int = 0           # of which under LAUNCH_SHORT_US
@@ -328,9 +328,14 @@ def one_time_share(o: OneTime, compile_share: float) -> float:
 # --------------------------------------------------------------------------------------------
 # launching
 
+#: The launch row of a profile: its threads that run ops and launch their kernels.
+HOST_LAUNCH_THREADS = "host_launch_threads"
+
+
 def launch_events(trace: Trace, choice: StepChoice, legend: Legend) -> tuple[str, np.ndarray]:
-    """(the launch rows in words, their busy events in the step): a timeline's busiest
-    ``<gpu> Compute`` row, or a profile's threads that run ops and launch their kernels."""
+    """(the launch rows, their busy events in the step): a timeline's busiest ``<gpu> Compute``
+    row, or a profile's threads that run ops and launch their kernels
+    (:data:`HOST_LAUNCH_THREADS`)."""
     ev = trace.events
     busy = np.flatnonzero(choice.in_step(trace) & rows.busy_mask(trace))
     if trace.format == "timeline":
@@ -343,8 +348,7 @@ def launch_events(trace: Trace, choice: StepChoice, legend: Legend) -> tuple[str
              if ln.role == "inter_op" or ln.name.startswith(tfops.GPU_LAUNCH_THREADS)]
     if not lanes:
         return "", busy[:0]
-    return ("the host threads that run ops and launch their kernels",
-            busy[in_lanes(ev.pid[busy], ev.tid[busy], lanes)])
+    return HOST_LAUNCH_THREADS, busy[in_lanes(ev.pid[busy], ev.tid[busy], lanes)]
 
 
 def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,

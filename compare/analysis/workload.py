@@ -19,10 +19,10 @@ import numpy as np
 
 from compare.analysis import evidence, rows
 from compare.analysis.evidence import OneTime
+from compare.analysis.facts import step_compile_us
 from compare.analysis.opkeys import normalise
 from compare.analysis.side import Side
 from compare.analysis.steps import choose
-from compare.analysis.verdict import step_compile_us
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.thresholds import CHANGE_NOTABLE, COMPILE_MIN_US
 
