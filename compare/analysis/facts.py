@@ -6,6 +6,7 @@ work (:attr:`Facts.rest`). :mod:`compare.analysis.verdict` judges them."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class Facts:
     idle_us: float = 0.0
     #: the longest idle stretches: start_us, dur_us, the ops ``after`` and ``before`` them
     #: ("" for none), ``next_step``: it runs into the next step (no op of this one after it)
-    gaps: list[dict] = dataclasses.field(default_factory=list)
+    gaps: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     tids_are: str = "threads"
     busiest_row: str = ""
     busiest_share: float = 0.0
@@ -388,7 +389,7 @@ def _compute_events(st: _Step) -> np.ndarray:
     idle_ops = [i for i in np.unique(ev.op_type[k])
                 if names[i] in tfops.NO_WORK_OPS or rows.is_copy(names[i])]
     copies = [i for i in np.unique(ev.name[k]) if rows.is_copy(names[i])]
-    return k[~np.isin(ev.op_type[k], idle_ops) & ~np.isin(ev.name[k], copies)]
+    return np.asarray(k[~np.isin(ev.op_type[k], idle_ops) & ~np.isin(ev.name[k], copies)])
 
 
 def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:

@@ -61,7 +61,7 @@ class ProcessInfo:
     tensors: int                # tensor objects (timeline Tensors rows)
     lanes: list[LaneInfo]
     device: str = ""            # its device, as rows.device_of names it
-    gpu: str = ""               # its GPU, as rows.gpu_of names it
+    gpu: str | None = None      # its GPU, as rows.gpu_of names it
     has_streams: bool = False   # its GPU has CUDA stream rows
     counters: bool = False      # it holds memory counters
     tracer_row: bool = False    # one of the GPU tracer's rows (a stream or memcpy row)
@@ -122,12 +122,13 @@ class Legend:
     memory: list[AllocatorPeak]
     devices: list[DeviceBusy] = dataclasses.field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """``dataclasses.asdict`` without its deep copies (a trace may have 200,000 rows)."""
-        return _plain(self)
+        out: dict[str, Any] = _plain(self)
+        return out
 
 
-def _plain(obj):
+def _plain(obj: Any) -> Any:
     """A dataclass (and the dataclasses and lists in it) as dicts and lists; other values as
     they are (they are numbers and strings here)."""
     names = _FIELDS.get(type(obj))
@@ -167,16 +168,16 @@ def _process(trace: Trace, pid: int, role: str, roles: dict[int, str], idx: np.n
     dev = rows.device_of(p.name)
     gpu = rows.gpu_of(p.name)
     num = STREAM.search(p.name) if role == "gpu_stream" else None
-    return {"device": dev, "gpu": gpu, "has_streams": gpu in streamed,
+    return {"device": dev, "gpu": gpu, "has_streams": (gpu or "") in streamed,
             "counters": role == "allocator" and bool((trace.counters.pid == pid).any()),
             "tracer_row": "/stream:" in dev or "/memcpy" in dev,
             "stream": (num.group(1) if num else "?") if role == "gpu_stream" else "",
             "copies_only": role == "gpu_stream" and _copies_only(trace, idx)}
 
 
-def gpus_with_streams(trace: Trace, roles: dict[int, str]) -> set:
+def gpus_with_streams(trace: Trace, roles: dict[int, str]) -> set[str]:
     """The GPUs (as :func:`rows.gpu_of` names them) that have CUDA stream rows."""
-    return {rows.gpu_of(trace.processes[q].name) for q, r in roles.items()
+    return {rows.gpu_of(trace.processes[q].name) or "" for q, r in roles.items()
             if r in ("gpu_stream", "gpu_stream_all")}
 
 
@@ -314,14 +315,14 @@ class _Rows:
         self._lane_n = {(p, t): n for (p, t), n in zip(counts[0].tolist(), counts[2].tolist())}
 
     def events(self, pid: int) -> np.ndarray:
-        return self._by_pid.get(pid, np.zeros(0, np.int64))
+        return np.asarray(self._by_pid.get(pid, np.zeros(0, np.int64)))
 
     def tids(self, pid: int) -> list[int]:
         return sorted(self._tids.get(pid, ()))
 
     def total(self, pid: int, tid: int) -> int:
         """Events of one lane in the whole trace."""
-        return self._all.get((pid, tid), 0)
+        return int(self._all.get((pid, tid), 0))
 
     def lane(self, pid: int, tid: int) -> tuple[int, float]:
         """(events in the step, busy µs) of one lane."""
@@ -339,7 +340,7 @@ def _where(trace: Trace, sel: np.ndarray, gpu: np.ndarray) -> np.ndarray:
     launch = [p for p in trace.processes if rows.process_role(trace, p) == "gpu_launch"]
     out = gpu[sel].astype(np.int64)
     out[np.isin(trace.events.pid[sel], launch) & (out == 0)] = 2
-    return out
+    return np.asarray(out)
 
 
 def _wall_by_group(trace: Trace, sel: np.ndarray, inv: np.ndarray, groups: int,

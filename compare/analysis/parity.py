@@ -21,6 +21,7 @@ from compare.analysis.rows import gpu_of, on_gpu, work_mask
 from compare.analysis.side import Side
 from compare.analysis.step_delta import Basis
 from compare.model import intervals
+from compare.model.events import Trace
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import FEED_NODE, FEED_OPS
 from compare.vocabulary.thresholds import (
@@ -37,11 +38,14 @@ from compare.vocabulary.thresholds import (
     UNTRACED_NOTABLE,
 )
 
+Sides = dict[str, Side]
+#: Per side, the step time compared and its spread.
+Steps = dict[str, StepBasis]
 
 class _Facts:
     """What the checks read of the two sides, each measured once when first asked for."""
 
-    def __init__(self, sides: dict[str, "Side"],
+    def __init__(self, sides: dict[str, Side],
                  stages: dict[str, dict[str, float]] | None = None) -> None:
         self.sides = sides
         #: per side, the seed pipeline's stages with time (stage -> mean us per step)
@@ -50,7 +54,7 @@ class _Facts:
         self._precision: dict[str, workload.Precision] = {}
         self._shapes: workload.Shapes | None = None
 
-    def one_time(self, k: str) -> "workload.OneTimeSigns | None":
+    def one_time(self, k: str) -> workload.OneTimeSigns | None:
         """Signs of one-time work in the side's step when it has a single one (with several,
         the first is reported apart and steady steps are compared)."""
         if k not in self._one_time:
@@ -59,12 +63,12 @@ class _Facts:
             self._one_time[k] = workload.one_time_signs(s) if single else None
         return self._one_time[k]
 
-    def precision(self, k: str) -> "workload.Precision":
+    def precision(self, k: str) -> workload.Precision:
         if k not in self._precision:
             self._precision[k] = workload.precision(self.sides[k])
         return self._precision[k]
 
-    def shapes(self) -> "workload.Shapes":
+    def shapes(self) -> workload.Shapes:
         if self._shapes is None:
             self._shapes = workload.compare_shapes(
                 *(self.sides[k].trace.meta.get("op_shapes", {}) for k in ("a", "b")))
@@ -99,7 +103,7 @@ def noise_share(steps: list[StepBasis]) -> float:
                2.0 * float(np.sqrt(sum(x * x for x in se))) / slower)
 
 
-def step_basis(s: "Side", b: "Basis") -> StepBasis:
+def step_basis(s: Side, b: Basis) -> StepBasis:
     """The side's step time compared (:func:`compare.analysis.step_delta.basis`, from its
     account): the mean steady step, or its mean traced span."""
     vals = b.samples
@@ -123,7 +127,7 @@ def _spread(vals: list[float]) -> float:
 # --------------------------------------------------------------------------------------------
 # the checks: each (sides, labels, op rows, step bases) -> caveats
 
-def _first_run(sides, rows, steps, facts) -> list[Caveat]:
+def _first_run(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     """A single-step side whose step shows one-time work (:func:`compare.analysis.workload.
     one_time_signs`: compiles, autotuning, a first call's set-up, a device or input pipeline
     set up in it) is a first run; a long input wait alone is not (a steady step can be
@@ -133,14 +137,14 @@ def _first_run(sides, rows, steps, facts) -> list[Caveat]:
     signs = {k: o for k, o in found.items() if o is not None and o.signs and
              o.share >= CHANGE_NOTABLE}
     flagged = {k: o for k, o in signs.items() if o.share >= ONE_TIME_LEADS}
-    facts = {k: round(o.share, 3) for k, o in signs.items()}
+    shares = {k: round(o.share, 3) for k, o in signs.items()}
     if len(flagged) == 2:
-        return [Caveat("first_run", False, facts, "both", {"signs": flagged})]
-    return [Caveat("first_run", k in flagged, {k: facts[k]}, "one" if k in flagged else "some",
+        return [Caveat("first_run", False, shares, "both", {"signs": flagged})]
+    return [Caveat("first_run", k in flagged, {k: shares[k]}, "one" if k in flagged else "some",
                    {"side": k, "signs": {k: o}}) for k, o in signs.items()]
 
 
-def _traced_input(s: "Side") -> float:
+def _traced_input(s: Side) -> float:
     """Time per steady step in input ops the trace records (readers, queues, iterators,
     tf.data), fed tensors aside."""
     return sum(st.us for (name, op_type), st in s.ops.ops.items()
@@ -148,7 +152,7 @@ def _traced_input(s: "Side") -> float:
                and op_type not in ("_Arg", "_Recv") and not tfops.COPY_EDGE.match(name))
 
 
-def _feed_dict(sides, rows, steps, facts=None) -> list[Caveat]:
+def _feed_dict(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     traced = {k: _traced_input(s) for k, s in sides.items()}
     if bool(traced["a"]) == bool(traced["b"]):
         return []
@@ -158,13 +162,13 @@ def _feed_dict(sides, rows, steps, facts=None) -> list[Caveat]:
                    {"side": fed, "other": other, "other_input_us": traced[other]})]
 
 
-def _has_feeds(s: "Side") -> bool:
+def _has_feeds(s: Side) -> bool:
     names = s.trace.strings.names
     return any(FEED_NODE.match(n) or tfops.COPY_EDGE.match(n) and "_recv_" in n
                or "_arg_" in n for n in names)
 
 
-def _steps(sides, rows, steps, facts=None) -> list[Caveat]:
+def _steps(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     n = {k: len(s.attribution.steps) for k, s in sides.items()}
     a, b = n["a"], n["b"]
     if a == b == 1:
@@ -176,29 +180,31 @@ def _steps(sides, rows, steps, facts=None) -> list[Caveat]:
     return []
 
 
-def _untraced(sides, rows, steps, facts=None) -> list[Caveat]:
+def _untraced(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     return [Caveat("untraced", False, {}, "",
                    {"side": k, "untraced_us": st.untraced_us, "traced_us": st.us})
             for k, st in steps.items() if st.us and st.untraced_us >= UNTRACED_NOTABLE * (
                 st.us + st.untraced_us)]
 
 
-def _name_matched_share(rows, side: str) -> float:
+def _name_matched_share(rows: list[OpDiff], side: str) -> float:
     """Of a side's model ops' time (compute, optimizer, preprocessing), the share matched by
     node name (input waits and runtime say nothing of which program ran); of all its ops'
     time when it has no model op."""
-    val = (lambda r: r.a_us) if side == "a" else (lambda r: r.b_us)
+    def val(r: OpDiff) -> float:
+        return r.a_us if side == "a" else r.b_us
+
     model = [r for r in rows if r.group in _MODEL_GROUPS and val(r) > 0]
-    rows = model or [r for r in rows if val(r) > 0]
-    total = sum(val(r) for r in rows)
-    named = sum(val(r) for r in rows if r.match in ("name", "scope", "xla"))
+    timed = model or [r for r in rows if val(r) > 0]
+    total = sum(val(r) for r in timed)
+    named = sum(val(r) for r in timed if r.match in ("name", "scope", "xla"))
     return named / total if total else 1.0
 
 
 _MODEL_GROUPS = frozenset({"compute", "optimizer", "preprocessing", "xla_run"})
 
 
-def _identical(sides, rows, steps, facts=None) -> list[Caveat]:
+def _identical(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     """Both sides hold the same events: one profile given twice, or two hosts' byte-identical
     copies of one (a multi-host demo ships such a pair); every difference would be zero."""
     a, b = sides["a"].trace, sides["b"].trace
@@ -212,7 +218,7 @@ def _identical(sides, rows, steps, facts=None) -> list[Caveat]:
     return [Caveat("identical", False, {}, "", {"events": len(ea)})]
 
 
-def _program(sides, rows, steps, facts) -> list[Caveat]:
+def _program(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     """Different programs: a side holds no TensorFlow op, or the two share almost no op names
     -- unless both run the seed pipeline's stages (the stage rules place ops by scope and type
     too: an input pipeline moved to tf.data service workers and the rest fused by XLA keeps
@@ -238,7 +244,7 @@ def _same_pipeline(stages: dict[str, dict[str, float]]) -> bool:
     return len(shared) >= SAME_PIPELINE_SHARE * max(len(h) for h in have)
 
 
-def _data_service(sides, rows, steps, facts) -> list[Caveat]:
+def _data_service(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     """A side whose input came from tf.data service workers: what its pipeline handed them
     (read, decode, ...) ran in the workers' processes and is not in its trace, so its step
     counts only the wait for their elements and its CPU time leaves theirs out."""
@@ -257,14 +263,14 @@ def _data_service(sides, rows, steps, facts) -> list[Caveat]:
                     "moved_us": sum(facts.stages[other][st] for st in moved)})]
 
 
-def _service_events(trace) -> int:
+def _service_events(trace: Trace) -> int:
     """Events of a tf.data service client in ``trace`` (fetches, its iterator)."""
     names = trace.strings.names
     ids = [i for i, n in enumerate(names) if tfops.is_data_service(n)]
     return int(np.isin(trace.events.name, ids).sum()) if ids else 0
 
 
-def _batch(sides, rows, steps, facts) -> list[Caveat]:
+def _batch(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     """Batch size or input shape. Where both traces record tensor shapes (an xplane's
     allocation events), the shapes decide: leading dimensions that differ on the same ops are
     a different batch whatever the times do, and equal shapes rule one out. Otherwise the
@@ -295,10 +301,10 @@ def _per_example(steps: dict[str, StepBasis], b: tuple[int, int]) -> dict[str, f
     return {"a": a_us / b[0], "b": b_us / b[1]}
 
 
-def _uniform_scale(sides, rows, steps, facts) -> Scale | None:
+def _uniform_scale(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> Scale | None:
     """The same graph (on the same kind of device, no first run, XLA on both sides or
     neither) with at least UNIFORM_SCALE_SHARE of its matched op time scaled alike."""
-    if _devices(sides, rows, steps) or \
+    if _devices(sides, rows, steps, facts) or \
             any(c.breaks for c in _first_run(sides, rows, steps, facts)) or \
             min(_name_matched_share(rows, k) for k in sides) < UNIFORM_SCALE_SHARE:
         return None
@@ -326,7 +332,7 @@ def _uniform_scale(sides, rows, steps, facts) -> Scale | None:
     return None
 
 
-def _precision_signs(facts) -> dict[str, list[PrecisionSign]]:
+def _precision_signs(facts: _Facts) -> dict[str, list[PrecisionSign]]:
     """Per side, what its trace shows of mixed or half precision that the other's does not:
     dynamic loss scaling (``IsFinite`` nodes), many more ``Cast`` nodes, nodes named for mixed
     precision, tensors recorded in float16/bfloat16."""
@@ -353,7 +359,7 @@ def _precision_signs(facts) -> dict[str, list[PrecisionSign]]:
     return out if len(out) == 1 else {}
 
 
-def _precision(sides, rows, steps, facts) -> list[Caveat]:
+def _precision(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     """One side computes in mixed (or half) precision and the other does not: the same
     workload in another dtype, which scales every op's time (not a batch change)."""
     signs = _precision_signs(facts)
@@ -371,21 +377,21 @@ def _precision(sides, rows, steps, facts) -> list[Caveat]:
                     else 0})]
 
 
-def _gpus(s: "Side") -> int:
+def _gpus(s: Side) -> int:
     """GPUs whose rows hold work (stream, copy or device rows)."""
     pids = set(np.unique(s.trace.events.pid).tolist())
     return len({gpu_of(p.name) for p in s.trace.processes.values()
                 if p.pid in pids and p.kind in ("stream", "memcpy", "device") and gpu_of(p.name)})
 
 
-def _devices(sides, rows, steps, facts=None) -> list[Caveat]:
+def _devices(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     g = {k: _gpus(s) for k, s in sides.items()}
     if (g["a"] > 0) == (g["b"] > 0):
         return []
     return [Caveat("devices", False, {}, "", {"gpus": g})]
 
 
-def _device_busy(s: "Side") -> float:
+def _device_busy(s: Side) -> float:
     """GPU time per steady step: the union of its kernels and copies inside each step's
     window (mean over the steady steps)."""
     ev, gpu = s.trace.events, on_gpu(s.trace) & work_mask(s.trace)
@@ -395,7 +401,7 @@ def _device_busy(s: "Side") -> float:
     return float(np.mean(vals)) if vals else 0.0
 
 
-def _host_masks(sides, rows, steps, facts=None) -> list[Caveat]:
+def _host_masks(sides: Sides, rows: list[OpDiff], steps: Steps, facts: _Facts) -> list[Caveat]:
     """xprof's host-overhead masking rule, for two traces that both ran on a GPU."""
     if not all(_gpus(s) for s in sides.values()):
         return []

@@ -275,14 +275,14 @@ class Comparison:
     created: str
     stages: list[StageRow]
     sides: dict[str, SideResult]
-    verdict: Verdicts | None = None
+    verdict: Verdicts
+    parity: Parity
+    step_delta: StepDelta
     estimates: dict[str, str] = dataclasses.field(default_factory=lambda: dict(ESTIMATES))
     labels: dict[str, str] = dataclasses.field(default_factory=lambda: {k: k for k in SIDES})
     groups: list[GroupRow] = dataclasses.field(default_factory=list)
     ops_diff: list[OpDiff] = dataclasses.field(default_factory=list)
     types_diff: list[TypeDiff] = dataclasses.field(default_factory=list)
-    parity: Parity | None = None
-    step_delta: StepDelta | None = None
 
     def label(self, side: str) -> str:
         return self.labels.get(side, side)
@@ -292,15 +292,10 @@ class Comparison:
         return sum(r.cells[side].us for r in self.groups if r.group == "unmapped")
 
     def has_pipeline(self) -> bool:
-        """Either side spends time in the seed pipeline's stages."""
-        return any(r.kind == "pipeline" and cell.us > 0 for r in self.stages
-                   for cell in r.cells.values())
+        return has_pipeline(self.stages)
 
     def stages_cover(self) -> bool:
-        """The seed pipeline's stages hold (nearly) all of both sides' steps: every side has
-        stage time, and the time outside the stages is under UNMAPPED_NOTABLE of its step."""
-        return self.has_pipeline() and all(
-            s.coverage.unmapped_share < UNMAPPED_NOTABLE for s in self.sides.values())
+        return stages_cover(self.stages, self.sides)
 
     @property
     def view(self) -> str:
@@ -308,7 +303,24 @@ class Comparison:
         they hold both traces' steps (our pipelines, an image pipeline alone), else the
         generic groups (a model fed by an image pipeline is mostly outside the stages; the
         ``stages`` rows and the stage view's unmapped time stay in report.json all the same)."""
-        return "stages" if self.stages_cover() else "groups"
+        return view_of(self.stages, self.sides)
 
     def row(self, stage: str) -> StageRow:
         return next(r for r in self.stages if r.stage == stage)
+
+
+def has_pipeline(stages: list[StageRow]) -> bool:
+    """Either side spends time in the seed pipeline's stages."""
+    return any(r.kind == "pipeline" and cell.us > 0 for r in stages for cell in r.cells.values())
+
+
+def stages_cover(stages: list[StageRow], sides: dict[str, SideResult]) -> bool:
+    """The seed pipeline's stages hold (nearly) all of both sides' steps: every side has stage
+    time, and the time outside the stages is under UNMAPPED_NOTABLE of its step."""
+    return has_pipeline(stages) and all(
+        s.coverage.unmapped_share < UNMAPPED_NOTABLE for s in sides.values())
+
+
+def view_of(stages: list[StageRow], sides: dict[str, SideResult]) -> str:
+    """:attr:`Comparison.view` of these rows: "stages" or "groups"."""
+    return "stages" if stages_cover(stages, sides) else "groups"

@@ -29,13 +29,14 @@ import dataclasses
 import heapq
 import re
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
 from compare.analysis import rows
 from compare.analysis.steps import StepChoice
 from compare.analysis.xla import kernel_launches
-from compare.model.events import CAT, Trace
+from compare.model.events import CAT, Events, Trace
 from compare.model.lanes import keys
 from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFFIX
 from compare.vocabulary.rows import MEMCPY_PREFIX
@@ -71,7 +72,7 @@ class Sequence:
     critical_us: float
     wall_us: float
 
-    def as_dict(self, limit: int = 2000) -> dict:
+    def as_dict(self, limit: int = 2000) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
              if f.name not in ("edges", "ops", "critical")}
         d["critical"] = [_op_dict(o) for o in self.critical]
@@ -81,7 +82,7 @@ class Sequence:
         return d
 
 
-def _op_dict(o: SeqOp) -> dict:
+def _op_dict(o: SeqOp) -> dict[str, Any]:
     return {"index": o.index, "depth": o.depth, "start_us": o.start_us, "dur_us": o.dur_us,
             "op": o.op, "name": o.name, "row": o.row, "after": list(o.after)}
 
@@ -290,7 +291,7 @@ class _Latest:
     """Among copies of one tensor: the one that started last by a time (the first listed of a
     tie), else the earliest."""
 
-    def __init__(self, ev, copies: list[int]) -> None:
+    def __init__(self, ev: Events, copies: list[int]) -> None:
         keyed = sorted((float(ev.ts[c]), -pos, c) for pos, c in enumerate(copies))
         self.keys = [(t, p) for t, p, _ in keyed]
         self.copies = [c for _, _, c in keyed]
@@ -335,7 +336,7 @@ def _flow_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> int:
             return int(lane[k])
         return None
 
-    ends: dict[int, list] = defaultdict(lambda: [None, []])
+    ends: dict[int, list[Any]] = defaultdict(lambda: [None, []])
     for j in range(len(f.ts)):
         rec = ends[int(f.id[j])]
         if f.phase[j] == 0:
@@ -343,14 +344,14 @@ def _flow_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> int:
         else:
             rec[1].append((int(f.pid[j]), int(f.tid[j]), float(f.ts[j])))
     bound = 0
-    for start, stops in ends.values():
-        if start is None:
+    for first, stops in ends.values():
+        if first is None:
             continue
-        u = at(*start, start=True)
+        u = at(first[0], first[1], first[2], start=True)
         if u is None:
             continue
         for stop in stops:
-            v = at(*stop, start=False)
+            v = at(stop[0], stop[1], stop[2], start=False)
             if v is not None and v != u:
                 before = len(g.edges)
                 g.add(u, v, "flow")
@@ -395,7 +396,8 @@ def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, en
     pred: dict[int, list[int]] = defaultdict(list)
     for u, v in edges:
         pred[v].append(u)
-    best, back = {}, {}
+    best: dict[int, float] = {}
+    back: dict[int, int | None] = {}
     for n in order:
         b, arg = 0.0, None
         for u in pred.get(n, ()):
@@ -408,8 +410,10 @@ def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, en
         return [], 0.0
     tail = max(best, key=lambda n: (best[n], -ts[n]))
     path = [tail]
-    while back[path[-1]] is not None:
-        path.append(back[path[-1]])
+    prev = back[tail]
+    while prev is not None:
+        path.append(prev)
+        prev = back[prev]
     return path[::-1], float(best[tail])
 
 

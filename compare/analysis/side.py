@@ -18,15 +18,16 @@ from compare.model.events import Trace
 
 @dataclasses.dataclass
 class Side:
-    """One side of the comparison: its name, its analysed trace, and where it came from."""
+    """One side of the comparison: its name, its analysed trace booked once (its generic view,
+    account and op table), and where it came from."""
 
     name: str
     analysis: TraceAnalysis
+    groups: GroupMap                        # the generic view of every event
+    account: Account                        # every number's source
+    ops: SideOps                            # its ops' time per steady step
     source_note: str = ""
     cross_checks: list[CrossCheck] = dataclasses.field(default_factory=list)
-    groups: GroupMap | None = None          # the generic view of every event
-    ops: SideOps | None = None              # its ops' time per steady step
-    account: Account | None = None          # every number's source
     #: tf.data service workers that fed this side, when its run records them (compare.run)
     service_workers: int | None = None
 

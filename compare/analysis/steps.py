@@ -7,6 +7,7 @@ steps after the first. The caller may ask for a step by number instead.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ class StepChoice:
             return 0.0, 0.0
         return max(0.0, self.lo - self.host[0]), max(0.0, self.host[1] - self.hi)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The choice's numbers (compare.output.explain_json adds its words)."""
         return {"num": self.step.num, "name": self.step.name, "start_us": self.step.ts,
                 "wall_us": self.step.dur, "why": self.why, "steps_in_trace": self.count,
@@ -97,7 +98,7 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
 
 
 def _pick(trace: Trace, steps: list[Step], durs: np.ndarray, later: np.ndarray,
-          num: int | None, stats: dict) -> StepChoice:
+          num: int | None, stats: dict[str, Any]) -> StepChoice:
     if num is not None:
         match = [s for s in steps if s.num == num]
         if not match:

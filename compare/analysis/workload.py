@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def precision(s: "Side") -> Precision:
     ops = s.ops.ops if s.ops else {}
     nodes = {(name, st.type) for (name, _), st in ops.items()}
     named = sorted({n for n, _ in nodes if tfops.AUTO_MIXED_PRECISION.search(n)})[:4]
-    dtypes: Counter = Counter()
+    dtypes: Counter[str] = Counter()
     for tensors in s.trace.meta.get("op_shapes", {}).values():
         dtypes.update(d for d, _ in tensors if d)
     return Precision(sum(t in tfops.CAST_OPS for _, t in nodes),
@@ -129,12 +130,13 @@ class Shapes:
         return max(self.differ.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
 
-def compare_shapes(a: dict[str, list], b: dict[str, list]) -> Shapes:
+def compare_shapes(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> Shapes:
     """Op by op, the output shapes of the same rank whose dimensions after the first agree:
     how many ops have one recorded on both sides, and which leading dimensions differ."""
     na = {normalise(k): v for k, v in a.items()}
     nb = {normalise(k): v for k, v in b.items()}
-    compared, differ, example = 0, Counter(), ("", "", "")
+    compared, example = 0, ("", "", "")
+    differ: Counter[tuple[int, int]] = Counter()
     for op in sorted(set(na) & set(nb)):
         pairs = [(_dims(x), _dims(y)) for _, x in na[op] for _, y in nb[op]]
         pairs = [(x, y) for x, y in pairs if x and len(x) == len(y) and x[1:] == y[1:]]
