@@ -1,6 +1,7 @@
 """The comparison's artifacts in a run folder: ``report.md``, ``report.json`` (validated against
 ``compare/output/report.schema.json`` in the tests), ``stages.png``, ``timelines.png``,
-``merged_trace.json.gz``.
+``merged_trace.json.gz``, and ``timelines.json`` (the data ``timelines.png`` draws, which the
+Pipeline compare tab in TensorBoard draws too).
 
 They are written into a staging folder and moved into place together at the end, so an
 interrupted run leaves either the whole report or none of it.
@@ -8,6 +9,7 @@ interrupted run leaves either the whole report or none of it.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 from pathlib import Path
@@ -16,12 +18,13 @@ from common import atomic
 from compare.analysis.comparison import Comparison, Side
 from compare.analysis.explanation import explain
 from compare.analysis.opdiff import event_keys
-from compare.output import explain_text, merged_trace, plots, report_json, report_md
+from compare.output import explain_text, merged_trace, plots, report_json, report_md, step_timeline
 from compare.output.stage_order import stage_order
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
-         "timelines_png": "timelines.png", "merged_trace": "merged_trace.json.gz"}
+         "timelines_png": "timelines.png", "merged_trace": "merged_trace.json.gz",
+         "timelines_json": "timelines.json"}
 
 
 @dataclasses.dataclass
@@ -39,6 +42,7 @@ class Report:
     elapsed_s: dict[str, float] | None = None
     merged_trace: dict | None = None
     out: Path | None = None                 # the folder it was written into
+    timelines: dict[str, step_timeline.StepTimeline | None] | None = None  # one step per side
 
 
 def answers(side: Side) -> dict[str, str]:
@@ -53,9 +57,17 @@ def answers(side: Side) -> dict[str, str]:
 def build(comparison: Comparison, sides: dict[str, Side], tensorboard_logdir: str | None = None,
           screenshot: str | None = None) -> Report:
     """``screenshot``: the file name of TensorBoard's profile tab saved beside report.md."""
-    return Report(comparison, {k: answers(s) for k, s in sides.items()}, dict(FILES),
-                  f"tensorboard --logdir {tensorboard_logdir}" if tensorboard_logdir else None,
-                  screenshot)
+    report = Report(comparison, {k: answers(s) for k, s in sides.items()}, dict(FILES),
+                    f"tensorboard --logdir {tensorboard_logdir}" if tensorboard_logdir else None,
+                    screenshot)
+    report.timelines = step_timeline.build({k: s.attribution for k, s in sides.items()},
+                                           _groups(comparison, sides))
+    return report
+
+
+def _groups(c: Comparison, sides: dict[str, Side]) -> dict | None:
+    """The generic view's groups colour the pictures when no side shows the seed's stages."""
+    return {k: s.groups for k, s in sides.items()} if c.view == "groups" else None
 
 
 def _matches(c: Comparison, sides: dict[str, Side]) -> dict[str, dict[int, str]]:
@@ -76,12 +88,14 @@ def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> lis
     try:
         runs = {k: s.attribution for k, s in sides.items()}
         c = report.comparison
-        # the generic view's groups colour the pictures when no side shows the seed's stages
-        groups = {k: s.groups for k, s in sides.items()} if c.view == "groups" else None
+        groups = _groups(c, sides)
         report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs,
                                                  c.labels, _matches(c, sides), groups)
         plots.stages_png(staging / FILES["stages_png"], c)
-        plots.timelines_png(staging / FILES["timelines_png"], runs, c.labels, groups=groups)
+        plots.timelines_png(staging / FILES["timelines_png"], report.timelines, c.labels)
+        atomic.write_text(staging / FILES["timelines_json"],   # compact: thousands of bars
+                          json.dumps(step_timeline.to_json(report.timelines, c.labels),
+                                     separators=(",", ":")))
         atomic.write_json(staging / FILES["report_json"], report_json.to_json(report))
         atomic.write_text(staging / FILES["report_md"], report_md.render(report))
         written = atomic.move_into(staging, out)
