@@ -28,14 +28,16 @@ from compare.analysis.explanation import Explanation, explain
 from compare.load import LoadError, load
 from compare.model.events import Trace
 from compare.pipelines import run_in_child
-from compare.viewers.tensorboard import screenshot_profile
+from compare.viewers.tensorboard import screenshot_tabs
 from modern.data_service import check_service
 
 if TYPE_CHECKING:
     from compare.output.report import Report
 
-#: What ``screenshot=True`` saves into the run folder.
+#: What ``screenshot=True`` saves into the run folder: TensorBoard's profile tab, and our own
+#: Pipeline compare tab.
 SCREENSHOT = "profile_tab.png"
+COMPARE_SCREENSHOT = "compare_tab.png"
 #: The traces beside an xprof run folder that are cross-checked against it.
 CROSS_CHECKS = (("timeline.json", "steady"), ("timeline_first.json", "first"))
 
@@ -153,10 +155,12 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
     runs: dict[str, dict] = {}
     try:
         _run_sides(out, opts, log, clock, runs)
-        shot = _screenshot(out, clock) if opts.screenshot else None
+        shots = (_screenshot(out, clock) if opts.screenshot else None) or {}
+        # the compare tab's screenshot: report.md shows it, report.json lists it in its files
+        extra = {"compare_tab_png": shots["compare"]} if "compare" in shots else None
         with native_stderr_to(log):
-            report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs, shot,
-                                       labels)
+            report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs,
+                                       shots.get("profile"), labels, extra)
     except KeyboardInterrupt as e:  # the CLI says where: complete runs, a side's partial
         kept = [f"{out / k} (complete run)" for k in runs]
         kept += [f"{out / k / 'partial'} (interrupted run)" for k in SIDES
@@ -219,28 +223,40 @@ def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
     return sources
 
 
-def _screenshot(out: Path, clock: Phases) -> str | None:
-    """TensorBoard's profile tab over the run folder, saved as ``out/profile_tab.png``; its
-    name, or None (with one line saying why) when it cannot be taken."""
-    clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
-                              "chromium) ...")
+def _screenshot(out: Path, clock: Phases) -> dict[str, str] | None:
+    """TensorBoard's profile tab and our Pipeline compare tab over the run folder, saved as
+    ``out/profile_tab.png`` and ``out/compare_tab.png``: {"profile": name, "compare": name}
+    (compare missing when that tab could not be shown), or None, each with one line saying
+    why, when none can be taken."""
+    clock.phase("screenshot", "screenshotting TensorBoard's profile and Pipeline compare tabs "
+                              "(tensorboard + headless chromium) ...")
+    saved = {}
     try:
         with tempfile.TemporaryDirectory(prefix="compare-screenshot-") as tmp:
-            png = Path(tmp) / SCREENSHOT
-            names = screenshot_profile(out, png, work_dir=tmp)
-            atomic.write_bytes(out / SCREENSHOT, png.read_bytes())
+            pngs = {"profile": Path(tmp) / SCREENSHOT, "compare": Path(tmp) / COMPARE_SCREENSHOT}
+            shots = screenshot_tabs(out, pngs["profile"], pngs["compare"], work_dir=tmp)
+            for key, png in pngs.items():
+                if png.is_file():
+                    atomic.write_bytes(out / png.name, png.read_bytes())
+                    saved[key] = png.name
     except InputError as e:
         say(f"compare.run: no screenshot: {e}")
         return None
-    clock.say(f"{out / SCREENSHOT}: the profile tab lists {', '.join(names)}")
-    return SCREENSHOT
+    clock.say(f"{out / SCREENSHOT}: the profile tab lists {', '.join(shots.sessions)}")
+    if shots.compare_error:
+        say(f"compare.run: no screenshot of the Pipeline compare tab: {shots.compare_error}")
+    else:
+        clock.say(f"{out / COMPARE_SCREENSHOT}: the Pipeline compare tab: {shots.compare}")
+    return saved
 
 
 def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Phases,
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None,
-                      labels: dict[str, str] | None = None) -> Report:
-    """Load, analyse and compare the two sources; write the report into ``out``."""
+                      labels: dict[str, str] | None = None,
+                      files: dict[str, str] | None = None) -> Report:
+    """Load, analyse and compare the two sources; write the report into ``out``. ``files``:
+    more files already in ``out`` for the report to list (name key -> file name)."""
     from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
@@ -253,6 +269,7 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     report = report_mod.build(comparison.compare(sides["legacy"], sides["modern"], labels),
                               sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
+    report.files.update(files or {})
     clock.end()
     report.elapsed_s = dict(clock.marks)
     report_mod.write(out, report, sides)

@@ -11,7 +11,8 @@ runs), then compares them; with ``--data_service`` modern's input pipeline runs 
 service's workers (see ``python -m modern.service``). The second compares traces that already
 exist, in any format we read, without running anything. Either way DIR (default
 ``runs/<timestamp>``, never an existing non-empty folder) receives report.md, report.json,
-stages.png, timelines.png and merged_trace.json.gz, and with ``--screenshot`` profile_tab.png.
+stages.png, timelines.png and merged_trace.json.gz, and with ``--screenshot`` profile_tab.png and
+compare_tab.png.
 TensorFlow's own log goes to DIR/tf.log unless ``--verbose``. ``--labels A,B`` names the two sides
 in every output (default: the traces' file names; legacy and modern for our own runs);
 report.json keeps its ``legacy``/``modern`` keys and records the labels. A thin CLI over
@@ -54,7 +55,8 @@ def _define_flags() -> None:
                        "process, in seconds (modern.run --lost_worker_wait).", lower_bound=0.1)
     flags.DEFINE_boolean("screenshot", False, "Also open the run folder in TensorBoard and "
                          "headless Chromium (Debian's chromium) and save the profile tab, both "
-                         "sessions listed, as profile_tab.png (shown in report.md).")
+                         "sessions listed, as profile_tab.png, and the Pipeline compare tab as "
+                         "compare_tab.png (both shown in report.md).")
     flags.DEFINE_string("legacy", None, "Compare this existing legacy trace instead of running "
                                         "the pipelines (with --modern).")
     flags.DEFINE_string("modern", None, "Compare this existing modern trace (with --legacy).")
@@ -118,8 +120,10 @@ def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
         print(f"- {shown_words(text)}")   # names in it cut as report.md cuts them
     print()
     folder = report.out
+    shots = "".join(f", {x}" for x in (report.screenshot, report.files.get("compare_tab_png"))
+                    if x)
     print(f"report: {folder / 'report.md'} (and report.json, stages.png, timelines.png, "
-          f"merged_trace.json.gz{', ' + report.screenshot if report.screenshot else ''})")
+          f"merged_trace.json.gz{shots})")
     if tensorboard:
         print(f"open the profiles: tensorboard --logdir {folder}")
     say(f"[{time.monotonic() - t0:6.1f}s] done in {time.monotonic() - t0:.1f} s")

@@ -59,6 +59,9 @@ def _head(r: "Report") -> list[str]:
     if r.screenshot:
         lines += ["", f"![TensorBoard's profile tab over this run folder, both sessions listed]"
                       f"({r.screenshot})"]
+    if r.files.get("compare_tab_png"):
+        lines += ["", f"![The Pipeline compare tab in TensorBoard over this run folder (the same "
+                      f"comparison as this report)]({r.files['compare_tab_png']})"]
     return lines + [""]
 
 

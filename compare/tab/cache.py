@@ -33,9 +33,12 @@ from pathlib import Path
 
 from compare.output.report_json import SCHEMA_VERSION
 from compare.output.step_timeline import TIMELINE_VERSION
-from compare.tab.compute import PARENT_ENV, PROG
 from compare.tab.sessions import Session
 
+#: The child that computes a comparison (:mod:`compare.tab.compute`), as its errors name it.
+PROG = "compare.tab.compute"
+#: Set for that child to TensorBoard's pid: the child then dies with it.
+PARENT_ENV = "COMPARE_TAB_PARENT"
 #: The cache folder inside the logdir (hidden: TensorBoard and the profile plugin skip it).
 CACHE_DIR = ".pipeline_compare"
 #: Comparisons kept; the least recently viewed beyond this are removed.

@@ -19,11 +19,9 @@ from absl import flags
 
 from common.errors import InputError, cli_main, say
 from compare.api import compare_traces
+from compare.tab.cache import PARENT_ENV, PROG
 
 FLAGS = flags.FLAGS
-PROG = "compare.tab.compute"
-#: Set by the parent to its pid: the child then dies with it (see :func:`_die_with_parent`).
-PARENT_ENV = "COMPARE_TAB_PARENT"
 _PR_SET_PDEATHSIG = 1
 
 

@@ -34,8 +34,9 @@ from compare.output.report import FILES
 from compare.tab import sessions as sessions_mod
 from compare.tab.cache import COMPUTE_TIMEOUT_S, Comparisons, default_root
 from compare.tab.sessions import BadName, Session
+from compare.viewers.tensorboard import TAB_PLUGIN
 
-PLUGIN_NAME = "pipeline_compare"
+PLUGIN_NAME = TAB_PLUGIN
 TAB_NAME = "Pipeline compare"
 STATIC = Path(__file__).with_name("static")
 #: The logdir is listed again after this many seconds (TensorBoard's own reload is 5 s).

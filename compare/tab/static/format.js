@@ -5,11 +5,14 @@
 export function fixed(x, digits) {
   const ax = Math.abs(x);
   let text = ax.toFixed(digits);
-  const scale = 10 ** digits;
-  const scaled = ax * scale;
-  if (scaled % 1 === 0.5 && (Math.floor(scaled) + 0.5) / scale === ax) {
-    const down = Math.floor(scaled);
-    text = ((down % 2 === 0 ? down : down + 1) / scale).toFixed(digits);
+  // toFixed is exact: 40 more digits show whether ax is exactly halfway (a double near our
+  // magnitudes that is not differs within them)
+  const exact = ax.toFixed(Math.min(100, digits + 40));
+  const point = exact.indexOf('.');
+  const cut = digits ? point + 1 + digits : point;
+  if (/^50*$/.test(exact.slice(point + 1 + digits))) {
+    const kept = exact.slice(0, cut);
+    if (Number(kept[kept.length - 1]) % 2 === 0) text = kept;  // else toFixed's up is even
   }
   return (x < 0 || Object.is(x, -0) ? '-' : '') + text;
 }
