@@ -84,11 +84,12 @@ def default_out() -> Path:
 def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
-                   labels: dict[str, str] | None = None) -> Report:
+                   labels: dict[str, str] | None = None, data_only: bool = False) -> Report:
     """Compare two existing traces (any format we read) and write the report into ``out``
     (new or empty; default ``runs/<timestamp>``). A bad trace leaves nothing behind.
     ``labels``: {"legacy": A, "modern": B}, the names the outputs use for the two sides
-    (default: the traces' file names)."""
+    (default: the traces' file names). ``data_only``: write report.json and timelines.json
+    alone, no report.md, pictures or merged trace (what the Pipeline compare tab draws from)."""
     for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
@@ -99,7 +100,8 @@ def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
     try:
         with native_stderr_to(log):
             return analyse_and_write(out, sources, Phases(progress),
-                                     labels=labels or default_labels(legacy, modern))
+                                     labels=labels or default_labels(legacy, modern),
+                                     data_only=data_only)
     except (InputError, KeyboardInterrupt):
         _remove_if_only_log(out)
         raise
@@ -254,9 +256,10 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None,
                       labels: dict[str, str] | None = None,
-                      files: dict[str, str] | None = None) -> Report:
+                      files: dict[str, str] | None = None, data_only: bool = False) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``. ``files``:
-    more files already in ``out`` for the report to list (name key -> file name)."""
+    more files already in ``out`` for the report to list (name key -> file name);
+    ``data_only``: see :func:`compare_traces`."""
     from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
@@ -265,14 +268,15 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     sides = {k: comparison.side(k, traces[k], note) for k, (_, note) in sources.items()}
     for k, (path, _) in sources.items():
         _add_cross_checks(sides[k], path, traces[k])
-    clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
+    clock.phase("write", "writing report.json and timelines.json ..." if data_only else
+                "writing report.md, report.json, plots and the merged trace ...")
     report = report_mod.build(comparison.compare(sides["legacy"], sides["modern"], labels),
                               sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
     report.files.update(files or {})
     clock.end()
     report.elapsed_s = dict(clock.marks)
-    report_mod.write(out, report, sides)
+    report_mod.write(out, report, sides, data_only)
     return report
 
 

@@ -370,3 +370,29 @@ def test_the_tab_on_two_real_public_profiles_of_another_program(chess_logdir, tm
         assert len(drawn) == 2 and all(n > 0 for n in drawn), drawn
         shot = tab.page.screenshot(tmp_path / "chess.png")
         assert struct.unpack(">II", shot.read_bytes()[16:24]) == (1400, 1000)
+
+
+#: report.json's keys that say where and when, not what was measured
+PROVENANCE = {"created", "sources", "cross_checks", "files", "tensorboard", "screenshot", "runs",
+              "elapsed_s", "merged_trace"}
+
+
+def test_compare_run_screenshot_saves_the_tab_with_the_numbers_of_its_report(compare_run):
+    """``compare.run --screenshot``: compare_tab.png beside profile_tab.png, shown in report.md
+    and listed in report.json; the tab it shows computed, over the run folder, every number
+    of compare.run's own report.json (only where and when differ)."""
+    out, proc = compare_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "no screenshot" not in proc.stderr, proc.stderr[-2000:]
+    png = out / "compare_tab.png"
+    assert struct.unpack(">II", png.read_bytes()[16:24]) == (1400, 1700)
+    assert png.stat().st_size > 50_000
+    report = json.loads((out / "report.json").read_text())
+    assert report["files"]["compare_tab_png"] == "compare_tab.png"
+    assert "](compare_tab.png)" in (out / "report.md").read_text()
+    assert "compare_tab.png" in proc.stdout
+    (cached,) = (out / CACHE_DIR).glob("*/report.json")
+    tab = json.loads(cached.read_text())
+    assert tab["labels"] == report["labels"] == {"legacy": "legacy", "modern": "modern"}
+    for key in set(report) - PROVENANCE:
+        assert tab[key] == report[key], key

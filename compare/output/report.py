@@ -18,13 +18,15 @@ from common import atomic
 from compare.analysis.comparison import Comparison, Side
 from compare.analysis.explanation import explain
 from compare.analysis.opdiff import event_keys
-from compare.output import explain_text, merged_trace, plots, report_json, report_md, step_timeline
+from compare.output import explain_text, merged_trace, report_json, report_md, step_timeline
 from compare.output.stage_order import stage_order
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
          "timelines_png": "timelines.png", "merged_trace": "merged_trace.json.gz",
          "timelines_json": "timelines.json"}
+#: What ``write(..., data_only=True)`` writes: the data, which the Pipeline compare tab draws.
+DATA_FILES = ("report_json", "timelines_json")
 
 
 @dataclasses.dataclass
@@ -80,27 +82,39 @@ def _matches(c: Comparison, sides: dict[str, Side]) -> dict[str, dict[int, str]]
     return out
 
 
-def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> list[Path]:
-    """Write every artifact into ``out`` (all or nothing); returns the paths written."""
+def write(out: str | os.PathLike, report: Report, sides: dict[str, Side],
+          data_only: bool = False) -> list[Path]:
+    """Write every artifact into ``out`` (all or nothing); returns the paths written.
+    ``data_only``: report.json and timelines.json alone (:data:`DATA_FILES`)."""
     out = Path(out)
     staging = out / f".report-staging-{os.getpid()}"
     staging.mkdir(parents=True, exist_ok=False)
     try:
-        runs = {k: s.attribution for k, s in sides.items()}
         c = report.comparison
-        groups = _groups(c, sides)
-        report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs,
-                                                 c.labels, _matches(c, sides), groups)
-        plots.stages_png(staging / FILES["stages_png"], c)
-        plots.timelines_png(staging / FILES["timelines_png"], report.timelines, c.labels)
+        if data_only:
+            report.files = {k: v for k, v in report.files.items() if k in DATA_FILES}
+        else:
+            _pictures(staging, report, sides)
+            atomic.write_text(staging / FILES["report_md"], report_md.render(report))
         atomic.write_text(staging / FILES["timelines_json"],   # compact: thousands of bars
                           json.dumps(step_timeline.to_json(report.timelines, c.labels),
                                      separators=(",", ":")))
         atomic.write_json(staging / FILES["report_json"], report_json.to_json(report))
-        atomic.write_text(staging / FILES["report_md"], report_md.render(report))
         written = atomic.move_into(staging, out)
         report.out = out
         return written
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _pictures(staging: Path, report: Report, sides: dict[str, Side]) -> None:
+    """merged_trace.json.gz, stages.png and timelines.png."""
+    from compare.output import plots  # lazy: matplotlib, which data-only reports never need
+
+    c = report.comparison
+    runs = {k: s.attribution for k, s in sides.items()}
+    report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs, c.labels,
+                                             _matches(c, sides), _groups(c, sides))
+    plots.stages_png(staging / FILES["stages_png"], c)
+    plots.timelines_png(staging / FILES["timelines_png"], report.timelines, c.labels)

@@ -2,8 +2,9 @@
 ``python -m compare.tab.compute --a SESSION_DIR --b SESSION_DIR --out DIR --label_a A
 --label_b B``.
 
-It is :func:`compare.api.compare_traces`, what ``compare.run --legacy A --modern B`` calls: the
-report files (``report.json``, ``timelines.json``, ...) go into ``--out``; progress lines and,
+It is :func:`compare.api.compare_traces`, what ``compare.run --legacy A --modern B`` calls, with
+``data_only``: ``report.json`` and ``timelines.json`` go into ``--out`` (the tab draws its own
+pictures, so none are made); progress lines and,
 on bad input, the one-line error go to stderr (exit 2). TensorBoard's process starts it (see
 :mod:`compare.tab.cache`), so a trace that takes xprof's converter down, or memory, takes only
 this process with it, and a time-out can end it.
@@ -39,7 +40,7 @@ def _main(argv: list[str]) -> int:
     missing = [n for n in ("a", "b", "out", "label_a", "label_b") if not FLAGS[n].value]
     if missing:
         raise InputError(f"missing --{', --'.join(missing)}")
-    compare_traces(FLAGS.a, FLAGS.b, FLAGS.out, progress=say,
+    compare_traces(FLAGS.a, FLAGS.b, FLAGS.out, progress=say, data_only=True,
                    labels={"legacy": FLAGS.label_a, "modern": FLAGS.label_b})
     return 0
 

@@ -10,7 +10,7 @@ import {drawTimelines} from './static/timeline.js';
 import {drawWaterfall} from './static/waterfall.js';
 
 const BASE = new URL('./', import.meta.url);
-const POLL_MS = 400;
+const POLL_MS = 250;
 const ANSWERS = [['pids', 'What each pid and row is'], ['xla', 'XLA: compile and run'],
                  ['sequence', 'In what order ops ran'], ['interpret', 'The bottleneck']];
 const STATUSES = ['changed', 'added', 'removed', 'fused', 'unfused', 'same'];
@@ -147,7 +147,7 @@ class App {
     this.labelA.placeholder = model.labels[0];
     this.labelB.placeholder = model.labels[1];
     const width = Math.max(this.result.clientWidth || document.body.clientWidth, 760);
-    this.result.replaceChildren(
+    const parts = [
       verdictSection(model),
       stepSection(model, width),
       section('pc-timelines', 'One steady step of each side',
@@ -156,12 +156,16 @@ class App {
       groupsSection(model),
       opsSection(model),
       sidesSection(model),
-      filesSection(body.files, params));
+      filesSection(body.files, params, model)];
+    this.result.replaceChildren(...parts.filter((x) => x));
     const seconds = ((performance.now() - started) / 1e3).toFixed(2);
     this.status.replaceChildren(el('p', {class: 'pc-note', id: 'pc-shown'}, [
       `${model.labels[0]} = ${params.a}, ${model.labels[1]} = ${params.b}; shown in ` +
       `${seconds} s.`]));
+    // for benchmarks.tab: from this click (or the tab's first request), and from the start of
+    // the tab's page
     this.root.dataset.shownMs = String(Math.round(performance.now() - started));
+    this.root.dataset.doneAtMs = String(Math.round(performance.now()));
     this.setState('done');
   }
 }
@@ -338,13 +342,22 @@ function sidesSection(m) {
   return section('pc-sides', 'Each side explained', [el('div', {class: 'pc-cards'}, cards)]);
 }
 
-function filesSection(files, params) {
-  if (!files || !files.length) return null;
-  const links = files.map((name) => el('a', {href: route('file', {...params, name}),
-                                             download: name}, [name]));
+function quoted(path) {
+  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, "'\\''")}'`;
+}
+
+function filesSection(files, params, m) {
+  const links = (files || []).map((name) => el('a', {href: route('file', {...params, name}),
+                                                     download: name}, [name]));
   const items = [];
   links.forEach((a, i) => { if (i) items.push(' · '); items.push(a); });
-  return section('pc-files', 'Files', [el('p', {}, [
-    'The same files compare.run writes: ', ...items,
-    '. Open merged_trace.json.gz in Perfetto (ui.perfetto.dev) to see both runs in one trace.'])]);
+  const paths = m.sources.map((s) => s.path).filter((p) => p);
+  const command = paths.length === 2 ?
+    `python -m compare.run --legacy ${quoted(paths[0])} --modern ${quoted(paths[1])} ` +
+    `--labels ${quoted(`${m.labels[0]},${m.labels[1]}`)}` : null;
+  return section('pc-files', 'Files', [
+    items.length ? el('p', {}, ['The data this page shows: ', ...items, '.']) : null,
+    command ? el('p', {}, ['The same comparison with report.md, its pictures and both runs ' +
+                           'in one trace for Perfetto (merged_trace.json.gz):']) : null,
+    command ? el('pre', {class: 'pc-answer', id: 'pc-command'}, [command]) : null]);
 }
