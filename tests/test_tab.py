@@ -7,9 +7,11 @@ host named). The comparison itself is a fake child here; tests/test_tab_browser.
 real one."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -137,20 +139,29 @@ def test_the_cache_key_changes_with_the_sessions_files_and_labels(logdir):
 
 FAKE = r'''
 import json, os, sys, time
-args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
-spec = json.loads(os.environ["FAKE_SPEC"])
+def spec():
+    with open(os.environ["FAKE_SPEC"]) as f:
+        return json.load(f)
+time.sleep(spec().get("imports", 0))           # what the real child spends importing
+with open(spec()["started"], "a") as f:
+    f.write(f"{os.getpid()} {time.time()}\n")
+line = sys.stdin.readline()
+if not line.strip():
+    sys.exit(0)
+args = json.loads(line)
+spec = spec()                                  # the test's wishes when the job comes
 with open(spec["count"], "a") as f:
-    f.write(args["--a"] + "\n")
+    f.write(args["a"] + "\n")
 print("[   0.0s] converting profiles (xprof) and loading traces ...", file=sys.stderr, flush=True)
 time.sleep(spec.get("sleep", 0))
 if spec.get("fail"):
     print("compare.tab.compute: error: " + spec["fail"], file=sys.stderr)
     sys.exit(2)
-os.makedirs(args["--out"], exist_ok=True)
-report = {"labels": {"legacy": args["--label_a"], "modern": args["--label_b"]}, "a": args["--a"]}
+os.makedirs(args["out"], exist_ok=True)
+report = {"labels": {"legacy": args["label_a"], "modern": args["label_b"]}, "a": args["a"]}
 for name, doc in (("report.json", report), ("timelines.json", {"version": 1}),
                   ("report.md", "# r")):
-    with open(os.path.join(args["--out"], name), "w") as f:
+    with open(os.path.join(args["out"], name), "w") as f:
         f.write(json.dumps(doc) if name.endswith(".json") else doc)
 '''
 
@@ -159,13 +170,17 @@ for name, doc in (("report.json", report), ("timelines.json", {"version": 1}),
 def fake(tmp_path, monkeypatch):
     script = tmp_path / "fake_compute.py"
     script.write_text(FAKE)
-    count = tmp_path / "count.txt"
+    count, started = tmp_path / "count.txt", tmp_path / "started.txt"
+
+    spec_file = tmp_path / "spec.json"
+    monkeypatch.setenv("FAKE_SPEC", str(spec_file))
 
     def configure(**spec):
-        monkeypatch.setenv("FAKE_SPEC", json.dumps({"count": str(count), **spec}))
+        spec_file.write_text(json.dumps({"count": str(count), "started": str(started), **spec}))
         return (sys.executable, str(script))
 
     configure.calls = lambda: count.read_text().splitlines() if count.exists() else []
+    configure.started = lambda: started.read_text().splitlines() if started.exists() else []
     return configure
 
 
@@ -241,6 +256,59 @@ def test_a_comparison_that_takes_too_long_is_stopped(logdir, tmp_path, fake):
     assert not list((tmp_path / "cache").glob(".tmp-*"))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_child_started_ahead_takes_the_first_job(logdir, tmp_path, fake):
+    """The first view does not wait for the child's imports: one is started ahead, and the
+    next is started when a job takes it."""
+    comparisons = Comparisons(tmp_path / "cache", command=fake(imports=3.0))
+    comparisons.warm()
+    comparisons.warm()                                     # once
+    deadline = time.monotonic() + 30
+    while len(fake.started()) < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    spare = int(fake.started()[0].split()[0])
+    t0 = time.monotonic()
+    assert _wait(comparisons, *_pair(logdir), ("legacy", "modern")).state == "done"
+    assert time.monotonic() - t0 < 2.5                     # no 3 s of imports in it
+    assert len(fake.calls()) == 1 and not _alive(spare)    # the spare did it, and is done
+    while len(fake.started()) < 2:                         # the next one, ahead again
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    nxt = int(fake.started()[1].split()[0])
+    assert _alive(nxt)
+    comparisons.stop()
+    assert not _alive(nxt)
+
+
+def test_children_end_with_the_process_that_started_them(tmp_path, fake):
+    """A child waiting for a job reads its stdin: when TensorBoard is killed, it ends."""
+    command = fake()
+    code = (f"import sys, time, json; sys.path.insert(0, {str(ROOT)!r})\n"
+            f"from compare.tab.cache import Comparisons\n"
+            f"c = Comparisons({str(tmp_path / 'cache')!r}, command={command!r})\n"
+            f"c.warm(); print(c._spare.proc.pid, flush=True); time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        assert _alive(child)
+        parent.kill()
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _alive(child):
+            assert time.monotonic() < deadline, "the child outlived its TensorBoard"
+            time.sleep(0.05)
+    finally:
+        parent.kill()
+
+
 def test_the_cache_keeps_the_most_recently_viewed(logdir, tmp_path, fake, monkeypatch):
     monkeypatch.setattr(cache_mod, "MAX_ENTRIES", 3)
     root = tmp_path / "cache"
@@ -264,12 +332,16 @@ def test_the_cache_falls_back_when_the_logdir_is_read_only(tmp_path, monkeypatch
 
 # --- the plugin's routes ---------------------------------------------------------------------
 
-def _plugin(logdir, command, cache=""):
-    flags = SimpleNamespace(logdir=str(logdir), pipeline_compare_cache=cache,
-                            pipeline_compare_timeout=60.0)
-    plugin = plugin_mod.PipelineComparePlugin(SimpleNamespace(logdir=str(logdir), flags=flags))
-    plugin._comparisons.command = command
-    return plugin
+@pytest.fixture
+def make_plugin(monkeypatch):
+    """The plugin as TensorBoard makes it, its comparisons made by ``command``."""
+    def make(logdir, command, cache=""):
+        monkeypatch.setattr(plugin_mod, "Comparisons", functools.partial(Comparisons,
+                                                                          command=command))
+        flags = SimpleNamespace(logdir=str(logdir), pipeline_compare_cache=cache,
+                                pipeline_compare_timeout=60.0)
+        return plugin_mod.PipelineComparePlugin(SimpleNamespace(logdir=str(logdir), flags=flags))
+    return make
 
 
 def _get(plugin, route, **params):
@@ -283,8 +355,8 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
             for p in root.rglob("*") if p.is_file() and ".pipeline_compare" not in p.parts}
 
 
-def test_routes_reject_paths_and_unknown_names_with_400(logdir, fake):
-    plugin = _plugin(logdir, fake())
+def test_routes_reject_paths_and_unknown_names_with_400(logdir, fake, make_plugin):
+    plugin = make_plugin(logdir, fake())
     ok = {"a": "legacy/2026_01_01_10_00_00", "b": "modern/2026_01_01_10_05_00"}
     for params in ({**ok, "a": "../elsewhere"}, {**ok, "b": "/etc/passwd"},
                    {**ok, "a": "legacy/2099"}, {**ok, "b": "linked/escape"}, {"a": ok["a"]},
@@ -301,9 +373,10 @@ def test_routes_reject_paths_and_unknown_names_with_400(logdir, fake):
     assert _get(plugin, "/static/%2e%2e%2fplugin.py")[0] == 404
 
 
-def test_sessions_compare_and_file_read_nothing_outside_and_write_only_the_cache(logdir, fake):
+def test_sessions_compare_and_file_read_nothing_outside_and_write_only_the_cache(logdir, fake,
+                                                                              make_plugin):
     before = _tree(logdir)
-    plugin = _plugin(logdir, fake())
+    plugin = make_plugin(logdir, fake())
     assert plugin.is_active()
     code, body = _get(plugin, "/sessions")
     doc = json.loads(body)
@@ -331,10 +404,10 @@ def test_sessions_compare_and_file_read_nothing_outside_and_write_only_the_cache
     assert _tree(logdir) == before            # the logdir itself untouched
 
 
-def test_one_session_only_says_so_in_one_sentence(tmp_path, fake):
+def test_one_session_only_says_so_in_one_sentence(tmp_path, fake, make_plugin):
     root = tmp_path / "one"
     _session(root, "run", "s1")
-    plugin = _plugin(root, fake())
+    plugin = make_plugin(root, fake())
     assert not plugin.is_active()
     doc = json.loads(_get(plugin, "/sessions")[1])
     assert "default" not in doc
@@ -342,8 +415,8 @@ def test_one_session_only_says_so_in_one_sentence(tmp_path, fake):
                               f"two: profile another run into this logdir.")
 
 
-def test_the_page_is_served_by_the_plugin_and_names_no_other_host(logdir, fake):
-    plugin = _plugin(logdir, fake())
+def test_the_page_is_served_by_the_plugin_and_names_no_other_host(logdir, fake, make_plugin):
+    plugin = make_plugin(logdir, fake())
     meta = plugin.frontend_metadata()
     assert (meta.es_module_path, meta.tab_name) == ("/index.js", "Pipeline compare")
     files = sorted(p.name for p in plugin_mod.STATIC.iterdir())
@@ -374,3 +447,58 @@ def test_the_entry_point_is_declared_and_installed():
 
 def test_report_files_include_the_timelines():
     assert FILES["timelines_json"] == "timelines.json"
+
+
+def _child(job: dict | None, hold: bool = True, timeout: float = 120):
+    """Run the real ``python -m compare.tab.compute`` with ``job`` on its stdin, which stays
+    open until it exits (``hold``) or is closed right after the job."""
+    proc = subprocess.Popen([sys.executable, "-m", "compare.tab.compute"], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc.stdin.write(json.dumps(job) + "\n" if job is not None else "")
+    proc.stdin.flush()
+    if not hold:
+        proc.stdin.close()
+    try:
+        rc = proc.wait(timeout=timeout)
+        return rc, proc.stderr.read()   # a few lines: no pipe fills meanwhile
+    finally:
+        proc.kill()
+        for f in (proc.stdin, proc.stderr):
+            f.close()
+
+
+@pytest.mark.slow
+def test_the_real_child_writes_the_data_and_ends_with_its_stdin(tmp_path):
+    from tests.synthetic import CPU, write
+
+    def events(decode):
+        out = []
+        for k in range(3):
+            out += [(CPU, 0, k * 1000, decode, "DecodeJpeg", f"decode/DecodeJpeg_{k}"),
+                    (CPU, 0, k * 1000 + decode, 100, "ResizeBilinear", f"resize/R_{k}")]
+        return out + [(CPU, 0, 3000, 0, "NoOp", "end")]
+
+    a = write(tmp_path / "a" / "timeline.json", events(600), steps=[0, 1000, 2000])
+    b = write(tmp_path / "b" / "timeline.json", events(200), steps=[0, 1000, 2000])
+    job = {"a": str(a), "b": str(b), "out": str(tmp_path / "out"), "label_a": "old",
+           "label_b": "new"}
+    rc, err = _child(job)
+    assert rc == 0, err
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert written == ["report.json", "tf.log", "timelines.json"]          # data only
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["labels"] == {"legacy": "old", "modern": "new"}
+    assert report["files"] == {"report_json": "report.json", "timelines_json": "timelines.json"}
+    assert "writing report.json and timelines.json" in err
+    # TensorBoard gone mid-way (stdin closed): the child ends, nothing half written
+    rc, err = _child({**job, "out": str(tmp_path / "out2")}, hold=False)
+    assert rc == 1 and not (tmp_path / "out2" / "report.json").exists()
+    # bad input: one line, exit 2
+    rc, err = _child({**job, "a": str(tmp_path / "nope"), "out": str(tmp_path / "out3")})
+    assert rc == 2 and err.strip().splitlines() == [
+        f"compare.tab.compute: error: {tmp_path / 'nope'}: no such file or folder"]
+    rc, err = _child({"a": "x"})
+    assert rc == 2 and "the job line has no b, out, label_a, label_b" in err
+    assert _child(None, hold=False)[0] == 0                     # no job ever came

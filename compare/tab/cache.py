@@ -12,6 +12,11 @@ for it; across processes (two TensorBoards over one logdir) a lock file per fold
 before computing and re-checked after. Every job ends in bounded time (``timeout_s``; the
 child's process group is killed then, and when TensorBoard exits). At most
 :data:`MAX_ENTRIES` comparisons are kept, the least recently viewed removed first.
+
+The child (:mod:`compare.tab.compute`) takes its job as one JSON line on stdin. One is kept
+started ahead (:meth:`Comparisons.warm`), its imports done, so that a first view does not wait
+for them; it holds no data until it gets a job. A child reads its stdin to the end: when
+TensorBoard goes, however it goes, the pipe closes and the child ends.
 """
 from __future__ import annotations
 
@@ -37,8 +42,6 @@ from compare.tab.sessions import Session
 
 #: The child that computes a comparison (:mod:`compare.tab.compute`), as its errors name it.
 PROG = "compare.tab.compute"
-#: Set for that child to TensorBoard's pid: the child then dies with it.
-PARENT_ENV = "COMPARE_TAB_PARENT"
 #: The cache folder inside the logdir (hidden: TensorBoard and the profile plugin skip it).
 CACHE_DIR = ".pipeline_compare"
 #: Comparisons kept; the least recently viewed beyond this are removed.
@@ -88,6 +91,15 @@ class Status:
 
 
 @dataclasses.dataclass
+class _Worker:
+    """A started child waiting for its job, and the lines it has printed."""
+
+    proc: subprocess.Popen
+    lines: list[str]
+    reader: threading.Thread
+
+
+@dataclasses.dataclass
 class _Job:
     key: str
     started: float = dataclasses.field(default_factory=time.monotonic)
@@ -112,7 +124,35 @@ class Comparisons:
         self.command = command
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Lock()
+        self._spare: _Worker | None = None
+        self._stopped = False
         atexit.register(self.stop)
+
+    def warm(self) -> None:
+        """Start a child ahead of the next job (once; again after each job takes it)."""
+        with self._lock:
+            if self._stopped or (self._spare and self._spare.proc.poll() is None):
+                return
+            self._spare = self._start()
+
+    def _start(self) -> _Worker:
+        proc = subprocess.Popen(list(self.command), stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        lines: list[str] = []
+        reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines), daemon=True)
+        reader.start()
+        return _Worker(proc, lines, reader)
+
+    def _take(self) -> _Worker:
+        """The child started ahead if it is alive, else a new one; another is started ahead."""
+        with self._lock:
+            worker, self._spare = self._spare, None
+        if worker is None or worker.proc.poll() is not None:
+            worker = self._start()
+        self.warm()
+        return worker
 
     def folder(self, key: str) -> Path:
         return self.root / key
@@ -146,9 +186,13 @@ class Comparisons:
         return status
 
     def stop(self) -> None:
-        """End every running child (TensorBoard is exiting)."""
+        """End every child, running or waiting (TensorBoard is exiting)."""
         with self._lock:
+            self._stopped = True
             procs = [j.proc for j in self._jobs.values() if j.proc is not None]
+            if self._spare is not None:
+                procs.append(self._spare.proc)
+                self._spare = None
         for proc in procs:
             _kill_group(proc)
 
@@ -177,23 +221,25 @@ class Comparisons:
     def _compute(self, job: _Job, a: Session, b: Session, labels: tuple[str, str],
                  tmp: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
-        argv = [*self.command, "--a", str(a.path), "--b", str(b.path), "--out", str(tmp),
-                "--label_a", labels[0], "--label_b", labels[1]]
-        job.lines.append(f"comparing {a.name} (A) with {b.name} (B) ...")
-        job.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, start_new_session=True,
-                                    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-                                             **{PARENT_ENV: str(os.getpid())}))
-        reader = threading.Thread(target=_read_lines, args=(job.proc.stderr, job.lines),
-                                  daemon=True)
-        reader.start()
+        worker = self._take()
+        job.proc, job.lines = worker.proc, worker.lines
+        job.lines.insert(0, f"comparing {a.name} (A) with {b.name} (B) ...")
+        order = {"a": str(a.path), "b": str(b.path), "out": str(tmp),
+                 "label_a": labels[0], "label_b": labels[1]}
         try:
-            rc = job.proc.wait(timeout=self.timeout_s)
+            worker.proc.stdin.write(json.dumps(order).encode() + b"\n")
+            worker.proc.stdin.flush()  # kept open: its end tells the child TensorBoard is gone
+            rc = worker.proc.wait(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(job.proc)
             raise _Failed(f"the comparison took longer than {self.timeout_s:.0f} s and was "
                           f"stopped") from None
-        reader.join(timeout=5)
+        except BrokenPipeError:
+            rc = worker.proc.wait(timeout=self.timeout_s)  # it died first: its own words
+        finally:
+            _kill_group(worker.proc)
+            with contextlib.suppress(OSError):
+                worker.proc.stdin.close()
+        worker.reader.join(timeout=5)  # its last lines
         if rc != 0:
             raise _Failed(_why(job.lines, rc))
         if not all((tmp / name).is_file() for name in NEEDED):

@@ -1,65 +1,64 @@
 """The Pipeline compare tab's comparison of two sessions, in a process of its own:
-``python -m compare.tab.compute --a SESSION_DIR --b SESSION_DIR --out DIR --label_a A
---label_b B``.
+``python -m compare.tab.compute`` then one JSON line on stdin, ``{"a": SESSION_DIR, "b":
+SESSION_DIR, "out": DIR, "label_a": A, "label_b": B}``.
 
 It is :func:`compare.api.compare_traces`, what ``compare.run --legacy A --modern B`` calls, with
-``data_only``: ``report.json`` and ``timelines.json`` go into ``--out`` (the tab draws its own
-pictures, so none are made); progress lines and,
-on bad input, the one-line error go to stderr (exit 2). TensorBoard's process starts it (see
-:mod:`compare.tab.cache`), so a trace that takes xprof's converter down, or memory, takes only
-this process with it, and a time-out can end it.
+``data_only``: ``report.json`` and ``timelines.json`` go into ``out`` (the tab draws its own
+pictures). Progress lines and, on bad input, the one-line error go to stderr (exit 2).
+
+TensorBoard's process starts it (:mod:`compare.tab.cache`), before it has a job, so that its
+imports are done when one comes; a trace that takes xprof's converter down, or memory, takes
+only this process with it, and a time-out can end it. It reads stdin to the end: the end
+(TensorBoard gone, however it went) ends this process, mid-comparison too.
 """
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import json
 import os
-import signal
-
-from absl import flags
+import sys
+import threading
 
 from common.errors import InputError, cli_main, say
 from compare.api import compare_traces
-from compare.tab.cache import PARENT_ENV, PROG
+from compare.tab.cache import PROG
 
-FLAGS = flags.FLAGS
-_PR_SET_PDEATHSIG = 1
+#: What a job line must name.
+KEYS = ("a", "b", "out", "label_a", "label_b")
 
 
-def _define_flags() -> None:
-    flags.DEFINE_string("a", None, "Side A: a profile session folder.")
-    flags.DEFINE_string("b", None, "Side B: a profile session folder.")
-    flags.DEFINE_string("out", None, "A new or empty folder for the report files.")
-    flags.DEFINE_string("label_a", None, "What to call side A.")
-    flags.DEFINE_string("label_b", None, "What to call side B.")
+def _no_flags() -> None:
+    """This child takes no flags: its job comes on stdin."""
+
+
+def _exit_when_stdin_ends() -> None:
+    # the raw descriptor: a daemon thread blocked in sys.stdin would hold its lock while the
+    # interpreter shuts down, which aborts it
+    while os.read(sys.stdin.fileno(), 1 << 16):
+        pass
+    os._exit(1)
 
 
 def _main(argv: list[str]) -> int:
     if len(argv) > 1:
         raise InputError(f"unexpected arguments: {' '.join(argv[1:])}")
-    missing = [n for n in ("a", "b", "out", "label_a", "label_b") if not FLAGS[n].value]
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0  # TensorBoard went before giving a job
+    try:
+        job = json.loads(line)
+        missing = [k for k in KEYS if not isinstance(job.get(k), str) or not job[k]]
+    except (ValueError, AttributeError):
+        raise InputError("the job line is not a JSON object") from None
     if missing:
-        raise InputError(f"missing --{', --'.join(missing)}")
-    compare_traces(FLAGS.a, FLAGS.b, FLAGS.out, progress=say, data_only=True,
-                   labels={"legacy": FLAGS.label_a, "modern": FLAGS.label_b})
+        raise InputError(f"the job line has no {', '.join(missing)}")
+    threading.Thread(target=_exit_when_stdin_ends, daemon=True).start()
+    compare_traces(job["a"], job["b"], job["out"], progress=say, data_only=True,
+                   labels={"legacy": job["label_a"], "modern": job["label_b"]})
     return 0
 
 
-def _die_with_parent() -> None:
-    """Be killed when the thread of TensorBoard that started this process ends (Linux), so a
-    comparison never outlives the TensorBoard that asked for it."""
-    parent = os.environ.get(PARENT_ENV)
-    if not parent:
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if str(os.getppid()) != parent:  # it died before the line above
-        os._exit(1)
-
-
 def main() -> None:
-    _die_with_parent()
-    cli_main(PROG, _define_flags, _main)
+    cli_main(PROG, _no_flags, _main)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,8 @@ class PipelineComparePlugin(base_plugin.TBPlugin):
         self._static = _static_files()
         self._listing: tuple[float, dict[str, Session]] = (0.0, {})
         self._listing_lock = threading.Lock()
+        if self._comparisons and self.is_active():
+            self._comparisons.warm()  # its imports done before the first view asks
 
     # -- TensorBoard's plugin interface ---------------------------------------------------------
     def is_active(self) -> bool:
