@@ -14,6 +14,7 @@ import json
 import random
 import shutil
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,8 @@ class Tab:
                                   f"const doc = frame && frame.contentDocument; {body} }})()")
 
     def open(self) -> dict:
+        """Load TensorBoard on the tab afresh (a page already there would only change hash)."""
+        self.page.navigate("about:blank")
         self.page.navigate(f"{self.tb.url}/#{TAB_PLUGIN}")
         return self.wait_done()
 
@@ -396,3 +399,30 @@ def test_compare_run_screenshot_saves_the_tab_with_the_numbers_of_its_report(com
     assert tab["labels"] == report["labels"] == {"legacy": "legacy", "modern": "modern"}
     for key in set(report) - PROVENANCE:
         assert tab[key] == report[key], key
+
+
+def test_errors_are_one_sentence_in_the_tab(chess_logdir, tmp_path):
+    """An unreadable session, then a logdir with one session only: the tab says so in one
+    sentence, and nothing is left running."""
+    logdir = tmp_path / "logs"
+    shutil.copytree(chess_logdir / "numpy", logdir / "numpy")
+    bad = logdir / "broken" / "plugins" / "profile" / "2030_01_01_00_00_00" / "host.xplane.pb"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"\x0a\xff\xff\xff\xff\x0f not a profile" * 50)
+    with TensorBoard(logdir, log_path=tmp_path / "tensorboard.log") as tb, \
+            Chromium(width=1400, height=1000, log_path=tmp_path / "chromium.log") as browser:
+        tab = Tab(browser.new_page(), tb)
+        got = tab.open()
+        assert got["state"] == "error", got
+        line = got["status"].strip()
+        assert line.startswith(f"Could not compare numpy/{CHESS_SESSIONS['a'][1]} with "
+                               f"broken/2030_01_01_00_00_00: ") and "\n" not in line
+        assert str(bad.parent) in line or "host.xplane.pb" in line, line
+        shutil.rmtree(logdir / "broken")
+        time.sleep(6)                                       # the listing is 5 s old at most
+        got = tab.open()
+        assert got["state"] == "error"
+        assert got["status"].strip() == (
+            f"{logdir} holds one profile session (numpy/{CHESS_SESSIONS['a'][1]}); the tab "
+            f"compares two: profile another run into this logdir.")
+        assert tb.get_json("/data/plugins_listing")[TAB_PLUGIN]["enabled"] is False

@@ -114,8 +114,8 @@ class _Job:
 
 
 class Comparisons:
-    """The cache under ``root`` and the jobs filling it. ``command``: the child to run (its
-    arguments follow), :mod:`compare.tab.compute` unless a test gives another."""
+    """The cache under ``root`` and the jobs filling it. ``command``: the child to run
+    (:mod:`compare.tab.compute` unless a test gives another; it reads its job on stdin)."""
 
     def __init__(self, root: str | os.PathLike, timeout_s: float = COMPUTE_TIMEOUT_S,
                  command: tuple[str, ...] = (sys.executable, "-m", "compare.tab.compute")):
@@ -148,6 +148,8 @@ class Comparisons:
     def _take(self) -> _Worker:
         """The child started ahead if it is alive, else a new one; another is started ahead."""
         with self._lock:
+            if self._stopped:
+                raise _Failed("TensorBoard is stopping")
             worker, self._spare = self._spare, None
         if worker is None or worker.proc.poll() is not None:
             worker = self._start()
@@ -211,6 +213,8 @@ class Comparisons:
         except OSError as e:
             job.state = "error"
             job.message = f"cannot write the tab's cache {self.root}: {e.strerror or e}"
+        except Exception as e:  # a bug of ours: said, not left running forever
+            job.state, job.message = "error", f"internal error: {type(e).__name__}: {e}"
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
             job.proc = None
