@@ -230,9 +230,11 @@ class Comparisons:
         job.lines.insert(0, f"comparing {a.name} (A) with {b.name} (B) ...")
         order = {"a": str(a.path), "b": str(b.path), "out": str(tmp),
                  "label_a": labels[0], "label_b": labels[1]}
+        stdin = worker.proc.stdin
+        assert stdin is not None  # started with stdin=PIPE
         try:
-            worker.proc.stdin.write(json.dumps(order).encode() + b"\n")
-            worker.proc.stdin.flush()  # kept open: its end tells the child TensorBoard is gone
+            stdin.write(json.dumps(order).encode() + b"\n")
+            stdin.flush()  # kept open: its end tells the child TensorBoard is gone
             rc = worker.proc.wait(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             raise _Failed(f"the comparison took longer than {self.timeout_s:.0f} s and was "
@@ -242,7 +244,7 @@ class Comparisons:
         finally:
             _kill_group(worker.proc)
             with contextlib.suppress(OSError):
-                worker.proc.stdin.close()
+                stdin.close()
         worker.reader.join(timeout=5)  # its last lines
         if rc != 0:
             raise _Failed(_why(job.lines, rc))

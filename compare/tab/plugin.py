@@ -94,9 +94,10 @@ class PipelineComparePlugin(base_plugin.TBPlugin):
                                             disable_reload=True)
 
     def get_plugin_apps(self):
-        return {"/index.js": self._serve_index, "/static/*": self._serve_static,
-                "/sessions": self._serve_sessions, "/compare": self._serve_compare,
-                "/file": self._serve_file}
+        routes = {"/index.js": self._serve_index, "/static/*": self._serve_static,
+                  "/sessions": self._serve_sessions, "/compare": self._serve_compare,
+                  "/file": self._serve_file}
+        return {path: wrappers.Request.application(handler) for path, handler in routes.items()}
 
     # -- the logdir ---------------------------------------------------------------------------
     def sessions(self) -> dict[str, Session]:
@@ -121,23 +122,20 @@ class PipelineComparePlugin(base_plugin.TBPlugin):
         return a, b, labels
 
     # -- routes -------------------------------------------------------------------------------
-    @wrappers.Request.application
-    def _serve_index(self, request):
+    def _serve_index(self, request: wrappers.Request) -> wrappers.Response:
         return self._static_response(request, "index.js")
 
-    @wrappers.Request.application
-    def _serve_static(self, request):
+    def _serve_static(self, request: wrappers.Request) -> wrappers.Response:
         name = request.path.rsplit("/static/", 1)[-1]
         if name not in self._static:
             return _error(request, f"no file {json.dumps(name[:80])} in this plugin", 404)
         return self._static_response(request, name)
 
-    def _static_response(self, request, name: str):
+    def _static_response(self, request: wrappers.Request, name: str) -> wrappers.Response:
         data, kind = self._static[name]
         return http_util.Respond(request, data, kind)
 
-    @wrappers.Request.application
-    def _serve_sessions(self, request):
+    def _serve_sessions(self, request: wrappers.Request) -> wrappers.Response:
         listing = self.sessions()
         out: dict = {"logdir": str(self._logdir or ""),
                      "sessions": [_session_json(s) for s in listing.values()]}
@@ -149,8 +147,7 @@ class PipelineComparePlugin(base_plugin.TBPlugin):
             out["message"] = _why_nothing(self._logdir, listing)
         return http_util.Respond(request, out, _JSON)
 
-    @wrappers.Request.application
-    def _serve_compare(self, request):
+    def _serve_compare(self, request: wrappers.Request) -> wrappers.Response:
         try:
             a, b, labels = self._pair(request)
         except BadName as e:
@@ -165,8 +162,7 @@ class PipelineComparePlugin(base_plugin.TBPlugin):
             return http_util.Respond(request, {"state": "error", "message": st.message}, _JSON)
         return _done(request, st.folder, a, b, labels)
 
-    @wrappers.Request.application
-    def _serve_file(self, request):
+    def _serve_file(self, request: wrappers.Request) -> wrappers.Response:
         try:
             a, b, labels = self._pair(request)
         except BadName as e:
