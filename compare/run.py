@@ -123,7 +123,7 @@ def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
     shots = "".join(f", {x}" for x in (report.screenshot, report.files.get("compare_tab_png"))
                     if x)
     print(f"report: {folder / 'report.md'} (and report.json, stages.png, timelines.png, "
-          f"merged_trace.json.gz{shots})")
+          f"timelines.json, merged_trace.json.gz{shots})")
     if tensorboard:
         print(f"open the profiles: tensorboard --logdir {folder}")
     say(f"[{time.monotonic() - t0:6.1f}s] done in {time.monotonic() - t0:.1f} s")

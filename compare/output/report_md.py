@@ -309,6 +309,8 @@ def _files(c: Comparison) -> list[str]:
     lines = ["## Files", "",
              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
              f"- `stages.png`, `timelines.png`: the {what} bars and one steady step of each run.",
+             "- `timelines.json`: that steady step of each run as data, lane by lane (what "
+             "`timelines.png` and TensorBoard's Pipeline compare tab draw).",
              "- `merged_trace.json.gz`: both runs in one Chrome trace. TensorBoard's profile "
              "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
              "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "
