@@ -502,3 +502,28 @@ def test_the_real_child_writes_the_data_and_ends_with_its_stdin(tmp_path):
     rc, err = _child({"a": "x"})
     assert rc == 2 and "the job line has no b, out, label_a, label_b" in err
     assert _child(None, hold=False)[0] == 0                     # no job ever came
+
+
+def test_launch_adds_the_tab_only_where_the_entry_point_is_missing(monkeypatch):
+    """``python -m compare.tab.launch``: TensorBoard with the tab from a source checkout."""
+    from compare.tab import launch
+
+    made = []
+
+    class FakeTensorBoard:
+        def __init__(self, plugins):
+            made.append(plugins)
+            self.main, self.configure = None, None
+
+    monkeypatch.setattr(launch.program, "TensorBoard", FakeTensorBoard)
+    monkeypatch.setattr(launch.app, "run", lambda main, flags_parser: None)
+    monkeypatch.setattr(launch.main_lib, "global_init", lambda: None)
+    monkeypatch.setattr(launch.default, "get_plugins", lambda: ["tensorboard's own"])
+    real = metadata.entry_points
+    for installed in (True, False):
+        monkeypatch.setattr(launch.metadata, "entry_points", lambda group, real=real, i=installed: [
+            ep for ep in real(group=group) if i or ep.name != "pipeline_compare"])
+        assert launch.registered() is installed
+        launch.main()
+        assert made[-1] == ["tensorboard's own"] + (
+            [] if installed else [plugin_mod.PipelineCompareLoader])

@@ -90,6 +90,7 @@ class App {
     if (!body.default) return this.fail(body.message);
     this.pickA.value = body.default.a;
     this.pickB.value = body.default.b;
+    [this.labelA.placeholder, this.labelB.placeholder] = body.default.labels;
     return this.compare(true);
   }
 
