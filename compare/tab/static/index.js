@@ -22,7 +22,12 @@ function route(path, params = {}) {
 }
 
 async function getJson(url) {
-  const response = await fetch(url, {cache: 'no-store'});
+  let response;
+  try {
+    response = await fetch(url, {cache: 'no-store'});
+  } catch (e) {
+    return {status: 0, body: {error: 'TensorBoard did not answer: is it still running?'}};
+  }
   let body = null;
   try {
     body = await response.json();
@@ -43,7 +48,6 @@ export async function render() {
 class App {
   constructor() {
     this.token = 0;
-    this.sessions = new Map();
     this.pickA = el('select', {id: 'pc-a', 'aria-label': 'side A'});
     this.pickB = el('select', {id: 'pc-b', 'aria-label': 'side B'});
     this.labelA = el('input', {id: 'pc-label-a', placeholder: 'label A', maxlength: '60',
@@ -82,10 +86,9 @@ class App {
     this.say('Listing the profile sessions of this logdir …');
     const {status, body} = await getJson(route('sessions'));
     if (status !== 200) return this.fail(body.error || `sessions: HTTP ${status}`);
-    for (const s of body.sessions) this.sessions.set(s.name, s);
     for (const pick of [this.pickA, this.pickB]) {
       pick.replaceChildren(...body.sessions.map((s) => el('option', {value: s.name}, [
-        s.pipeline ? `${s.name} (${s.pipeline})` : s.name])));
+        s.pipeline && s.pipeline !== s.run ? `${s.name} (${s.pipeline})` : s.name])));
     }
     if (!body.default) return this.fail(body.message);
     this.pickA.value = body.default.a;
@@ -131,7 +134,13 @@ class App {
       if (body.state === 'error') {
         return this.fail(`Could not compare ${params.a} with ${params.b}: ${body.message}`);
       }
-      return this.show(body, params, started);
+      try {
+        return this.show(body, params, started);
+      } catch (e) {  // report.json not as adapter.js reads it (a newer schema?), or our bug
+        console.error(e);
+        return this.fail(`This page could not draw the comparison of ${params.a} with ` +
+                         `${params.b}: ${e.message}`);
+      }
     }
   }
 
