@@ -13,10 +13,15 @@ comparison is cached. TensorBoard starts over it (not timed), then:
   the comparison comes from the cache.
 
 Each view is timed two ways: ``tab_s``, from the start of the tab's own page (its frame's
-``performance.timeOrigin``) to the comparison drawn, which is what the tab controls; and
-``page_s``, from asking the browser for TensorBoard's URL to the same moment, TensorBoard's
-own page load included. ``compute_s`` is what the child reported for its phases (report.json's
-``elapsed_s``). Wall times on a shared machine: the load average is printed beside them.
+``performance.timeOrigin``) to the comparison drawn, by the page's own clock, which is what the
+tab controls; and ``page_s``, from asking the browser for TensorBoard's URL to the same moment,
+TensorBoard's own page load included (polled every 0.1 s). ``compute_s`` is what the child
+reported for its phases (report.json's ``elapsed_s``).
+
+Side by side, just before the first view: ``cli_s``, the same pair compared by
+``python -m compare.run --legacy A --modern B`` (the command-line way, all its files written),
+and ``first_over_cli``, the first view's ``tab_s`` over it. Wall times on a shared machine: the
+load average is printed beside them; compare the ratio across runs, not the seconds.
 """
 from __future__ import annotations
 
@@ -72,11 +77,24 @@ def view(page, url: str) -> dict:
     page.navigate("about:blank")
     t0 = time.monotonic()
     page.navigate(url)
-    got = page.wait_for(DONE_JS, timeout=TIMEOUT_S, interval=0.02, what="the compare tab")
+    got = page.wait_for(DONE_JS, timeout=TIMEOUT_S, interval=0.1, what="the compare tab")
     page_s = time.monotonic() - t0
     if got["state"] != "done":
         raise InputError(f"the compare tab says: {got['status']}")
     return {"page_s": round(page_s, 3), "tab_s": round(got["tab_ms"] / 1e3, 3)}
+
+
+def cli(logdir: Path, work: Path) -> float:
+    """``compare.run --legacy A --modern B`` on the pair's session folders: its wall time."""
+    a, b = (next((logdir / side / "plugins" / "profile").iterdir()) for side in
+            ("legacy", "modern"))
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "compare.run", "--legacy", str(a), "--modern",
+                           str(b), "--labels", "legacy,modern", "--out", str(work / "cli")],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise InputError(f"compare.run failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return round(time.monotonic() - t0, 3)
 
 
 def measure(run: Path, views: int, work: Path) -> dict:
@@ -90,6 +108,7 @@ def measure(run: Path, views: int, work: Path) -> dict:
         page = browser.new_page()
         url = f"{tb.url}/#{TAB_PLUGIN}"
         load = os.getloadavg()[0]
+        cli_s = cli(logdir, work)
         first = view(page, url)
         later = [view(page, url) for _ in range(views)]
     elapsed = [json.loads(p.read_text()).get("elapsed_s", {})
@@ -97,7 +116,9 @@ def measure(run: Path, views: int, work: Path) -> dict:
     return {
         "run": str(run),
         "load_avg_1min": round(load, 2),
+        "cli_s": cli_s,
         "first": first,
+        "first_over_cli": round(first["tab_s"] / cli_s, 2),
         "later": later,
         "later_median": {k: round(statistics.median(v[k] for v in later), 3)
                          for k in ("page_s", "tab_s")},
@@ -113,7 +134,9 @@ def _main(argv: list[str]) -> int:
         result = measure(run, FLAGS.views, Path(tmp))
     first, later = result["first"], result["later_median"]
     print(f"Pipeline compare tab over {result['run']} (load average {result['load_avg_1min']}):")
-    print(f"  first view (computed):   tab {first['tab_s']:.2f} s, whole page {first['page_s']:.2f} s")
+    print(f"  compare.run --legacy A --modern B on the same pair: {result['cli_s']:.2f} s")
+    print(f"  first view (computed):   tab {first['tab_s']:.2f} s "
+          f"({result['first_over_cli']:.2f}x compare.run), whole page {first['page_s']:.2f} s")
     print(f"  later views (cached, median of {FLAGS.views}): tab {later['tab_s']:.2f} s, "
           f"whole page {later['page_s']:.2f} s")
     print(f"  the comparison's phases in the child: {result['compute_s']}")

@@ -24,7 +24,7 @@ from compare.tab.cache import CACHE_DIR, entry_key
 from compare.tab.sessions import list_sessions
 from compare.viewers.browser import Chromium
 from compare.viewers.tensorboard import TAB_PLUGIN, TensorBoard, TensorBoardError
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_module
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -426,3 +426,19 @@ def test_errors_are_one_sentence_in_the_tab(chess_logdir, tmp_path):
             f"{logdir} holds one profile session (numpy/{CHESS_SESSIONS['a'][1]}); the tab "
             f"compares two: profile another run into this logdir.")
         assert tb.get_json("/data/plugins_listing")[TAB_PLUGIN]["enabled"] is False
+
+
+def test_benchmark_smoke_writes_json(profile_logdir, tmp_path):
+    """benchmarks.tab runs end to end over a run folder and writes what BENCHMARKS.md reads
+    (timings not checked)."""
+    out = tmp_path / "bench.json"
+    proc = run_module("benchmarks.tab", "--run", str(profile_logdir[0]), "--views", "1",
+                      "--json", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["first"]["tab_s"] > 0 and result["first"]["page_s"] >= result["first"]["tab_s"]
+    assert len(result["later"]) == 1 and result["later_median"]["tab_s"] > 0
+    assert result["cli_s"] > 0
+    assert result["first_over_cli"] == round(result["first"]["tab_s"] / result["cli_s"], 2)
+    assert set(result["compute_s"]) == {"convert", "map", "write"}
+    assert "first view (computed)" in proc.stdout
