@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import shutil
 import struct
 import time
@@ -251,6 +252,23 @@ def test_the_side_pickers_and_labels_compare_another_pair(ours):
     assert [link.split("?", 1)[1] for link in links] == [
         f"run={names[k].replace('/', '%2F')}&tool=trace_viewer&host=vm#profile"
         for k in ("modern", "legacy")]
+
+
+def test_the_profile_link_opens_the_session_in_the_trace_viewer(ours):
+    tab, logdir = ours
+    tab.open()
+    names = _sessions(logdir)
+    # side A: legacy, which the Profile tab would not open by itself (it opens modern first)
+    tab.click(".pc-card[data-side='0'] .pc-profile-link")
+    profile = "document.querySelector('iframe[src*=\"name=profile\"]')"
+    tab.page.wait_for(f"(() => {{ const f = {profile}; const d = f && f.contentDocument; "
+                      f"return d && d.body && d.body.innerText; }})()", timeout=120,
+                      what="the Profile tab")
+    session = re.escape(names["legacy"]).replace("/", "\\/")
+    tab.page.wait_for(
+        f"(() => {{ const t = {profile}.contentDocument.body.innerText; "
+        f"return /Sessions \\(\\d+\\)\\s+{session}\\s+Tools \\(\\d+\\)\\s+Trace Viewer/"
+        f".test(t); }})()", timeout=120, what="the trace viewer of side A's session")
 
 
 def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(ours):
