@@ -527,3 +527,27 @@ def test_launch_adds_the_tab_only_where_the_entry_point_is_missing(monkeypatch):
         launch.main()
         assert made[-1] == ["tensorboard's own"] + (
             [] if installed else [plugin_mod.PipelineCompareLoader])
+
+
+def test_a_page_that_says_what_it_has_seen_is_answered_when_there_is_news(logdir, fake,
+                                                                        make_plugin):
+    """``compare?seen=N`` (a long poll): a running comparison answers only with more than N
+    progress lines, at its end, or after LONG_POLL_S; so the page learns the end at once."""
+    plugin = make_plugin(logdir, fake(sleep=1.0))
+    ok = {"a": "legacy/2026_01_01_10_00_00", "b": "modern/2026_01_01_10_05_00"}
+    code, body = _get(plugin, "/compare", **ok, retry="1")
+    assert code == 202
+    seen = len(json.loads(body)["lines"])
+    answers = []
+    deadline = time.monotonic() + 30
+    while code == 202:
+        assert time.monotonic() < deadline
+        t0 = time.monotonic()
+        code, body = _get(plugin, "/compare", **ok, seen=str(seen))
+        took = time.monotonic() - t0
+        doc = json.loads(body)
+        if code == 202:   # news, or the long poll's end
+            assert len(doc["lines"]) > seen or took >= plugin_mod.LONG_POLL_S, (took, doc)
+            seen = len(doc["lines"])
+        answers.append(code)
+    assert doc["state"] == "done" and len(answers) <= 4, answers

@@ -6,9 +6,10 @@ Routes, under ``/data/plugin/pipeline_compare/``:
 - ``index.js``, ``static/<file>``: the page (ES modules and a style sheet of this package; no
   other host is ever named, so it works offline);
 - ``sessions``: the logdir's profile sessions, the pair compared first and its labels;
-- ``compare?a=&b=&label_a=&label_b=[&retry=1]``: the comparison of sessions ``a`` and ``b`` —
-  ``{"state": "done", "report": <report.json>, "timelines": <timelines.json>, ...}`` from the
-  cache, else ``running`` with the progress lines so far (HTTP 202), or ``error`` with one
+- ``compare?a=&b=&label_a=&label_b=[&retry=1][&seen=N]``: the comparison of sessions ``a`` and
+  ``b`` — ``{"state": "done", "report": <report.json>, "timelines": <timelines.json>, ...}``
+  from the cache, else ``running`` with the progress lines so far (HTTP 202; with ``seen``, once
+  there are more than N of them, the comparison ended, or 2 s passed), or ``error`` with one
   sentence;
 - ``file?a=&b=&label_a=&label_b=&name=``: one file of a finished comparison (report.md, ...).
 
@@ -41,6 +42,8 @@ TAB_NAME = "Pipeline compare"
 STATIC = Path(__file__).with_name("static")
 #: The logdir is listed again after this many seconds (TensorBoard's own reload is 5 s).
 LISTING_TTL_S = 5.0
+#: The longest ``compare?seen=N`` waits for news while a comparison runs.
+LONG_POLL_S = 2.0
 _JSON = "application/json"
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".txt": "text/plain"}
 
@@ -155,6 +158,14 @@ class PipelineComparePlugin(base_plugin.TBPlugin):
         if self._comparisons is None:
             return _error(request, "TensorBoard was started without --logdir", 400)
         st = self._comparisons.status(a, b, labels, retry=request.args.get("retry") == "1")
+        seen = request.args.get("seen", type=int)
+        deadline = time.monotonic() + LONG_POLL_S
+        # with ``seen`` (progress lines the page has), answer when there is news, or after
+        # LONG_POLL_S: the page learns the end at once instead of at its next poll
+        while st.state == "running" and seen is not None and len(st.lines) <= seen and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+            st = self._comparisons.status(a, b, labels)
         if st.state == "running":
             return http_util.Respond(request, {"state": "running", "lines": st.lines,
                                                "elapsed_s": st.elapsed_s}, _JSON, code=202)

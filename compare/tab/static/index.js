@@ -10,7 +10,7 @@ import {drawTimelines} from './static/timeline.js';
 import {drawWaterfall} from './static/waterfall.js';
 
 const BASE = new URL('./', import.meta.url);
-const POLL_MS = 250;
+const POLL_MS = 250;   // between polls that brought no news
 const ANSWERS = [['pids', 'What each pid and row is'], ['xla', 'XLA: compile and run'],
                  ['sequence', 'In what order ops ran'], ['interpret', 'The bottleneck']];
 const STATUSES = ['changed', 'added', 'removed', 'fused', 'unfused', 'same'];
@@ -121,13 +121,17 @@ class App {
     this.setState('running');
     this.result.replaceChildren();
     this.say(`Comparing ${params.a} (A) with ${params.b} (B) …`);
+    let seen;  // progress lines shown: the server answers once there are more (long poll)
     for (let first = true; token === this.token; first = false) {
-      const {status, body} = await getJson(route('compare', {...params,
+      const {status, body} = await getJson(route('compare', {...params, seen,
                                                              retry: retry && first ? '1' : ''}));
       if (token !== this.token) return;
       if (status === 202) {
         this.progress(params, body, started);
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+        if (seen === body.lines.length) {  // the server had no news: do not ask at once
+          await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+        }
+        seen = body.lines.length;
         continue;
       }
       if (status !== 200) return this.fail(body.error || `compare: HTTP ${status}`);
