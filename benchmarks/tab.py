@@ -54,6 +54,17 @@ DONE_JS = f"""(() => {{
 }})()"""
 TIMEOUT_S = 600.0
 
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m benchmarks.tab [--run DIR] [--views N] [--json FILE]
+
+How long the Pipeline compare tab takes to show our default pair (the legacy and modern
+sessions of a compare.run run folder) the first time, computed, and later, from the cache, in
+a real TensorBoard and headless Chromium; beside it, python -m compare.run A B on the same
+pair. Without --run, python -m compare.run runs first with its defaults. Prints the times
+and the load average; --json writes them (BENCHMARKS.md, "The Pipeline compare tab").
+"""
+
 
 def _define_flags() -> None:
     flags.DEFINE_string("run", None, "A compare.run run folder (legacy/ and modern/); default: "
@@ -146,7 +157,7 @@ def _main(argv: list[str]) -> int:
 
 
 def main() -> None:
-    cli_main("benchmarks.tab", _define_flags, _main)
+    cli_main("benchmarks.tab", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

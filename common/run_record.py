@@ -5,8 +5,12 @@ from __future__ import annotations
 import platform
 import statistics
 
+#: Our two pipelines, run.json's ``pipeline``, in the order compare.run runs and compares them
+#: (side A, side B).
+PIPELINES = ("legacy", "modern")
 
-def run_record(pipeline: str, *, seed: int, paths: list[str], shapes: list[tuple[int, int]],
+
+def run_record(pipeline: str, *, seed: int | None, paths: list[str], shapes: list[tuple[int, int]],
                step_name: str, walls: list[float], keys: list[str], output) -> dict:
     """The shared part of run.json: versions, inputs, per-step wall times and images, the first
     step apart from the steady median (every step but the first), and the output's shape and

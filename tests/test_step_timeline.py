@@ -95,16 +95,16 @@ def test_under_the_cap_nothing_changes():
 
 
 def test_timelines_json_holds_every_bar_the_order_and_the_colours(side):
-    tls = step_timeline.build({"legacy": side.attribution}) | {"modern": None}  # no steady step
-    doc = json.loads(json.dumps(step_timeline.to_json(tls, {"legacy": "A", "modern": "B"})))
+    tls = step_timeline.build({"a": side.attribution}) | {"b": None}  # B: no steady step
+    doc = json.loads(json.dumps(step_timeline.to_json(tls, {"a": "base", "b": "new"})))
     assert doc["version"] == step_timeline.TIMELINE_VERSION
-    assert doc["order"] == ["legacy", "modern"] and doc["labels"] == {"legacy": "A", "modern": "B"}
+    assert doc["order"] == ["base", "new"]      # sides keyed by label, as report.json's
     assert list(doc["colors"]) == ["decode", "resize", "crop"]   # pipeline order, used only
     assert doc["colors"]["decode"] == "#f44a3f"
-    lanes = doc["sides"]["legacy"]["lanes"]
+    lanes = doc["sides"]["base"]["lanes"]
     assert [(b["start_us"], b["dur_us"], b["label"]) for b in lanes[0]["bars"]] == \
         [(0, 300, "decode"), (300, 200, "resize")]
-    assert doc["sides"]["modern"] is None
+    assert doc["sides"]["new"] is None
 
 
 def test_timelines_png_draws_exactly_the_bars_of_the_data(side, tmp_path, monkeypatch):

@@ -158,7 +158,7 @@ if spec.get("fail"):
     print("compare.tab.compute: error: " + spec["fail"], file=sys.stderr)
     sys.exit(2)
 os.makedirs(args["out"], exist_ok=True)
-report = {"labels": {"legacy": args["label_a"], "modern": args["label_b"]}, "a": args["a"]}
+report = {"order": [args["label_a"], args["label_b"]], "a": args["a"]}
 for name, doc in (("report.json", report), ("timelines.json", {"version": 1}),
                   ("report.md", "# r")):
     with open(os.path.join(args["out"], name), "w") as f:
@@ -216,8 +216,7 @@ def test_concurrent_first_requests_compute_once(logdir, tmp_path, fake):
     assert [s.state for s in states] == ["done"] * 8
     assert fake.calls() == [str(a.path)]
     folder = states[0].folder
-    assert json.loads((folder / "report.json").read_text())["labels"] == {
-        "legacy": "legacy", "modern": "modern"}
+    assert json.loads((folder / "report.json").read_text())["order"] == ["legacy", "modern"]
     # later requests: from the cache, nothing started
     assert first.status(a, b, labels).state == "done" and fake.calls() == [str(a.path)]
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".tmp-")]
@@ -489,7 +488,7 @@ def test_the_real_child_writes_the_data_and_ends_with_its_stdin(tmp_path):
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert written == ["report.json", "tf.log", "timelines.json"]          # data only
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["labels"] == {"legacy": "old", "modern": "new"}
+    assert report["order"] == ["old", "new"] and report["schema_version"] == 4
     assert report["files"] == {"report_json": "report.json", "timelines_json": "timelines.json"}
     assert "writing report.json and timelines.json" in err
     # TensorBoard gone mid-way (stdin closed): the child ends, nothing half written
@@ -507,6 +506,7 @@ def test_the_real_child_writes_the_data_and_ends_with_its_stdin(tmp_path):
 def test_launch_adds_the_tab_only_where_the_entry_point_is_missing(monkeypatch):
     """``python -m compare.tab.launch``: TensorBoard with the tab from a source checkout."""
     from compare.tab import launch
+    from compare.viewers import tensorboard as tensorboard_viewer
 
     made = []
 
@@ -520,10 +520,13 @@ def test_launch_adds_the_tab_only_where_the_entry_point_is_missing(monkeypatch):
     monkeypatch.setattr(launch.main_lib, "global_init", lambda: None)
     monkeypatch.setattr(launch.default, "get_plugins", lambda: ["tensorboard's own"])
     real = metadata.entry_points
+    monkeypatch.setattr(launch.sys, "argv", ["compare.tab.launch", "--logdir", "x"])
     for installed in (True, False):
-        monkeypatch.setattr(launch.metadata, "entry_points", lambda group, real=real, i=installed: [
-            ep for ep in real(group=group) if i or ep.name != "pipeline_compare"])
-        assert launch.registered() is installed
+        monkeypatch.setattr(tensorboard_viewer.metadata, "entry_points",
+                            lambda group, real=real, i=installed: [
+                                ep for ep in real(group=group)
+                                if i or ep.name != "pipeline_compare"])
+        assert tensorboard_viewer.tab_installed() is installed
         launch.main()
         assert made[-1] == ["tensorboard's own"] + (
             [] if installed else [plugin_mod.PipelineCompareLoader])

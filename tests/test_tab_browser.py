@@ -6,7 +6,8 @@ says what a bar is; the step difference's waterfall draws a step_delta built her
 loads nothing from elsewhere; bad names get HTTP 400; and the same tab on a logdir of two real
 public profiles of another program (tests/fixtures/real_pairs/chess_numpy_vs_tfdata_gpu_tf2).
 
-No skip when Chromium is missing: ``.ci/run`` installs it (see tests/test_browser.py)."""
+Without Chromium these tests skip, saying what to install (``.ci/install-tools``; CI fails on
+any skip)."""
 from __future__ import annotations
 
 import gzip
@@ -27,7 +28,7 @@ from compare.viewers.browser import Chromium
 from compare.viewers.tensorboard import TAB_PLUGIN, TensorBoard, TensorBoardError
 from tests.conftest import ROOT, run_module
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.needs("chromium")]
 
 FRAME = f"document.querySelector('iframe[src*=\"name={TAB_PLUGIN}\"]')"
 CHESS = ROOT / "tests/fixtures/real_pairs/chess_numpy_vs_tfdata_gpu_tf2"
@@ -107,6 +108,11 @@ def _num(value: str) -> float | None:
     return None if value in ("", "null") else float(value)
 
 
+def _signed(us: float) -> str:
+    """A change as the page writes it (compare.run's sign and duration)."""
+    return ("+" if us > 0 else "-" if us < 0 else "") + fmt.duration(abs(us))
+
+
 def test_the_tab_is_listed_and_shows_the_default_pair(ours):
     tab, logdir = ours
     listing = tab.tb.get_json("/data/plugins_listing")
@@ -127,23 +133,23 @@ def test_table_values_equal_report_json_for_the_same_pair(ours):
     report = tab.cached_report(logdir, names["legacy"], names["modern"])
     assert tab.js("return doc.querySelector('.pc-comparison').innerText") == \
         report["verdict"]["comparison"]
-    # the generic view: one row per group, each side's median per steady step
+    # the generic view: one row per group, each side's mean per steady step (A: a_*, B: b_*)
     rows = {r["key"]: r["cells"] for r in tab.table("pc-groups-table")}
     want = {(r["group"] + (": " + r["scope"] if r["scope"] else "")): r
             for r in report["groups"]["rows"]}
     assert set(rows) == set(want)
     for key, r in want.items():
-        for col, side in (("us0", "legacy"), ("us1", "modern")):
+        for col, side in (("us0", "a"), ("us1", "b")):
             value, text = rows[key][col]
             assert _num(value) == r[f"{side}_us"], (key, side)
             assert text == (fmt.duration(r[f"{side}_us"]) if r[f"{side}_us"] else "-")
     # the seed's stages (both sides are our pipelines), rows with time on either side
     stages = {r["key"]: r["cells"] for r in tab.table("pc-stages-table")}
-    want = {r["stage"]: r for r in report["stages"] if r["legacy_us"] or r["modern_us"]}
+    want = {r["stage"]: r for r in report["stages"] if r["a_us"] or r["b_us"]}
     assert set(stages) == set(want)
     for key, r in want.items():
-        assert _num(stages[key]["us0"][0]) == r["legacy_us"]
-        assert _num(stages[key]["us1"][0]) == r["modern_us"]
+        assert _num(stages[key]["us0"][0]) == r["a_us"]
+        assert _num(stages[key]["us1"][0]) == r["b_us"]
         assert _num(stages[key]["ratio"][0]) == r["ratio"]
     # every op row, in report.json's order once sorted by |delta| (the default)
     ops = tab.table("pc-ops-table")
@@ -153,14 +159,27 @@ def test_table_values_equal_report_json_for_the_same_pair(ours):
         assert (cells["op"][0], cells["type"][0], cells["status"][0]) == (
             r["op"], r["type"], r["status"])
         assert (_num(cells["us0"][0]), _num(cells["us1"][0]), _num(cells["delta"][0])) == (
-            r["legacy_us"], r["modern_us"], r["delta_us"])
+            r["a_us"], r["b_us"], r["delta_us"])
         sign = "+" if r["delta_us"] > 0 else "-" if r["delta_us"] < 0 else ""
         assert cells["delta"][1] == sign + fmt.duration(abs(r["delta_us"]))
-    # the steps
+    # the steps: mean and median per steady step, the sides in report.json's order
+    assert report["order"] == ["legacy", "modern"]
     steps = tab.js("return [...doc.querySelectorAll('#pc-steps-table tbody tr')].map(tr => "
-                   "tr.children[1].dataset.value)")
-    assert [float(x) for x in steps] == [report["steps"][k]["median_us"]
-                                         for k in ("legacy", "modern")]
+                   "[tr.children[0].innerText, +tr.children[1].dataset.value, "
+                   "+tr.children[2].dataset.value])")
+    assert steps == [[k, report["steps"][k]["mean_us"], report["steps"][k]["median_us"]]
+                     for k in report["order"]]
+    # the step difference's waterfall: A's step, each term, B's step
+    d = report["step_delta"]
+    rows = tab.js("return [...doc.querySelectorAll('#pc-steps .pc-wf-row')].map(g => "
+                  "[g.dataset.kind, g.dataset.key, g.querySelector('.pc-wf-amount').textContent])")
+    assert rows == [["total", "legacy", fmt.duration(d["a_us"])],
+                    *[["term", t["key"], _signed(t["delta_us"])] for t in d["terms"]],
+                    ["total", "modern", fmt.duration(d["b_us"])]]
+    # each side's sentences
+    assert tab.js("return [...doc.querySelectorAll('#pc-verdict ul:not(.pc-caveats) li')]"
+                  ".map(li => li.innerText)") == [report["verdict"]["sides"][k]
+                                                  for k in report["order"]]
 
 
 def test_sorting_and_the_status_filter(ours):
@@ -274,22 +293,29 @@ def test_the_profile_link_opens_the_session_in_the_trace_viewer(ours):
 def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(ours):
     tab, _ = ours
     tab.open()
-    # a report as the coming schema writes it: sides keyed by their labels, `order`, step_delta
+    # a report as schema 4 writes it: per-side objects keyed by the labels in `order`, rows'
+    # per-side fields a_* (A) and b_* (B), a step_delta (here with a rest the terms leave)
     report = {
-        "order": ["old run", "new run"], "labels": {"old run": "old run", "new run": "new run"},
-        "steps": {"old run": {"median_us": 30000}, "new run": {"median_us": 8000}},
-        "groups": {"rows": [{"group": "input", "scope": "", "old run_us": 5.0,
-                             "new run_us": 1.0, "old run_ops": ["a"], "new run_ops": []}]},
-        "ops_diff": [{"op": "x", "type": "T", "status": "removed", "old run_us": 7.0,
-                      "new run_us": 0, "delta_us": -7.0}],
-        "step_delta": {"basis": "mean", "a_us": 30000, "b_us": 8000, "delta_us": -22000,
-                       "terms": [{"key": "resize", "group": "preprocessing", "a_us": 9000,
+        "schema_version": 4, "order": ["old run", "new run"],
+        "steps": {"old run": {"mean_us": 30000, "median_us": 29000},
+                  "new run": {"mean_us": 8000, "median_us": 7900}},
+        "verdict": {"comparison": "new run is faster", "sides": {"old run": "slow",
+                                                                 "new run": "fast"}},
+        "answers": {"old run": {"summary": "A"}, "new run": {"summary": "B"}},
+        "groups": {"rows": [{"group": "input", "scope": "", "a_us": 5.0, "b_us": 1.0,
+                             "a_ops": ["a"], "b_ops": []}],
+                   "unmapped_us": {"old run": 2.0, "new run": 3.0}},
+        "ops_diff": [{"op": "x", "type": "T", "status": "removed", "a_us": 7.0, "b_us": 0,
+                      "delta_us": -7.0, "into": "new run"}],
+        "step_delta": {"basis": "window", "a_us": 30000, "b_us": 8000, "delta_us": -22000,
+                       "terms": [{"key": "resize", "words": "resizing", "a_us": 9000,
                                   "b_us": 1000, "delta_us": -8000,
-                                  "ops": [{"op": "ResizeBilinear", "delta_us": -7500}]},
-                                 {"key": "saturation", "group": "preprocessing", "a_us": 4000,
-                                  "b_us": 200, "delta_us": -3800, "ops": []},
-                                 {"key": "compute: x", "group": "compute", "a_us": 100,
-                                  "b_us": 1300, "delta_us": 1200, "ops": []}],
+                                  "ops": [{"op": "ResizeBilinear", "type": "ResizeBilinear",
+                                           "delta_us": -7500}]},
+                                 {"key": "saturation", "a_us": 4000, "b_us": 200,
+                                  "delta_us": -3800, "ops": []},
+                                 {"key": "compute: x", "a_us": 100, "b_us": 1300,
+                                  "delta_us": 1200, "ops": []}],
                        "rest_us": -11400}}
     got = tab.js(f"""
         const base = new URL('plugin/{TAB_PLUGIN}/static/', location.origin + '/data/');
@@ -302,7 +328,8 @@ def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(o
           g.dataset.key, +g.querySelector('rect').getAttribute('x'),
           +g.querySelector('rect').getAttribute('width'),
           g.querySelector('.pc-wf-amount').textContent]);
-        const model = {{labels: m.labels, groups: m.groups, ops: m.ops, steps: m.steps}};
+        const model = {{labels: m.labels, groups: m.groups, ops: m.ops, steps: m.steps,
+                        verdict: m.verdict, answers: m.answers, unmapped: m.groupsUnmappedUs}};
         box.remove();
         return {{rows, note: box.querySelector('.pc-note').textContent, model}};""")
     kinds = [(k, key, amount) for k, key, _, _, amount in got["rows"]]
@@ -318,11 +345,13 @@ def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(o
         assert w == pytest.approx((hi - lo) * scale, abs=0.01)
         running += d
     assert running == 8000 and got["rows"][-1][3] == pytest.approx(8000 * scale, abs=0.01)
-    assert got["note"] == "old run 30.0 ms → new run 8.0 ms (-22.0 ms, mean step)"
+    assert got["note"] == "old run 30.0 ms → new run 8.0 ms (-22.0 ms, window step)"
     m = got["model"]
     assert m["labels"] == ["old run", "new run"]
     assert m["groups"][0]["us"] == [5.0, 1.0] and m["ops"][0]["us"] == [7.0, 0]
-    assert [s["medianUs"] for s in m["steps"]] == [30000, 8000]
+    assert [(s["meanUs"], s["medianUs"]) for s in m["steps"]] == [(30000, 29000), (8000, 7900)]
+    assert m["verdict"]["sides"] == ["slow", "fast"] and m["unmapped"] == [2.0, 3.0]
+    assert [a["summary"] for a in m["answers"]] == ["A", "B"]
 
 
 def test_numbers_read_as_compare_run_prints_them(ours):
@@ -378,14 +407,14 @@ def test_the_tab_on_two_real_public_profiles_of_another_program(chess_logdir, tm
         assert tab.js("return [doc.querySelector('#pc-a').value, "
                       "doc.querySelector('#pc-b').value]") == [a, b]
         report = tab.cached_report(chess_logdir, a, b)
-        assert report["labels"] == {"legacy": "numpy", "modern": "tfdata"}
+        assert report["order"] == ["numpy", "tfdata"]
         assert report["view"]["shown"] == "groups"
         assert tab.js("return !!doc.querySelector('#pc-stages-table')") is False
         rows = {r["key"]: r["cells"] for r in tab.table("pc-groups-table")}
         for r in report["groups"]["rows"]:
             key = r["group"] + (": " + r["scope"] if r["scope"] else "")
-            assert _num(rows[key]["us0"][0]) == r["legacy_us"]
-            assert _num(rows[key]["us1"][0]) == r["modern_us"]
+            assert _num(rows[key]["us0"][0]) == r["a_us"]
+            assert _num(rows[key]["us1"][0]) == r["b_us"]
         drawn = tab.js("return [...doc.querySelectorAll('.pc-timeline-svg g.pc-side')].map(g => "
                        "g.querySelectorAll('.pc-bar').length)")
         assert len(drawn) == 2 and all(n > 0 for n in drawn), drawn
@@ -414,7 +443,7 @@ def test_compare_run_screenshot_saves_the_tab_with_the_numbers_of_its_report(com
     assert "compare_tab.png" in proc.stdout
     (cached,) = (out / CACHE_DIR).glob("*/report.json")
     tab = json.loads(cached.read_text())
-    assert tab["labels"] == report["labels"] == {"legacy": "legacy", "modern": "modern"}
+    assert tab["order"] == report["order"] == ["legacy", "modern"]
     for key in set(report) - PROVENANCE:
         assert tab[key] == report[key], key
 
@@ -458,5 +487,5 @@ def test_benchmark_smoke_writes_json(profile_logdir, tmp_path):
     assert len(result["later"]) == 1 and result["later_median"]["tab_s"] > 0
     assert result["cli_s"] > 0
     assert result["first_over_cli"] == round(result["first"]["tab_s"] / result["cli_s"], 2)
-    assert set(result["compute_s"]) == {"convert", "map", "write"}
+    assert {"convert", "map", "compare", "answers", "write"} <= set(result["compute_s"])
     assert "first view (computed)" in proc.stdout

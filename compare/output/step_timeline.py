@@ -27,7 +27,7 @@ from compare.vocabulary.groups import GROUP, GROUPS
 from compare.vocabulary.labels import LABELS
 
 #: timelines.json's layout version (a separate file from report.json and its schema).
-TIMELINE_VERSION = 1
+TIMELINE_VERSION = 2
 #: Lanes drawn per side, the busiest first (as many as a readable picture holds).
 TIMELINE_LANES = 14
 #: Bars per side at most (a steady step of our pipelines has a few hundred).
@@ -239,18 +239,18 @@ def color_hex(label: str, view: str) -> str:
 
 
 def to_json(timelines: dict[str, StepTimeline | None], labels: dict[str, str]) -> dict:
-    """``timelines.json``: per side (keyed as report.json keys its sides, listed in ``order``)
-    its step, lanes and bars, what was folded, and the colour of every label used."""
+    """``timelines.json``: per side, keyed by its label as report.json keys its sides (``order``:
+    [label of A, label of B]), its step, lanes and bars, what was folded, and the colour of
+    every label used."""
     views = {tl.view for tl in timelines.values() if tl}
     view = views.pop() if len(views) == 1 else "stages"
     used = {b.label for tl in timelines.values() if tl for ln in tl.lanes for b in ln.bars}
     return {
         "version": TIMELINE_VERSION,
         "view": view,
-        "order": list(timelines),
-        "labels": {k: labels.get(k, k) for k in timelines},
+        "order": [labels.get(k, k) for k in timelines],
         "colors": {lab: color_hex(lab, view) for lab in _legend_order(view) if lab in used},
-        "sides": {k: _side_json(tl) for k, tl in timelines.items()},
+        "sides": {labels.get(k, k): _side_json(tl) for k, tl in timelines.items()},
     }
 
 

@@ -2,7 +2,7 @@
 ``python -m compare.tab.compute`` then one JSON line on stdin, ``{"a": SESSION_DIR, "b":
 SESSION_DIR, "out": DIR, "label_a": A, "label_b": B}``.
 
-It is :func:`compare.api.compare_traces`, what ``compare.run --legacy A --modern B`` calls, with
+It is :func:`compare.api.compare_traces`, what ``compare.run A B`` calls, with
 ``data_only``: ``report.json`` and ``timelines.json`` go into ``out`` (the tab draws its own
 pictures). Progress lines and, on bad input, the one-line error go to stderr (exit 2).
 
@@ -24,6 +24,18 @@ from compare.tab.cache import PROG
 
 #: What a job line must name.
 KEYS = ("a", "b", "out", "label_a", "label_b")
+
+#: What ``--help`` prints.
+USAGE = """\
+usage: python -m compare.tab.compute < JOB
+
+The Pipeline compare tab's comparison of two profile sessions, run by TensorBoard in a process
+of its own (you do not need to start it). It reads one JSON line on stdin,
+{"a": SESSION_DIR, "b": SESSION_DIR, "out": DIR, "label_a": A, "label_b": B}, compares the
+two as python -m compare.run A B does, and writes report.json and timelines.json into DIR.
+Progress goes to stderr; bad input ends it with one line and exit code 2. It ends when its
+stdin ends (TensorBoard gone), mid-comparison too.
+"""
 
 
 def _no_flags() -> None:
@@ -53,12 +65,12 @@ def _main(argv: list[str]) -> int:
         raise InputError(f"the job line has no {', '.join(missing)}")
     threading.Thread(target=_exit_when_stdin_ends, daemon=True).start()
     compare_traces(job["a"], job["b"], job["out"], progress=say, data_only=True,
-                   labels={"legacy": job["label_a"], "modern": job["label_b"]})
+                   labels={"a": job["label_a"], "b": job["label_b"]})
     return 0
 
 
 def main() -> None:
-    cli_main(PROG, _no_flags, _main)
+    cli_main(PROG, _no_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

@@ -6,25 +6,40 @@ TensorBoard this way so that ``compare.run --screenshot`` works from either."""
 from __future__ import annotations
 
 import sys
-from importlib import metadata
 
 from absl import app
 from tensorboard import default, main_lib, program
 from tensorboard.plugins import base_plugin
 
-from compare.tab.plugin import PLUGIN_NAME, PipelineCompareLoader
+from common.errors import HELP_ARGS
+from compare.tab.plugin import PipelineCompareLoader
+from compare.viewers.tensorboard import tab_installed
 
+#: What ``--help`` prints.
+USAGE = """\
+usage: python -m compare.tab.launch --logdir DIR [TENSORBOARD FLAGS]
 
-def registered() -> bool:
-    """Whether the installed distribution declares the tab's entry point."""
-    return any(ep.name == PLUGIN_NAME
-               for ep in metadata.entry_points(group="tensorboard_plugins"))
+Starts TensorBoard with the Pipeline compare tab, also from a source checkout that is not
+installed (where TensorBoard cannot find the tab's entry point). Installed with pip, plain
+tensorboard --logdir DIR shows the tab too. It takes TensorBoard's own flags (tensorboard
+--help lists them), and two of the tab's:
+
+flags:
+  --pipeline_compare_cache=<dir>
+      Where the tab keeps its comparisons (default: DIR/.pipeline_compare, or
+      ~/.cache/tf-pipeline-compare when DIR cannot be written).
+  --pipeline_compare_timeout=<seconds>  (default 900)
+      The longest one comparison may take.
+"""
 
 
 def main() -> None:
+    if any(a in HELP_ARGS for a in sys.argv[1:]):
+        sys.stdout.write(USAGE)
+        sys.exit(0)
     main_lib.global_init()
     plugins = default.get_plugins()
-    if not registered():
+    if not tab_installed():
         plugins.append(PipelineCompareLoader)
     tensorboard = program.TensorBoard(plugins=plugins)
     try:

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from compare.analysis.comparison import SIDES
+from common.run_record import PIPELINES
 from compare.load.xplane import HOST_TRACE_SUFFIX, XPLANE_SUFFIX
 
 #: A session name longer than this is no name we list.
@@ -107,7 +107,7 @@ def _pipeline(run_dir: Path) -> str | None:
         pipeline = json.loads(record.read_bytes()).get("pipeline")
     except (OSError, ValueError, AttributeError):
         return None
-    return pipeline if pipeline in SIDES else None
+    return pipeline if pipeline in PIPELINES else None
 
 
 def pick(name: str | None, listing: dict[str, Session], what: str = "session") -> Session:

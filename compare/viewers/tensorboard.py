@@ -124,12 +124,17 @@ def _tail(path: Path, n: int = 3) -> str:
     return " | ".join(lines[-n:])[-400:]
 
 
+def tab_installed() -> bool:
+    """Whether the installed distribution declares the Pipeline compare tab's entry point, so
+    that plain ``tensorboard`` shows the tab (not so in a source checkout on PYTHONPATH)."""
+    return any(ep.name == TAB_PLUGIN
+               for ep in metadata.entry_points(group="tensorboard_plugins"))
+
+
 def _launcher() -> str:
     """``tensorboard.main``, which finds our tab through its entry point when this package is
     installed; else ``compare.tab.launch``, which adds it (a source checkout on PYTHONPATH)."""
-    installed = any(ep.name == TAB_PLUGIN
-                    for ep in metadata.entry_points(group="tensorboard_plugins"))
-    return "tensorboard.main" if installed else "compare.tab.launch"
+    return "tensorboard.main" if tab_installed() else "compare.tab.launch"
 
 
 class TensorBoardError(InputError):
@@ -190,6 +195,7 @@ class TensorBoard:
                     raise
 
     def _wait_ready(self) -> None:
+        assert self.proc is not None and self.log_path is not None, "start() sets them"
         deadline = time.monotonic() + self.startup_timeout
         while True:
             if self.proc.poll() is not None:

@@ -204,12 +204,13 @@ function verdictSection(m) {
 function stepSection(m, width) {
   const rows = m.steps.map((s, i) => el('tr', {'data-side': String(i)}, [
     el('th', {scope: 'row'}, [m.labels[i]]),
+    el('td', {class: 'num', 'data-value': String(s.meanUs ?? '')}, [cell(s.meanUs)]),
     el('td', {class: 'num', 'data-value': String(s.medianUs ?? '')}, [cell(s.medianUs)]),
     el('td', {class: 'num'}, [`${s.steadyCount ?? '?'} of ${s.count ?? '?'}`]),
     el('td', {class: 'num', 'data-value': String(s.firstUs ?? '')}, [cell(s.firstUs)]),
     el('td', {class: 'num'}, [s.step ?? '-'])]));
   const table = el('table', {id: 'pc-steps-table', class: 'pc-table pc-small'}, [
-    el('thead', {}, [el('tr', {}, ['side', 'per steady step (median)', 'steady steps',
+    el('thead', {}, [el('tr', {}, ['side', 'per steady step (mean)', 'median', 'steady steps',
                                    'first step', 'step drawn below'].map((t) =>
       el('th', {}, [t])))]),
     el('tbody', {}, rows)]);
@@ -249,7 +250,7 @@ function groupsSection(m) {
       ...opsColumns(m)],
   });
   return section('pc-groups', 'What each run does, in any TF program\'s terms', [
-    el('p', {class: 'pc-note'}, ['Median per steady step, wall time shared among the threads ' +
+    el('p', {class: 'pc-note'}, ['Mean per steady step, wall time shared among the threads ' +
       'working at each instant. Time no rule placed (unmapped): ' +
       m.labels.map((l, i) => `${l} ${duration(m.groupsUnmappedUs[i])}`).join(', ') + '.']),
     table.element]);
@@ -367,7 +368,7 @@ function filesSection(files, params, m) {
   links.forEach((a, i) => { if (i) items.push(' · '); items.push(a); });
   const paths = m.sources.map((s) => s.path).filter((p) => p);
   const command = paths.length === 2 ?
-    `python -m compare.run --legacy ${quoted(paths[0])} --modern ${quoted(paths[1])} ` +
+    `python -m compare.run ${quoted(paths[0])} ${quoted(paths[1])} ` +
     `--labels ${quoted(`${m.labels[0]},${m.labels[1]}`)}` : null;
   return section('pc-files', 'Files', [
     items.length ? el('p', {}, ['The data this page shows: ', ...items, '.']) : null,

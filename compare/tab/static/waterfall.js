@@ -11,19 +11,23 @@ function shortKey(key) {
   return key.length <= 36 ? key : `${key.slice(0, 35)}…`;
 }
 
-// The rows drawn, in order: [{kind: 'total'|'term'|'rest', key, from, to, term?}].
+// The rows drawn, in order: [{kind: 'total'|'term'|'rest', key, from, to, amount, term?}];
+// `amount` is the value written beside the bar (a term's own delta_us, not a difference of
+// running sums, so that it reads as report.json's number).
 export function waterfallRows(d) {
-  const rows = [{kind: 'total', key: d.labels[0], from: 0, to: d.aUs}];
+  const rows = [{kind: 'total', key: d.labels[0], from: 0, to: d.aUs, amount: d.aUs}];
   let at = d.aUs;
   for (const t of d.terms) {
-    rows.push({kind: 'term', key: t.key, from: at, to: at + t.deltaUs, term: t});
+    rows.push({kind: 'term', key: t.key, from: at, to: at + t.deltaUs, amount: t.deltaUs,
+               term: t});
     at += t.deltaUs;
   }
   if (d.restUs) {
-    rows.push({kind: 'rest', key: 'everything else', from: at, to: at + d.restUs});
+    rows.push({kind: 'rest', key: 'everything else', from: at, to: at + d.restUs,
+               amount: d.restUs});
     at += d.restUs;
   }
-  rows.push({kind: 'total', key: d.labels[1], from: 0, to: d.bUs});
+  rows.push({kind: 'total', key: d.labels[1], from: 0, to: d.bUs, amount: d.bUs});
   return {rows, end: at};
 }
 
@@ -43,13 +47,14 @@ export function drawWaterfall(d, width) {
     const g = svg('g', {class: `pc-wf-row ${cls}`, 'data-kind': r.kind, 'data-key': r.key});
     g.append(svg('text', {x: GUTTER - 6, y: y + 13, 'text-anchor': 'end'}, [shortKey(r.key)]));
     g.append(svg('rect', {x: x(lo), y, width: Math.max(x(hi) - x(lo), 1), height: ROW - 5}));
-    const amount = r.kind === 'total' ? duration(r.to) : delta(r.to - r.from);
+    const amount = r.kind === 'total' ? duration(r.amount) : delta(r.amount);
     g.append(svg('text', {x: x(hi) + 4, y: y + 13, class: 'pc-wf-amount'}, [amount]));
     if (i > 0 && i < rows.length - 1) {
       g.append(svg('line', {x1: x(r.from), x2: x(r.from), y1: y - 5, y2: y, class: 'pc-wf-link'}));
     }
     const ops = r.term ? r.term.ops.map((o) => `${o.op} ${delta(o.deltaUs)}`).join('\n') : '';
-    g.append(svg('title', {}, [`${r.key}: ${amount}${ops ? `\n${ops}` : ''}`]));
+    const words = r.term && r.term.words && r.term.words !== r.key ? ` (${r.term.words})` : '';
+    g.append(svg('title', {}, [`${r.key}${words}: ${amount}${ops ? `\n${ops}` : ''}`]));
     root.append(g);
   });
   box.append(root);
