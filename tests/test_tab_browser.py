@@ -345,7 +345,7 @@ def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(o
         assert w == pytest.approx((hi - lo) * scale, abs=0.01)
         running += d
     assert running == 8000 and got["rows"][-1][3] == pytest.approx(8000 * scale, abs=0.01)
-    assert got["note"] == "old run 30.0 ms → new run 8.0 ms (-22.0 ms, window step)"
+    assert got["note"] == "old run 30.0 ms → new run 8.0 ms (-22.0 ms, mean steady step)"
     m = got["model"]
     assert m["labels"] == ["old run", "new run"]
     assert m["groups"][0]["us"] == [5.0, 1.0] and m["ops"][0]["us"] == [7.0, 0]

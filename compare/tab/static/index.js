@@ -121,6 +121,21 @@ class App {
     this.setState('running');
     this.result.replaceChildren();
     this.say(`Comparing ${params.a} (A) with ${params.b} (B) …`);
+    const clock = setInterval(() => this.tick(token, started), 200);
+    try {
+      await this.poll(token, params, retry, started);
+    } finally {
+      clearInterval(clock);
+    }
+  }
+
+  // The seconds so far, between the server's answers.
+  tick(token, started) {
+    const span = this.status.querySelector('#pc-elapsed');
+    if (token === this.token && span) span.textContent = seconds(started, 1);
+  }
+
+  async poll(token, params, retry, started) {
     let seen;  // progress lines shown: the server answers once there are more (long poll)
     for (let first = true; token === this.token; first = false) {
       const {status, body} = await getJson(route('compare', {...params, seen,
@@ -149,10 +164,10 @@ class App {
   }
 
   progress(params, body, started) {
-    const seconds = ((performance.now() - started) / 1e3).toFixed(1);
     this.status.replaceChildren(
-      el('p', {class: 'pc-note'}, [`Comparing ${params.a} (A) with ${params.b} (B): ` +
-        `${seconds} s so far; computed once, then kept beside the logdir.`]),
+      el('p', {class: 'pc-note'}, [`Comparing ${params.a} (A) with ${params.b} (B): `,
+        el('span', {id: 'pc-elapsed'}, [seconds(started, 1)]),
+        ' s so far; computed once, then kept beside the logdir.']),
       el('pre', {id: 'pc-progress'}, [body.lines.join('\n')]));
   }
 
@@ -172,16 +187,19 @@ class App {
       sidesSection(model),
       filesSection(body.files, params, model)];
     this.result.replaceChildren(...parts.filter((x) => x));
-    const seconds = ((performance.now() - started) / 1e3).toFixed(2);
     this.status.replaceChildren(el('p', {class: 'pc-note', id: 'pc-shown'}, [
       `${model.labels[0]} = ${params.a}, ${model.labels[1]} = ${params.b}; shown in ` +
-      `${seconds} s.`]));
+      `${seconds(started, 2)} s.`]));
     // for benchmarks.tab: from this click (or the tab's first request), and from the start of
     // the tab's page
     this.root.dataset.shownMs = String(Math.round(performance.now() - started));
     this.root.dataset.doneAtMs = String(Math.round(performance.now()));
     this.setState('done');
   }
+}
+
+function seconds(since, digits) {
+  return ((performance.now() - since) / 1e3).toFixed(digits);
 }
 
 function section(id, title, children) {

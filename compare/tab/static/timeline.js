@@ -49,8 +49,8 @@ export function drawTimelines(model, width) {
       y += TITLE + LANE + GAP;
       return;
     }
-    const title = `${label}: step ${s.step}, ${duration(s.durUs)} (the steady step closest ` +
-      `to the median)${s.folded ? `; ${s.folded}` : ''}`;
+    const title = `${label}: step ${s.step}, ${duration(s.durUs)} (one real step: the steady ` +
+      `step closest to the median, not an average)${s.folded ? `; ${s.folded}` : ''}`;
     g.append(svg('text', {x: 4, y: y + 15, class: 'pc-side-title'}, [title]));
     y += TITLE;
     s.lanes.forEach((lane, row) => {

@@ -3,12 +3,18 @@
 import {el, svg} from './dom.js';
 import {delta, duration} from './format.js';
 
-const GUTTER = 230;
+const GUTTER = 290;
 const ROW = 20;
 const RIGHT = 90;
 
 function shortKey(key) {
-  return key.length <= 36 ? key : `${key.slice(0, 35)}…`;
+  return key.length <= 46 ? key : `${key.slice(0, 45)}…`;
+}
+
+// A term's label: its key and the ops that moved it most, as step_delta.png labels it.
+function termLabel(t) {
+  const ops = t.ops.slice(0, 2).map((o) => o.op.split('/').pop());
+  return ops.length ? `${t.key}: ${ops.join(', ')}` : t.key;
 }
 
 // The rows drawn, in order: [{kind: 'total'|'term'|'rest', key, from, to, amount, term?}];
@@ -45,7 +51,9 @@ export function drawWaterfall(d, width) {
     const hi = Math.max(r.from, r.to);
     const cls = r.kind === 'total' ? 'pc-wf-total' : r.to < r.from ? 'pc-wf-down' : 'pc-wf-up';
     const g = svg('g', {class: `pc-wf-row ${cls}`, 'data-kind': r.kind, 'data-key': r.key});
-    g.append(svg('text', {x: GUTTER - 6, y: y + 13, 'text-anchor': 'end'}, [shortKey(r.key)]));
+    const name = r.term ? termLabel(r.term) : r.key;
+    g.append(svg('text', {x: GUTTER - 6, y: y + 13, 'text-anchor': 'end', class: 'pc-wf-name'},
+                 [shortKey(name)]));
     g.append(svg('rect', {x: x(lo), y, width: Math.max(x(hi) - x(lo), 1), height: ROW - 5}));
     const amount = r.kind === 'total' ? duration(r.amount) : delta(r.amount);
     g.append(svg('text', {x: x(hi) + 4, y: y + 13, class: 'pc-wf-amount'}, [amount]));
@@ -61,7 +69,7 @@ export function drawWaterfall(d, width) {
   const off = end - d.bUs;
   box.append(el('p', {class: 'pc-note'}, [
     `${d.labels[0]} ${duration(d.aUs)} → ${d.labels[1]} ${duration(d.bUs)} (${delta(d.deltaUs)}` +
-    `, ${d.basis || 'mean'} step)` +
+    `, ${d.basis === 'traced' ? 'mean traced span' : 'mean steady step'})` +
     (Math.abs(off) > 1 ? `; the terms add up to ${duration(end)}, ${delta(off)} off the step` :
       '')]));
   return box;
