@@ -487,5 +487,6 @@ def test_benchmark_smoke_writes_json(profile_logdir, tmp_path):
     assert len(result["later"]) == 1 and result["later_median"]["tab_s"] > 0
     assert result["cli_s"] > 0
     assert result["first_over_cli"] == round(result["first"]["tab_s"] / result["cli_s"], 2)
-    assert {"convert", "map", "compare", "answers", "write"} <= set(result["compute_s"])
+    # the phases report.json records (its own writing ends after it is written)
+    assert {"convert", "map", "compare", "answers"} <= set(result["compute_s"])
     assert "first view (computed)" in proc.stdout
