@@ -422,6 +422,46 @@ def test_the_tab_on_two_real_public_profiles_of_another_program(chess_logdir, tm
         assert struct.unpack(">II", shot.read_bytes()[16:24]) == (1400, 1000)
 
 
+XLA_PAIR = ROOT / "tests/fixtures/real_pairs/tf221_xla_off_vs_on_cpu"
+
+
+def test_a_fused_cluster_opens_to_the_ops_it_holds(tmp_path):
+    """A real pair made with TensorFlow 2.21 (tests/fixtures/real_pairs, a train step without
+    and with jit_compile), laid out as a TF 2.2/2.3-style logdir (host.trace.json.gz): the ops
+    fused into B's compiled function are rows marked fused, and opening one lists the ops
+    report.json says it holds."""
+    logdir = tmp_path / "logs"
+    for run, side, session in (("base", "a", "2026_01_01_00_00_00"),
+                               ("jit", "b", "2026_01_01_00_01_00")):
+        folder = logdir / run / "plugins" / "profile" / session
+        folder.mkdir(parents=True)
+        shutil.copy(XLA_PAIR / f"{side}.trace.json.gz", folder / "host.trace.json.gz")
+    with TensorBoard(logdir, log_path=tmp_path / "tensorboard.log") as tb, \
+            Chromium(width=1400, height=1000, log_path=tmp_path / "chromium.log") as browser:
+        tab = Tab(browser.new_page(), tb)
+        assert tab.open()["state"] == "done"
+        report = tab.cached_report(logdir, "base/2026_01_01_00_00_00", "jit/2026_01_01_00_01_00")
+        fused = [r for r in report["ops_diff"] if r["status"] == "fused" and r["members"]]
+        assert fused, [r["status"] for r in report["ops_diff"]]
+        tab.click("#pc-ops .pc-filters button[data-status='fused']")
+        rows = tab.table("pc-ops-table")
+        assert {r["cells"]["op"][0] for r in rows} == {r["op"] for r in report["ops_diff"]
+                                                       if r["status"] == "fused"}
+        top = max(fused, key=lambda r: abs(r["delta_us"]))
+        opened = tab.js(f"""
+            const row = () => [...doc.querySelectorAll('#pc-ops-table tbody tr')]
+              .find(tr => tr.querySelector("td[data-col='op']")?.dataset.value ===
+                          {json.dumps(top["op"])});
+            row().querySelector('.pc-toggle').click();       // the table is drawn again
+            const detail = row().nextElementSibling;
+            return {{cls: detail.className, head: detail.querySelector('p').innerText,
+                     items: [...detail.querySelectorAll('li')].map(li => li.innerText)}};""")
+        assert opened["cls"] == "pc-detail"
+        assert opened["items"] == top["members"]
+        assert opened["head"].startswith(f"{top['op']} holds {top['members_total']} op(s) of "
+                                         f"the other side")
+
+
 #: report.json's keys that say where and when, not what was measured
 PROVENANCE = {"created", "sources", "cross_checks", "files", "tensorboard", "screenshot", "runs",
               "elapsed_s", "merged_trace"}
