@@ -266,11 +266,16 @@ def _computed_inputs(run, node: ast.Call, fr, inputs: Val | None) -> Val | None:
     return computed_here(run, fr, [arg] if arg is not None else [], inputs)
 
 
-def computed_here(run, fr, nodes: list, val: Val | None) -> Val | None:
+_COMPUTING = (ast.Call, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+              ast.Subscript)
+
+
+def computed_here(run, fr, nodes: list, val: Val | None, kinds: tuple = (ast.Call,)) -> Val | None:
     """``val`` (what ``nodes`` evaluated to), as a step of the statement being run when they
     compute tensors in place (``parts.append(tf.reshape(x, s))``, ``d.update(y=f(x))``): the
-    container they go into would otherwise hold tensors no step made."""
-    if val is None or not any(isinstance(n, ast.Call) for a in nodes for n in walk(a)):
+    container they go into would otherwise hold tensors no step made. ``kinds``: the nodes
+    that count as computing."""
+    if val is None or not any(isinstance(n, kinds) for a in nodes for n in walk(a)):
         return val
     stmt = run.world.log[run.cur_seq].stmt if run.cur_seq >= 0 else None
     step = run.touch(stmt, fr, [val]) if stmt is not None else None
@@ -399,7 +404,9 @@ def _read(run, node: ast.Call, fr, reader: ReaderV, queue: Val) -> Val:
 def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
     pos, kw = run.args_of(node, fr)
     if attr in ("enqueue", "enqueue_many"):
-        values = pos[0] if pos else kw.get("vals", Sym(""))
+        arg = node.args[:1] or [k.value for k in node.keywords if k.arg == "vals"]
+        values = computed_here(run, fr, arg, pos[0] if pos else kw.get("vals", Sym("")),
+                               _COMPUTING)
         op = EnqueueV(q, values, attr == "enqueue_many", node, fr.fn.qualname,
                       run.src.segment(node, 120), loop=fr.loop)
         q.enqueues.append(op)

@@ -89,9 +89,11 @@ class _Render:
             out = [f"{ds} = {head}"]
             count = _count(s.data.text, ds) if s.kind == "files" or (
                 s.kind == "rows" and not s.columns) else f"{ds}.cardinality()"
-            if count != "1":
+            if count != "1" and not s.order and not s.shuffle_note:
                 out += _when(s.shuffle, [self.op(f"shuffle({count}{_seed(s.seed)})")])
             return out + self.repeat(s)
+        if s.kind == "computed":  # the enqueue op runs again for each element: a map computes it
+            return [f"{ds} = tf.data.Dataset.counter()"]
         if s.kind == "file_pattern":
             shuffle = "True" if s.shuffle is None else s.shuffle.text
             return [f"{ds} = tf.data.Dataset.list_files({s.data.text}, shuffle={shuffle}"
@@ -168,6 +170,9 @@ class _Render:
         return [self.op(f"interleave({records}, cycle_length={st.readers.text}, "
                         f"num_parallel_calls={AUTOTUNE}){note}")] + up_to
 
+    def unbatch(self, st: m.UnbatchStage) -> list[str]:
+        return [self.op("unbatch()")]
+
     def decode(self, st: m.DecodeStage) -> list[str]:
         return [self.op(f"map(...)  # unresolved: {st.decoder}.decode of the items "
                         f"provider.get asks for ({st.items or '...'})")]
@@ -188,6 +193,9 @@ class _Render:
     def queue(self, st: m.QueueStage) -> list[str]:
         if st.queue != "random_shuffle":
             return []
+        size = st.min_after_dequeue
+        if size is not None and size.default and size.is_value(1):
+            return []  # RecordInput's default buffer of one record shuffles nothing
         return _when(st.when, [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
                                        f"{_seed(st.seed)})")])
 

@@ -134,6 +134,9 @@ class World:
     #: is what makes these from the batches).
     returned: object = None
     me: object = None
+    #: The module body's run only: the pipeline objects its names hold when it ends (queues,
+    #: enqueue ops, placeholders, readers, datasets), which functions read as globals.
+    shared: dict = dataclasses.field(default_factory=dict)
 
 
 def _unparse_with(node: ast.AST, texts: dict) -> str:
@@ -162,8 +165,13 @@ def _paren(text: str) -> str:
 class Run:
     """One world of one entry function (see module doc)."""
 
-    def __init__(self, mod: Module, entry: FuncInfo, decisions: dict, budget: Budget):
+    def __init__(self, mod: Module, entry: FuncInfo, decisions: dict, budget: Budget,
+                 shared: dict | None = None):
         self.mod, self.entry, self.decisions, self.budget = mod, entry, decisions, budget
+        #: The module body's pipeline objects by name (see :attr:`World.shared`); each run
+        #: takes its own copy of a queue the first time it reads it.
+        self.shared = shared or {}
+        self.copies: dict[str, Val] = {}
         self.src = mod.scan.source
         self.clock = 0
         self.world = World(entry, dict(decisions), [], {}, [], [], [])
@@ -228,6 +236,10 @@ class Run:
 
     def global_name(self, name: str, node: ast.AST) -> Val:
         mod = self.mod
+        if name in self.shared:
+            if name not in self.copies:
+                self.copies[name] = _own_copy(self.shared[name])
+            return self.copies[name]
         if name in mod.by_name:
             return FuncV(mod.by_name[name], text=name)
         if name in mod.classes:
@@ -867,6 +879,9 @@ class Run:
             out = self.block(self.entry.body, fr)
             if out is not None and out.kind == "return":
                 self.world.returned = out.value
+            if self.entry is self.mod.module:
+                self.world.shared = {k: h[-1][1] for k, h in fr.env.items()
+                                     if h and _shareable(h[-1][1])}
         except _Stop:
             self.world.stopped = True
         except RecursionError:
@@ -914,14 +929,40 @@ def _pipeline_val(val: Val) -> bool:
     return isinstance(val, Sym) and bool(val.param)
 
 
-def run_entry(mod: Module, entry: FuncInfo, budget: Budget) -> list[World]:
+def _shareable(val: Val, depth: int = 0) -> bool:
+    """A value the module body made that functions may read as a global: a pipeline object, or
+    a list or dict holding one (``placeholders = [tf.placeholder(...), ...]``)."""
+    if isinstance(val, (QueueV, EnqueueV, PlaceholderV, ReaderV, DatasetV)):
+        return True
+    if isinstance(val, ListV) and depth < 2:
+        return any(_shareable(v, depth + 1) for v in val.items[:16])
+    if isinstance(val, DictV) and depth < 2:
+        return any(_shareable(v, depth + 1) for v in list(val.items.values())[:16])
+    return False
+
+
+def _own_copy(val: Val) -> Val:
+    """A module-level pipeline object as one run sees it: a queue copied (what the run enqueues
+    into it, closes or runs it with stays in that run), the rest as they are."""
+    if isinstance(val, QueueV):
+        return dataclasses.replace(val, enqueues=list(val.enqueues))
+    if isinstance(val, ListV):
+        return ListV([_own_copy(v) for v in val.items], val.text, val.loop)
+    if isinstance(val, DictV):
+        return DictV({k: _own_copy(v) for k, v in val.items.items()}, val.text)
+    return val
+
+
+def run_entry(mod: Module, entry: FuncInfo, budget: Budget,
+              shared: dict | None = None) -> list[World]:
     """Every world of an entry: one run per combination of the structural conditions it meets
-    (depth-first, each new condition first True then False), at most :data:`MAX_WORLDS`."""
+    (depth-first, each new condition first True then False), at most :data:`MAX_WORLDS`.
+    ``shared``: the module body's pipeline objects (:attr:`World.shared`), read as globals."""
     worlds: list[World] = []
     todo: list[dict] = [{}]
     while todo and len(worlds) < MAX_WORLDS and budget.left > 0:
         decisions = todo.pop()
-        world = Run(mod, entry, decisions, budget).go()
+        world = Run(mod, entry, decisions, budget, shared).go()
         worlds.append(world)
         for i, key in enumerate(world.forks):
             if key in decisions:

@@ -92,6 +92,40 @@ def _random_lines(st: m.MapStage, root: m.Code | None) -> list[str]:
     return out
 
 
+def _given(name: str, code: m.Code | None, default: object) -> str:
+    """``name=value`` as the script gives it, or TF1's default, said to be one."""
+    if code is None:
+        return f"{name}={default!r} by default"
+    return f"{name}={code.text}" + (" by default" if code.default else "")
+
+
+def _shuffled(s: m.Source) -> str:
+    if s.shuffle is None or (s.shuffle.default and s.shuffle.value is True):
+        return f"shuffled each epoch ({_given('shuffle', s.shuffle, True)})"
+    if not s.shuffle.known:
+        return "shuffled only when " + s.shuffle.text
+    return "shuffled each epoch" if s.shuffle.value else "shuffled never (shuffle=False)"
+
+
+def _repeated(s: m.Source) -> str:
+    e = s.num_epochs
+    if e is None or e.is_value(None):
+        return f"repeated forever ({_given('num_epochs', e, None)})"
+    if e.is_value(1):
+        return f"repeated once ({_given('num_epochs', e, None)})"
+    return f"repeated {e.value} times" if e.known else f"repeated {e.text} times (None: forever)"
+
+
+def _queue_source_lines(s: m.Source, where: str) -> list[str]:
+    """Elements an enqueue op puts into an explicit queue: rows it enqueues, or what it
+    computes each time it runs."""
+    what = (f"rows of {s.data.text}" if s.kind == "rows" else
+            f"what the enqueue op computes each time it runs, {s.data.text}")
+    runs = ("its QueueRunner runs the op again and again" if s.repeat or s.endless else
+            "the script runs the op itself (no QueueRunner in this file runs it)")
+    return [f"source: {what}{where}; {s.order}; {runs}"]
+
+
 def _source_lines(s: m.Source) -> list[str]:
     where = f" ({s.site.construct}, {at(s.site)})" if s.site else ""
     if s.kind == "generator":
@@ -101,9 +135,11 @@ def _source_lines(s: m.Source) -> list[str]:
             by_line.setdefault(ln, []).append(v)
         fed = "; ".join(f"{', '.join(vs)} at line {ln}" for ln, vs in by_line.items()) or (
             "nothing found")
-        who = f"{f.function} ({'a thread target' if f.thread else 'Python code'})"
+        who = f"{f.function} ({'a thread' if f.thread else 'Python code'})"
         return [f"{m.generator_name(f)}: a generator made of {who}: its loop yields what it fed "
                 f"through feed_dict ({fed}) instead of running the enqueue op{where}"]
+    if s.order or s.kind == "computed":
+        return _queue_source_lines(s, where)
     if s.kind in ("files", "file_pattern", "rows", "range"):
         what = {"files": "files", "file_pattern": "files matching", "rows": "rows of",
                 "range": "the numbers below"}[s.kind]
@@ -114,28 +150,17 @@ def _source_lines(s: m.Source) -> list[str]:
         elif s.shuffle_note:
             bits.append(f"shuffled {s.shuffle_note}")
         elif s.kind != "file_pattern" or s.shuffle is not None:
-            bits.append("shuffled " + ("each epoch (shuffle=True by default)" if s.shuffle is None
-                                       else "only when " + s.shuffle.text
-                                       if not s.shuffle.known else "each epoch"
-                                       if s.shuffle.value else "never (shuffle=False)"))
+            bits.append(_shuffled(s))
         if s.repeat:
-            bits.append("repeated " + ("forever (num_epochs=None)" if s.num_epochs is None
-                                       or s.num_epochs.is_value(None)
-                                       else "once (num_epochs=1)" if s.num_epochs.is_value(1)
-                                       else f"{s.num_epochs.value} times" if s.num_epochs.known
-                                       else f"{s.num_epochs.text} times (None: forever)"))
+            bits.append(_repeated(s))
         if s.capacity is not None:
-            bits.append(f"capacity={s.capacity.text} only sized the queue")
+            bits.append(f"{_given('capacity', s.capacity, 32)} only sized the queue")
         return ["; ".join(bits)]
     if s.kind == "dataset":
         return [f"source: {s.data.text}{where}"]
     if s.kind == "provider":
-        shuffled = ("shuffled only when " + s.shuffle.text if not s.shuffle.known else
-                    "shuffled each epoch" if s.shuffle.value else "shuffled never (shuffle=False)")
-        repeated = ("forever (num_epochs=None)" if s.num_epochs is None or
-                    s.num_epochs.is_value(None) else f"{s.num_epochs.text} times")
-        return [f"source: the files of {s.data.text}.data_sources{where}; {shuffled}; repeated "
-                f"{repeated}"]
+        return [f"source: the files of {s.data.text}.data_sources{where}; {_shuffled(s)}; "
+                f"{_repeated(s)}"]
     return []
 
 
@@ -149,6 +174,9 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
         many = (f"; {st.readers.text} readers at once" if st.readers is not None and
                 not st.readers.is_value(1) else "")
         return [f"records: {st.origin} read at {at(st.read)}{made}{key}{many}"]
+    if isinstance(st, m.UnbatchStage):
+        return [f"unbatch: {st.site.construct} at {at(st.site)} put whole batches into the queue "
+                "(enqueue_many): each row is an element"]
     if isinstance(st, m.DecodeStage):
         return [f"decoding: {st.decoder} turns each record into {st.items or 'the items'} "
                 f"(provider.get at {at(st.site)}): set where the dataset is made"]
@@ -165,10 +193,11 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
                 st.site.construct.endswith("DatasetDataProvider")):
             if st.when.known and not st.when.value:
                 return []
-            cap = f"; common_queue_capacity={st.capacity.text} only bounded it" if (
-                st.capacity) else ""
+            cap = f"; {_given('common_queue_capacity', st.capacity, 256)} only bounded it" \
+                if st.capacity else ""
             flag = "" if st.when.known else f" when {st.when.text}"
-            return [f"shuffle buffer {st.min_after_dequeue.text}{flag}: common_queue_min of the "
+            return [f"shuffle buffer {st.min_after_dequeue.text}{flag}: "
+                    f"{_given('common_queue_min', st.min_after_dequeue, 128)} of the "
                     f"DatasetDataProvider at {at(st.site)} (its records' RandomShuffleQueue)"
                     f"{cap}"]
         if st.queue == "random_shuffle" and st.when is not None:
@@ -179,7 +208,11 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
                     f"{st.site.construct} at {at(st.site)} shuffled in a RandomShuffleQueue "
                     "keeping a quarter of queue_capacity (1000 by default)"]
         if st.queue == "random_shuffle" and st.site.construct.endswith("RecordInput"):
-            return [f"shuffle buffer: buffer_size of the RecordInput at {at(st.site)}"]
+            size = _given("buffer_size", st.min_after_dequeue, 1)
+            if st.min_after_dequeue is None or st.min_after_dequeue.is_value(1):
+                return [f"no shuffle: {size} of the RecordInput at {at(st.site)} keeps one "
+                        "record at a time"]
+            return [f"shuffle buffer: {size} of the RecordInput at {at(st.site)}"]
         if st.queue == "random_shuffle":
             cap = f"; capacity={st.capacity.text} only bounded it" if st.capacity else ""
             return [f"shuffle buffer: min_after_dequeue of the RandomShuffleQueue at "

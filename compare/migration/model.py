@@ -16,17 +16,23 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from typing import Union
+
+from compare.migration.rules import TF1_DEFAULTS
 
 
 @dataclasses.dataclass(frozen=True)
 class Code:
     """An expression in the pipeline function's terms. ``value`` holds the Python value when
-    ``known`` (a literal, or a name the script binds to one)."""
+    ``known`` (a literal, or a name the script binds to one). ``default``: the script does not
+    give it; it is TF1's default for the argument (:data:`.rules.TF1_DEFAULTS`), and the plan
+    says so wherever it shows it."""
 
     text: str
     known: bool = False
     value: object = None
+    default: bool = False
 
     def is_value(self, value: object) -> bool:
         return self.known and self.value is value
@@ -35,7 +41,15 @@ class Code:
         out: dict = {"text": self.text}
         if self.known and isinstance(self.value, (bool, int, float, str, type(None))):
             out["value"] = self.value
+        if self.default:
+            out["default"] = True
         return out
+
+
+def tf1_default(rule: str, param: str) -> Code:
+    """TF1's default of ``param`` of the construct ``rule``, as a :class:`Code` marked so."""
+    value = TF1_DEFAULTS[rule][param]
+    return Code(repr(value), True, value, default=True)
 
 
 @dataclasses.dataclass
@@ -87,6 +101,7 @@ class Feeder:
 class Source:
     """Where elements come from. ``kind``: ``files`` (a file list), ``file_pattern`` (a glob),
     ``rows`` (rows of tensors), ``range``, ``generator`` (Python code feeding placeholders),
+    ``computed`` (what an enqueue op computes each time it runs: ``data`` is what it enqueues),
     ``provider`` (slim's DatasetDataProvider), ``dataset`` (a tf.data source the script already
     builds) or ``unknown`` (a parameter or another module: see the pipeline's unresolved)."""
 
@@ -105,10 +120,17 @@ class Source:
     columns: bool = True
     #: How it is shuffled when not per epoch by the source itself (numpy_input_fn: in a queue).
     shuffle_note: str = ""
+    #: The order its elements keep when no producer shuffles them (a queue filled by an
+    #: enqueue op keeps the order it was filled in); the plan states no shuffle argument then.
+    order: str = ""
+    #: ``computed``: the enqueue op is run again for each element by a QueueRunner (False: the
+    #: script runs it itself, as often as it likes).
+    endless: bool = False
 
     def to_dict(self) -> dict:
         out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
-               "repeat": self.repeat, "target": self.target, "columns": self.columns}
+               "repeat": self.repeat, "target": self.target, "columns": self.columns,
+               "order": self.order, "endless": self.endless}
         for k in ("data", "num_epochs", "shuffle", "seed", "capacity"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
@@ -295,6 +317,18 @@ class DatasetStage:
 
 
 @dataclasses.dataclass
+class UnbatchStage:
+    """What was put into a queue with ``enqueue_many`` at ``site``: whole batches, whose rows are
+    the elements (``Dataset.unbatch``)."""
+
+    site: Site
+    kind: str = "unbatch"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "site": self.site.to_dict()}
+
+
+@dataclasses.dataclass
 class DecodeStage:
     """Records decoded by a decoder made elsewhere (slim's ``dataset.decoder``) into the items
     the script asks for (``provider.get(['image', 'label'])``, at ``site``)."""
@@ -323,7 +357,7 @@ class ExternalStage:
 
 
 Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage,
-              DecodeStage]
+              DecodeStage, UnbatchStage]
 
 
 @dataclasses.dataclass
@@ -476,8 +510,15 @@ def short_name(qualname: str) -> str:
 
 
 def generator_name(f: Feeder) -> str:
-    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder."""
-    base = short_name(f.function) if f.function else "feeder"
-    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else "values"
-    fed = fed.replace("_placeholder", "").replace("placeholder", "") or "values"
-    return f"{base}_{fed}"
+    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder,
+    ``enqueue_next_group_values`` for self._placeholders; always an identifier."""
+    base = short_name(f.function).strip("_") if f.function else "feeder"
+    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else ""
+    words = [w for w in re.split(r"\W+|_", fed) if w and w.lower() not in _PLACEHOLDER_WORDS]
+    name = f"{base}_{'_'.join(words) or 'values'}"
+    return re.sub(r"\W", "_", name) if name.isidentifier() else "feeder_values"
+
+
+#: Words naming a placeholder itself, left out of a generator's name.
+_PLACEHOLDER_WORDS = frozenset({"placeholder", "placeholders", "ph", "phs", "pl", "input",
+                                "inputs"})

@@ -21,9 +21,11 @@ from compare.migration.flow import Budget, World, run_entry
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
 from compare.migration.values import (
+    MODULE,
     DatasetV,
     End,
     EnqueueV,
+    FuncInfo,
     ListV,
     Module,
     PlaceholderV,
@@ -296,9 +298,16 @@ class _Builder:
             return source
         if stream.kind == "provider":
             return self.provider_source(stream)
-        return self.unknown(f"{stream.param} (a parameter of {self.owner.qualname})",
-                            stream.node, "its elements are made by the caller, outside this "
-                            "function: start the dataset there")
+        if stream.kind == "batch":  # batches of another batch call, enqueued again
+            upstream = next((e for e in self.world.ends if e.batch is stream), None)
+            if upstream is not None and upstream is not self.end:
+                return self.batch_variant(upstream)
+        if stream.kind == "param" and stream.param:
+            return self.unknown(f"{stream.param} (a parameter of {self.owner.qualname})",
+                                stream.node, "its elements are made by the caller, outside this "
+                                "function: start the dataset there")
+        return self.unknown(f"the elements of {self.seg(stream.node, 60)}", stream.node,
+                            "this plan cannot follow where they come from")
 
     def unknown(self, what: str, node: ast.AST, why: str) -> m.Source:
         self.unresolved.append(m.Unresolved(what, node.lineno, why))
@@ -330,7 +339,8 @@ class _Builder:
             t.key and t.stream is stream for t in tensors_in(self.end.inputs))
         readers = self.code(stream.loop) if stream.loop is not None else None
         if r.kind == "record_input":  # its parallelism readers (16 by default)
-            readers = self.code(r.args.get("parallelism")) or m.Code("16", True, 16)
+            readers = self.code(r.args.get("parallelism")) or m.tf1_default("record_input",
+                                                                              "parallelism")
             r.args = {}
         return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
                            {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
@@ -350,23 +360,61 @@ class _Builder:
                               f"the first (line {op.node.lineno})")
         values = op.values
         if any(isinstance(v, PlaceholderV) for v in _flat(values)):
-            return self.generator_source(q, op, values)
-        tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
-        params = _params_in(values)
+            source = self.generator_source(q, op, values)
+            self.unbatch(op)
+            return source
+        tensors = [t for t in tensors_in(values) if t.stream.kind not in ("float", "param")]
+        params = _params_in(values) + [t.stream.param for t in tensors_in(values)
+                                       if t.stream.kind == "param"]
         if not tensors and params and not op.many:  # one example, made by the caller
-            return self.unknown(f"{', '.join(params)} (a parameter of {self.owner.qualname})",
+            names = ", ".join(dict.fromkeys(params))
+            return self.unknown(f"{names} (a parameter of {self.owner.qualname})",
                                 op.node, "the caller makes the examples enqueued here, outside "
                                 "this function: plan the caller's pipeline, with this "
                                 "function's code in its per-example map")
-        if not tensors:  # a queue runner repeats the enqueue until the queue closes
-            return m.Source("rows", self.site(op.node, op.fn), self.code(values),
-                            repeat=q.copies is not None and not q.closed,
-                            shuffle=m.Code("False", True, False),
-                            target=stream.target if stream is not None else "")
+        if not tensors:
+            return self.computed_source(q, op, stream)
         copies = q.copies or op.loop
         how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
                f"the {copies.text} enqueue calls" if copies is not None else "")
-        return self.from_tensors(tensors, self.code(copies) if copies else None, how)
+        source = self.from_tensors(tensors, self.code(copies) if copies else None, how)
+        self.unbatch(op)
+        return source
+
+    def unbatch(self, op: EnqueueV) -> None:
+        """``enqueue_many`` put batches into the queue: their rows are its elements."""
+        if op.many:
+            self.stages.append(m.UnbatchStage(self.site(op.node, op.fn)))
+
+    def computed_source(self, q: QueueV, op: EnqueueV, stream: Stream | None) -> m.Source:
+        """A queue filled with what its enqueue op computes from constants or the function's
+        parameters, not from a reader: each run of the op makes its elements anew (random ops
+        draw again). Rows the op puts in whole and the same each time (``enqueue_many`` of
+        data) are sliced; anything else is computed per element in a map."""
+        site = self.site(op.node, op.fn)
+        endless = q.copies is not None and not q.closed
+        order = "in the order enqueued (a FIFOQueue keeps it)" if q.kind != "random_shuffle" \
+            else ""
+        deps = frozenset().union(*(t.deps for t in tensors_in(op.values)))
+        recs = sorted((r for r in self.world.steps.values() if r.id in deps),
+                      key=lambda r: r.id)
+        draws = self.random_draws(recs)
+        target = stream.target if stream is not None else ""
+        if op.many and not draws:
+            return m.Source("rows", site, self.code(op.values), repeat=endless, order=order,
+                            target=target)
+        how = f"the queue runner's {q.copies.text} enqueue ops" if q.copies is not None else ""
+        self.stages.append(m.MapStage("", self.steps(recs, "element"),
+                                      self.code(q.copies) if q.copies is not None else None,
+                                      how, draws, seqs=tuple(r.seq for r in recs)))
+        self.unbatch(op)
+        if not endless:
+            self.unresolved.append(m.Unresolved(
+                f"how often {op.text.split('(')[0]} runs", op.node.lineno,
+                "no QueueRunner in this file runs the enqueue op, so the script runs it itself "
+                "as often as it likes: end the dataset after that many elements (.take(n))"))
+        return m.Source("computed", site, self.code(op.values), repeat=False, order=order,
+                        endless=endless, target=target)
 
     def producer_source(self, q: QueueV, copies: Sym | None = None) -> m.Source:
         """A producer's source; made in a loop of copies over data (``for f in names:
@@ -389,16 +437,16 @@ class _Builder:
             return m.Source("file_pattern", site, m.Code(self.seg(pattern, 200)), **common)
         one = files.items[0] if isinstance(files, ListV) and len(files.items) == 1 else files
         if copies is not None and isinstance(one, Sym) and one.over:
-            if one is not files:  # each copy's queue held one file: nothing was shuffled
-                common["shuffle"] = m.Code("False", True, False)
-            return m.Source("files", site, m.Code(one.over), **common)
+            note = "never: each copy's queue held one file" if one is not files else ""
+            return m.Source("files", site, m.Code(one.over), **common, shuffle_note=note)
         return m.Source("files", site, self.code(files), **common)
 
     def record_input_shuffle(self, stream: Stream) -> m.QueueStage:
         a = stream.queue.args
         return m.QueueStage("random_shuffle", self.site(stream.queue.node, stream.queue.fn),
-                            min_after_dequeue=self.code(a.get("buffer_size")) or m.Code(
-                                "10000", True, 10000), seed=self.code(a.get("seed")))
+                            min_after_dequeue=self.code(a.get("buffer_size")) or
+                            m.tf1_default("record_input", "buffer_size"),
+                            seed=self.code(a.get("seed")))
 
     def record_input_batch(self, stream: Stream) -> None:
         """get_yield_op gave batch_size records at once; the script split them and ran its
@@ -431,13 +479,14 @@ class _Builder:
             "its data_sources, reader and decoder are set where it is made (another module): "
             "they decide the files, the record dataset and the decoding map"))
         site = self.site(p.node, p.fn)
-        shuffle = self.code(a.get("shuffle")) or m.Code("True", True, True)  # slim's defaults
-        readers = self.code(a.get("num_readers")) or m.Code("1", True, 1)
+        shuffle = self.code(a.get("shuffle")) or m.tf1_default("slim_provider", "shuffle")
+        readers = self.code(a.get("num_readers")) or m.tf1_default("slim_provider", "num_readers")
         self.stages.append(m.ReadStage("unknown", f"{name}.reader", site, readers=readers))
         self.stages.append(m.QueueStage(
-            "random_shuffle", site, self.code(a.get("common_queue_capacity")) or m.Code(
-                "256", True, 256), self.code(a.get("common_queue_min")) or m.Code(
-                "128", True, 128), self.code(a.get("seed")), when=shuffle))
+            "random_shuffle", site, self.code(a.get("common_queue_capacity")) or m.tf1_default(
+                "slim_provider", "common_queue_capacity"), self.code(a.get("common_queue_min"))
+            or m.tf1_default("slim_provider", "common_queue_min"), self.code(a.get("seed")),
+            when=shuffle))
         items = stream.rows.text if stream.rows is not None else ""
         self.stages.append(m.DecodeStage(self.site(stream.node, stream.fn), f"{name}.decoder",
                                          items))
@@ -447,18 +496,23 @@ class _Builder:
     def generator_source(self, q: QueueV, op: EnqueueV, values: Val) -> m.Source:
         holders = [v for v in _flat(values) if isinstance(v, PlaceholderV)]
         names = {h.stored or h.text for h in holders}
+        given = self.seg(op.node.args[0], 80) if op.node.args else ""  # enqueue(self._phs)
         fetch = op.stored or op.text
-        runs = [r for r in self.mod.feeds if r.fetch == fetch or any(k in names for k, _, _ in
-                                                                        r.feeds)]
-        feeds = sorted({(ln, v) for r in runs for k, v, ln in r.feeds if k in names})
+        runs = [r for r in self.mod.feeds if r.fetch == fetch or any(
+            k in names for k, _, _ in r.feeds) or any(k == given for k, _, _ in r.whole)]
+        feeds = sorted({(ln, v) for r in runs for k, v, ln in r.feeds if k in names} | {
+            (ln, f"{v} (one value per placeholder of {k})") for r in runs for k, v, ln in r.whole})
         fn = runs[0].fn if runs else ""
-        signature = _signature(q, holders, self.seg)
+        signature = _signature(q, holders, op.many)
         if not runs:
             self.unresolved.append(m.Unresolved(
-                f"what is fed to {', '.join(sorted(names))}", op.node.lineno,
+                f"what is fed to {given or ', '.join(sorted(names))}", op.node.lineno,
                 "no sess.run(..., feed_dict=...) in this file feeds it"))
-        thread = fn.rsplit(".", 1)[-1] in self.mod.threads
-        feeder = m.Feeder(fn, thread, feeds, signature, tuple(sorted(names)))
+        short = fn.rsplit(".", 1)[-1]
+        thread = short in self.mod.threads or fn.rsplit(".", 1)[0] in self.mod.thread_classes
+        stored = [n for n in (h.stored or h.text for h in holders) if n.replace(".", "_")
+                  .isidentifier()]
+        feeder = m.Feeder(fn, thread, feeds, signature, tuple(stored or [given]))
         if runs:
             self.unresolved.append(m.Unresolved(
                 f"{m.generator_name(feeder)} (the generator)", op.node.lineno,
@@ -512,26 +566,27 @@ class _Builder:
         has_y = y_node is not None and not (isinstance(y_node, ast.Constant)
                                             and y_node.value is None)
         data = m.Code(f"({x}, {self.seg(y_node, 200)})" if has_y else x)
-        epochs = self.code(a.get("num_epochs")) or m.Code("1", True, 1)
+        rule = end.kind
+        epochs = self.code(a.get("num_epochs")) or m.tf1_default(rule, "num_epochs")
         capacity = self.code(a.get("queue_capacity"))
-        buffer = m.Code(f"{capacity.text} // 4") if capacity is not None and not capacity.known \
-            else m.Code(str((capacity.value if capacity is not None else 1000) // 4), True,
-                        (capacity.value if capacity is not None else 1000) // 4)
+        full = capacity or m.tf1_default(rule, "queue_capacity")
+        buffer = m.Code(f"{full.text} // 4") if not full.known else m.Code(
+            str(full.value // 4), True, full.value // 4, default=full.default)
         shuffle = self.code(a.get("shuffle"))
         self.stages.append(m.QueueStage("random_shuffle", site, capacity, buffer,
                                         self.code(a.get("seed")),
-                                        when=shuffle or m.Code("None", True, None)))
+                                        when=shuffle or m.tf1_default(rule, "shuffle")))
         forever = epochs.is_value(None)
         small = m.Code(str(not forever), True, not forever) if epochs.known else m.Code(
             f"{epochs.text} is not None")
-        args = {"batch_size": self.code(a.get("batch_size")) or m.Code("128", True, 128),
+        args = {"batch_size": self.code(a.get("batch_size")) or m.tf1_default(rule, "batch_size"),
                 "allow_smaller_final_batch": small}
         threads = self.code(a.get("num_threads"))
         if threads is not None:
             args["num_threads"] = threads
         self.stages.append(m.BatchStage(end.kind, site, args))
         never = shuffle is not None and shuffle.known and not shuffle.value
-        return m.Source("rows", site, data, epochs, m.Code("False", True, False), columns=False,
+        return m.Source("rows", site, data, epochs, shuffle if never else None, columns=False,
                         shuffle_note="" if never else "in the queue below, not per epoch")
 
     def handed_out(self, end: End) -> None:
@@ -712,18 +767,38 @@ def _pattern(files: Val | None) -> ast.AST | None:
     return None
 
 
-def _signature(q: QueueV, holders: list, seg) -> list[tuple[str, str]]:
-    """(shape, dtype) per component, from the queue's shapes/dtypes or the placeholders."""
+#: TensorFlow's dtype names that are not ``tf.<name>`` (``FIFOQueue(100, "float")``).
+_DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16"}
+
+
+def _signature(q: QueueV, holders: list, many: bool) -> list[tuple[str, str]]:
+    """(shape, dtype) per component of what the generator yields: the queue's shapes and dtypes,
+    else the placeholders'. Fed with ``enqueue_many``, a value is a batch of rows: the
+    placeholder's shape, or the queue's shape after a batch dimension."""
     dtypes, shapes = q.args.get("dtypes"), q.args.get("shapes")
+    one = len(holders) == 1
     out = []
     for i, h in enumerate(holders):
-        dtype = _item(dtypes, i) or h.args.get("dtype")
-        shape = _item(shapes, i) or h.args.get("shape")
+        dtype = _item(dtypes, i) or (dtypes if one and isinstance(dtypes, Sym) else None) or \
+            h.args.get("dtype")
+        queue_shape = _item(shapes, i)
+        shape = h.args.get("shape") if many else queue_shape or h.args.get("shape")
         d = dtype.text if dtype is not None else "None"
         if isinstance(dtype, Sym) and isinstance(dtype.const, str):
-            d = f"tf.{dtype.const}"
-        out.append((shape.text if shape is not None else "None", d))
+            d = f"tf.{_DTYPE_ALIASES.get(dtype.const, dtype.const)}"
+        text = shape.text if shape is not None else "None"
+        if many and shape is None and queue_shape is not None:
+            text = _batched_shape(queue_shape.text)
+        out.append((text, d))
     return out
+
+
+def _batched_shape(text: str) -> str:
+    """A shape with a batch dimension of any size in front: ``[3]`` -> ``[None, 3]``."""
+    if text.startswith(("[", "(")) and text.endswith(("]", ")")):
+        inner = text[1:-1].strip().rstrip(",")
+        return f"[None, {inner}]" if inner else "[None]"
+    return f"[None, *{text}]"
 
 
 def _item(val: Val | None, i: int) -> Val | None:
@@ -809,7 +884,10 @@ def _implicit_ends(world: World, dequeued: set[str]) -> list[End]:
 
 def _owned(entry_path: tuple[str, ...], end: End, source_path: tuple[str, ...]) -> bool:
     """True unless both the end and the source were made inside the same callee of the entry
-    (then that callee owns the pipeline)."""
+    (then that callee owns the pipeline). A source the module body made (a queue at the top of
+    the script) is every function's: the function that makes the end owns the pipeline."""
+    if source_path[:1] == (MODULE,) and entry_path != (MODULE,):
+        source_path = end.path
     common = 0
     for a, b in zip(end.path, source_path):
         if a != b:
@@ -818,25 +896,64 @@ def _owned(entry_path: tuple[str, ...], end: End, source_path: tuple[str, ...]) 
     return common < 2 or len(end.path) < 2
 
 
+def _run_all(mod: Module, budget: Budget) -> tuple[list[tuple[FuncInfo, World]], bool]:
+    """Every world of every entry, the module body's first: the pipeline objects it leaves in
+    its names (a queue made at the top of the script) are what the functions read."""
+    entries = sorted(mod.entries(), key=lambda e: e is not mod.module)
+    out: list[tuple[FuncInfo, World]] = []
+    shared: dict = {}
+    stopped = False
+    for entry in entries:
+        if budget.left <= 0:
+            stopped = True
+            break
+        worlds = run_entry(mod, entry, budget, shared)
+        if entry is mod.module and worlds:
+            shared = worlds[0].shared
+        out += [(entry, w) for w in worlds]
+    return out, stopped
+
+
+def _consumed(runs: list[tuple[FuncInfo, World]]) -> tuple[set[int], set[int]]:
+    """The queues some end or dequeue reads (by their constructor call), and the batch calls
+    whose batches are enqueued into another queue (``enqueue_many(batch)``: that queue's
+    pipeline continues them)."""
+    read: set[int] = set()
+    rebatched: set[int] = set()
+    for _entry, world in runs:
+        for end in world.ends:
+            if end.queue is not None:
+                read.add(id(end.queue.node))
+        for s in world.streams:
+            if s.kind == "dequeue" and s.queue is not None:
+                read.add(id(s.queue.node))
+        for q in world.queues:
+            for op in q.enqueues:
+                rebatched |= {id(t.stream.node) for t in tensors_in(op.values)
+                              if t.stream.kind == "batch"}
+    return read, rebatched
+
+
 def find(mod: Module, budget: Budget) -> tuple[list[list[_Found]], bool]:
     """Every end of every entry's worlds, grouped by (entry, end call); and whether the budget
     ran out."""
     groups: dict[tuple, list[_Found]] = collections.OrderedDict()
-    stopped = False
-    for entry in mod.entries():
-        if budget.left <= 0:
-            stopped = True
-            break
-        for world in run_entry(mod, entry, budget):
-            stopped = stopped or world.stopped
-            if world.stopped:  # half a run: its pipelines would be half planned
+    runs, stopped = _run_all(mod, budget)
+    read, rebatched = _consumed(runs)
+    for entry, world in runs:
+        stopped = stopped or world.stopped
+        if world.stopped:  # half a run: its pipelines would be half planned
+            continue
+        for end in world.ends + _implicit_ends(world, mod.dequeued):
+            if end.kind == "queue" and id(end.queue.node) in read:
+                continue  # filled here, dequeued by a function: that function's pipeline
+            if id(end.node) in rebatched:
+                continue  # its batches are enqueued again: part of that queue's pipeline
+            path, known = _source_path(end)
+            if not _owned((entry.qualname,), end, path):
                 continue
-            for end in world.ends + _implicit_ends(world, mod.dequeued):
-                path, known = _source_path(end)
-                if not _owned((entry.qualname,), end, path):
-                    continue
-                groups.setdefault((entry.qualname, id(end.node)), []).append(
-                    _Found(world, end, path, known, _touched(end)))
+            groups.setdefault((entry.qualname, id(end.node)), []).append(
+                _Found(world, end, path, known, _touched(end)))
     return list(groups.values()), stopped
 
 

@@ -6,8 +6,10 @@ call, ``chain``, ``unresolved``, and the typed model behind them), ``notes``, ``
 finding's ``cell`` (notebooks). Later additions to version 2, keys only added: a pipeline's
 ``ends`` (every batch call it chooses between) and ``attributes`` (a method's ``self.x`` and where
 they are set), a variant's ``branches`` (streams zipped), a batch stage's ``after`` (the per-batch
-map), the stages ``external`` and ``decode``, a source's ``columns`` and a queue stage's
-``when``.
+map), the stages ``external``, ``decode`` and ``unbatch`` (``enqueue_many``), a source's
+``columns``, ``order`` and ``endless`` and its kind ``computed`` (what an enqueue op computes each
+time it runs), a queue stage's ``when``, and a code value's ``default`` (TF1's default for an
+argument the script does not give).
 """
 from __future__ import annotations
 

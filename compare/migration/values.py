@@ -341,12 +341,16 @@ class ClassInfo:
 
 @dataclasses.dataclass
 class FeedRun:
-    """A ``.run(fetch, feed_dict={placeholder: value})`` in the script."""
+    """A ``.run(fetch, feed_dict=...)`` in the script: ``feeds`` for a dict written out
+    ({placeholder: value}), ``whole`` for one built over a container of placeholders
+    (``dict(zip(placeholders, values))``, a dict comprehension)."""
 
     node: ast.Call
     fetch: str
     feeds: list[tuple[str, str, int]]  # (placeholder text, value text, line)
     fn: str
+    whole: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)  # (container,
+    #                                                              values as written, line)
 
 
 class Module:
@@ -364,6 +368,7 @@ class Module:
         self.imports: dict[str, str] = {}
         self.feeds: list[FeedRun] = []
         self.threads: set[str] = set()
+        self.thread_classes: set[str] = set()
         self.dequeued: set[str] = set()  # receivers of .dequeue*() calls, as written
         self.record_types: set[str] = set()  # module names bound to a namedtuple class
         self._structural_stmt: dict[int, bool] = {}
@@ -395,6 +400,8 @@ class Module:
             elif isinstance(node, ast.ClassDef):
                 ci = ClassInfo(node, node.name, {}, [getattr(b, "id", getattr(b, "attr", ""))
                                                      for b in node.bases])
+                if "Thread" in ci.bases:  # a threading.Thread subclass: its methods feed
+                    self.thread_classes.add(prefix + node.name)
                 if parent is None:
                     self.classes.setdefault(node.name, ci)
                 self._index(node.body, ci, None, prefix + node.name + ".")
@@ -495,7 +502,7 @@ class Module:
 
     # -- feeding ----------------------------------------------------------------------------
     def _feeding(self, node: ast.Call, f: ast.Attribute, fi: FuncInfo) -> None:
-        """Note dequeued receivers, thread targets and ``.run(fetch, feed_dict={...})``."""
+        """Note dequeued receivers, thread targets and ``.run(fetch, feed_dict=...)``."""
         seg = self.scan.source.segment
         if f.attr in ("dequeue", "dequeue_many", "dequeue_up_to"):
             self.dequeued.add(seg(f.value, 80))
@@ -507,10 +514,47 @@ class Module:
             return
         feed = next((k.value for k in node.keywords if k.arg == "feed_dict"),
                     node.args[1] if len(node.args) > 1 else None)
+        if isinstance(feed, ast.Name):  # feed_dict = {...}; sess.run(op, feed_dict=feed_dict)
+            feed = _bound_before(fi, feed.id, node.lineno)
+        run = FeedRun(node, seg(node.args[0], 80), [], fi.qualname)
         if isinstance(feed, ast.Dict):
-            pairs = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys, feed.values)
-                     if k]
-            self.feeds.append(FeedRun(node, seg(node.args[0], 80), pairs, fi.qualname))
+            run.feeds = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys,
+                                                                              feed.values) if k]
+        elif isinstance(feed, ast.DictComp):  # {ph: batch[name] for name, ph in phs.items()}
+            gen = feed.generators[0]
+            run.whole = [(_container(gen.iter, seg), seg(feed, 120), feed.lineno)]
+        elif _is_call_of(feed, "dict") and len(feed.args) == 1 and _is_call_of(
+                feed.args[0], "zip") and len(feed.args[0].args) == 2:  # dict(zip(phs, values))
+            keys, values = feed.args[0].args
+            run.whole = [(seg(keys, 80), seg(values, 80), values.lineno)]
+        else:
+            return
+        self.feeds.append(run)
+
+
+def _bound_before(fi: FuncInfo, name: str, line: int) -> ast.AST | None:
+    """What ``name`` was last assigned in ``fi`` before ``line`` (None: not assigned there)."""
+    found = None
+    for n in own_nodes(fi.node):
+        if isinstance(n, ast.Assign) and n.lineno < line and any(
+                isinstance(t, ast.Name) and t.id == name for t in n.targets) and (
+                found is None or n.lineno > found.lineno):
+            found = n
+    return found.value if found is not None else None
+
+
+def _is_call_of(node: ast.AST | None, name: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
+def _container(node: ast.AST, seg) -> str:
+    """The placeholders a dict comprehension walks, as written: ``phs`` of ``phs.items()``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("items", "keys", "values") and not node.args:
+        node = node.func.value
+    elif _is_call_of(node, "zip") and node.args:
+        node = node.args[0]
+    return seg(node, 80)
 
 
 def _is_record_type(value: ast.AST) -> bool:
