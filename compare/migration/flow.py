@@ -465,9 +465,11 @@ class Run:
         for i, gen in enumerate(node.generators):
             it = self.ev(gen.iter, fr) if i else None
             it = it if it is not None else self.ev(first.iter, fr)
+            over = self.render(gen.iter, fr)() if isinstance(gen.target, ast.Name) else ""
             item = (Tensor(it.stream, it.deps) if isinstance(it, Tensor) else
                     merge(it.items) if isinstance(it, ListV) and it.items and tensors_in(it)
-                    else Sym(self.render(gen.target, fr)))
+                    else Sym(self.render(gen.target, fr), param=getattr(it, "param", ""),
+                             over=over))
             self.assign(gen.target, item, inner)
         elt = node.elt if hasattr(node, "elt") else node.value
         val = self.ev(elt, inner)

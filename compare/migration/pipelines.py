@@ -288,6 +288,14 @@ class _Builder:
             return source
         if stream.kind == "rows":
             a = stream.args
+            rows = stream.rows
+            if isinstance(rows, Sym) and rows.over and not rows.known:  # one producer per item
+                return self.unknown(
+                    f"{rows.text} (the loop variable over {rows.over})", stream.node,
+                    f"each value of it makes a producer of its own: one dataset per value of "
+                    f"{rows.over}, combined (tf.data.Dataset.sample_from_datasets([tf.data."
+                    f"Dataset.from_tensor_slices({rows.text}) for {rows.text} in "
+                    f"{rows.over}])), with the producer's shuffle and repeat on each")
             return m.Source("rows", self.site(stream.node, stream.fn), self.code(stream.rows),
                             self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
                             self.code(a.get("seed")), self.code(a.get("capacity")),
@@ -410,7 +418,7 @@ class _Builder:
         self.unbatch(op)
         if not endless:
             self.unresolved.append(m.Unresolved(
-                f"how often {op.text.split('(')[0]} runs", op.node.lineno,
+                f"how often {self.seg(op.node.func, 60)} runs", op.node.lineno,
                 "no QueueRunner in this file runs the enqueue op, so the script runs it itself "
                 "as often as it likes: end the dataset after that many elements (.take(n))"))
         return m.Source("computed", site, self.code(op.values), repeat=False, order=order,
