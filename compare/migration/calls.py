@@ -326,6 +326,11 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
             return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
         if attr in recv.attrs:
             return value_call(run, node, fr, recv.attrs[attr])
+    if isinstance(recv, IteratorV) and attr == "get_next":  # the dataset's elements
+        stream = Stream("iterator", node, fr.fn.qualname, fr.path,
+                        args={"dataset": recv.dataset, "iterator": recv.node}, loop=fr.loop)
+        run.world.streams.append(stream)
+        return Tensor(stream)
     if isinstance(recv, IteratorV) or attr in ("run", "eval"):  # values out of a session
         run.args_of(node, fr)
         return Sym(run.render(node, fr), node=node)

@@ -306,6 +306,8 @@ class _Builder:
             return source
         if stream.kind == "provider":
             return self.provider_source(stream)
+        if stream.kind == "iterator":  # a tf.data pipeline's elements, enqueued
+            return self.dataset_variant(stream.args["dataset"])
         if stream.kind == "batch":  # batches of another batch call, enqueued again
             upstream = next((e for e in self.world.ends if e.batch is stream), None)
             if upstream is not None and upstream is not self.end:
@@ -383,7 +385,7 @@ class _Builder:
         if not tensors:
             return self.computed_source(q, op, stream)
         copies = q.copies or op.loop
-        how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
+        how = (_runner_ops(q.copies) if q.copies is not None else
                f"the {copies.text} enqueue calls" if copies is not None else "")
         source = self.from_tensors(tensors, self.code(copies) if copies else None, how)
         self.unbatch(op)
@@ -402,16 +404,16 @@ class _Builder:
         site = self.site(op.node, op.fn)
         endless = q.copies is not None and not q.closed
         order = "in the order enqueued (a FIFOQueue keeps it)" if q.kind != "random_shuffle" \
-            else ""
+            else "shuffled by the RandomShuffleQueue (its buffer below)"
         deps = frozenset().union(*(t.deps for t in tensors_in(op.values)))
         recs = sorted((r for r in self.world.steps.values() if r.id in deps),
                       key=lambda r: r.id)
         draws = self.random_draws(recs)
         target = stream.target if stream is not None else ""
         if op.many and not draws:
-            return m.Source("rows", site, self.code(op.values), repeat=endless, order=order,
+            return m.Source("rows", site, self._enqueued(op), repeat=endless, order=order,
                             target=target)
-        how = f"the queue runner's {q.copies.text} enqueue ops" if q.copies is not None else ""
+        how = _runner_ops(q.copies) if q.copies is not None else ""
         self.stages.append(m.MapStage("", self.steps(recs, "element"),
                                       self.code(q.copies) if q.copies is not None else None,
                                       how, draws, seqs=tuple(r.seq for r in recs)))
@@ -421,8 +423,17 @@ class _Builder:
                 f"how often {self.seg(op.node.func, 60)} runs", op.node.lineno,
                 "no QueueRunner in this file runs the enqueue op, so the script runs it itself "
                 "as often as it likes: end the dataset after that many elements (.take(n))"))
-        return m.Source("computed", site, self.code(op.values), repeat=False, order=order,
+        return m.Source("computed", site, self._enqueued(op), repeat=False, order=order,
                         endless=endless, target=target)
+
+    def _enqueued(self, op: EnqueueV) -> m.Code:
+        """What an enqueue op puts in, in the function's terms (as written when that is all)."""
+        code = self.code(op.values)
+        if code is not None and code.text:
+            return code
+        arg = op.node.args[0] if op.node.args else next(
+            (k.value for k in op.node.keywords if k.arg == "vals"), op.node)
+        return m.Code(self.seg(arg, 200))
 
     def producer_source(self, q: QueueV, copies: Sym | None = None) -> m.Source:
         """A producer's source; made in a loop of copies over data (``for f in names:
@@ -736,6 +747,13 @@ def _shared_source(sources: list[m.Source]) -> m.Source | None:
                     first.capacity, first.repeat)
 
 
+def _runner_ops(copies: Val) -> str:
+    """``the queue runner's 4 enqueue ops`` (``its one enqueue op``)."""
+    if isinstance(copies, Sym) and copies.const == 1:
+        return "the queue runner's one enqueue op"
+    return f"the queue runner's {copies.text} enqueue ops"
+
+
 def _lines_text(lines) -> str:
     """``line 3`` or ``lines 3, 9``."""
     distinct = list(dict.fromkeys(lines))
@@ -937,8 +955,11 @@ def _consumed(runs: list[tuple[FuncInfo, World]]) -> tuple[set[int], set[int]]:
                 read.add(id(s.queue.node))
         for q in world.queues:
             for op in q.enqueues:
-                rebatched |= {id(t.stream.node) for t in tensors_in(op.values)
-                              if t.stream.kind == "batch"}
+                for t in tensors_in(op.values):
+                    if t.stream.kind == "batch":
+                        rebatched.add(id(t.stream.node))
+                    elif t.stream.kind == "iterator":
+                        rebatched.add(id(t.stream.args["iterator"]))
     return read, rebatched
 
 
