@@ -82,18 +82,22 @@ def default_out() -> Path:
 def compare_traces(legacy: str | os.PathLike, modern: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
-                   labels: dict[str, str] | None = None) -> Report:
+                   labels: dict[str, str] | None = None,
+                   origins: dict[str, str] | None = None) -> Report:
     """Compare two existing traces (any format we read) and write the report into ``out``
     (new or empty; default ``runs/<timestamp>``). A bad trace leaves nothing behind.
     ``labels``: {"legacy": A, "modern": B}, the names the outputs use for the two sides
-    (default: the traces' file names)."""
+    (default: the traces' file names); ``origins``: how each trace was made, for the report
+    (default: given with --legacy / --modern)."""
     for p in (legacy, modern):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
     out = atomic.prepare_out_dir(out or default_out())
     log = None if verbose else out / "tf.log"
-    sources = {"legacy": (Path(legacy), "given with --legacy"),
-               "modern": (Path(modern), "given with --modern")}
+    origins = {"legacy": "given with --legacy", "modern": "given with --modern",
+               **(origins or {})}
+    sources = {"legacy": (Path(legacy), origins["legacy"]),
+               "modern": (Path(modern), origins["modern"])}
     try:
         with native_stderr_to(log):
             return analyse_and_write(out, sources, Phases(progress),

@@ -84,6 +84,8 @@ class _Render:
         ds = self.ds
         if s.kind in ("files", "rows", "range"):
             data = _tuple(s.data.text) if s.kind == "rows" and s.columns else s.data.text
+            if s.order and data.endswith(",)") and m.literal_length(data) == 1:
+                data = data[1:-2]  # a queue of one component hands out the tensor itself
             head = (f"tf.data.Dataset.range({data})" if s.kind == "range" else
                     f"tf.data.Dataset.from_tensor_slices({data})")
             out = [f"{ds} = {head}"]

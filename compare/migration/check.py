@@ -33,6 +33,8 @@ DEFAULT_TIMEOUT = 300
 #: Values agree when |a - b| <= ATOL + RTOL * |b| (floats; other dtypes must be equal).
 RTOL, ATOL = 1e-4, 1e-4
 LABELS = {"legacy": "original", "modern": "port"}
+ORIGINS = {"legacy": "the original built by --call, one batch traced with FULL_TRACE",
+           "modern": "the port built by --call, profiled"}
 #: Width of the table's value columns; longer cells are written in full below their row.
 CELL = 28
 
@@ -209,7 +211,7 @@ def run_check(script: str, port: str, target, opts: CheckOptions, out: Path) -> 
         atomic.write_bytes(work / "port" / Path(port).name, Path(port).read_bytes())
         say("compare.migrate: comparing the profiles (compare.api.compare_traces) ...")
         compare_traces(work / "original" / "timeline.json", work / "port", out=out,
-                       labels=dict(LABELS))
+                       labels=dict(LABELS), origins=dict(ORIGINS))
         result = CheckResult(rows, bps, out)
         _finish(work, out, result)
         return result
@@ -235,6 +237,7 @@ def _finish(work: Path, out: Path, result: CheckResult) -> None:
         os.rename(work / name, staging / name)
     atomic.write_json(staging / "check.json", result.to_json())
     atomic.move_into(staging, out)
+    _final_paths(out, str(work), str(out))
     report = out / "report.md"
     if report.is_file():
         text = report.read_text(encoding="utf-8")
@@ -242,6 +245,25 @@ def _finish(work: Path, out: Path, result: CheckResult) -> None:
                    + "\n```\n\nValues compared with randomness and queue order neutralised on "
                    "both sides; speed with the pipelines as written.\n")
         atomic.write_text(report, text + section)
+
+
+def _final_paths(out: Path, work: str, final: str) -> None:
+    """report.md and report.json name the sides where they are now (``out/original``,
+    ``out/port``), not the working folder they were compared in, which is gone."""
+    md = out / "report.md"
+    if md.is_file():
+        atomic.write_text(md, md.read_text(encoding="utf-8").replace(work, final))
+    js = out / "report.json"
+    if js.is_file():
+        def fix(v):
+            if isinstance(v, str):
+                return v.replace(work, final)
+            if isinstance(v, list):
+                return [fix(x) for x in v]
+            if isinstance(v, dict):
+                return {k: fix(x) for k, x in v.items()}
+            return v
+        atomic.write_json(js, fix(json.loads(js.read_text(encoding="utf-8"))))
 
 
 __all__ = ["CheckOptions", "CheckResult", "Row", "compare_batches", "run_check"]

@@ -36,6 +36,7 @@ from common import atomic, profiling
 from common.errors import InputError, run_cli, tf_error_line
 from common.tflog import quiet_python_logs
 from compare.migration import porthelpers
+from compare.migration.scan import binds_tf
 from compare.migration.source import parse
 from compare.migration.tfnames import REMOVED_CONSTANTS
 
@@ -240,8 +241,28 @@ def neutral(tf, side: str):
 
 # -- building the sides ----------------------------------------------------------------------
 
+class _Session:
+    """``sess`` in ``--call``: the original gets the session the check runs it in (a function
+    that starts its own queue runners with the session it is given); the port gets None."""
+
+    def __repr__(self) -> str:
+        return "sess"
+
+
+SESSION = _Session()
+#: The names ``--call`` may pass for the session.
+SESSION_NAMES = frozenset({"sess", "session"})
+
+
+def _argument(node: ast.AST) -> object:
+    if isinstance(node, ast.Name) and node.id in SESSION_NAMES:
+        return SESSION
+    return ast.literal_eval(node)
+
+
 def parse_call(call: str) -> tuple[str, list, dict]:
-    """``FUNC(ARGS)`` with literal arguments: (name, positional, keyword)."""
+    """``FUNC(ARGS)`` with literal arguments (or ``sess``, see :data:`SESSION`): (name,
+    positional, keyword)."""
     try:
         node = ast.parse(call.strip(), mode="eval").body
     except SyntaxError as e:
@@ -250,12 +271,20 @@ def parse_call(call: str) -> tuple[str, list, dict]:
         raise InputError(f"--call {call!r}: write it as FUNC(ARGS), e.g. "
                          "distorted_inputs('data', 32)")
     try:
-        args = [ast.literal_eval(a) for a in node.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+        args = [_argument(a) for a in node.args]
+        kwargs = {k.arg: _argument(k.value) for k in node.keywords if k.arg}
     except ValueError:
         raise InputError(f"--call {call!r}: arguments must be literals (strings, numbers, "
-                         "True/False/None, lists); set anything else with --setup") from None
+                         "True/False/None, lists) or sess (the session); set anything else "
+                         "with --setup") from None
     return node.func.id, args, kwargs
+
+
+def _given(values: list | dict, sess: object) -> list | dict:
+    """The call's arguments with :data:`SESSION` as ``sess``."""
+    if isinstance(values, dict):
+        return {k: sess if v is SESSION else v for k, v in values.items()}
+    return [sess if v is SESSION else v for v in values]
 
 
 def _load(path: str, name: str, setup: str, main: bool = False,
@@ -264,11 +293,14 @@ def _load(path: str, name: str, setup: str, main: bool = False,
     ``until`` for a pipeline built in top-level code); ``setup`` runs first in its namespace."""
     source = Path(path).read_text(encoding="utf-8")
     tree = parse(source, path, notebook=path.endswith(".ipynb")).tree  # Python 2, notebooks
+    used, bound, _n = binds_tf(tree)
     if until:
         tree = _truncated(tree, until)
     mod = types.ModuleType(name)
     mod.__file__ = path
     mod.__dict__["__name__"] = "__main__" if main else name
+    if used and not bound:  # a snippet using tf without importing it, read as importing it
+        mod.__dict__["tf"] = sys.modules.get("tensorflow") or __import__("tensorflow")
     sys.modules[name] = mod
     sys.path.insert(0, str(Path(path).resolve().parent))
     sys.argv = [path]
@@ -297,9 +329,10 @@ def _truncated(tree: ast.Module, until: int) -> ast.Module:
     return tree
 
 
-def original_outputs(tf, a, graph):
-    """The original pipeline's output tensors (flattened) and their structure."""
-    with graph.as_default():
+def original_outputs(tf, a, graph, sess):
+    """The original pipeline's output tensors (flattened) and their structure. Built with
+    ``sess`` as the default session, as TF1 code that starts its own queue runners expects."""
+    with graph.as_default(), sess.as_default():
         install_tf1(tf)
         if a.until:
             mod = _load(a.script, "migrate_original", a.setup, main=True, until=a.until)
@@ -309,7 +342,7 @@ def original_outputs(tf, a, graph):
             fn = getattr(mod, a.function, None)
             if fn is None:
                 raise InputError(f"{a.script} has no function {a.function}")
-            value = fn(*a.args, **a.kwargs)
+            value = fn(*_given(a.args, sess), **_given(a.kwargs, sess))
     return value
 
 
@@ -318,34 +351,64 @@ def take_original(tf, a, n: int, traced: bool = False):
     timeline of one more)."""
     v1 = tf.compat.v1
     graph = tf.Graph()
+    with v1.Session(graph=graph) as sess:
+        return _take_original(tf, a, n, traced, graph, sess)
+
+
+def _take_original(tf, a, n: int, traced: bool, graph, sess):
+    v1 = tf.compat.v1
     with patched(_iterators(tf)):
-        value = original_outputs(tf, a, graph)
+        value = original_outputs(tf, a, graph, sess)
     flat = tf.nest.flatten(value)
     with graph.as_default():
         init = [v1.global_variables_initializer(), v1.local_variables_initializer(),
                 v1.tables_initializer()] + [it.initializer for it in ITERATORS
                                             if it.initializer.graph is graph]
-    batches, walls, trace = [], [], None
-    with v1.Session(graph=graph) as sess:
+    with sess.as_default():
         sess.run(init)
         coord = v1.train.Coordinator()
         threads = v1.train.start_queue_runners(sess=sess, coord=coord)
         try:
-            for _ in range(n):
-                t0 = time.perf_counter()
-                batches.append(sess.run(flat))
-                walls.append(time.perf_counter() - t0)
-            if traced:
-                from tensorflow.python.client import timeline  # lazy: imports TensorFlow
-                opts = v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE)
-                meta = v1.RunMetadata()
-                sess.run(flat, options=opts, run_metadata=meta)
-                trace = timeline.Timeline(meta.step_stats, graph=graph).generate_chrome_trace_format(
-                    show_dataflow=True, show_memory=True)
+            if not traced:
+                batches, _walls = _batches(lambda: sess.run(flat), n)
+                return value, batches, [], None
+            _batches(lambda: sess.run(flat), WARMUP, finite=True)
+            trace = _full_trace(tf, sess, flat, graph)
+            batches, walls = _batches(lambda: sess.run(flat), n - WARMUP, finite=True)
+            return value, batches, walls, trace
         finally:
             coord.request_stop()
             coord.join(threads, stop_grace_period_secs=5, ignore_live_threads=True)
-    return value, batches, walls, trace
+
+
+def _batches(take, n: int, finite: bool = False) -> tuple[list, list]:
+    """``n`` batches from ``take()`` and the seconds each took; with ``finite``, fewer when the
+    data ends first (a finite dataset timed for speed)."""
+    import tensorflow as tf  # lazy: imports TensorFlow
+
+    batches, walls = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        try:
+            batches.append(take())
+        except (tf.errors.OutOfRangeError, StopIteration):
+            if not finite:
+                raise
+            break
+        walls.append(time.perf_counter() - t0)
+    return batches, walls
+
+
+def _full_trace(tf, sess, flat, graph) -> str:
+    """A timeline.py FULL_TRACE timeline of one more batch."""
+    from tensorflow.python.client import timeline  # lazy: imports TensorFlow
+
+    v1 = tf.compat.v1
+    opts = v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE)
+    meta = v1.RunMetadata()
+    sess.run(flat, options=opts, run_metadata=meta)
+    return timeline.Timeline(meta.step_stats, graph=graph).generate_chrome_trace_format(
+        show_dataflow=True, show_memory=True)
 
 
 def port_dataset(a):
@@ -353,20 +416,31 @@ def port_dataset(a):
     fn = getattr(mod, a.function, None)
     if fn is None:
         raise InputError(f"{a.port} has no function {a.function}")
-    return fn(*a.args, **a.kwargs)
+    return fn(*_given(a.args, None), **_given(a.kwargs, None))
 
 
 def take_port(tf, a, n: int):
+    """``n`` batches of the port, its element spec and an iterator over the rest."""
     ds = port_dataset(a)
     if not isinstance(ds, tf.data.Dataset):
         raise InputError(f"{a.port}: {a.function} returned {type(ds).__name__}, not a "
                          "tf.data.Dataset")
-    batches, walls, it = [], [], iter(ds)
-    for _ in range(n):
-        t0 = time.perf_counter()
-        batches.append([x.numpy() for x in tf.nest.flatten(next(it))])
-        walls.append(time.perf_counter() - t0)
-    return ds.element_spec, batches, walls, it
+    it = iter(ds)
+    batches, _walls = _batches(lambda: [x.numpy() for x in tf.nest.flatten(next(it))], n)
+    return ds.element_spec, batches, it
+
+
+def time_port(tf, a, timed: int, dest: Path) -> list:
+    """Warm the port up, profile :data:`PROFILED` batches into ``dest``, then time up to
+    ``timed`` more (fewer when its data ends); the seconds of each timed batch."""
+    _spec, _b, it = take_port(tf, a, 0)
+    _batches(lambda: next(it), WARMUP, finite=True)
+    with profiling.tensorboard_profile(dest):
+        for i in range(PROFILED):
+            with profiling.step("port", i):
+                if next(it, None) is None:
+                    break
+    return _batches(lambda: next(it), timed, finite=True)[1]
 
 
 def _structure(tf, value) -> str:
@@ -411,25 +485,16 @@ def run_side(a) -> None:
         with neutral(tf, "original"):
             value, batches, _w, _t = take_original(tf, a, a.batches)
         side["structure"] = _structure(tf, value)
-        _, _, walls, trace = take_original(tf, a, WARMUP + a.timed, traced=True)
+        _, _, timed, trace = take_original(tf, a, WARMUP + a.timed, traced=True)
         atomic.write_text(dest / "timeline.json", trace)
     else:
         with neutral(tf, "port"):
-            spec, batches, _w, _it = take_port(tf, a, a.batches)
+            spec, batches, _it = take_port(tf, a, a.batches)
         side["structure"] = _structure(tf, spec)
-        _spec, _b, walls, it = take_port(tf, a, WARMUP + a.timed)
-        _profile(it, dest)
-    timed = walls[WARMUP:]
+        timed = time_port(tf, a, a.timed, dest)
     side["batches_per_s"] = len(timed) / sum(timed) if timed and sum(timed) > 0 else None
     side["components"] = [{"shape": list(np.shape(x)), "dtype": _dtype(x)} for x in batches[0]]
     _save(dest, side, batches)
-
-
-def _profile(it, dest: Path) -> None:
-    with profiling.tensorboard_profile(dest):
-        for i in range(PROFILED):
-            with profiling.step("port", i):
-                next(it)
 
 
 def _one_line(e: BaseException) -> str:

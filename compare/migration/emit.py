@@ -148,6 +148,8 @@ class _Emitter:
             lines += [f"{TODO}{t}" for t in dict.fromkeys(rw.todos)]
             for s in new if isinstance(new, list) else [new] if new is not None else []:
                 text = ast.unparse(ast.fix_missing_locations(s))
+                if porthelpers.TF1_ELEMENT in text:
+                    self.helpers_used.add(porthelpers.TF1_ELEMENT)
                 lines += text.split("\n")
                 used |= _free(s)
                 self.self_calls |= _self_members(s, calls=True)
@@ -177,11 +179,58 @@ class _Emitter:
                 for s in stmts:
                     if isinstance(s, ast.ClassDef):
                         draws += self.helper(name, s)
+                    elif _parses_command_line(s) and id(s) not in self.global_code:
+                        said = _one_line(ast.unparse(s))
+                        self.global_code[id(s)] = [
+                            f"{TODO}{said} (line {s.lineno}) reads the command line: the port "
+                            f"does not run it when imported; set {name} before calling a "
+                            f"pipeline function (for instance with {said})"]
+                        draws += self.need(_loads(s) - stored_names(s))
                     elif not isinstance(s, (ast.Import, ast.ImportFrom)) and \
                             id(s) not in self.global_code:
                         self.global_code[id(s)], _d, used = self.code([clone(s)], set())
                         draws += self.need(used - stored_names(s))
         return draws
+
+    def signature(self, info: FuncInfo) -> tuple[str, list[str]]:
+        """The port function's parameters, as the script wrote them, and the lines that open
+        its body. A default that reads what the command line sets (absl / TF flags, argparse)
+        or a name this script does not define would run when the port is imported: it becomes
+        None, and the body reads the script's default when called. The names defaults read are
+        carried."""
+        args = clone(info.node.args)
+        positional = args.posonlyargs + args.args
+        pairs = list(zip(positional[len(positional) - len(args.defaults):],
+                         range(len(args.defaults)))) if args.defaults else []
+        late: list = []
+        for arg, i in pairs:
+            if self.late(args.defaults[i]):
+                late.append((arg.arg, args.defaults[i]))
+                args.defaults[i] = ast.Constant(None)
+        for i, (arg, d) in enumerate(zip(args.kwonlyargs, args.kw_defaults)):
+            if d is not None and self.late(d):
+                late.append((arg.arg, d))
+                args.kw_defaults[i] = ast.Constant(None)
+        for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            self.need(_loads(d))
+        stmts: list = []
+        for name, d in late:
+            missing = sorted(n for n in _loads(d) if _undefined(self.mod, n))
+            if missing:
+                stmts.append(f"the default of {name} reads {', '.join(missing)}, which this "
+                             "script does not define: pass it, or define it here")
+            stmts.append(ast.If(ast.Compare(ast.Name(name, ast.Load()), [ast.Is()],
+                                            [ast.Constant(None)]),
+                                [ast.Assign([ast.Name(name, ast.Store())], d, lineno=0)], []))
+        lines, _d, used = self.code(stmts, set(info.params))
+        self.need(used)
+        return ast.unparse(args), lines
+
+    def late(self, default: ast.expr) -> bool:
+        """Does this default read a name only the command line sets, or one this script does
+        not define (so it must not run when the port is imported)?"""
+        return any(_command_line_name(self.mod, n) or _undefined(self.mod, n)
+                   for n in _loads(default))
 
     def helper(self, name: str, node: ast.AST | None = None) -> int:
         """Copy the script's function (or class) ``name``, rewritten; its draws (with its
@@ -216,9 +265,11 @@ class _Emitter:
         name = _unique(name, taken)
         merged = dataclasses.replace(p, variants=[v for q in ps for v in q.variants],
                                      unresolved=[u for q in ps for u in q.unresolved])
-        params = ast.unparse(info.node.args) if info is not None and p.function != MODULE else ""
+        params, opening = self.signature(info) if info is not None and p.function != MODULE \
+            else ("", [])
         doc = textwrap.wrap(f"The tf.data port of {_where(ps)}.", 92)
         head = [f"def {name}({params}):", f'{INDENT}"""' + f"\n{INDENT}".join(doc) + '"""']
+        head += [INDENT + ln for ln in opening]
         why = portclass.unsupported(info, p)
         self.self_calls, self.self_attrs = set(), set()
         self.cls = info.cls if cls else None
@@ -752,6 +803,35 @@ def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
             s.value.func.attr.startswith("DEFINE_")]
         out.sort(key=lambda s: s.lineno)
     return out
+
+
+_PARSERS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "docopt"})
+
+
+def _parses_command_line(s: ast.stmt) -> bool:
+    """``a = parser.parse_args()`` (or docopt): what it binds comes from the command line."""
+    value = getattr(s, "value", None)
+    return isinstance(s, (ast.Assign, ast.AnnAssign)) and value is not None and any(
+        isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", ""))
+        in _PARSERS for n in ast.walk(value))
+
+
+def _command_line_name(mod: Module, name: str) -> bool:
+    """A module-level name the command line fills: argparse's result, or TF / absl FLAGS
+    (which raise when read before the flags are parsed)."""
+    for s in _module_bindings(mod, name):
+        if _parses_command_line(s):
+            return True
+        value = getattr(s, "value", None)
+        if isinstance(s, ast.Assign) and value is not None and ast.unparse(value).endswith(
+                "FLAGS"):
+            return True
+    return False
+
+
+def _undefined(mod: Module, name: str) -> bool:
+    return name not in _BUILTINS and name != "tf" and not _module_bindings(mod, name) and \
+        name not in mod.by_name and name not in mod.classes and not mod.scan.assumed_tf
 
 
 def _root(node: ast.AST) -> str:

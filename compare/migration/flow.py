@@ -329,6 +329,8 @@ class Run:
                 val = base.attrs[node.attr]
                 if fr.depth == 0 and isinstance(val, Tensor):
                     return Tensor(val.stream, val.deps, self.src.segment(node, 120), val.key)
+                if self.presim and isinstance(val, Sym) and not val.known:
+                    return dataclasses.replace(val, render=self.src.segment(node, 120))
                 return val
             method = self.method_of(base, node.attr)
             if method is not None:
@@ -859,7 +861,7 @@ class Run:
         fr.bind(init.params[0], me, self.clock)
         for name in init.params[1:]:
             self.clock += 1
-            fr.bind(name, Sym(f"{me_name}.{name}"), self.clock)
+            fr.bind(name, Sym(name), self.clock)  # what the constructor was given
         self.stack.append(init)
         self.presim = True
         try:

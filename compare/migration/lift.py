@@ -20,6 +20,7 @@ import itertools
 
 from compare.migration import batchpart as _batchpart
 from compare.migration import model as m
+from compare.migration import porthelpers as _porthelpers
 from compare.migration.astutil import clone, stored_names
 from compare.migration.astutil import loads as _loads
 from compare.migration.astutil import mutated as _mutated
@@ -144,6 +145,10 @@ class Lifter:
                 self.called[f.caller_seq].append(f)
         self.map_seqs = {s for st in variant.maps() for s in st.seqs}
         self.source, self.relays = _root_stream(self.end)
+        if variant.source.kind == "computed" and self.source is not None and \
+                self.source.kind == "dequeue":  # each element is what the enqueue op computes
+            self.relays[self.source.seq] = self.source
+            self.source = None
         self.sources = _branch_streams(self.end, self.relays) if getattr(
             variant, "branches", None) else []  # several streams zipped: by their seq
         queues = [r.queue for r in self.relays.values()] + (
@@ -372,10 +377,13 @@ class Lifter:
             self.out.todos.append(f"line {stmt.lineno}: the queue was filled with "
                                   "enqueue_many: its elements are the rows of these tensors")
         rest = _Substitute({id(stream.node): _as_tuple(values)}).visit(ctx.rename(stmt))
+        if self.phase == "setup":  # no reader before it: the enqueue op computes each element
+            self.phase = "example"
         if isinstance(rest, ast.Return) and depth:
             ctx.result = rest.value
             return
         self.put(rest, depth)
+        self.mark_end(x, depth)
 
     def put(self, stmt: ast.stmt, depth: int) -> None:
         """A statement already in the port's names, in the current phase."""
@@ -429,6 +437,8 @@ class Lifter:
         """What the batcher was given, per example, in the port's names: a dequeue_many's
         queue gives back what was enqueued; a ``*_join`` batcher's copies are one."""
         end = self.end
+        if end.kind in ("dequeue_many", "dequeue_up_to") and self.rows_of(end.queue):
+            return None  # the rows the chain slices are the elements: no map before the batch
         if end.kind in ("dequeue_many", "dequeue_up_to"):
             value = self.enqueued.get(id(end.queue)) if end.queue is not None else None
             if value is not None and value[1]:
@@ -447,6 +457,13 @@ class Lifter:
         if end.kind.endswith("join"):
             val = self.one_copy(val, x.stmt.lineno)
         return _as_tuple(val)
+
+    def rows_of(self, q) -> bool:
+        """Is the plan's source the rows ``enqueue_many`` put into queue ``q`` (sliced by the
+        chain itself)?"""
+        s = self.v.source
+        return q is not None and s.kind == "rows" and s.site is not None and any(
+            op.node.lineno == s.site.line and op.many for op in q.enqueues)
 
     def one_copy(self, val: ast.expr, line: int) -> ast.expr:
         if self.copies.element is not None:
@@ -555,8 +572,26 @@ class Lifter:
         self.settle_deferred()
         if out.batch_params is not None:
             _batchpart.settle(self.mod, out, self.frames[0].info.cls)
-        if not out.end_line:
-            out.end_line = getattr(self.end.node, "end_lineno", self.end.node.lineno)
+        if not out.end_line:  # the entry's statement that reached the end, and what follows
+            top = self.top_exec(self.end.seq) if self.end.seq >= 0 else None
+            node = top.stmt if top is not None else self.end.node
+            lines = [getattr(node, "end_lineno", None) or node.lineno] + [
+                getattr(it[0], "end_lineno", None) or getattr(it[0], "lineno", 0)
+                for it in out.after if it[2] == 0]
+            out.end_line = max(lines)
+
+    def top_exec(self, seq: int) -> Exec:
+        """The statement of the entry's own body that ran statement ``seq`` (itself, or the
+        compound statement or call that led to it)."""
+        x = self.log[seq]
+        for _ in range(len(self.log)):
+            if x.parent >= 0:
+                x = self.log[x.parent]
+            elif self.frames[x.fid].caller_seq >= 0:
+                x = self.log[self.frames[x.fid].caller_seq]
+            else:
+                break
+        return x
 
     def settle_deferred(self) -> None:
         """Setup statements that belong to each example: met after the element was bound and
@@ -739,11 +774,17 @@ def _first_item(it: ast.expr) -> ast.expr:
 
 def _as_tuple(val: ast.expr) -> ast.expr:
     """A list of tensors given to a queue as the element tf.data makes of it: a tuple, or the
-    one tensor (a TF1 queue of one component hands out the tensor itself)."""
+    one tensor (a TF1 queue of one component hands out the tensor itself). Given as a name (a
+    list, a dict or a tensor the script built), the port applies TF1's rule when it runs
+    (:data:`.porthelpers.TF1_ELEMENT`)."""
     if isinstance(val, (ast.List, ast.Tuple)) and len(val.elts) == 1 and not isinstance(
             val.elts[0], ast.Starred):
         return val.elts[0]
-    return ast.Tuple(val.elts, ast.Load()) if isinstance(val, ast.List) else val
+    if isinstance(val, (ast.List, ast.Tuple)):
+        return ast.Tuple(val.elts, ast.Load())
+    if isinstance(val, (ast.Dict, ast.DictComp, ast.Constant, ast.BinOp)):
+        return val
+    return ast.Call(ast.Name(_porthelpers.TF1_ELEMENT, ast.Load()), [val], [])
 
 
 _CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)

@@ -1038,6 +1038,7 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
             v.root_seed = root
         p.chain, p.legend = _chain.render(p)
         p.attributes = _attributes(p)
+        p.unresolved += _constructor_params(p)
         if where is not None:
             m.relocate(p, where)
             p.chain, p.legend = _chain.render(p)
@@ -1083,6 +1084,31 @@ def _attributes(p: m.Pipeline) -> list[m.Attribute]:
     pipeline_parts = (QueueV, ReaderV, EnqueueV, PlaceholderV)  # the chain replaces these
     return [m.Attribute(f"{me.text}.{a}", *me.origins[a]) for a in used if a in me.origins
             and not isinstance(me.attrs.get(a), pipeline_parts)]
+
+
+def _constructor_params(p: m.Pipeline) -> list[m.Unresolved]:
+    """A method's pipeline built from what its class's constructor was given but did not keep
+    (``RandomShuffleQueue(cap, min_after, ...)`` in ``__init__``, dequeued in a method): the
+    method cannot read those names; each is unresolved, on the line that uses it."""
+    me = next((v.origin.world.me for v in p.variants if v.origin is not None
+               and v.origin.world.me is not None), None)
+    init = next((f.info for v in p.variants if v.origin is not None
+                 for f in v.origin.world.frames.values() if f.info.name == "__init__"
+                 and me is not None and f.info.cls is me.cls), None)
+    if init is None:
+        return []
+    said = "\n".join([p.chain, *p.legend])
+    out = []
+    for name in init.params[1:]:
+        if not re.search(rf"(?<![\w.]){re.escape(name)}\b", said):
+            continue
+        line = next((n.lineno for n in walk(init.node) if isinstance(n, ast.Name)
+                     and n.id == name and isinstance(n.ctx, ast.Load)), init.node.lineno)
+        out.append(m.Unresolved(
+            f"{name} (a parameter of {init.qualname})", line,
+            f"{m.short_name(p.function)} uses what the constructor was given, which it does not "
+            f"keep: store it (self.{name} = {name}) and read self.{name}, or pass it"))
+    return out
 
 
 def _attribute_lines(p: m.Pipeline) -> list[str]:
