@@ -403,6 +403,7 @@ def _read(run, node: ast.Call, fr, reader: ReaderV, queue: Val) -> Val:
         pos, kw = run.args_of(node, fr)
         stream.args["up_to"] = pos[1] if len(pos) > 1 else kw.get("num_records")
     run.world.streams.append(stream)
+    run.keys_made = True
     return ListV([Tensor(stream, key=True), Tensor(stream)], run.render(node, fr)())
 
 
@@ -413,7 +414,7 @@ def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
         values = computed_here(run, fr, arg, pos[0] if pos else kw.get("vals", Sym("")),
                                _COMPUTING)
         op = EnqueueV(q, values, attr == "enqueue_many", node, fr.fn.qualname,
-                      run.src.segment(node, 120), loop=fr.loop)
+                      run.src.segment(node, 120), loop=fr.loop, info=fr.fn)
         q.enqueues.append(op)
         return op
     if attr == "dequeue":

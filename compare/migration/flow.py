@@ -134,26 +134,45 @@ class World:
     #: is what makes these from the batches).
     returned: object = None
     me: object = None
+    _by_stream: dict | None = dataclasses.field(default=None, repr=False)
+
+    def steps_by_stream(self) -> dict[int, list]:
+        """The recorded steps by the id of their stream (made once the run is over)."""
+        if self._by_stream is None:
+            self._by_stream = {}
+            for r in self.steps.values():
+                self._by_stream.setdefault(id(r.stream), []).append(r)
+        return self._by_stream
+
     #: The module body's run only: the pipeline objects its names hold when it ends (queues,
     #: enqueue ops, placeholders, readers, datasets), which functions read as globals.
     shared: dict = dataclasses.field(default_factory=dict)
 
 
+_UNPARSER = getattr(ast, "_Unparser", None)
+
+if _UNPARSER is not None:
+    class _Renaming(_UNPARSER):  # type: ignore[misc, valid-type]
+        """ast's unparser writing some names as other text."""
+
+        def __init__(self, texts: dict):
+            super().__init__()
+            self.texts = texts
+
+        def visit_Name(self, n: ast.Name) -> None:
+            self.write(self.texts.get(n.id, n.id))
+
+
 def _unparse_with(node: ast.AST, texts: dict) -> str:
     """``node`` unparsed with names replaced by their text in the pipeline function (a helper's
     parameters by what was passed, its locals by their definitions), without copying it."""
-    base = getattr(ast, "_Unparser", None)
-    if base is None:  # not in this Python: copy and rename
+    if _UNPARSER is None:  # not in this Python: copy and rename
         tree = copy.deepcopy(node)
         for n in walk(tree):
             if isinstance(n, ast.Name) and n.id in texts:
                 n.id = texts[n.id]
         return ast.unparse(tree)
-
-    class _Renaming(base):  # type: ignore[misc, valid-type]
-        def visit_Name(self, n: ast.Name) -> None:
-            self.write(texts.get(n.id, n.id))
-    return _Renaming().visit(node)
+    return _Renaming(texts).visit(node)
 
 
 def _paren(text: str) -> str:
@@ -181,6 +200,7 @@ class Run:
         self.param_streams: dict = {}
         self.followed: set[int] = set()
         self.presim = False  # running __init__ for self: its calls to methods are not followed
+        self.keys_made = False  # a reader's key (file name) was read in this run
         self.floating = Stream("float", entry.node, entry.qualname, (entry.qualname,))
         self.fresh: int = 0  # streams made before the current statement began
         self.cur_seq = -1  # the statement being executed (its Exec's seq)
@@ -195,8 +215,7 @@ class Run:
         at = self.clock
 
         def text() -> str:
-            names = {n.id for n in walk(node) if isinstance(n, ast.Name)} if (
-                getattr(node, "end_lineno", node.lineno) - node.lineno < 10) else set()
+            names = self.mod.names_in(node)
             subs = {}
             for name in names:
                 val = self._lookup_at(name, fr, at)
@@ -227,7 +246,7 @@ class Run:
             v = f.get(name)
             if v is not None:
                 if fr.depth == 0 and f is fr and isinstance(v, Sym):
-                    return dataclasses.replace(v, render=name)
+                    return v.written(name)
                 if fr.depth == 0 and isinstance(v, Tensor):  # named as the pipeline function does
                     return Tensor(v.stream, v.deps, name, v.key)
                 return v
@@ -297,9 +316,9 @@ class Run:
     def ev(self, node: ast.AST | None, fr: Frame) -> Val:
         if node is None:
             return Sym("None", None)
-        method = getattr(self, "ev_" + type(node).__name__, None)
+        method = _EV.get(type(node))
         if method is not None:
-            return method(node, fr)
+            return method(self, node, fr)
         vals = [self.ev(c, fr) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
         return self.combine(node, vals, fr)
 
@@ -330,7 +349,7 @@ class Run:
                 if fr.depth == 0 and isinstance(val, Tensor):
                     return Tensor(val.stream, val.deps, self.src.segment(node, 120), val.key)
                 if self.presim and isinstance(val, Sym) and not val.known:
-                    return dataclasses.replace(val, render=self.src.segment(node, 120))
+                    return val.written(self.src.segment(node, 120))
                 return val
             method = self.method_of(base, node.attr)
             if method is not None:
@@ -508,7 +527,7 @@ class Run:
             raise _Stop()
         log = self.world.log
         log.append(Exec(len(log), fr.fid, node, self.parent_seq))
-        method = getattr(self, "st_" + type(node).__name__, None)
+        method = _ST.get(type(node))
         if method is None:
             return None
         saved = self.cur_calls, self.cur_external, self.fresh, self.cur_seq, self.parent_seq
@@ -516,15 +535,15 @@ class Run:
         self.fresh = len(self.world.streams)
         self.cur_seq = self.parent_seq = len(log) - 1
         try:
-            return method(node, fr)
+            return method(self, node, fr)
         finally:
-            if isinstance(node, ast.Assign):
-                for s in self.world.streams[self.fresh:]:
-                    if not s.target and s.kind != "param":
+            streams = self.world.streams
+            if len(streams) > self.fresh:  # the streams this statement began
+                for s in streams[self.fresh:]:
+                    if isinstance(node, ast.Assign) and not s.target and s.kind != "param":
                         s.target = self.src.segment(node.targets[0], 120)
-            for s in self.world.streams[self.fresh:]:
-                if s.seq < 0:
-                    s.seq = self.cur_seq
+                    if s.seq < 0:
+                        s.seq = self.cur_seq
             (self.cur_calls, self.cur_external, self.fresh, self.cur_seq,
              self.parent_seq) = saved
 
@@ -551,9 +570,9 @@ class Run:
         """The reader keys (``key, value = reader.read(q)``: the file name) a statement reads
         by name: a step computing from a key uses it, though what it computes is no key."""
         value = getattr(node, "value", None)
-        names = [n.id for n in ast.walk(value) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load)] if value is not None else []
-        found = (self._lookup_at(name, fr, self.clock) for name in names)
+        if value is None or not self.keys_made:
+            return []
+        found = (self._lookup_at(name, fr, self.clock) for name in self.mod.loads_in(value))
         return [v for v in found if isinstance(v, Tensor) and v.key]
 
     def stamp(self, val: Val, step: StepRec) -> Val:
@@ -581,9 +600,9 @@ class Run:
         for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                 owner = fr.get(t.value.id)
-                if isinstance(owner, ObjV):
-                    owner.origins.setdefault(t.attr, (fr.fn.qualname, t.lineno,
-                                                      self.src.segment(value, 80)))
+                if isinstance(owner, ObjV) and t.attr not in owner.origins:
+                    owner.origins[t.attr] = (fr.fn.qualname, t.lineno,
+                                             self.src.segment(value, 80))
 
     def st_AnnAssign(self, node: ast.AnnAssign, fr: Frame) -> None:
         if node.value is not None:
@@ -891,6 +910,13 @@ class Run:
         except RecursionError:
             self.world.stopped = True
         return self.world
+
+
+#: Run's handlers by node type: ``ev_<Type>`` for expressions, ``st_<Type>`` for statements.
+_EV = {getattr(ast, n[3:]): f for n, f in vars(Run).items() if n.startswith("ev_")
+       and hasattr(ast, n[3:])}
+_ST = {getattr(ast, n[3:]): f for n, f in vars(Run).items() if n.startswith("st_")
+       and hasattr(ast, n[3:])}
 
 
 def _is_range(node: ast.AST) -> bool:

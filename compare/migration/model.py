@@ -89,6 +89,8 @@ class Feeder:
     feeds: list[tuple[int, str]]
     signature: list[tuple[str, str]]  # (shape, dtype) per component, as tf.TensorSpec takes them
     placeholders: tuple[str, ...] = ()
+    #: Its sess.run(..., feed_dict=...) (tells apart feeders of one name; not in the JSON).
+    line: int = 0
 
     def to_dict(self) -> dict:
         return {"function": self.function, "thread": self.thread,

@@ -35,6 +35,7 @@ from compare.migration.values import (
     Stream,
     Sym,
     Val,
+    feed_owner,
     tensors_in,
 )
 
@@ -111,10 +112,16 @@ class _Builder:
 
     # -- steps ------------------------------------------------------------------------------
     def steps_for(self, streams: tuple, deps: frozenset | None) -> list[StepRec]:
+        """The steps of these streams (``deps``: only those, and the graph constants' among
+        them)."""
         ids = {id(s) for s in streams}
-        recs = [s for s in self.world.steps.values()
-                if (id(s.stream) in ids or s.stream.kind == "float") and (
-                    deps is None and id(s.stream) in ids or deps is not None and s.id in deps)]
+        steps = self.world.steps
+        if deps is not None:
+            recs = [steps[d] for d in deps if d in steps and (
+                id(steps[d].stream) in ids or steps[d].stream.kind == "float")]
+        else:
+            by_stream = self.world.steps_by_stream()
+            recs = [r for i in ids for r in by_stream.get(i, ())]
         return sorted(recs, key=lambda s: s.id)
 
     def map_stage(self, streams: tuple, deps: frozenset | None, parallel: m.Code | None,
@@ -154,8 +161,8 @@ class _Builder:
         steps = self.world.steps
         deps = frozenset().union(*(t.deps for v in out for t in tensors_in(v) if (
             t.stream is end.batch or any(steps[d].stream is end.batch for d in t.deps))))
-        recs = [r for r in self.world.steps.values() if r.id in deps and (
-            r.stream is end.batch or r.stream.kind == "float")]
+        recs = [steps[d] for d in deps if d in steps and (
+            steps[d].stream is end.batch or steps[d].stream.kind == "float")]
         if recs and not all(self.packing(r.stmt) for r in recs):
             recs.sort(key=lambda r: r.id)
             batch.after = self.steps(recs, "batch")
@@ -512,13 +519,24 @@ class _Builder:
         return m.Source("provider", site, m.Code(name), self.code(a.get("num_epochs")), shuffle,
                         self.code(a.get("seed")), repeat=True)
 
+    def feed_runs(self, keys: list[str], op: EnqueueV) -> list:
+        """The ``sess.run(..., feed_dict=...)`` calls that run the enqueue op or feed its
+        placeholders: those in its own class (or the module functions their names call) when
+        there are any, else any of that name."""
+        owner = feed_owner(op.info, self.mod.by_name)
+        index = self.mod.feeds_by_key
+        for where in (owner, "any"):
+            runs = list({id(r): r for k in keys for r in index.get((k, where), ())}.values())
+            if runs:
+                return runs
+        return []
+
     def generator_source(self, q: QueueV, op: EnqueueV, values: Val) -> m.Source:
         holders = [v for v in _flat(values) if isinstance(v, PlaceholderV)]
         names = {h.stored or h.text for h in holders}
         given = self.seg(op.node.args[0], 80) if op.node.args else ""  # enqueue(self._phs)
         fetch = op.stored or op.text
-        runs = [r for r in self.mod.feeds if r.fetch == fetch or any(
-            k in names for k, _, _ in r.feeds) or any(k == given for k, _, _ in r.whole)]
+        runs = self.feed_runs([fetch, given, *names], op)
         feeds = sorted({(ln, v) for r in runs for k, v, ln in r.feeds if k in names} | {
             (ln, f"{v} (one value per placeholder of {k})") for r in runs for k, v, ln in r.whole})
         fn = runs[0].fn if runs else ""
@@ -531,7 +549,8 @@ class _Builder:
         thread = short in self.mod.threads or fn.rsplit(".", 1)[0] in self.mod.thread_classes
         stored = [n for n in (h.stored or h.text for h in holders) if n.replace(".", "_")
                   .isidentifier()]
-        feeder = m.Feeder(fn, thread, feeds, signature, tuple(stored or [given]))
+        feeder = m.Feeder(fn, thread, feeds, signature, tuple(stored or [given]),
+                          runs[0].node.lineno if runs else 0)
         if runs:
             self.unresolved.append(m.Unresolved(
                 f"{m.generator_name(feeder)} (the generator)", op.node.lineno,
@@ -681,7 +700,8 @@ class _Builder:
             if not isinstance(v, PlaceholderV):
                 continue
             names = {v.stored, v.text} - {""}
-            lines = sorted({ln for r in self.mod.feeds for key, _, ln in r.feeds if key in names})
+            lines = sorted({ln for name in names for r in self.mod.feeds_by_key.get(
+                (name, "any"), ()) for key, _, ln in r.feeds if key in names})
             fed = f" ({_lines_text(lines)})" if lines else ""
             self.unresolved.append(m.Unresolved(
                 f"{k}={v.text} (a placeholder)", end.node.lineno,
@@ -1052,18 +1072,26 @@ def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.
     ``if use_datasets: <tf.data> else: <RecordInput>``); each call's plan becomes a variant,
     under its condition."""
     out: list[tuple[m.Pipeline, list[_Found]]] = []
+    # per entry: the indices (in out) of its pipelines, and of those each world reaches
+    of_entry: dict[int, set[int]] = collections.defaultdict(set)
+    of_world: dict[int, set[int]] = collections.defaultdict(set)
     for p, group in built:
         worlds = {id(f.world) for f in group}
-        for q, other in out:
-            if q.function == p.function and not worlds & {id(f.world) for f in other}:
-                q.variants += p.variants
-                q.ends.append(p.end)
-                q.unresolved += [u for u in p.unresolved if u not in q.unresolved]
-                q.notes += [n for n in p.notes if n not in q.notes]
-                other += group
-                break
+        free = of_entry[id(group[0].world.entry)].difference(*(of_world[w] for w in worlds))
+        if free:
+            i = min(free)
+            q, other = out[i]
+            q.variants += p.variants
+            q.ends.append(p.end)
+            q.unresolved += [u for u in p.unresolved if u not in q.unresolved]
+            q.notes += [n for n in p.notes if n not in q.notes]
+            other += group
         else:
+            i = len(out)
             out.append((p, list(group)))
+            of_entry[id(group[0].world.entry)].add(i)
+        for w in worlds:
+            of_world[w].add(i)
     for q, _ in out:
         q.ends.sort(key=lambda s: s.line)
         if len(q.ends) > 1:
@@ -1125,12 +1153,12 @@ def _attribute_lines(p: m.Pipeline) -> list[str]:
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:
     """Queues one Python loop fills together are dequeued together: say so, so the port makes
     one generator of tuples rather than generators that drift apart."""
-    by_feeder: dict[str, list[m.Pipeline]] = collections.defaultdict(list)
+    by_feeder: dict[tuple, list[m.Pipeline]] = collections.defaultdict(list)
     for p in found:
         feeder = p.variants[0].source.feeder
-        if feeder is not None and feeder.function:
-            by_feeder[feeder.function].append(p)
-    for fn, group in by_feeder.items():
+        if feeder is not None and feeder.function:  # by its name and where it is
+            by_feeder[(feeder.function, feeder.line)].append(p)
+    for (fn, _line), group in by_feeder.items():
         if len(group) < 2:
             continue
         names = ", ".join(p.function for p in group)
@@ -1183,6 +1211,8 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
 
 def _distinct(variants: list[m.Variant]) -> list[m.Variant]:
     """One variant per distinct way of building, under the decisions all its worlds share."""
+    if len(variants) < 2:
+        return variants
     by_shape: dict[str, list[m.Variant]] = collections.OrderedDict()
     for v in variants:
         shape = repr({k: val for k, val in v.to_dict().items() if k != "when"})

@@ -112,6 +112,8 @@ class SourceText:
         for i, ln in enumerate(self.lines):
             self.starts[i + 1] = self.starts[i] + len(ln) + 1
         self._ascii: dict[int, bool] = {}
+        #: (node, segment) by (node id, limit).
+        self._segments: dict[tuple[int, int], tuple[ast.AST, str]] = {}
 
     def line(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
@@ -127,7 +129,15 @@ class SourceText:
 
     def segment(self, node: ast.AST, limit: int = SEGMENT_LIMIT) -> str:
         """``node`` as written, on one line (whitespace collapsed; a multi-line expression, which
-        may hold comments, is unparsed instead), cut to ``limit`` characters with "..."."""
+        may hold comments, is unparsed instead), cut to ``limit`` characters with "...".
+        Computed once per node and limit (the symbolic run asks again for every world)."""
+        key = (id(node), limit)
+        hit = self._segments.get(key)
+        if hit is None:  # the node is kept with its text, so its id is never reused meanwhile
+            hit = self._segments[key] = (node, self._segment(node, limit))
+        return hit[1]
+
+    def _segment(self, node: ast.AST, limit: int) -> str:
         end_line = getattr(node, "end_lineno", None)
         if end_line is None or not 0 < node.lineno <= end_line <= len(self.lines):
             return cut(" ".join(unparse(node).split()), limit)
@@ -244,25 +254,52 @@ def walk(node: ast.AST):
                 stack.append(v)
 
 
-def binds_tf(tree: ast.Module) -> tuple[bool, bool, int]:
-    """(the script uses the name ``tf``, the script binds ``tf`` somewhere, its statements)."""
-    used = bound = False
-    statements = 0
+@dataclasses.dataclass
+class Census:
+    """What one walk over the whole tree tells: whether the script uses and binds the name
+    ``tf``, its statements, the modules it imports as ``tf`` that are not TensorFlow, and its
+    functions by name."""
+
+    used_tf: bool = False
+    bound_tf: bool = False
+    statements: int = 0
+    tf_modules: set[str] = dataclasses.field(default_factory=set)
+    defs: dict[str, list[ast.AST]] = dataclasses.field(
+        default_factory=lambda: collections.defaultdict(list))
+
+
+def census(tree: ast.Module) -> Census:
+    """:class:`Census` of ``tree``, in one pass."""
+    c = Census()
     for node in walk(tree):
         if isinstance(node, ast.stmt):
-            statements += 1
-        if isinstance(node, ast.Name) and node.id == "tf":
+            c.statements += 1
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                c.defs[node.name].append(node)
+                c.bound_tf = c.bound_tf or node.name == "tf"
+            elif isinstance(node, ast.ClassDef):
+                c.bound_tf = c.bound_tf or node.name == "tf"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    if (a.asname or a.name.split(".")[0]) == "tf":
+                        c.bound_tf = True
+                        if isinstance(node, ast.Import) and a.asname and \
+                                a.name.split(".")[0] != "tensorflow":
+                            c.tf_modules.add(a.name)
+        elif isinstance(node, ast.Name) and node.id == "tf":
             if isinstance(node.ctx, ast.Load):
-                used = True
+                c.used_tf = True
             else:
-                bound = True
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound = bound or any((a.asname or a.name.split(".")[0]) == "tf" for a in node.names)
+                c.bound_tf = True
         elif isinstance(node, ast.arg) and node.arg == "tf":
-            bound = True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound = bound or node.name == "tf"
-    return used, bound, statements
+            c.bound_tf = True
+    return c
+
+
+def binds_tf(tree: ast.Module) -> tuple[bool, bool, int]:
+    """(the script uses the name ``tf``, the script binds ``tf`` somewhere, its statements)."""
+    c = census(tree)
+    return c.used_tf, c.bound_tf, c.statements
 
 
 def _runs_feeding(fn: ast.AST) -> bool:
@@ -287,6 +324,7 @@ class _Scanner:
         self.resolved: dict[int, str] = {}
         self.consumed: set[int] = set()
         self.threads: list[tuple[ast.Call, ast.expr]] = []
+        self.defs: dict[str, list[ast.AST]] | None = None  # the script's functions by name
         self.pending: collections.deque[tuple[ast.AST, _Scope, SelfObj | None]] = \
             collections.deque()
 
@@ -662,10 +700,7 @@ class _Scanner:
         an enqueue: a Python feeder thread."""
         if not self.threads:
             return
-        defs: dict[str, list[ast.AST]] = collections.defaultdict(list)
-        for node in walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defs[node.name].append(node)
+        defs = self.defs if self.defs is not None else census(tree).defs
         for call, target in self.threads:
             name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
             if any(_runs_feeding(fn) for fn in defs.get(name, ())):
@@ -694,12 +729,13 @@ class _Scanner:
                           lookalikes=self.lookalikes)
 
 
-def tf_lookalikes(tree: ast.Module) -> tuple[str, ...]:
+def tf_lookalikes(tree: ast.Module, modules: set[str] | None = None) -> tuple[str, ...]:
     """Modules imported as ``tf`` that are not TensorFlow (``import sugartensor as tf``) when
     the script calls TF1 pipeline functions through them (``tf.train.batch``): such a library
-    re-exports TensorFlow, so they are read as TensorFlow's (the report says so)."""
-    modules = {a.name for node in walk(tree) if isinstance(node, ast.Import)
-               for a in node.names if a.asname == "tf" and a.name.split(".")[0] != "tensorflow"}
+    re-exports TensorFlow, so they are read as TensorFlow's (the report says so). ``modules``:
+    those imported as ``tf`` (:class:`Census`), when known."""
+    if modules is None:
+        modules = census(tree).tf_modules
     if not modules:
         return ()
     for node in walk(tree):
@@ -715,7 +751,9 @@ def scan(tree: ast.Module, text: str) -> ScanResult:
     """All legacy constructs used in ``tree`` (parsed from ``text``), in source order. A script
     that uses ``tf`` without ever binding it is read with ``tf`` meaning TensorFlow; one that
     imports a TensorFlow look-alike as ``tf`` with it meaning TensorFlow (:func:`tf_lookalikes`)."""
-    used, bound, statements = binds_tf(tree)
-    result = _Scanner(SourceText(text), tf_lookalikes(tree)).run(tree, used and not bound)
-    result.statements = statements
+    c = census(tree)
+    scanner = _Scanner(SourceText(text), tf_lookalikes(tree, c.tf_modules))
+    scanner.defs = c.defs
+    result = scanner.run(tree, c.used_tf and not c.bound_tf)
+    result.statements = c.statements
     return result

@@ -185,9 +185,15 @@ class _Edits:
             self.count[what] += 1
 
     def apply(self, text: str) -> str:
+        """The text with every edit made (edits at one offset in the order they were put,
+        as when applied right to left one by one), in one pass."""
+        parts, pos = [], len(text)
         for start, end, new in sorted(self.items, key=lambda e: (e[0], e[1]), reverse=True):
-            text = text[:start] + new + text[end:]
-        return text
+            parts.append(text[end:pos])
+            parts.append(new)
+            pos = start
+        parts.append(text[:pos])
+        return "".join(reversed(parts))
 
 
 def _end(t: _Tok) -> int:

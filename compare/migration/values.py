@@ -58,6 +58,14 @@ class Sym(Val):
     def known(self) -> bool:
         return self.const is not NOCONST
 
+    def written(self, render: object) -> Sym:
+        """The same value written otherwise (``render``: a str or a callable giving one);
+        cheaper than dataclasses.replace, which the symbolic run would call per name read."""
+        new = object.__new__(Sym)
+        new.__dict__.update(self.__dict__)
+        new.render = render
+        return new
+
 
 @dataclasses.dataclass(eq=False)
 class Stream:
@@ -170,6 +178,7 @@ class EnqueueV(Val):
     text: str = ""
     stored: str = ""
     loop: Sym | None = None
+    info: FuncInfo | None = None  # the function that made it
 
 
 @dataclasses.dataclass(eq=False)
@@ -349,6 +358,7 @@ class FeedRun:
     fetch: str
     feeds: list[tuple[str, str, int]]  # (placeholder text, value text, line)
     fn: str
+    info: FuncInfo | None = None  # the function running it
     whole: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)  # (container,
     #                                                              values as written, line)
 
@@ -367,13 +377,19 @@ class Module:
         self.consts: dict[str, object] = {}
         self.imports: dict[str, str] = {}
         self.feeds: list[FeedRun] = []
+        #: The feeds by what they name (the op they run, the placeholders they feed) and where
+        #: they are (:func:`feed_owner`; "any": anywhere).
+        self.feeds_by_key: dict[tuple[str, object], list[FeedRun]] = {}
         self.threads: set[str] = set()
         self.thread_classes: set[str] = set()
         self.dequeued: set[str] = set()  # receivers of .dequeue*() calls, as written
         self.record_types: set[str] = set()  # module names bound to a namedtuple class
         self._structural_stmt: dict[int, bool] = {}
-        body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                             ast.ClassDef))]
+        self._names: dict[int, tuple[ast.AST, frozenset[str]]] = {}
+        self._loads: dict[int, tuple[ast.AST, tuple[str, ...]]] = {}
+        # the functions it defines are bound as it runs (a name defined twice calls the
+        # definition made before the call); classes are looked up in ``classes``
+        body = [s for s in tree.body if not isinstance(s, ast.ClassDef)]
         self.module = FuncInfo(tree, MODULE, MODULE, body, [])
         self._index(tree.body, None, None, "")
         self._module_names()
@@ -441,6 +457,25 @@ class Module:
                 if _is_record_type(node.value):
                     self.record_types.add(node.targets[0].id)
 
+    def names_in(self, node: ast.AST) -> frozenset[str]:
+        """The names an expression reads (none for one of ten lines or more, which is shown as
+        written), computed once per node."""
+        hit = self._names.get(id(node))
+        if hit is None:  # kept with the node, so that its id is not reused meanwhile
+            names = frozenset(n.id for n in walk(node) if isinstance(n, ast.Name)) if (
+                getattr(node, "end_lineno", node.lineno) - node.lineno < 10) else frozenset()
+            hit = self._names[id(node)] = (node, names)
+        return hit[1]
+
+    def loads_in(self, node: ast.AST) -> tuple[str, ...]:
+        """The names an expression reads, in no order, computed once per node."""
+        hit = self._loads.get(id(node))
+        if hit is None:  # kept with the node, so that its id is not reused meanwhile
+            names = tuple(dict.fromkeys(n.id for n in walk(node) if isinstance(n, ast.Name)
+                                        and isinstance(n.ctx, ast.Load)))
+            hit = self._loads[id(node)] = (node, names)
+        return hit[1]
+
     # -- which functions build pipelines ----------------------------------------------------
     def call_is_structural(self, call: ast.Call) -> bool:
         qual = self.scan.resolved.get(id(call), "")
@@ -493,10 +528,14 @@ class Module:
     def entries(self) -> list[FuncInfo]:
         """The functions worth running: those that build pipeline parts, and the module body
         when it does. A nested function runs inside its parent, unless the parent never calls
-        it (``create_input_fn`` returning its ``input_fn``): then it is an entry of its own."""
+        it (``create_input_fn`` returning its ``input_fn``): then it is an entry of its own. A
+        function defined again further down is not one (its name calls the later one; the
+        module body, which binds definitions as it runs, follows it where it calls it)."""
         out = [fi for fi in self.functions if fi.name in self.structural and (
-            fi.parent is None or fi.name not in self.callees.get(fi.parent.name, ()))]
-        if any(self.is_structural(s) for s in self.module.body):
+            fi.parent is None or fi.name not in self.callees.get(fi.parent.name, ())) and not (
+            fi.parent is None and fi.cls is None and self.by_name.get(fi.name) is not fi)]
+        if any(self.is_structural(s) for s in self.module.body
+               if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))):
             out.append(self.module)
         return out
 
@@ -516,7 +555,7 @@ class Module:
                     node.args[1] if len(node.args) > 1 else None)
         if isinstance(feed, ast.Name):  # feed_dict = {...}; sess.run(op, feed_dict=feed_dict)
             feed = _bound_before(fi, feed.id, node.lineno)
-        run = FeedRun(node, seg(node.args[0], 80), [], fi.qualname)
+        run = FeedRun(node, seg(node.args[0], 80), [], fi.qualname, info=fi)
         if isinstance(feed, ast.Dict):
             run.feeds = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys,
                                                                               feed.values) if k]
@@ -530,6 +569,20 @@ class Module:
         else:
             return
         self.feeds.append(run)
+        owner = feed_owner(fi, self.by_name)
+        for key in {run.fetch} | {k for k, _, _ in run.feeds + run.whole}:
+            self.feeds_by_key.setdefault((key, owner), []).append(run)
+            self.feeds_by_key.setdefault((key, "any"), []).append(run)
+
+
+def feed_owner(fi: FuncInfo | None, by_name: dict) -> object:
+    """Where code runs, for telling apart same-named copies: its class (a method), "module"
+    (a module function that its name calls: the last definition of it), else "shadowed"."""
+    if fi is None:
+        return "module"
+    if fi.cls is not None:
+        return id(fi.cls.node)
+    return "module" if fi.parent is not None or by_name.get(fi.name, fi) is fi else "shadowed"
 
 
 def _bound_before(fi: FuncInfo, name: str, line: int) -> ast.AST | None:
