@@ -63,7 +63,7 @@ class Site:
     cell: int | None = None
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -76,7 +76,7 @@ class Unresolved:
     cell: int | None = None
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -190,7 +190,7 @@ class Step:
     loop: str = ""
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -210,7 +210,7 @@ class RandomDraw:
     cell: int | None = None
 
     def to_dict(self) -> dict:
-        out = dataclasses.asdict(self)
+        out = dict(vars(self))
         out["seed"] = self.seed.to_dict() if self.seed else None
         return out
 
@@ -304,7 +304,7 @@ class DatasetOp:
     cell: int | None = None
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -419,7 +419,7 @@ class Attribute:
     cell: int | None = None
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
