@@ -1125,10 +1125,10 @@ def _constructor_params(p: m.Pipeline) -> list[m.Unresolved]:
                  and me is not None and f.info.cls is me.cls), None)
     if init is None:
         return []
-    said = "\n".join([p.chain, *p.legend])
+    said = set(re.findall(r"(?<![\w.])\w+", "\n".join([p.chain, *p.legend])))
     out = []
     for name in init.params[1:]:
-        if not re.search(rf"(?<![\w.]){re.escape(name)}\b", said):
+        if name not in said:
             continue
         line = next((n.lineno for n in walk(init.node) if isinstance(n, ast.Name)
                      and n.id == name and isinstance(n.ctx, ast.Load)), init.node.lineno)
