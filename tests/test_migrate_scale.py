@@ -45,3 +45,25 @@ def test_the_benchmark_runs_on_real_copies(capsys):
 def test_the_benchmark_wants_python_scripts():
     with pytest.raises(SystemExit, match="a Python script is needed"):
         main(["--real", "caicloud_queue_runner.ipynb", "--sizes", "10"])
+
+
+@pytest.mark.parametrize("name", ["wavenet_audio_reader.py", "nsynth_reader.py",
+                                  "tacotron_datafeeder.py", "tf_cnn_benchmarks_preprocessing.py",
+                                  "cyclegan_reader.py", "sfmlearner_data_loader.py"])
+def test_a_constructor_run_once_for_its_methods_gives_the_same_plans_and_port(name,
+                                                                               monkeypatch):
+    """Methods of one class in every world start from the same run of __init__ (replayed from
+    a copy when the decisions it met agree): the plans and the port are what running it each
+    time gives."""
+    import json
+
+    from compare.migrate import analyze_file
+    from compare.migration import flow
+    from compare.migration.emit import emit
+
+    def both():
+        r = analyze_file(REAL / name)
+        return json.dumps(r.to_json(), sort_keys=True), emit(r).text
+    replayed = both()
+    monkeypatch.setattr(flow._Presim, "fits", lambda self, decisions: False)
+    assert both() == replayed

@@ -49,6 +49,7 @@ from compare.migration.values import (
     Sym,
     Tensor,
     Val,
+    clone,
     dict_key,
     fold,
     key_val,
@@ -201,6 +202,7 @@ class Run:
         self.followed: set[int] = set()
         self.presim = False  # running __init__ for self: its calls to methods are not followed
         self.keys_made = False  # a reader's key (file name) was read in this run
+        self.consulted: dict | None = None  # the decisions __init__'s run met (instance)
         self.floating = Stream("float", entry.node, entry.qualname, (entry.qualname,))
         self.fresh: int = 0  # streams made before the current statement began
         self.cur_seq = -1  # the statement being executed (its Exec's seq)
@@ -747,6 +749,8 @@ class Run:
         if key not in self.world.decisions:
             self.world.forks.append(key)
             self.world.decisions[key] = self.decisions.get(key, True)
+        if self.consulted is not None:
+            self.consulted.setdefault(key, self.world.decisions[key])
         return self.world.decisions[key] == value
 
     def both(self, node: ast.If, cond: str, fr: Frame) -> _Exit | None:
@@ -869,11 +873,32 @@ class Run:
 
     def instance(self, cls: ClassInfo, me_name: str) -> ObjV:
         """``self`` for a method run on its own: the attributes ``__init__`` sets (run without
-        following its calls to other methods)."""
+        following its calls to other methods). Every method of a class, in every world, begins
+        with the same run of ``__init__`` when the decisions it meets are the same: it runs
+        once, and the others take a copy of what it made (:class:`_Presim`)."""
         me = ObjV({}, me_name, cls)
         init = self.method_of(me, "__init__")
         if init is None or init.args is None or init is self.entry:
             return me
+        w = self.world
+        fresh = list(w.frames) == [0] and not (
+            w.log or w.streams or w.steps or w.forks or w.decided or w.queues or w.ends or
+            self.copies or self.param_streams or self.followed or self.clock)
+        key = (id(init), me_name)
+        if fresh:
+            for pre in self.mod.presims.get(key, ()):
+                if pre.fits(self.decisions):
+                    return pre.replay(self)
+        consulted = self.consulted = {}
+        try:
+            me = self.simulate_init(me, init, me_name)
+        finally:
+            self.consulted = None
+        if fresh:
+            self.mod.presims.setdefault(key, []).append(_Presim.take(self, me, consulted))
+        return me
+
+    def simulate_init(self, me: ObjV, init: FuncInfo, me_name: str) -> ObjV:
         fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me,
                    fid=self.new_frame(init, None, None))
         self.clock += 1
@@ -917,6 +942,53 @@ _EV = {getattr(ast, n[3:]): f for n, f in vars(Run).items() if n.startswith("ev_
        and hasattr(ast, n[3:])}
 _ST = {getattr(ast, n[3:]): f for n, f in vars(Run).items() if n.startswith("st_")
        and hasattr(ast, n[3:])}
+
+
+@dataclasses.dataclass
+class _Presim:
+    """What one run of a class's ``__init__`` for ``self`` made at the start of a world (see
+    :meth:`Run.instance`): the decisions it met, copies of the world's records and of the run's
+    state after it, and how many statements it spent. ``replay`` puts a fresh copy of them into
+    another run at the same point, as if it had run ``__init__`` itself."""
+
+    consulted: dict
+    records: dict
+    entry: str  # the qualname of the entry it ran for (the first part of its objects' paths)
+
+    def fits(self, decisions: dict) -> bool:
+        return all(decisions.get(k, True) == v for k, v in self.consulted.items())
+
+    @classmethod
+    def take(cls, run: Run, me: ObjV, consulted: dict) -> _Presim:
+        w = run.world
+        records = clone({"me": me, "frames": {k: f for k, f in w.frames.items() if k},
+                         "log": w.log, "streams": w.streams, "queues": w.queues,
+                         "ends": w.ends, "steps": w.steps, "forks": w.forks,
+                         "decided": w.decided, "copies": run.copies, "followed": run.followed,
+                         "clock": run.clock, "keys_made": run.keys_made}, {})
+        return cls(dict(consulted), records, run.entry.qualname)
+
+    def replay(self, run: Run) -> ObjV:
+        """Its records in ``run``, copied, with the paths of what they made starting at
+        ``run``'s entry; the statements it ran are spent from the budget again."""
+        spent = len(self.records["log"])
+        if run.budget.left - spent < 0:
+            raise _Stop()
+        run.budget.left -= spent
+        memo: dict[int, object] = {}
+        r = clone(self.records, memo)
+        for obj in memo.values():  # streams, queues and ends were made under the entry
+            path = getattr(obj, "path", None)
+            if isinstance(path, tuple) and path[:1] == (self.entry,):
+                obj.path = (run.entry.qualname,) + path[1:]
+        w = run.world
+        w.frames.update(r["frames"])
+        w.log, w.streams, w.queues, w.ends = r["log"], r["streams"], r["queues"], r["ends"]
+        w.steps, w.forks, w.decided = r["steps"], r["forks"], r["decided"]
+        w.decisions.update(self.consulted)
+        run.copies, run.followed = r["copies"], r["followed"]
+        run.clock, run.keys_made = r["clock"], r["keys_made"]
+        return r["me"]
 
 
 def _is_range(node: ast.AST) -> bool:

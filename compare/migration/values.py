@@ -386,6 +386,8 @@ class Module:
         self.record_types: set[str] = set()  # module names bound to a namedtuple class
         self._structural_stmt: dict[int, bool] = {}
         self._names: dict[int, tuple[ast.AST, frozenset[str]]] = {}
+        #: Runs of each class's ``__init__`` for ``self``, kept to be replayed (flow._Presim).
+        self.presims: dict[tuple[int, str], list] = {}
         self._loads: dict[int, tuple[ast.AST, tuple[str, ...]]] = {}
         # the functions it defines are bound as it runs (a name defined twice calls the
         # definition made before the call); classes are looked up in ``classes``
@@ -719,3 +721,40 @@ def fold(node: ast.AST, consts: dict) -> object:
             except (ZeroDivisionError, OverflowError):
                 return NOCONST
     return NOCONST
+
+
+#: Value classes :func:`clone` copies (their fields copied in turn); everything else (AST
+#: nodes, FuncInfo, ClassInfo, frames, callables, strings) is shared.
+_CLONED = (Sym, Stream, Tensor, ListV, DictV, ObjV, QueueV, EnqueueV, ReaderV, ProviderV,
+           DatasetV, IteratorV, PlaceholderV, FuncV, ClassV, StepRec, End)
+
+
+def clone(obj: object, memo: dict[int, object]) -> object:
+    """A copy of the values reachable from ``obj`` (one copy per object, through ``memo``: id
+    of the original -> copy), so that a symbolic run can go on with them while the originals
+    stay as they were. AST nodes, function and class infos and frames are shared: nothing
+    changes them once they are made."""
+    key = id(obj)
+    if key in memo:
+        return memo[key]
+    if isinstance(obj, _CLONED):
+        new = object.__new__(type(obj))
+        memo[key] = new
+        new.__dict__.update({k: clone(v, memo) for k, v in obj.__dict__.items()})
+        return new
+    if isinstance(obj, list):
+        out: list = []
+        memo[key] = out
+        out.extend(clone(v, memo) for v in obj)
+        return out
+    if isinstance(obj, dict):
+        d: dict = {}
+        memo[key] = d
+        d.update((k, clone(v, memo)) for k, v in obj.items())
+        return d
+    if isinstance(obj, tuple):
+        items = tuple(clone(v, memo) for v in obj)
+        return items if any(a is not b for a, b in zip(items, obj)) else obj
+    if isinstance(obj, set):
+        return {clone(v, memo) for v in obj}
+    return obj
