@@ -356,3 +356,18 @@ def test_a_batch_keeps_tf1_s_structure(tensors, returns):
     example = inner(fn(text, "f"), "f_example")
     assert example.rstrip().endswith(returns)
     assert ("def _tf1_element(tensors):" in text) == ("_tf1_element(parts)" in returns)
+
+
+def test_categorical_s_third_argument_is_its_dtype_not_a_seed():
+    """tf.random.categorical(logits, n, dtype): the stateless draw keeps dtype and takes the
+    example's seed (the rules test found the shared parameter list of multinomial wrong)."""
+    text = port("""
+        import tensorflow as tf
+        def f(files, n):
+            q = tf.train.string_input_producer(files)
+            _, v = tf.TextLineReader().read(q)
+            c = tf.random.categorical(tf.reshape(tf.strings.to_number(v), [1, 1]), 2, tf.int64)
+            return tf.train.batch([c], n)
+        """).text
+    assert "tf.random.stateless_categorical(logits=" in text
+    assert "dtype=tf.int64, seed=_draws.seed())" in text

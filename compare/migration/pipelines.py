@@ -47,6 +47,7 @@ STATELESS: dict[str, str] = {
     "random_normal": "tf.random.stateless_normal",
     "truncated_normal": "tf.random.stateless_truncated_normal",
     "multinomial": "tf.random.stateless_categorical",
+    "categorical": "tf.random.stateless_categorical",
     "random_gamma": "tf.random.stateless_gamma",
     "random_poisson": "tf.random.stateless_poisson",
     "dropout": "tf.nn.experimental.stateless_dropout",
