@@ -11,7 +11,7 @@ import inspect
 
 import pytest
 
-from compare.migration.rules import METHOD_RULES, RULES, TF1_DEFAULTS, RULES_BY_ID
+from compare.migration.rules import METHOD_RULES, RULES, RULES_BY_ID, TF1_DEFAULTS
 
 pytestmark = pytest.mark.slow
 

@@ -27,20 +27,25 @@ import ast
 import builtins
 import dataclasses
 import textwrap
+from collections.abc import Sequence
+from typing import Any
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
 from compare.migration import portclass, porthelpers
 from compare.migration.astutil import clone, loads, stored_names
 from compare.migration.bindings import binds, reads_unbound
-from compare.migration.lift import Lifted, Lifter
+from compare.migration.lift import Lifter
+from compare.migration.lifted import Lifted
 from compare.migration.rewrite import DRAWS, Rewriter, summary_call
-from compare.migration.values import MODULE, FuncInfo, Module
+from compare.migration.values import MODULE, ClassInfo, FuncInfo, Module
 
 TODO = "# TODO(migrate): "
 INDENT = "    "
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__"}
 _SEEDING = frozenset({"random.seed", "np.random.seed", "numpy.random.seed"})
+#: A statement of the port, or a TODO of its own (a line of text).
+_Line = ast.stmt | str
 
 
 @dataclasses.dataclass
@@ -59,7 +64,7 @@ class EmittedPipeline:
     until_line: int = 0
     output: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -117,12 +122,12 @@ class _Emitter:
         self.self_attrs: set[str] = set()
         self.classes = portclass.Classes(self)
         self.pipeline_names: set[str] = set()
-        self.cls = None  # the class of the pipeline method being written
+        self.cls: ClassInfo | None = None  # the class of the pipeline method being written
         self.star = [s for s in mod.tree.body if isinstance(s, ast.ImportFrom) and any(
             a.name == "*" for a in s.names) and not (s.module or "").startswith("tensorflow")]
 
     # -- statements -------------------------------------------------------------------------
-    def code(self, stmts: list, locals_: set[str],
+    def code(self, stmts: Sequence[_Line], locals_: set[str],
              live: bool = False) -> tuple[list[str], int, set[str]]:
         """Statements rewritten to TF 2 (with their TODOs; a string is a TODO of its own), the
         number of random draws in them, and the global names they use."""
@@ -198,11 +203,11 @@ class _Emitter:
         or a name this script does not define would run when the port is imported: it becomes
         None, and the body reads the script's default when called. The names defaults read are
         carried."""
-        args = clone(info.node.args)
+        args = clone(m.req(info.args))
         positional = args.posonlyargs + args.args
         pairs = list(zip(positional[len(positional) - len(args.defaults):],
                          range(len(args.defaults)))) if args.defaults else []
-        late: list = []
+        late: list[tuple[str, ast.expr]] = []
         for arg, i in pairs:
             if self.late(args.defaults[i]):
                 late.append((arg.arg, args.defaults[i]))
@@ -213,7 +218,7 @@ class _Emitter:
                 args.kw_defaults[i] = ast.Constant(None)
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
             self.need(_loads(d))
-        stmts: list = []
+        stmts: list[_Line] = []
         for name, d in late:
             missing = sorted(n for n in _loads(d) if _undefined(self.mod, n))
             if missing:
@@ -232,16 +237,16 @@ class _Emitter:
         return any(_command_line_name(self.mod, n) or _undefined(self.mod, n)
                    for n in _loads(default))
 
-    def helper(self, name: str, node: ast.AST | None = None) -> int:
+    def helper(self, name: str, node: ast.stmt | None = None) -> int:
         """Copy the script's function (or class) ``name``, rewritten; its draws (with its
         callees')."""
         if name in self.helpers:
             return self.helpers[name][1]
         self.helpers[name] = ("", 0, set())  # recursion guard
         if node is None:
-            node = self.mod.by_name[name].node
+            node = self.mod.by_name[name].definition
         copy = clone(node)
-        if getattr(copy, "decorator_list", None) and not isinstance(copy, ast.ClassDef):
+        if isinstance(copy, (ast.FunctionDef, ast.AsyncFunctionDef)) and copy.decorator_list:
             copy.decorator_list = []
         lines, draws, used = self.code([copy], stored_names(node) | _params(node))
         self.helpers[name] = ("\n".join(lines), draws, used)
@@ -272,7 +277,7 @@ class _Emitter:
         head += [INDENT + ln for ln in opening]
         why = portclass.unsupported(info, p)
         self.self_calls, self.self_attrs = set(), set()
-        self.cls = info.cls if cls else None
+        self.cls = info.cls if cls and info is not None else None
         if why:
             body = [f"{TODO}{why}", f"raise NotImplementedError({p.function!r})"]
             lifted_first, complete = None, False
@@ -280,7 +285,7 @@ class _Emitter:
             body, lifted_first, complete = self.variants(merged, name)
         text = "\n".join(head + [INDENT + ln if ln else "" for ln in body])
         if cls:
-            complete = self.classes.add(cls, name, text, info) and complete
+            complete = self.classes.add(cls, name, text, m.req(info)) and complete
         else:
             self.functions.append(text)
         shown = f"{cls}.{name}" if cls else name
@@ -357,7 +362,7 @@ class _Emitter:
     def after_fn(self, lifted: Lifted, parts: "_Nodes", name: str,
                  locals_: set[str]) -> tuple[list[str], bool, set[str]]:
         """The per-batch map function; seeded (a seed per batch) when it draws."""
-        params = lifted.batch_params
+        params = parts.batch_params
         if not parts.after:
             return [], False, set()
         stmts = list(parts.after)
@@ -380,7 +385,8 @@ class _Emitter:
         return [f"def {name}({sig}):", doc] + [INDENT + ln for ln in body] + [""], draws > 0, \
             used
 
-    def checked_return(self, value: ast.expr, parts: "_Nodes", bound: set[str]) -> list:
+    def checked_return(self, value: ast.expr | None, parts: _Nodes,
+                       bound: set[str]) -> list[_Line]:
         """``return value``; a TODO above it (and the pipeline counted as unfinished) when it
         reads a name nothing before it binds."""
         ret = ast.Return(value)
@@ -432,7 +438,7 @@ class _Emitter:
                 "# " + ln for ln in lines] + [
                 f"raise NotImplementedError({('compare.migrate could not settle ' + what)!r})"], \
                 True, set()
-        stmts: list = []
+        stmts: list[_Line] = []
         parsed = ast.parse("\n".join(lines)).body
         bound = bound | {"ds"} | {n for s in parsed for n in binds(s)}  # ds_1, ds_2 of branches
         for s in parsed:
@@ -487,13 +493,13 @@ class _Nodes:
     """A variant's statements in the port's names, each part checked for names read before the
     port binds them (left out, with a TODO saying why)."""
 
-    setup: list
-    example: list
-    after: list
+    setup: list[_Line]
+    example: list[_Line]
+    after: list[_Line]
     params: set[str]
     script_locals: set[str]
     batch_params: list[str]
-    returns: list
+    returns: list[ast.expr]
     bound: set[str] = dataclasses.field(default_factory=set)
     example_bound: set[str] = dataclasses.field(default_factory=set)
     after_bound: set[str] = dataclasses.field(default_factory=set)
@@ -502,7 +508,7 @@ class _Nodes:
     @classmethod
     def of(cls, lifted: Lifted, params: set[str]) -> "_Nodes":
         return cls([c.apply(s) for s, c, *_ in lifted.setup],
-                   list(lifted.element) + [c.apply(s) for s, c, *_ in lifted.example],
+                   [*lifted.element, *(c.apply(s) for s, c, *_ in lifted.example)],
                    [c.apply(s) for s, c, *_ in lifted.after], params, lifted.script_locals,
                    list(lifted.batch_params or ()),
                    [x for x in (lifted.returns, lifted.output) if x is not None])
@@ -517,22 +523,25 @@ class _Nodes:
     def prune(self, chain_loads: set[str], mod: Module) -> None:
         """Setup keeps what the rest needs (and the checks on it); then each part is put in
         binding order."""
-        needed = chain_loads | set().union(*(loads(s) for s in self.example + self.after
-                                             + self.returns))
-        self.setup = _needed(self.setup, needed, self.params)
+        example, after = _stmts(self.example), _stmts(self.after)
+        needed = chain_loads | set().union(*(loads(s) for s in [*example, *after,
+                                                                *self.returns]))
+        setup = _needed(_stmts(self.setup), needed, self.params)
+        self.setup = [*setup]
         scope = self.locals() | self.script_locals
-        self.setup, bound = self.ordered(self.setup, set(self.params), scope)
+        self.setup, bound = self.ordered(setup, set(self.params), scope)
         self.bound = bound
         # a name the map function assigns is its own local: the outer binding does not count
-        own_ex = set().union(*(binds(s) for s in self.example)) if self.example else set()
-        own_af = set().union(*(binds(s) for s in self.after)) if self.after else set()
+        own_ex = set().union(*(binds(s) for s in example)) if example else set()
+        own_af = set().union(*(binds(s) for s in after)) if after else set()
         self.example, self.example_bound = self.ordered(
-            self.example, (bound - own_ex) | {"example", "seed"}, scope)
+            example, (bound - own_ex) | {"example", "seed"}, scope)
         self.after, self.after_bound = self.ordered(
-            self.after, (bound - own_af) | set(self.batch_params), scope)
+            after, (bound - own_af) | set(self.batch_params), scope)
 
-    def ordered(self, stmts: list, bound: set[str], scope: set[str]) -> tuple[list, set[str]]:
-        out = []
+    def ordered(self, stmts: list[ast.stmt], bound: set[str],
+                scope: set[str]) -> tuple[list[_Line], set[str]]:
+        out: list[_Line] = []
         bound = set(bound)
         for s in stmts:
             missing = reads_unbound(s, bound) & scope
@@ -561,9 +570,11 @@ class _ChainCode(_chain._Render):
 
     def source(self, s: m.Source) -> list[str]:
         out = super().source(s)
-        if s.kind == "range" and not (s.data.known and isinstance(s.data.value, int)):
+        data = s.data
+        if s.kind == "range" and data is not None and not (
+                data.known and isinstance(data.value, int)):
             # range_input_producer took an int32 tensor; Dataset.range wants int64
-            out[0] = f"{self.ds} = tf.data.Dataset.range(tf.cast({s.data.text}, tf.int64))"
+            out[0] = f"{self.ds} = tf.data.Dataset.range(tf.cast({data.text}, tf.int64))"
         return out
 
     def batch(self, st: m.BatchStage) -> list[str]:
@@ -597,9 +608,9 @@ def _exclusive(a: m.Variant, b: m.Variant) -> bool:
     return any(c in wa and wa[c] != val for c, val in b.when)
 
 
-def emit(report) -> Emitted:
+def emit(report: m.Report) -> Emitted:
     """The port of the script a :class:`compare.migrate.MigrationReport` describes."""
-    mod = report.module
+    mod = m.req(report.module)
     e = _Emitter(mod, report.script)
     groups = _group(report.pipelines)
     e.pipeline_names = {g[0].function for g in groups if "." not in g[0].function}
@@ -623,7 +634,12 @@ def _info(mod: Module, function: str) -> FuncInfo | None:
         (f for f in mod.functions if f.qualname == function), None)
 
 
-def _needed(stmts: list, needed: set[str], params: set[str]) -> list:
+def _stmts(lines: list[_Line]) -> list[ast.stmt]:
+    """The statements of a part not checked yet (:meth:`_Nodes.prune` adds its TODOs)."""
+    return [s for s in lines if not isinstance(s, str)]
+
+
+def _needed(stmts: list[ast.stmt], needed: set[str], params: set[str]) -> list[ast.stmt]:
     """The setup statements that bind what the rest needs, the checks and mutations of those
     names (``for f in filenames: if not exists(f): raise``), and Python's random seeding."""
     out = []
@@ -692,7 +708,7 @@ def _fill_empty_blocks(lines: list[str]) -> list[str]:
         j, code = i + 1, False
         while j < len(lines) and (not lines[j].strip() or
                                   len(lines[j]) - len(lines[j].lstrip()) > indent):
-            code = code or (lines[j].strip() and not lines[j].strip().startswith("#"))
+            code = code or bool(lines[j].strip() and not lines[j].strip().startswith("#"))
             j += 1
         if not code:
             out.append(" " * (indent + len(INDENT)) + "pass")
@@ -749,15 +765,16 @@ def _is_docstring(stmt: ast.stmt) -> bool:
         stmt.value.value, str)
 
 
-def _live(stmts: list) -> list:
+def _live(stmts: Sequence[_Line]) -> list[_Line]:
     """Leave out assignments of plain names that nothing after them reads and that call no
     TensorFlow op (a helper's ``num_preprocess_threads = cpu_count()`` that only sized a queue
     runner)."""
-    out, needed = [], set()
+    out: list[_Line] = []
+    needed: set[str] = set()
     for s in reversed(stmts):
         if not isinstance(s, str) and (
                 isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) for t in s.targets)
-                and not {t.id for t in s.targets} & needed and "tf." not in ast.unparse(s.value)
+                and not {getattr(t, "id", "") for t in s.targets} & needed and "tf." not in ast.unparse(s.value)
                 and not isinstance(getattr(s.value, "func", None), ast.Attribute)):
             continue
         if not isinstance(s, str):
@@ -782,7 +799,7 @@ def _params(node: ast.AST) -> set[str]:
 def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
     """The top-level statements of the script that bind ``name`` (its ``__main__`` block
     excluded), in order."""
-    out = []
+    out: list[ast.stmt] = []
     for s in mod.tree.body:
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and _root(
                 s.value.func) == name:

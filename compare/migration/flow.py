@@ -25,6 +25,7 @@ import dataclasses
 from compare.migration import calls
 from compare.migration.rules import canonical
 from compare.migration.scan import walk
+from compare.migration.state import Budget, Exit, Frame, Stop, World
 from compare.migration.values import (
     NOCONST,
     ClassInfo,
@@ -62,93 +63,6 @@ from compare.migration.values import (
 MAX_WORLDS = 8
 #: How deep calls into the script's own functions are followed.
 MAX_DEPTH = 8
-
-class Budget:
-    """Statements the whole analysis may still run."""
-
-    def __init__(self, statements: int):
-        self.left = statements
-
-    def spend(self) -> bool:
-        self.left -= 1
-        return self.left >= 0
-
-
-class _Stop(Exception):
-    """The budget ran out."""
-
-
-@dataclasses.dataclass
-class _Exit:
-    """How a block ended: a return (with its value) or a raise."""
-
-    kind: str
-    value: Val | None = None
-
-
-@dataclasses.dataclass(eq=False)
-class Frame:
-    """One function's run: names bound with the clock time they were bound (so a value's text
-    can be rendered as of when it was made), the call stack, the undecided conditions around."""
-
-    fn: FuncInfo
-    env: dict
-    depth: int
-    parent: Frame | None
-    path: tuple[str, ...]
-    guards: tuple[str, ...] = ()
-    loop: Sym | None = None
-    me: ObjV | None = None
-    fid: int = 0
-
-    def bind(self, name: str, val: Val, clock: int) -> None:
-        self.env.setdefault(name, []).append((clock, val))
-
-    def get(self, name: str, at: int | None = None):
-        hist = self.env.get(name)
-        if not hist:
-            return None
-        if at is None:
-            return hist[-1][1]
-        for t, v in reversed(hist):
-            if t <= at:
-                return v
-        return None
-
-
-@dataclasses.dataclass
-class World:
-    """What one run of an entry found."""
-
-    entry: FuncInfo
-    decisions: dict
-    ends: list
-    steps: dict
-    streams: list
-    queues: list
-    forks: list
-    stopped: bool = False
-    log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
-    frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
-    decided: set = dataclasses.field(default_factory=set)  # seqs of ifs this world decided
-    #: What the entry hands out: its return value and, for a method, ``self`` (per-batch code
-    #: is what makes these from the batches).
-    returned: object = None
-    me: object = None
-    _by_stream: dict | None = dataclasses.field(default=None, repr=False)
-
-    def steps_by_stream(self) -> dict[int, list]:
-        """The recorded steps by the id of their stream (made once the run is over)."""
-        if self._by_stream is None:
-            self._by_stream = {}
-            for r in self.steps.values():
-                self._by_stream.setdefault(id(r.stream), []).append(r)
-        return self._by_stream
-
-    #: The module body's run only: the pipeline objects its names hold when it ends (queues,
-    #: enqueue ops, placeholders, readers, datasets), which functions read as globals.
-    shared: dict = dataclasses.field(default_factory=dict)
-
 
 _UNPARSER = getattr(ast, "_Unparser", None)
 
@@ -517,16 +431,16 @@ class Run:
         return pos, named
 
     # -- statements -------------------------------------------------------------------------
-    def block(self, body: list, fr: Frame) -> _Exit | None:
+    def block(self, body: list, fr: Frame) -> Exit | None:
         for stmt in body:
             out = self.stmt(stmt, fr)
             if out is not None:
                 return out
         return None
 
-    def stmt(self, node: ast.stmt, fr: Frame) -> _Exit | None:
+    def stmt(self, node: ast.stmt, fr: Frame) -> Exit | None:
         if not self.budget.spend():
-            raise _Stop()
+            raise Stop()
         log = self.world.log
         log.append(Exec(len(log), fr.fid, node, self.parent_seq))
         method = _ST.get(type(node))
@@ -633,16 +547,16 @@ class Run:
             return  # graph bookkeeping (add_to_collection, summaries, logging): no data
         self.touch(node, fr, [val] if not isinstance(val, (QueueV, EnqueueV)) else [])
 
-    def st_Return(self, node: ast.Return, fr: Frame) -> _Exit:
+    def st_Return(self, node: ast.Return, fr: Frame) -> Exit:
         val = self.ev(node.value, fr) if node.value is not None else Sym("None", None)
         if not _plain_move(node.value):
             step = self.touch(node, fr, [val])
             if step is not None:
                 val = self.stamp(val, step)
-        return _Exit("return", val)
+        return Exit("return", val)
 
-    def st_Raise(self, node: ast.Raise, fr: Frame) -> _Exit:
-        return _Exit("raise")
+    def st_Raise(self, node: ast.Raise, fr: Frame) -> Exit:
+        return Exit("raise")
 
     def st_Assert(self, node: ast.Assert, fr: Frame) -> None:
         self.ev(node.test, fr)
@@ -674,7 +588,7 @@ class Run:
         fr.bind(node.name, ClassV(ClassInfo(node, node.name, {}, []), text=node.name),
                 self.clock)
 
-    def st_With(self, node: ast.With, fr: Frame) -> _Exit | None:
+    def st_With(self, node: ast.With, fr: Frame) -> Exit | None:
         for item in node.items:
             val = self.ev(item.context_expr, fr)
             if item.optional_vars is not None:
@@ -683,7 +597,7 @@ class Run:
 
     st_AsyncWith = st_With
 
-    def st_Try(self, node: ast.Try, fr: Frame) -> _Exit | None:
+    def st_Try(self, node: ast.Try, fr: Frame) -> Exit | None:
         out = self.block(node.body, fr)
         if out is not None and out.kind == "return":
             return out
@@ -691,7 +605,7 @@ class Run:
 
     st_TryStar = st_Try
 
-    def st_For(self, node: ast.For, fr: Frame) -> _Exit | None:
+    def st_For(self, node: ast.For, fr: Frame) -> Exit | None:
         it = self.ev(node.iter, fr)
         if isinstance(it, DictV):  # a dict iterates over its keys
             it = ListV([key_val(k) for k in it.items], it.text)
@@ -728,12 +642,12 @@ class Run:
             return Sym(self.render(it_node.args[0], fr))
         return Sym(lambda: f"len({it.text})" if it.text else "")
 
-    def st_While(self, node: ast.While, fr: Frame) -> _Exit | None:
+    def st_While(self, node: ast.While, fr: Frame) -> Exit | None:
         self.ev(node.test, fr)
         out = self.block(node.body, fr)
         return out if out is not None and out.kind == "return" else None
 
-    def st_If(self, node: ast.If, fr: Frame) -> _Exit | None:
+    def st_If(self, node: ast.If, fr: Frame) -> Exit | None:
         test = self.ev(node.test, fr)
         if isinstance(test, Sym) and test.known:
             return self.block(node.body if test.const else node.orelse, fr)
@@ -753,7 +667,7 @@ class Run:
             self.consulted.setdefault(key, self.world.decisions[key])
         return self.world.decisions[key] == value
 
-    def both(self, node: ast.If, cond: str, fr: Frame) -> _Exit | None:
+    def both(self, node: ast.If, cond: str, fr: Frame) -> Exit | None:
         """Run both branches of an undecidable, non-structural ``if`` and merge the names."""
         saved = {k: list(v) for k, v in fr.env.items()}
         outer = fr.guards
@@ -776,7 +690,7 @@ class Run:
                 self.clock += 1
                 fr.bind(name, merge([va, vb] if vb is not None else [va]), self.clock)
         if out_a is not None and out_b is not None:
-            return _Exit("return", merge([out_a.value, out_b.value]))
+            return Exit("return", merge([out_a.value, out_b.value]))
         return None
 
     # -- running an entry -------------------------------------------------------------------
@@ -930,7 +844,7 @@ class Run:
             if self.entry is self.mod.module:
                 self.world.shared = {k: h[-1][1] for k, h in fr.env.items()
                                      if h and _shareable(h[-1][1])}
-        except _Stop:
+        except Stop:
             self.world.stopped = True
         except RecursionError:
             self.world.stopped = True
@@ -973,7 +887,7 @@ class _Presim:
         ``run``'s entry; the statements it ran are spent from the budget again."""
         spent = len(self.records["log"])
         if run.budget.left - spent < 0:
-            raise _Stop()
+            raise Stop()
         run.budget.left -= spent
         memo: dict[int, object] = {}
         r = clone(self.records, memo)

@@ -20,6 +20,8 @@ from compare.migration import model as m
 from compare.migration.flow import Budget, World, run_entry
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
+from compare.migration.source import Where
+from compare.migration.state import Origin
 from compare.migration.values import (
     MODULE,
     DatasetV,
@@ -67,14 +69,6 @@ BUDGET_FLOOR = 20000
 
 def budget_for(statements: int) -> Budget:
     return Budget(BUDGET_FLOOR + BUDGET_PER_STATEMENT * statements)
-
-
-class Origin:
-    """The symbolic run a variant was built from (its world and end), kept for the code emitter
-    (:mod:`.emit`); not part of the plan's data."""
-
-    def __init__(self, world: World, end: End):
-        self.world, self.end = world, end
 
 
 @dataclasses.dataclass
@@ -1040,7 +1034,8 @@ def _drop_covered(groups: list[list[_Found]]) -> list[list[_Found]]:
             or id(g[0].end.node) not in known]
 
 
-def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m.Pipeline],
+def build(mod: Module, budget: Budget | None = None,
+          where: Where | None = None) -> tuple[list[m.Pipeline],
                                                                           list[str]]:
     """The script's pipelines, in source order of their ends, and notes on the analysis.
     ``where(line) -> (cell, line)`` relocates the lines of a notebook's joined cells."""

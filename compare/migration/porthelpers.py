@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import gzip
 import os
+from typing import Any
 
 import numpy
 
@@ -199,7 +200,7 @@ def imports(used: set[str]) -> list[str]:
     return list(dict.fromkeys(i for n in _HELPERS if n in used for i in _HELPERS[n][1]))
 
 
-def mnist_module_namespace(tf) -> dict:
+def mnist_module_namespace(tf: Any) -> dict[str, Any]:
     """The MNIST reader as a module namespace (``input_data``), for ``--check``'s TF1 side."""
     namespace = {"tf": tf, "collections": collections, "gzip": gzip, "os": os, "numpy": numpy}
     exec(compile(MNIST_HELPER, "<mnist reader>", "exec"), namespace)  # noqa: S102 - our code

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any, Mapping
 
 #: The report's categories, in the order the report lists them.
 CATEGORIES: tuple[str, ...] = (
@@ -75,7 +76,7 @@ PORT: dict[str, tuple[str, str]] = {
                          "runners, FULL_TRACE + timeline)"),
 }
 
-_CATEGORY_DEFAULTS: dict[str, dict] = {
+_CATEGORY_DEFAULTS: dict[str, dict[str, Any]] = {
     "queue_input": dict(pitfalls=(), modern="modern/pipeline.py", legacy="legacy/pipeline.py"),
     "reader": dict(pitfalls=("resize_static",), modern="modern/pipeline.py",
                    legacy="legacy/pipeline.py"),
@@ -140,7 +141,8 @@ class Rule:
         """The rule's pitfalls, or its category's."""
         if self.pitfalls is not None:
             return self.pitfalls
-        return _CATEGORY_DEFAULTS[self.category]["pitfalls"]
+        pitfalls: tuple[str, ...] = _CATEGORY_DEFAULTS[self.category]["pitfalls"]
+        return pitfalls
 
     def port(self) -> dict[str, dict[str, str] | None]:
         """``{"modern": {path, what}, "legacy": {path, what} | None}`` for this construct."""
@@ -551,13 +553,14 @@ def applicable_pitfalls(categories: set[str], called: set[str]) -> frozenset[str
 
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES + METHOD_RULES}
 
-_PRODUCER_DEFAULTS = {"num_epochs": None, "shuffle": True, "seed": None, "capacity": 32}
-_INPUT_FN_DEFAULTS = {"batch_size": 128, "num_epochs": 1, "shuffle": None, "queue_capacity": 1000,
-                      "num_threads": 1}
+_PRODUCER_DEFAULTS: Mapping[str, object] = {"num_epochs": None, "shuffle": True, "seed": None,
+                                         "capacity": 32}
+_INPUT_FN_DEFAULTS: Mapping[str, object] = {"batch_size": 128, "num_epochs": 1, "shuffle": None,
+                                         "queue_capacity": 1000, "num_threads": 1}
 #: TF1's defaults of the arguments a plan may state though the script does not give them, by
 #: rule id and parameter: TF 1.15's signatures (``tests/test_migrate_rules.py`` checks those
 #: still in ``tf.compat.v1`` against it). A plan shows such a value only marked as the default.
-TF1_DEFAULTS: dict[str, dict[str, object]] = {
+TF1_DEFAULTS: dict[str, Mapping[str, object]] = {
     "string_input_producer": _PRODUCER_DEFAULTS,
     "slice_input_producer": _PRODUCER_DEFAULTS,
     "range_input_producer": _PRODUCER_DEFAULTS,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+from typing import Iterator
 
 from compare.migration.rules import (
     ITERATOR_METHODS,
@@ -138,11 +139,13 @@ class SourceText:
         return hit[1]
 
     def _segment(self, node: ast.AST, limit: int) -> str:
-        end_line = getattr(node, "end_lineno", None)
-        if end_line is None or not 0 < node.lineno <= end_line <= len(self.lines):
+        line: int = getattr(node, "lineno", 0)
+        end_line: int | None = getattr(node, "end_lineno", None)
+        if end_line is None or not 0 < line <= end_line <= len(self.lines):
             return cut(" ".join(unparse(node).split()), limit)
-        start = self.starts[node.lineno - 1] + self.char_col(node.lineno, node.col_offset)
-        end = self.starts[end_line - 1] + self.char_col(end_line, node.end_col_offset)
+        start = self.starts[line - 1] + self.char_col(line, getattr(node, "col_offset", 0))
+        end = self.starts[end_line - 1] + self.char_col(end_line, getattr(node, "end_col_offset",
+                                                                            0))
         if end - start > 8 * limit:  # long: a prefix is all we show, whatever it holds
             return cut(" ".join(self.norm[start:start + 2 * limit].split()), limit, True)
         seg = self.norm[start:end]
@@ -239,7 +242,7 @@ def _upgrade(rule: Rule, qual: str, via: str | None) -> str:
     return "unchanged" if rule.upgrade == "contrib_error" else rule.upgrade
 
 
-def walk(node: ast.AST):
+def walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under ``node`` (itself included), in no particular order: :func:`ast.walk`
     without its per-node field iteration, which is most of its time."""
     stack = [node]
@@ -325,7 +328,8 @@ class _Scanner:
         self.consumed: set[int] = set()
         self.threads: list[tuple[ast.Call, ast.expr]] = []
         self.defs: dict[str, list[ast.AST]] | None = None  # the script's functions by name
-        self.pending: collections.deque[tuple[ast.AST, _Scope, SelfObj | None]] = \
+        self.pending: collections.deque[tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Scope,
+                                              SelfObj | None]] = \
             collections.deque()
 
     # -- findings ---------------------------------------------------------------------------
@@ -334,8 +338,9 @@ class _Scanner:
 
     def _add(self, node: ast.AST, rule: Rule, construct: str, qual: str,
              via: str | None) -> Finding:
-        line = self.src.line(node.lineno)
-        f = Finding(node.lineno, self.src.char_col(node.lineno, node.col_offset) + 1, rule,
+        lineno: int = getattr(node, "lineno", 0)
+        line = self.src.line(lineno)
+        f = Finding(lineno, self.src.char_col(lineno, getattr(node, "col_offset", 0)) + 1, rule,
                     construct, canonical(qual), via, line.strip(), _upgrade(rule, qual, via))
         self.findings.append(f)
         return f
@@ -429,23 +434,26 @@ class _Scanner:
                                  f"{base.qual}.{attrs[0]}", None)
         return None
 
-    def _special_call(self, node: ast.Call, base, kw: dict, scope: _Scope) -> Finding | None:
+    def _special_call(self, node: ast.Call, base: Ref | Obj | SelfObj | None,
+                      kw: dict[str, ast.keyword], scope: _Scope) -> Finding | None:
         """Calls whose finding depends on their arguments: a jit level, a traced or fed run, an
         iterator made from any dataset, a feeder thread (kept for later)."""
-        rule = rule_for(base.qual) if isinstance(base, Ref) else None
+        ref = base if isinstance(base, Ref) else None
+        rule = rule_for(ref.qual) if ref is not None else None
         func = node.func
-        if rule is not None and rule.id == "config_proto" and base.qual.endswith(
+        if ref is not None and rule is not None and rule.id == "config_proto" and ref.qual.endswith(
                 "OptimizerOptions") and "global_jit_level" in kw:
             value = kw["global_jit_level"].value
             self.consumed.update((id(func), id(value)))
             return self._add(func, RULES_BY_ID["global_jit_level"],
-                             f"{base.written}(global_jit_level={self._segment(value)})",
-                             base.qual + ".global_jit_level", base.via)
-        if rule is not None and rule.id == "run_options" and "trace_level" in kw:
+                             f"{ref.written}(global_jit_level={self._segment(value)})",
+                             ref.qual + ".global_jit_level", ref.via)
+        if ref is not None and rule is not None and rule.id == "run_options" and \
+                "trace_level" in kw:
             value = kw["trace_level"].value
             self.consumed.update((id(func), id(value)))
-            return self._add(func, rule, f"{base.written}(trace_level={self._segment(value)})",
-                             base.qual, base.via)
+            return self._add(func, rule, f"{ref.written}(trace_level={self._segment(value)})",
+                             ref.qual, ref.via)
         if self._is_traced_run(node, scope, kw):
             return self._add(func, RULES_BY_ID["traced_run"],
                              self._segment(func) + "(" + ", ".join(
@@ -461,7 +469,8 @@ class _Scanner:
             self._method_call(node, func, kw, scope)
         return None
 
-    def _method_call(self, node: ast.Call, func: ast.Attribute, kw: dict, scope: _Scope) -> None:
+    def _method_call(self, node: ast.Call, func: ast.Attribute, kw: dict[str, ast.keyword],
+                     scope: _Scope) -> None:
         """``anything.make_one_shot_iterator()`` and ``x.run(..., feed_dict=...)``."""
         if func.attr in ITERATOR_METHODS:
             self._add(func, RULES_BY_ID["make_iterator"],
@@ -505,7 +514,7 @@ class _Scanner:
         for k in node.keywords:
             self.expr(k.value, scope)
 
-    def _is_traced_run(self, node: ast.Call, scope: _Scope, kw: dict) -> bool:
+    def _is_traced_run(self, node: ast.Call, scope: _Scope, kw: dict[str, ast.keyword]) -> bool:
         """``sess.run(..., options=..., run_metadata=...)`` on a session or with our objects."""
         if not (isinstance(node.func, ast.Attribute) and node.func.attr == "run"):
             return False
@@ -534,7 +543,8 @@ class _Scanner:
             pairwise = (values is not None and len(values) == len(target.elts)
                         and not any(isinstance(e, ast.Starred) for e in target.elts + values))
             for i, elt in enumerate(target.elts):
-                self._bind_target(elt, values[i] if pairwise else None, scope)
+                self._bind_target(elt, values[i] if values is not None and pairwise else None,
+                                  scope)
         elif isinstance(target, ast.Starred):
             self._bind_target(target.value, None, scope)
         else:  # attribute or subscript target: scan what it hangs off
@@ -545,9 +555,9 @@ class _Scanner:
                      self_obj: SelfObj | None = None) -> None:
         for a in args.posonlyargs + args.args + args.kwonlyargs:
             scope.names[a.arg] = None
-        for a in (args.vararg, args.kwarg):
-            if a is not None:
-                scope.names[a.arg] = None
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                scope.names[extra.arg] = None
         first = (args.posonlyargs + args.args)[:1]
         if self_obj is not None and first:
             scope.names[first[0].arg] = self_obj
@@ -617,7 +627,7 @@ class _Scanner:
             scope.names[local] = (Ref(f"{node.module}.{a.name}", local)
                                   if not node.level and node.module else None)
 
-    def _assign(self, node: ast.stmt, scope: _Scope) -> None:
+    def _assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, scope: _Scope) -> None:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 self._jit_level_store(t, node.value, scope)
