@@ -1,13 +1,14 @@
 """Per-step attribution (compare/analysis/attribution.py) and lane nesting
 (compare/model/nesting.py) on small hand-built traces whose right answers are worked out by
-hand: wall shares, waits, idle, CPU time, the step split, blocked runtime, worker regions,
+hand: wall shares, waits, idle, CPU time, own time, input and compile time, blocked runtime,
+worker regions,
 first and steady steps; parents, clipped ends, self time and segments. Fast: no TensorFlow."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from compare.analysis.attribution import SPLIT_KEYS, attribute, segments
+from compare.analysis.attribution import attribute, segments
 from compare.analysis.mapping import map_stages
 from compare.model import nesting
 from compare.vocabulary.labels import LABEL, LABELS
@@ -40,24 +41,26 @@ WALL = [
     pytest.param([(HOST, PYTHON, 0, 200, "SessionRun"),
                   (HOST, W, 0, 100, "DecodeJpeg", "d/DecodeJpeg"),
                   (HOST, W2, 0, 100, "ResizeBilinear", "r/ResizeBilinear")], STEP,
-                 {"decode": 50, "resize": 50, "runtime": 100}, {"decode": 100, "resize": 100},
+                 {"decode": 50, "resize": 50, "idle": 100}, {"decode": 100, "resize": 100},
                  id="two_threads_at_once_share_the_wall"),
     pytest.param([(HOST, PYTHON, 0, 200, "SessionRun"),
                   (HOST, W, 0, 100, "DecodeJpeg", "d/DecodeJpeg"),
                   (HOST, W2, 50, 100, "ResizeBilinear", "r/ResizeBilinear")], STEP,
-                 {"decode": 75, "resize": 75, "runtime": 50}, {"decode": 100, "resize": 100},
+                 {"decode": 75, "resize": 75, "idle": 50}, {"decode": 100, "resize": 100},
                  id="partly_overlapping"),
     pytest.param([(HOST, PYTHON, 0, 200, "SessionRun"),
                   (HOST, W, 50, 50, "DecodeJpeg", "d/DecodeJpeg")], STEP,
-                 {"decode": 50, "runtime": 150}, {"decode": 50},
-                 id="a_session_waits_in_runtime_only_while_nothing_works"),
+                 {"decode": 50, "idle": 150}, {"decode": 50},
+                 id="a_session_waiting_holds_no_time_nothing_traced_runs_is_idle"),
+    # while the step waits for its input, the instant is the input's, shared among what runs
+    # then: the wait alone 0-20 and 60-100, the wait and the decode producing it 20-60
     pytest.param([(HOST, PYTHON, 0, 100, "IteratorGetNext", "IteratorGetNext"),
                   (HOST, DATA, 20, 40, "DecodeJpeg", "d/DecodeJpeg")], STEP,
-                 {"input_wait": 60, "decode": 40, "runtime": 100}, {"decode": 40, "runtime": 100},
+                 {"input_wait": 80, "decode": 20, "runtime": 100}, {"decode": 40, "runtime": 100},
                  id="get_next_waits_in_input_wait"),
     pytest.param([(HOST, PYTHON, 0, 100, "Iterator::Prefetch", "Iterator::Model::Prefetch"),
                   (HOST, W, 0, 50, "DecodeJpeg", "d/DecodeJpeg")], STEP,
-                 {"input_wait": 50, "decode": 50, "runtime": 100}, {"decode": 50, "runtime": 100},
+                 {"input_wait": 75, "decode": 25, "runtime": 100}, {"decode": 50, "runtime": 100},
                  id="an_async_iterator_waits"),
     pytest.param([(CPU, 0, 0, 100, "DecodeJpeg", "d/DecodeJpeg"),
                   (CPU, 0, 150, 50, "ResizeBilinear", "r/ResizeBilinear"),
@@ -82,7 +85,12 @@ def test_wall_and_cpu_of_a_step(events, steps, wall, cpu):
     assert by_label(st.wall) == wall
     assert by_label(st.cpu) == cpu
     assert st.wall.sum() == pytest.approx(st.dur, abs=1e-9)
-    assert sum(st.split[k] for k in SPLIT_KEYS) == pytest.approx(st.dur, abs=1e-9)
+    # the input's part of the wall is every instant the step waited for or read its input
+    assert st.ev_input.sum() == pytest.approx(st.input_us, abs=1e-9)
+    # own time: every segment's time in the step, once, whatever the waits
+    e, t0, t1 = segments(tr)
+    inside = np.clip(t1, st.ts, st.ts + st.dur) - np.clip(t0, st.ts, st.ts + st.dur)
+    assert st.ev_self.sum() == pytest.approx(inside.sum(), abs=1e-9)
     # per event: what each got adds up to its label's total
     per_label = np.zeros(len(LABELS))
     for i, w in st.by_event_wall.items():
@@ -107,18 +115,13 @@ def test_cpu_time_is_busy_thread_time():
 
 
 # --------------------------------------------------------------------------------------------
-# the step split: input first, then compile, compute, runtime, idle
+# how long the step read or waited for input, and how long some thread compiled
 
-def test_the_step_split_takes_each_instant_once_in_priority_order():
+def test_input_and_compile_time_of_a_step():
     # step 0 runs 0..500 (step 1 starts at 500); worked out instant by instant:
-    #   0-100   a reader's read on lane 0 while lane 1 decodes: input (input beats compute)
-    #   100-150 decode alone: compute;                    150-200 nothing: idle
-    #   200-220 a dequeue while _XlaCompile runs: input (input beats compile)
-    #   220-230 _XlaCompile alone, 230-260 beside a resize: compile (compile beats compute)
-    #   260-300 resize alone: compute;                    300-320 nothing: idle
-    #   320-340 Identity (executor plumbing) alone: runtime
-    #   340-350 Identity beside a decode, 350-360 decode alone: compute (compute beats runtime)
-    #   360-500 nothing: idle
+    #   0-100   a reader's read on lane 0 while lane 1 decodes: input
+    #   200-220 a dequeue while _XlaCompile runs: input (and compiling)
+    #   200-260 _XlaCompile: compiling
     tr, smap, att = attributed([
         (CPU, 0, 0, 100, "ReaderReadV2", "r/ReaderReadV2"),
         (CPU, 1, 50, 100, "DecodeJpeg", "d/DecodeJpeg"),
@@ -131,29 +134,30 @@ def test_the_step_split_takes_each_instant_once_in_priority_order():
     ], "timeline", steps=[0, 500])
     st = att.steps[0]
     assert st.dur == 500
-    assert st.split == pytest.approx({"input_wait": 120, "compile": 40, "compute": 110,
-                                      "runtime": 20, "idle": 210})
+    assert (st.input_us, st.compile_us) == pytest.approx((120, 60))
+    # nothing before the first event, 140 us after the last: the untraced edges
+    assert st.untraced_us == pytest.approx(140)
 
 
-@pytest.mark.parametrize("events,split", [
+@pytest.mark.parametrize("events,input_us,compile_us", [
     pytest.param([(HOST, PYTHON, 0, 200, "SessionRun"),
-                  (HOST, W, 0, 100, "DecodeJpeg", "d/DecodeJpeg")],
-                 {"compute": 100, "runtime": 100}, id="a_wait_in_runtime_is_runtime"),
+                  (HOST, W, 0, 100, "DecodeJpeg", "d/DecodeJpeg")], 0, 0,
+                 id="a_wait_in_runtime_is_no_input"),
     pytest.param([(HOST, PYTHON, 0, 200, "IteratorGetNext", "IteratorGetNext"),
-                  (HOST, DATA, 0, 100, "DecodeJpeg", "d/DecodeJpeg")],
-                 {"input_wait": 200}, id="the_step_waiting_for_input_is_input"),
+                  (HOST, DATA, 0, 100, "DecodeJpeg", "d/DecodeJpeg")], 200, 0,
+                 id="the_step_waiting_for_input_is_input"),
     pytest.param([(HOST, PYTHON, 0, 200, "SessionRun"),
-                  (HOST, W, 0, 200, "BlockUntilReady")],
-                 {"compute": 200}, id="waiting_for_compiled_code_is_compute"),
+                  (HOST, W, 0, 200, "BlockUntilReady")], 0, 0,
+                 id="waiting_for_compiled_code"),
     pytest.param([(HOST, PYTHON, 0, 200, "SessionRun"),
                   (HOST, W, 0, 50, "CpuCompiler::RunBackend"),
-                  (HOST, W2, 0, 150, "ExecutorState::Process")],
-                 {"compile": 50, "runtime": 150}, id="compile_then_runtime"),
+                  (HOST, W2, 0, 150, "ExecutorState::Process")], 0, 50,
+                 id="compile_then_runtime"),
 ])
-def test_the_step_split_of_waits(events, split):
+def test_input_and_compile_time_of_waits(events, input_us, compile_us):
     tr, smap, att = attributed(events, steps=STEP)
-    got = {k: v for k, v in att.steps[0].split.items() if v}
-    assert got == pytest.approx(split)
+    st = att.steps[0]
+    assert (st.input_us, st.compile_us) == pytest.approx((input_us, compile_us))
 
 
 # --------------------------------------------------------------------------------------------

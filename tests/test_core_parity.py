@@ -14,11 +14,13 @@ import pytest
 
 from common.protos import XSpaceEvents
 from compare.analysis import comparison, workload
+from compare.analysis.compare_verdict import first_op
 from compare.analysis.comparison import scope_aliases
 from compare.analysis.opdiff import OpStat, describe, diff, scope_key
 from compare.api import compare_traces
 from compare.load import load
 from compare.load.xplane import op_shapes
+from compare.output import compare_words
 from tests.synthetic import CPU, HOST, PYTHON, document, trace, write
 
 W1, W2 = "tf_Compute/1", "tf_Compute/2"
@@ -64,6 +66,10 @@ def _compare(a, b):
     return comparison.compare(comparison.side("legacy", a), comparison.side("modern", b))
 
 
+def _text(c) -> str:
+    return compare_words.comparison_text(c)
+
+
 # --- precision and batch ----------------------------------------------------------------------
 
 MIXED = [(f"model/dense/Cast_{k}", "Cast", 5) for k in range(20)] + \
@@ -76,9 +82,9 @@ def test_a_uniform_slowdown_with_dtype_evidence_is_a_precision_change():
     kinds = {x.kind: x for x in c.parity.caveats}
     assert "batch" not in kinds and c.parity.like_for_like
     x = kinds["precision"]
-    assert not x.breaks and x.facts["side"] == "modern"
-    assert x.facts["casts"] == {"legacy": 0, "modern": 20}
-    assert x.facts["loss_scale"] == {"legacy": 0, "modern": 4}
+    assert not x.breaks and x.facts["side"] == "b"
+    assert x.facts["casts"] == {"a": 0, "b": 20}
+    assert x.facts["loss_scale"] == {"a": 0, "b": 4}
     assert " all take " not in x.text           # counted, never "all"
     assert "of the op time matched by name" in x.text
 
@@ -105,7 +111,7 @@ def _with_shapes(tr, batch: int):
 def test_recorded_shapes_decide_the_batch():
     c = _compare(_with_shapes(_xprof(MODEL), 64), _with_shapes(_xprof(MODEL, scale=1.5), 32))
     x = next(x for x in c.parity.caveats if x.kind == "batch")
-    assert x.breaks and x.facts == {"legacy": 64, "modern": 32, "from": "shapes"}
+    assert x.breaks and x.facts == {"a": 64, "b": 32, "from": "shapes"}
     assert "per example" in x.text
 
 
@@ -172,7 +178,7 @@ def test_timeline_snapshots_give_op_shapes_and_the_batch(tmp_path):
     b = _timeline_with_snapshots(tmp_path / "b.json", 512, scale=8)
     c = _compare(a, b)
     x = next(x for x in c.parity.caveats if x.kind == "batch")
-    assert x.facts == {"legacy": 32, "modern": 512, "from": "shapes"}
+    assert x.facts == {"a": 32, "b": 512, "from": "shapes"}
 
 
 # --- first runs -------------------------------------------------------------------------------
@@ -184,7 +190,7 @@ def test_a_long_input_wait_is_input_bound_not_a_first_run():
         [(n, t, s + 20, d) for n, t, s, d in MODEL]
     c = _compare(_xprof(wait, steps=1), _xprof(ready, steps=1))
     assert "first_run" not in {x.kind for x in c.parity.caveats}
-    assert c.verdict.named[0].op == "IteratorGetNext"
+    assert first_op(c, c.verdict) == "IteratorGetNext"
 
 
 def test_one_call_far_longer_than_its_others_is_one_time_work():
@@ -192,7 +198,7 @@ def test_one_call_far_longer_than_its_others_is_one_time_work():
     first = [(n, t, s + (99_000 if s >= 1000 else 0), d) for n, t, s, d in first]
     c = _compare(_xprof(first, steps=1), _xprof(MODEL, steps=1))
     x = next(x for x in c.parity.caveats if x.kind == "first_run")
-    assert x.breaks and set(x.facts) == {"legacy"} and x.facts["legacy"] > 0.5
+    assert x.breaks and set(x.facts) == {"a"} and x.facts["a"] > 0.5
     assert "model/dense/MatMul" in x.text
 
 
@@ -213,14 +219,14 @@ def _function_call(kernel_parent: bool):
 
 def test_a_thread_blocked_in_its_step_function_takes_no_wall_share():
     c = _compare(_function_call(True), _function_call(True))
-    rows = {r.key: r.cells["legacy"].us for r in c.groups}
+    rows = {r.key: r.cells["a"].us for r in c.groups}
     assert rows["compute: model"] == pytest.approx(1000, abs=1)
     assert rows.get("runtime", 0.0) < 1.0
 
 
 def test_eager_work_outside_a_function_call_still_counts():
     c = _compare(_function_call(False), _function_call(False))
-    rows = {r.key: r.cells["legacy"].us for r in c.groups}
+    rows = {r.key: r.cells["a"].us for r in c.groups}
     assert rows["runtime"] == pytest.approx(500, abs=1)   # shared with the op
 
 
@@ -232,15 +238,15 @@ def test_other_programs_get_the_generic_view_in_every_artifact(tmp_path):
               [(HOST, W1, 4000, 50, "ConcatV2", "concat"),
                (HOST, W1, 4050, 10, "Minimum", "clip_by_value_3/Minimum")], format="xprof",
               steps=[(0, 4100)])
-    r = compare_traces(a, a, out=tmp_path / "out")
+    r = compare_traces(a, a, out=tmp_path / "out", labels={"a": "legacy", "b": "modern"})
     c = r.comparison
     assert c.view == "groups" and not c.has_pipeline()
     doc = json.loads((r.out / "report.json").read_text())
     assert doc["view"]["shown"] == "groups"
     assert doc["view"]["unmapped_share"]["legacy"]["groups"] == \
         doc["groups"]["unmapped_share"]["legacy"]
-    assert "unmapped (generic groups)" in c.verdict.comparison
-    assert "time goes to compute: model" in c.verdict.sides["legacy"]
+    assert "unmapped (generic groups)" in r.words["comparison"]
+    assert "time goes to compute: model" in r.words["sides"]["a"]
     with gzip.open(r.out / "merged_trace.json.gz") as f:
         merged = json.load(f)
     rows = [e["args"]["name"] for e in merged["traceEvents"]
@@ -253,9 +259,10 @@ def test_other_programs_get_the_generic_view_in_every_artifact(tmp_path):
 def test_an_image_pipeline_keeps_the_seed_stages(tmp_path):
     a = write(tmp_path / "a.json", [(CPU, 0, 0, 100, "DecodeJpeg", "decode/DecodeJpeg"),
                                     (CPU, 0, 100, 50, "ConcatV2", "concat")], steps=[0])
-    c = compare_traces(a, a, out=tmp_path / "out").comparison
-    assert c.view == "stages" and c.row("assemble").cells["legacy"].us == 50
-    assert "unmapped (seed stages)" in c.verdict.comparison
+    r = compare_traces(a, a, out=tmp_path / "out", labels={"a": "one", "b": "two"})
+    c = r.comparison
+    assert c.view == "stages" and c.row("assemble").cells["a"].us == 50
+    assert "unmapped (seed stages)" in r.words["comparison"]
 
 
 # --- the verdict: idle time, first steps ------------------------------------------------------
@@ -272,11 +279,10 @@ def _session_run(scale: float, gap: float):
 def test_a_speed_up_made_of_idle_time_is_said_to_be_so():
     """The shorter step's ops all take longer; the gain is the gaps between them."""
     c = _compare(_session_run(1.0, 1000), _session_run(1.2, 10))
-    assert c.verdict.significant and c.sides["modern"].steps.median_us < \
-        c.sides["legacy"].steps.median_us
+    assert c.verdict.significant and c.sides["b"].steps.mean_us < c.sides["a"].steps.mean_us
     assert c.verdict.named[0].op == "idle"
-    assert "the other way" in c.verdict.comparison
-    assert "one traced step per side" in c.verdict.comparison
+    assert "the other way" in _text(c)
+    assert "one traced step per side" in _text(c)
 
 
 def test_a_change_the_ops_account_for_is_named_by_op():
@@ -287,9 +293,9 @@ def test_a_change_the_ops_account_for_is_named_by_op():
 @pytest.mark.parametrize("first_num, kind", [(0, "program"), (500, "window")])
 def test_first_step_only_when_it_is_the_programs(first_num, kind):
     c = _compare(_xprof(MODEL, first_num=first_num), _xprof(MODEL, first_num=first_num))
-    st = c.sides["legacy"].steps
+    st = c.sides["a"].steps
     assert (st.first_kind, st.first_num, st.last_num) == (kind, first_num, first_num + 2)
-    assert ("first step:" in c.verdict.comparison) == (kind == "program")
+    assert ("first step:" in _text(c)) == (kind == "program")
 
 
 def test_train_function_calls_outside_the_marked_steps_are_counted():
@@ -318,7 +324,7 @@ PIECES = {"seq/conv/Conv2D": ("Conv2D", 300, "compute"),
 
 
 @pytest.mark.parametrize("a, b, status, into", [
-    (FUSED, PIECES, "unfused", "legacy"), (PIECES, FUSED, "fused", "modern")])
+    (FUSED, PIECES, "unfused", "a"), (PIECES, FUSED, "fused", "b")])
 def test_a_remapper_fusion_on_one_side_is_fused_or_unfused(a, b, status, into):
     rows = diff(_stats(**a), _stats(**b), {})
     assert len(rows) == 1
@@ -354,14 +360,14 @@ def test_scope_key_drops_uniquifying_suffixes(name, key):
 
 def test_group_rows_pair_scopes_that_differ_by_a_suffix():
     alias = scope_aliases({
-        "legacy": {"compute: gradients", "compute: layer_1", "compute: layer_2", "runtime"},
-        "modern": {"compute: gradients_3", "compute: layer_1", "compute: layer_2"}})
-    assert alias["modern"] == {"compute: gradients_3": "compute: gradients"}
-    assert alias["legacy"] == {}
-    many = scope_aliases({"legacy": {f"compute: clip_by_value_{k}" for k in range(6)},
-                          "modern": {"compute: clip_by_value"}})
-    assert set(many["legacy"].values()) == {"compute: clip_by_value_*"}
-    assert many["modern"] == {"compute: clip_by_value": "compute: clip_by_value_*"}
+        "a": {"compute: gradients", "compute: layer_1", "compute: layer_2", "runtime"},
+        "b": {"compute: gradients_3", "compute: layer_1", "compute: layer_2"}})
+    assert alias["b"] == {"compute: gradients_3": "compute: gradients"}
+    assert alias["a"] == {}
+    many = scope_aliases({"a": {f"compute: clip_by_value_{k}" for k in range(6)},
+                          "b": {"compute: clip_by_value"}})
+    assert set(many["a"].values()) == {"compute: clip_by_value_*"}
+    assert many["b"] == {"compute: clip_by_value": "compute: clip_by_value_*"}
 
 
 def test_explain_does_not_call_a_windows_first_step_a_first_run():
@@ -371,23 +377,28 @@ def test_explain_does_not_call_a_windows_first_step_a_first_run():
     assert "one-time work" in choose(_xprof(MODEL, first_num=0)).reason
 
 
-def test_step_extents_in_one_pass_equal_one_mask_per_step():
-    """parity._extents (one pass over the events) gives each step's first start and last end
-    as a mask per step did, steps without events and repeated step numbers included."""
-    from compare.analysis.parity import _extents
+def test_untraced_edges_of_each_step_equal_a_mask_per_step():
+    """A step's untraced edges (the account's ``untraced`` time: before its first segment and
+    after its last, clipped to the step) equal what a mask per step finds, on random
+    timelines with gaps, overlaps and steps without events."""
+    from compare.analysis.attribution import attribute, segments
+    from compare.analysis.mapping import map_stages
 
     rng = np.random.default_rng(5)
-    for _ in range(300):
-        n = int(rng.integers(0, 40))
-        step = rng.integers(-1, 6, n)
-        ts = rng.integers(0, 100, n).astype(float)
-        end = ts + rng.integers(0, 20, n)
-        nums = rng.integers(0, 8, int(rng.integers(1, 6)))
-        lo, hi = _extents(step, ts, end, nums)
-        for j, s in enumerate(nums.tolist()):
-            inside = step == s
-            assert (lo[j], hi[j]) == ((ts[inside].min(), end[inside].max()) if inside.any()
-                                      else (np.inf, -np.inf))
+    for _ in range(60):
+        n = int(rng.integers(1, 30))
+        events = [(CPU, int(rng.integers(0, 3)), float(rng.integers(0, 400)),
+                   float(rng.integers(1, 60)), "MatMul", f"m/MatMul_{k}") for k in range(n)]
+        starts = sorted({0, *rng.integers(1, 400, int(rng.integers(1, 5))).tolist()})
+        tr = trace(events, steps=starts)
+        att = attribute(tr, map_stages(tr))
+        e, t0, t1 = segments(tr)
+        for st in att.steps:
+            lo, hi = st.ts, st.ts + st.dur
+            inside = (t1 > lo) & (t0 < hi)
+            want = st.dur if not inside.any() else \
+                (max(0.0, t0[inside].min() - lo) + max(0.0, hi - t1[inside].max()))
+            assert st.untraced_us == pytest.approx(want)
 
 
 def test_the_same_events_on_both_sides_are_said_first(tmp_path):
@@ -400,9 +411,102 @@ def test_the_same_events_on_both_sides_are_said_first(tmp_path):
     rep = compare_traces(a, b, out=tmp_path / "out")
     kinds = [c.kind for c in rep.comparison.parity.caveats]
     assert kinds[:1] == ["identical"] and rep.comparison.parity.like_for_like
-    assert rep.comparison.verdict.comparison.startswith("a/timeline.json and b/timeline.json "
-                                                        "hold the same 6 events")
+    assert rep.words["comparison"].startswith("a/timeline.json and b/timeline.json "
+                                              "hold the same 6 events")
     other = write(tmp_path / "c" / "timeline.json", events[:-1] + [
         (CPU, 0, 210, 51, "MatMul", "dense/MatMul")], steps=[0, 100, 200])
     rep = compare_traces(a, other, out=tmp_path / "out2")
     assert "identical" not in [c.kind for c in rep.comparison.parity.caveats]
+
+
+# --- what the traces hold: ops at all, a tf.data service's input (issue 26) -------------------
+
+def test_traces_without_a_tensorflow_op_are_not_like_for_like(tmp_path):
+    """Two traces of other tools' events (no op type, no node), 10 s against 10 us: nothing
+    shows they run one program, and the empty op table says why it is empty."""
+    def doc(name: str, dur: float) -> dict:
+        return {"traceEvents": [{"ph": "X", "name": name, "pid": 1, "tid": 1, "ts": 0,
+                                 "dur": dur}]}
+
+    (tmp_path / "a.json").write_text(json.dumps(doc("alpha", 10_000_000)))
+    (tmp_path / "b.json").write_text(json.dumps(doc("beta", 10)))
+    r = compare_traces(tmp_path / "a.json", tmp_path / "b.json", out=tmp_path / "out")
+    c = r.comparison
+    (program,) = [x for x in c.parity.caveats if x.kind == "program"]
+    assert program.breaks and not c.parity.like_for_like
+    assert program.facts["no_ops"] == ["a", "b"] and not c.ops_diff
+    assert r.words["comparison"].startswith("Not like for like: a.json and b.json hold no "
+                                            "TensorFlow op")
+    md = (r.out / "report.md").read_text()
+    section = md.split("## Op by op", 1)[1].split("##", 1)[0]
+    assert "No op to compare: a.json and b.json hold no TensorFlow op" in section
+    # one side with ops, the other without: that side is named
+    b2 = write(tmp_path / "c.json", [(CPU, 0, 0, 100, "MatMul", "dense/MatMul")], steps=[0])
+    c2 = compare_traces(tmp_path / "a.json", b2, out=tmp_path / "out2").comparison
+    (program,) = [x for x in c2.parity.caveats if x.kind == "program"]
+    assert program.facts["no_ops"] == ["a"] and program.breaks
+
+
+#: The seed pipeline's augmentation, the same on both sides: (node, type, us).
+AUGMENT = [("saturation/AdjustSaturation", "AdjustSaturation", 300),
+           ("contrast/AdjustContrastv2", "AdjustContrastv2", 200),
+           ("flip/ReverseV2", "ReverseV2", 100), ("assemble/concat", "ConcatV2", 100)]
+#: What the legacy side does in its own process and a tf.data service run hands the workers.
+HANDED = [("decode/DecodeJpeg", "DecodeJpeg", 3000), ("resize/ResizeBilinear", "ResizeBilinear",
+                                                    2000)]
+
+
+def _pipeline_trace(served: bool, steps: int = 4):
+    """An image pipeline's steps on W1; ``served``: read, decode and resize on tf.data service
+    workers (not in the trace), the client fetching their elements on a tf.data thread."""
+    ops = AUGMENT if served else HANDED + AUGMENT
+    length = sum(us for *_, us in ops) + (50 if served else 0)
+    events, t = [], 0.0
+    for k in range(steps):
+        events.append((HOST, PYTHON, t, length, "train", {"step_num": k, "step_name": "train",
+                                                            "group_id": k}))
+        events += _blocked_call(t, length)
+        at = t
+        if served:
+            events.append((HOST, W1, at, 50, "IteratorGetNextOp::DoCompute"))
+            events.append((HOST, W1, at, 40, "Iterator::DataService"))
+            events.append((HOST, "tf_data_private_threadpool/3", t, length * 0.8,
+                           "GetDataServiceElement"))
+            at += 50
+        for node, op, us in ops:
+            events.append((HOST, W1, at, us, op, node))
+            at += us
+        t += length
+    return trace(events, format="xprof")
+
+
+def test_a_tf_data_service_run_says_what_moved_to_the_workers():
+    """Same pipeline, B's read, decode and resize handed to tf.data service workers: not like
+    for like for that reason (not 'different programs'); the stages with no time in B are
+    named, the workers counted when the run says how many; the client's fetches are input in
+    both views."""
+    a = comparison.side("legacy", _pipeline_trace(False))
+    b = comparison.side("modern", _pipeline_trace(True))
+    b.service_workers = 2
+    c = comparison.compare(a, b, {"a": "legacy", "b": "modern"})
+    kinds = [x.kind for x in c.parity.caveats]
+    assert "program" not in kinds and not c.parity.like_for_like
+    (svc,) = [x for x in c.parity.caveats if x.kind == "data_service"]
+    assert svc.breaks and svc.facts == {"side": "b", "moved": ["decode", "resize"],
+                                        "workers": 2}
+    assert svc.text.startswith("modern's input came from 2 tf.data service workers (8 events "
+                               "of the service's client in its trace): its decode, resize have "
+                               "no time in its trace (legacy spends 5.0 ms a step in them)")
+    assert _text(c).startswith("Not like for like: modern's input came from 2 tf.data service")
+    names = b.trace.strings.names
+    fetch = [i for i, n in enumerate(b.trace.events.name.tolist())
+             if names[n] == "GetDataServiceElement"]
+    from compare.vocabulary.groups import GROUPS
+    from compare.vocabulary.labels import LABELS
+    assert {GROUPS[b.groups.group[i]] for i in fetch} == {"input"}
+    assert {LABELS[b.smap.label[i]] for i in fetch} == {"input_wait"}
+    # without the run's record the count is not guessed
+    b.service_workers = None
+    c = comparison.compare(a, b, {"a": "legacy", "b": "modern"})
+    (svc,) = [x for x in c.parity.caveats if x.kind == "data_service"]
+    assert "tf.data service workers (how many, its trace does not show)" in svc.text

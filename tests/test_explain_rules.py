@@ -198,13 +198,16 @@ def _tf2_step(get_next_at: float) -> list[tuple]:
     ]
 
 
-def test_a_tf2_step_window_includes_the_hosts_train_function_and_its_input_wait():
+def test_a_tf2_step_window_is_the_devices_step_with_the_hosts_call_beside_it():
+    """The window is the step the profile marks (1000..9000, the device's); the host's
+    train_function call began before it and is said so, and its input wait before the
+    device's step is not in the step (it is in the previous step's window)."""
     e = explain(trace(_tf2_step(get_next_at=300), "xprof"))
     c = e.choice
-    assert c.marked is not None and c.marked.dur == pytest.approx(8000)
-    assert c.lo == pytest.approx(0) and c.hi == pytest.approx(9000)
-    assert c.host_us == pytest.approx(5000) and c.window
-    assert e.verdict.facts.input_wait_us == pytest.approx(300)
+    assert c.lo == pytest.approx(1000) and c.hi == pytest.approx(9000)
+    assert c.step.dur == pytest.approx(8000)
+    assert c.host_us == pytest.approx(5000) and "began 1.0 ms before it" in c.window
+    assert e.verdict.facts.input_wait_us == pytest.approx(0)
 
 
 def test_a_step_whose_host_and_device_windows_agree_is_not_widened():
@@ -214,7 +217,7 @@ def test_a_step_whose_host_and_device_windows_agree_is_not_widened():
               (GPU_PLANE, "Stream #13(Compute)", 1000, 7000, "k", "",
                {"tf_op": "d/MatMul:MatMul", "group_id": 0})]
     e = explain(trace(events, "xprof"))
-    assert e.choice.marked is None and not e.choice.window
+    assert e.choice.host is not None and not e.choice.window
 
 
 # --------------------------------------------------------------------------------------------

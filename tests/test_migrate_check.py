@@ -36,8 +36,7 @@ def assert_report(out: Path) -> dict:
         assert (out / name).is_file(), name
     assert list((out / "port").glob("plugins/profile/*/*.xplane.pb"))
     assert "## The port checked against the original" in (out / "report.md").read_text()
-    assert json.loads((out / "report.json").read_text())["labels"] == {
-        "legacy": "original", "modern": "port"}
+    assert json.loads((out / "report.json").read_text())["order"] == ["original", "port"]
     return json.loads((out / "check.json").read_text())
 
 
@@ -137,7 +136,7 @@ def assert_final_paths(out: Path) -> None:
     md = (out / "report.md").read_text()
     assert ".check-" not in md and f"`{out / 'original' / 'timeline.json'}`" in md
     assert ".check-" not in (out / "report.json").read_text()
-    assert "given with --legacy" not in md
+    assert "side A (" not in md and "the original built by --call" in md
 
 
 def test_queue_runner_over_a_random_op_checks(tmp_path):

@@ -1,15 +1,18 @@
-"""Where each step's time went, by stage: wall-clock and CPU time, and the step's split.
+"""Where each step's time went, by stage: wall-clock and CPU time, per event and per label.
 
 Work runs on many threads at once (the TF1 executor's inter-op threads and Eigen workers; the
 modern pipeline's tf.data threads beside the step's own thread), so "time per stage" needs a
 definition. We report two, from the same per-thread timeline:
 
-- **wall** (the default in tables): every instant of the step is shared equally among the
-  threads *working* at that instant (each at its innermost event's stage); an instant where no
-  thread works goes to what the blocked threads wait in (``input_wait``, or ``runtime`` for a
-  session waiting on its executor), and to ``idle`` when nothing is traced at all. Per step the
-  wall times add up to the step's duration exactly, so stages, overheads, idle and unmapped time
-  are shares of one whole.
+- **wall** (the default in tables): each instant of the step once. While the step waits for or
+  reads its input (an input op, or inside one, on any of its threads; its own thread waiting
+  for input), the instant is the input's, shared among what runs then. Every other instant is
+  shared equally among the threads *working* at it (each at its innermost event's stage); an
+  instant where no thread works goes to what the blocked threads wait in (compiled code a
+  thread waits for: ``xla_run``), and to ``idle`` when nothing traced runs (a session or a
+  function call waiting in TF's runtime holds no time of its own). Per step the wall times add
+  up to the step's duration exactly, so stages, overheads, idle and unmapped time are shares of
+  one whole.
 - **cpu**: busy thread time per stage, summed over threads (waiting is not counted). It exceeds
   the step time when threads work in parallel; the gap between the two shows the parallelism.
 
@@ -20,30 +23,24 @@ no op inside (:data:`BLOCKED_MIN_US`; waiting, descheduled or untraced, reported
 ``blocked_us``). An Eigen worker's region with no event inside runs shards of the ops running
 elsewhere at that moment and is credited to them (an estimate).
 
-The **step split** classifies each instant once, in this order: ``input_wait`` while the step
-waits for or reads its input (an input op such as ``IteratorGetNext``, a queue dequeue or a
-TF1 reader's read, on any of its threads, or its own thread waiting for input; see
-:mod:`compare.analysis.inputs`); ``compile`` while any thread
-compiles; ``compute`` while any thread runs pipeline work or compiled XLA code; ``runtime``
-while only executor / dispatch / Python work runs; ``idle`` otherwise. It adds up to the step.
+Per event it also keeps its own time in the step (clipped to the step, its children's time
+left out, waits included), which :mod:`compare.analysis.account` books as op time.
 """
 from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections import defaultdict
 
 import numpy as np
 
 from compare.analysis.mapping import StageMap
-from compare.analysis.rows import lane_roles
+from compare.analysis.rows import duplicate_pids, lane_roles
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes
 from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
-from compare.vocabulary.rows import NOT_WORK_KINDS, is_stream_all
+from compare.vocabulary.rows import NOT_WORK_KINDS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US
 
-SPLIT_KEYS = ("input_wait", "compute", "compile", "runtime", "idle")
 _NL = len(LABELS)
 
 @dataclasses.dataclass
@@ -56,11 +53,31 @@ class StepTimes:
     wall: np.ndarray
     cpu: np.ndarray
     wall_estimated: np.ndarray     # the part of ``wall`` that rests on an estimate
-    split: dict[str, float]
-    by_event_wall: dict[int, float]   # event -> its wall share in this step (incl. credited)
-    by_event_cpu: dict[int, float]
+    #: per event with time in this step (ascending ids): its wall share (credited worker time
+    #: included), its CPU time (waits excluded), and its own time in the step (``self``: the
+    #: event clipped to the step, minus its children; waits included, credit not)
+    events: np.ndarray
+    ev_wall: np.ndarray
+    ev_cpu: np.ndarray
+    ev_self: np.ndarray
     credited_us: float = 0.0          # worker-region wall time credited to concurrent ops
     blocked_us: float = 0.0           # TF-thread runtime with no op inside, counted as waiting
+    untraced_us: float = 0.0          # the step's edges with nothing traced (before the first
+    #                                   event, after the last): part of the idle wall time
+    input_us: float = 0.0             # time it waited for or read its input (on any of its
+    #                                   threads; what else ran then counts as that input)
+    compile_us: float = 0.0           # time some thread compiled (XLA) during it
+    ev_input: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    #                                   per event: the part of its wall share that is the input
+
+    @property
+    def by_event_wall(self) -> dict[int, float]:
+        """Event -> its wall share in this step (see :attr:`ev_wall`)."""
+        return dict(zip(self.events.tolist(), self.ev_wall.tolist()))
+
+    @property
+    def by_event_cpu(self) -> dict[int, float]:
+        return dict(zip(self.events.tolist(), self.ev_cpu.tolist()))
 
 
 @dataclasses.dataclass
@@ -141,15 +158,23 @@ class Attribution:
     def median_step_us(self) -> float:
         return float(np.median([s.dur for s in self.steady])) if self.steady else 0.0
 
-    def median_split(self) -> dict[str, float]:
-        return {k: float(np.median([s.split[k] for s in self.steady])) if self.steady else 0.0
-                for k in SPLIT_KEYS}
 
 
 def segments(trace: Trace):
-    """Innermost-event segments of every lane that holds work (not allocator or tensor rows):
+    """Innermost-event segments of every lane that holds work (not allocator or tensor rows,
+    not rows that repeat other rows' events: :func:`compare.analysis.rows.duplicate_pids`):
     arrays (event, t0, t1), lane by lane in time order. An event's segments are its time
-    (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's."""
+    (clipped to its parent's, :mod:`compare.model.nesting`) minus its children's. Computed once
+    per trace."""
+    cached = trace.meta.get("_segments")
+    if cached is not None and cached[3] == len(trace.events):
+        return cached[:3]
+    out = _segments(trace)
+    trace.meta["_segments"] = (*out, len(trace.events))
+    return out
+
+
+def _segments(trace: Trace):
     ev = trace.events
     nest = trace.nesting
     keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace))) & ~_derived(trace)
@@ -177,6 +202,16 @@ def segments(trace: Trace):
     return e[order], t0[order], t1[order]
 
 
+def window_self(trace: Trace, lo: float, hi: float) -> np.ndarray:
+    """Per event, its own time inside ``[lo, hi]``: its segments (:func:`segments`) clipped to
+    the window, so an event that straddles an edge counts by its overlap and a parent without
+    its children's time; events on rows that repeat others count 0. The same quantity as a
+    step's ``ev_self``, for any window (compare.explain's step)."""
+    e, t0, t1 = segments(trace)
+    inside = np.maximum(0.0, np.minimum(t1, hi) - np.maximum(t0, lo))
+    return np.bincount(e, inside, minlength=len(trace.events))
+
+
 def _derived(trace: Trace) -> np.ndarray:
     """Events on xprof's device lines derived from the kernels ("TensorFlow Ops", "Steps",
     "XLA Modules"...): they repeat the stream rows' time and are not work of their own."""
@@ -186,14 +221,9 @@ def _derived(trace: Trace) -> np.ndarray:
 
 
 def _not_work_pids(trace: Trace) -> set[int]:
-    """Rows that record no work, and GPU timelines' ``stream:all`` (it repeats every
-    per-stream event) when per-stream rows exist."""
-    procs = trace.processes.values()
-    skip = {p.pid for p in procs if p.kind in NOT_WORK_KINDS}
-    streams = [p for p in procs if p.kind == "stream"]
-    if len(streams) > 1:
-        skip |= {p.pid for p in streams if is_stream_all(p.name)}
-    return skip
+    """Rows that record no work, and rows that repeat other rows' events."""
+    skip = {p.pid for p in trace.processes.values() if p.kind in NOT_WORK_KINDS}
+    return skip | duplicate_pids(trace)
 
 
 def attribute(trace: Trace, smap: StageMap) -> Attribution:
@@ -303,79 +333,102 @@ def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
         & ~wait & ~orphan
     work = ~wait
     sw = _Sweep(st.ts, st.ts + st.dur, seg.t0, seg.t1)
-    n_work, n_wait, n_op = sw.count(work), sw.count(wait), sw.count(is_op)
+    # the step's input first: while it waits for or reads its input (:func:`_input_segments`),
+    # that is what the instant is, shared among what runs then (its waits, and the threads
+    # working: a tf.data thread producing what it waits for, or anything beside it)
+    inp = _input_segments(label, seg, crit)
+    c_in = sw.count(inp) > 0
+    part = (work & ~orphan) | inp
+    n_inp = sw.count(part)
+    # a thread waiting in TF's runtime (a session waiting for its executor, a function call
+    # for its ops, a TF thread blocked) holds no instant of its own: nothing traced runs then
+    held = wait & (label != LABEL["runtime"])
+    n_work, n_wait, n_op = sw.count(work), sw.count(held), sw.count(is_op)
     n_orph = sw.count(orphan)
-    g = np.where(n_work > 0, sw.dt / _safe(n_work), 0.0)           # wall per working thread
-    h = np.where((n_work == 0) & (n_wait > 0), sw.dt / _safe(n_wait), 0.0)
+    g = np.where((n_work > 0) & ~c_in, sw.dt / _safe(n_work), 0.0)   # wall per working thread
+    h = np.where((n_work == 0) & (n_wait > 0) & ~c_in, sw.dt / _safe(n_wait), 0.0)
+    g_in = np.where(c_in, sw.dt / _safe(n_inp), 0.0)
     seg_wall = np.zeros(len(seg.e))
     seg_wall[work] = sw.over(g, work)
-    seg_wall[wait] = sw.over(h, wait)
+    seg_wall[held] = sw.over(h, held)
+    seg_in = np.zeros(len(seg.e))
+    seg_in[part] = sw.over(g_in, part)
+    seg_wall += seg_in
     seg_cpu = np.where(wait, 0.0, seg.t1 - seg.t0)
     # orphan worker time: credited to the ops running at that instant, else runtime
-    has_op = n_op > 0
+    has_op = (n_op > 0) & ~c_in
     extra_cpu, extra_wall = np.zeros(len(seg.e)), np.zeros(len(seg.e))
-    extra_cpu[is_op] = sw.over(np.where(has_op, n_orph * sw.dt / _safe(n_op), 0.0), is_op)
+    extra_cpu[is_op] = sw.over(np.where(n_op > 0, n_orph * sw.dt / _safe(n_op), 0.0), is_op)
     extra_wall[is_op] = sw.over(np.where(has_op, n_orph * g / _safe(n_op), 0.0), is_op)
-    wall, cpu, est, by_w, by_c = _by_label(
-        smap, seg.e, np.where(orphan, 0.0, seg_wall) + extra_wall,
-        np.where(orphan, 0.0, seg_cpu) + extra_cpu, extra_wall)
-    wall[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * g)))
-    cpu[LABEL["runtime"]] += float(np.sum(np.where(has_op, 0.0, n_orph * sw.dt)))
+    per = _by_label(smap, seg.e, np.where(orphan, 0.0, seg_wall) + extra_wall,
+                    np.where(orphan, 0.0, seg_cpu) + extra_cpu, extra_wall,
+                    seg.t1 - seg.t0, seg_in)
+    wall, cpu = per.wall, per.cpu
+    wall[LABEL["runtime"]] += float(np.sum(np.where(has_op | c_in, 0.0, n_orph * g)))
+    cpu[LABEL["runtime"]] += float(np.sum(np.where(n_op > 0, 0.0, n_orph * sw.dt)))
     wall[LABEL["idle"]] += float(np.sum(np.where((n_work == 0) & (n_wait == 0), sw.dt, 0.0)))
-    return StepTimes(st.num, st.ts, st.dur, wall, cpu, est,
-                     _split(label, wait, orphan, is_op, sw, seg, crit, n_op),
-                     by_w, by_c, float(extra_wall.sum()),
-                     float(np.sum((seg.t1 - seg.t0)[seg.blocked])))
+    return StepTimes(st.num, st.ts, st.dur, wall, cpu, per.est, per.events, per.ev_wall,
+                     per.ev_cpu, per.ev_self, float(extra_wall.sum()),
+                     float(np.sum((seg.t1 - seg.t0)[seg.blocked])), _edges(st, seg),
+                     float(sw.dt[c_in].sum()),
+                     float(sw.dt[sw.count((label == LABEL["xla_compile"]) & ~wait) > 0].sum()),
+                     per.ev_input)
+
+
+def _input_segments(label, seg: _Segments, crit) -> np.ndarray:
+    """The segments of the step's input: input ops (or events inside one) on any of its
+    threads (:mod:`compare.analysis.inputs`), and its own thread waiting for input."""
+    inp = seg.input.copy()
+    if crit is not None:
+        inp |= (seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == LABEL["input_wait"])
+    return inp
+
+
+def _edges(st, seg: _Segments) -> float:
+    """The step's time before its first segment and after its last: nothing traced there."""
+    if not len(seg.e):
+        return float(st.dur)
+    return float(max(0.0, seg.t0.min() - st.ts) + max(0.0, st.ts + st.dur - seg.t1.max()))
+
+
+@dataclasses.dataclass
+class _PerLabel:
+    wall: np.ndarray
+    cpu: np.ndarray
+    est: np.ndarray
+    events: np.ndarray
+    ev_wall: np.ndarray
+    ev_cpu: np.ndarray
+    ev_self: np.ndarray
+    ev_input: np.ndarray
 
 
 def _by_label(smap: StageMap, e: np.ndarray, w: np.ndarray, c: np.ndarray,
-              credited: np.ndarray):
-    """Per label: wall, CPU and estimated wall; per event: wall and CPU. ``credited``: the
-    part of ``w`` credited from worker regions (an estimate)."""
+              credited: np.ndarray, own: np.ndarray, inp: np.ndarray) -> _PerLabel:
+    """Per label: wall, CPU and estimated wall; per event: wall, CPU, own time and the input's
+    part of its wall. ``credited``: the part of ``w`` credited from worker regions (an
+    estimate); ``own``: each segment's length; ``inp``: each segment's wall while the step
+    waited for or read its input."""
     wall, cpu, est = np.zeros(_NL), np.zeros(_NL), np.zeros(_NL)
-    by_w: dict[int, float] = defaultdict(float)
-    by_c: dict[int, float] = defaultdict(float)
-    est_bases = {BASIS[b] for b in ESTIMATES}
+    est_bases = np.array(sorted(BASIS[b] for b in ESTIMATES))
     ev_idx, inv = np.unique(e, return_inverse=True)
     sw = np.bincount(inv, w, minlength=len(ev_idx))
     sc = np.bincount(inv, c, minlength=len(ev_idx))
     xw = np.bincount(inv, credited, minlength=len(ev_idx))
-    for j, i in enumerate(ev_idx.tolist()):
-        if sw[j] == 0 and sc[j] == 0:
-            continue
-        by_w[i] += sw[j]
-        by_c[i] += sc[j]
-        estimated = smap.basis[i] in est_bases
-        for lab, frac in smap.fractions(i):
+    so = np.bincount(inv, own, minlength=len(ev_idx))
+    si = np.bincount(inv, inp, minlength=len(ev_idx))
+    keep = (sw != 0) | (sc != 0) | (so != 0)
+    ev_idx, sw, sc, xw, so, si = ev_idx[keep], sw[keep], sc[keep], xw[keep], so[keep], si[keep]
+    estimated = np.isin(smap.basis[ev_idx], est_bases)
+    ew = np.where(estimated, sw, xw)
+    plain = smap.single_label(ev_idx)           # events wholly in one label: one bincount
+    one = plain >= 0
+    wall += np.bincount(plain[one], sw[one], minlength=_NL)
+    cpu += np.bincount(plain[one], sc[one], minlength=_NL)
+    est += np.bincount(plain[one], ew[one], minlength=_NL)
+    for j in np.flatnonzero(~one).tolist():
+        for lab, frac in smap.fractions(int(ev_idx[j])):
             wall[lab] += sw[j] * frac
             cpu[lab] += sc[j] * frac
-            est[lab] += (sw[j] if estimated else xw[j]) * frac
-    return wall, cpu, est, dict(by_w), dict(by_c)
-
-
-def _split(label, wait, orphan, is_op, sw: _Sweep, seg: _Segments, crit, n_op) -> dict:
-    lab_in = LABEL["input_wait"]
-    compile_ = (label == LABEL["xla_compile"]) & ~wait
-    compute = is_op & ~compile_
-    runtime = ~wait & ~is_op & ~compile_ & ~orphan & (label != lab_in)
-    # the step's input: an input op (or inside one) on any of its threads, or its own thread
-    # waiting for input (:mod:`compare.analysis.inputs`)
-    c_in = sw.count(seg.input) > 0
-    if crit is not None:
-        c_in |= sw.count((seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == lab_in)) > 0
-    c_comp = sw.count(compile_) > 0
-    c_cpu = (sw.count(compute) > 0) | ((sw.count(orphan) > 0) & (n_op > 0))
-    c_rt = (sw.count(runtime) > 0) | (sw.count(orphan) > 0) | (sw.count(~wait & (label == lab_in)) > 0)
-    w_in = sw.count(wait & (label == lab_in)) > 0
-    w_cpu = sw.count(wait & (label == LABEL["xla_run"])) > 0
-    w_rt = sw.count(wait) > 0
-    out = dict.fromkeys(SPLIT_KEYS, 0.0)
-    taken = np.zeros(len(sw.dt), bool)
-    for key, mask in (("input_wait", c_in), ("compile", c_comp), ("compute", c_cpu),
-                      ("runtime", c_rt), ("input_wait", w_in), ("compute", w_cpu),
-                      ("runtime", w_rt)):
-        sel = mask & ~taken
-        out[key] += float(sw.dt[sel].sum())
-        taken |= sel
-    out["idle"] = float(sw.dt[~taken].sum())
-    return out
+            est[lab] += ew[j] * frac
+    return _PerLabel(wall, cpu, est, ev_idx, sw, sc, so, si)

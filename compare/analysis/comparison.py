@@ -1,12 +1,14 @@
-"""One trace against another, stage by stage: the typed facts behind ``report.json``.
+"""One trace against another: the typed facts behind ``report.json``.
 
 Each side is one trace (for our runs the TensorBoard profile, which marks steps and carries the
-HLO), analysed once (:mod:`compare.analysis.analyse`: mapping, attribution, XLA). Per stage we
-report the median over steady steps (every step but the first) of wall and CPU time, the first
-step apart (start-up and XLA compiles), the ops behind each number on each side, and how much
-of it rests on an estimate. A side may carry cross checks from other traces of the same run
-(legacy's ``timeline.json``). :mod:`compare.output.report_json` serialises a
-:class:`Comparison`; :mod:`compare.analysis.comparison_verdict` words it.
+HLO), analysed once (:mod:`compare.analysis.analyse`: mapping, attribution, XLA) and booked in
+one account (:mod:`compare.analysis.account`): every table below — the seed's stages, the
+generic view's groups, the step split, ``ops_diff``, ``types_diff`` and the step difference
+(:mod:`compare.analysis.step_delta`) — sums that account's cells, means per steady step (every
+step but the first; a single step's own), so the same quantity is the same number in each.
+The first step is reported apart (start-up and XLA compiles). A side may carry cross checks
+from other traces of the same run (legacy's ``timeline.json``). The sides are ``a`` and ``b``;
+``labels`` name them. :mod:`compare.output.report_json` serialises a :class:`Comparison`.
 """
 from __future__ import annotations
 
@@ -18,37 +20,41 @@ import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES
 from compare.analysis import opdiff, parity
+from compare.analysis.account import UNTRACED, Account, account
 from compare.analysis.analyse import TraceAnalysis, analyse
 from compare.analysis.attribution import Attribution, attribute
-from compare.analysis.comparison_verdict import Verdicts, verdicts
-from compare.analysis.groups import (
-    GroupMap,
-    GroupTimes,
-    group_times,
-    map_groups,
-    step_group_times,
-)
+from compare.analysis.compare_verdict import Verdicts, verdicts
+from compare.analysis.groups import GroupMap, map_groups
 from compare.analysis.mapping import StageMap, map_stages
+from compare.analysis.noise import mean_test
 from compare.analysis.opdiff import OpDiff, SideOps, TypeDiff
 from compare.analysis.parity import Parity
+from compare.analysis.step_delta import Basis, StepDelta, basis, step_delta
 from compare.analysis.xla import XlaSummary, summarize
 from compare.model.events import Trace
-from compare.model.per_step import stats as per_step_stats
-from compare.vocabulary.groups import GROUPS
+from compare.vocabulary.groups import GROUP_SPLIT, GROUPS, SPLIT_KEYS
 from compare.vocabulary.labels import BASES, BASIS, ESTIMATES, LABEL, LABELS, SCOPE_SUFFIX
 from compare.vocabulary.ops import TRAIN_FUNCTION
-from compare.vocabulary.thresholds import GROUP_ROWS_KEPT, SCOPE_VARIANTS_MERGED
+from compare.vocabulary.thresholds import (
+    GROUP_ROWS_KEPT,
+    SCOPE_VARIANTS_MERGED,
+    UNMAPPED_NOTABLE,
+)
 
-#: The two sides, as report.json keys them.
-SIDES = ("legacy", "modern")
+#: The two sides: ``a`` (the baseline, legacy in our runs) and ``b``.
+SIDES = ("a", "b")
 #: Ops listed with their time per stage row and side.
 OPS_WITH_TIME = 12
 ATTRIBUTION_NOTE = (
-    "wall: each instant of a step is shared equally among the threads working at that instant "
-    "(each at its innermost event's stage); instants where threads only wait go to what they "
-    "wait in, instants with nothing traced to idle; per step it adds up to the step time. "
-    "cpu: busy thread time per stage summed over threads. Stage numbers are medians over "
-    "steady steps (every step but the first); the first step is reported apart.")
+    "Every number is booked once, inside step windows (the steps the trace marks): an event "
+    "counts by its overlap with the window, its own time only, each kernel and copy once. "
+    "wall: each instant of a step is shared equally among the threads working at that instant; "
+    "instants where threads only wait go to what they wait in, instants with nothing traced "
+    "to idle (between the ops) or untraced (at the window's edges); per step it adds up to the "
+    "step time. cpu: busy thread time summed over threads. Op time (ops_diff): an op's own "
+    "time in the window, waits included, parallel executions added. Tables are means over "
+    "steady steps (every step but the first), so they add up; the first step is reported "
+    "apart.")
 
 
 @dataclasses.dataclass
@@ -61,6 +67,9 @@ class Side:
     cross_checks: list["CrossCheck"] = dataclasses.field(default_factory=list)
     groups: GroupMap | None = None          # the generic view of every event
     ops: SideOps | None = None              # its ops' time per steady step
+    account: Account | None = None          # every number's source
+    #: tf.data service workers that fed this side, when its run records them (compare.run)
+    service_workers: int | None = None
 
     @property
     def trace(self) -> Trace:
@@ -80,10 +89,18 @@ class Side:
 
 
 def side(name: str, trace: Trace, source_note: str = "") -> Side:
-    """Analyse one trace as a side of a comparison: stages, groups, ops."""
-    a = analyse(trace)
-    gmap = map_groups(trace, a.smap)
-    return Side(name, a, source_note, groups=gmap, ops=opdiff.op_table(a, gmap))
+    """Analyse one trace as a side of a comparison: stages, groups, its account, ops."""
+    s = Side(name, analyse(trace), source_note)
+    _book(s)
+    return s
+
+
+def _book(s: Side) -> None:
+    """The side's generic view, account and op table, once."""
+    if s.account is None:
+        s.groups = s.groups or map_groups(s.trace, s.smap)
+        s.account = account(s.analysis, s.groups)
+        s.ops = opdiff.op_table(s.account)
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,15 +114,15 @@ class OpTime:
 
 @dataclasses.dataclass
 class StageCell:
-    """One stage on one side: medians per steady step unless named otherwise."""
+    """One stage on one side: means per steady step unless named otherwise."""
 
     us: float
-    mean_us: float
+    median_us: float
     cpu_us: float
     first_us: float | None          # the first step; None when the trace has a single step
     estimated_us: float             # the part of ``us`` that rests on an estimate
     ops: list[str]                  # every op with time in the stage, largest first
-    op_us: list[OpTime]             # the largest ones with their median time
+    op_us: list[OpTime]             # the largest ones with their mean time
 
 
 @dataclasses.dataclass
@@ -113,12 +130,12 @@ class StageRow:
     stage: str
     kind: str                       # "pipeline" or "overhead"
     cells: dict[str, StageCell]     # side -> its cell
-    ratio: float | None             # legacy us / modern us; None when modern's is 0
+    ratio: float | None             # a us / b us; None when b's is 0
 
 
 @dataclasses.dataclass
 class Representative:
-    """The steady step closest to the median (the one the plots show), by stage."""
+    """The steady step closest to the median (the one timelines.png shows), by stage."""
 
     step: int
     dur_us: float
@@ -137,8 +154,18 @@ class StepStats:
     first_us: float | None
     min_us: float
     max_us: float
-    split_us: dict[str, float]
+    split_us: dict[str, float]                # the mean steady step by SPLIT_KEYS (adds up)
     first_split_us: dict[str, float] | None
+    #: the step time compared: "window" (the mean steady step) or "traced" (its mean traced
+    #: span, without the untraced edges of a timeline's session runs), and that time
+    basis: str = "window"
+    basis_us: float = 0.0
+    untraced_us: float = 0.0                  # mean untraced time at the windows' edges
+    #: mean time per steady step the step waited for or read its input (on any of its
+    #: threads; other threads may work meanwhile): what input-bound is judged by
+    input_us: float = 0.0
+    #: how long some thread compiled (XLA) during the first step (None with one step)
+    first_compile_us: float | None = None
     #: what the trace's first step is: "program" (numbered 0 or 1 by the program: its first
     #: step), "window" (numbered later: the trace is a window of a longer run), "unknown"
     first_kind: str = "unknown"
@@ -213,10 +240,11 @@ class SideResult:
 
 @dataclasses.dataclass
 class GroupCell:
-    us: float
+    us: float                       # mean wall time per steady step
     cpu_us: float
     first_us: float | None
     ops: list[str]
+    busy_us: float = 0.0            # its ops' own time (waits included), summed
 
 
 @dataclasses.dataclass
@@ -242,6 +270,7 @@ class Comparison:
     ops_diff: list[OpDiff] = dataclasses.field(default_factory=list)
     types_diff: list[TypeDiff] = dataclasses.field(default_factory=list)
     parity: Parity | None = None
+    step_delta: StepDelta | None = None
 
     def label(self, side: str) -> str:
         return self.labels.get(side, side)
@@ -255,19 +284,30 @@ class Comparison:
         return any(r.kind == "pipeline" and cell.us > 0 for r in self.stages
                    for cell in r.cells.values())
 
+    def stages_cover(self) -> bool:
+        """The seed pipeline's stages hold (nearly) all of both sides' steps: every side has
+        stage time, and the time outside the stages is under UNMAPPED_NOTABLE of its step."""
+        return self.has_pipeline() and all(
+            s.coverage.unmapped_share < UNMAPPED_NOTABLE for s in self.sides.values())
+
     @property
     def view(self) -> str:
-        """The view the verdict, the plots and the merged trace show: the seed's stages when a
-        side shows its image pipeline, else the generic groups (``stages`` rows and the
-        stage view's unmapped time stay in report.json all the same)."""
-        return "stages" if self.has_pipeline() else "groups"
+        """The view the verdict, the plots and the merged trace show: the seed's stages when
+        they hold both traces' steps (our pipelines, an image pipeline alone), else the
+        generic groups (a model fed by an image pipeline is mostly outside the stages; the
+        ``stages`` rows and the stage view's unmapped time stay in report.json all the same)."""
+        return "stages" if self.stages_cover() else "groups"
 
     def view_reason(self) -> str:
         """Why :attr:`view` is the one shown, in a sentence."""
         if self.view == "stages":
-            return ("a trace shows the seed's image pipeline (its stages by our name scopes, "
-                    "tf.image API scopes or image op types): the verdict and the plots use "
-                    "the stages; the generic groups are beside them")
+            return ("the traces show the seed's image pipeline (its stages by our name scopes, "
+                    "tf.image API scopes or image op types) and little else: the verdict and "
+                    "the plots use the stages; the generic groups are beside them")
+        if self.has_pipeline():
+            return ("a trace shows image pipeline stages, but most of a step is outside them "
+                    "(a model, its optimizer): the verdict, the plots and the merged trace use "
+                    "the generic groups; the stage rows are kept for the pipeline's part")
         return ("neither trace shows the seed's image pipeline (no stage by our name scopes, "
                 "tf.image API scopes or image op types): the verdict, the plots and the merged "
                 "trace use the generic groups; the seed stages' rows (stages, unmapped_us, "
@@ -280,33 +320,122 @@ class Comparison:
 # --------------------------------------------------------------------------------------------
 # building it
 
-def compare(legacy: Side, modern: Side, labels: dict[str, str] | None = None) -> Comparison:
-    """Both sides stage by stage and group by group, op by op, with the parity checks and a
-    verdict (see the module docstring). ``labels``: what to call each side in words."""
-    sides = {"legacy": legacy, "modern": modern}
+def compare(a: Side, b: Side, labels: dict[str, str] | None = None) -> Comparison:
+    """Both sides stage by stage and group by group, op by op, the step difference in terms,
+    with the parity checks and a verdict (see the module docstring). ``labels``: what to call
+    each side (``a``, ``b``) in words."""
+    sides = {"a": a, "b": b}
     for s in sides.values():
-        if s.groups is None:
-            s.groups = map_groups(s.trace, s.smap)
-            s.ops = opdiff.op_table(s.analysis, s.groups)
+        _book(s)
     ops = {k: _ops_by_label(s) for k, s in sides.items()}
     stages = [_stage_row(stage, sides, ops) for stage in ALL_STAGES]
-    results = {k: _side_result(s, stages, ops[k]) for k, s in sides.items()}
+    bases = {k: basis(s.account, s.trace.format == "timeline") for k, s in sides.items()}
+    results = {k: _side_result(k, s, stages, ops[k], bases[k]) for k, s in sides.items()}
     out = Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results,
                      labels=dict(labels or {k: k for k in SIDES}))
-    times = {k: group_times(s.attribution, s.groups) for k, s in sides.items()}
+    times = {k: group_times(s) for k, s in sides.items()}
     alias = scope_aliases({k: set(t.wall) | set(t.cpu) for k, t in times.items()})
     out.groups = group_rows(times, alias)
     for k, s in sides.items():
-        rep, st = out.sides[k].steps.representative, s.attribution.representative()
+        rep, st = out.sides[k].steps.representative, _account_step(s)
         if rep is not None and st is not None:
             rep.groups_us = {key: round(v, 1) for key, v in _aliased(GroupTimes(
-                step_group_times(st, s.groups)[0], {}, None, {}), alias[k]).wall.items() if v > 0}
-    out.ops_diff = opdiff.diff(legacy.ops.ops, modern.ops.ops,
+                _row_totals(s.account, st, "wall"), {}, None, {}), alias[k]).wall.items()
+                if v > 0}
+    out.ops_diff = opdiff.diff(a.ops.ops, b.ops.ops,
                                {k: opdiff.unit_members(s.analysis) for k, s in sides.items()})
-    out.types_diff = opdiff.by_type(legacy.ops, modern.ops)
-    out.parity = parity.check(sides, out.labels, out.ops_diff)
+    out.types_diff = opdiff.by_type(a.ops, b.ops)
+    accounts = {k: s.account for k, s in sides.items() if s.account is not None}
+    out.step_delta = step_delta(accounts, bases, out.ops_diff)
+    _test_top_ops(out, sides)
+    out.parity = parity.check(sides, out.labels, out.ops_diff, bases, _stage_times(out))
     out.verdict = verdicts(out)
     return out
+
+
+def _stage_times(c: Comparison) -> dict[str, dict[str, float]] | None:
+    """Per side, the seed pipeline's stages with time (mean us per step), when the stages hold
+    (nearly) all of both sides' steps; else None."""
+    if not c.stages_cover():
+        return None
+    return {k: {r.stage: r.cells[k].us for r in c.stages
+                if r.kind == "pipeline" and r.cells[k].us > 0} for k in c.sides}
+
+
+#: Rows of ``ops_diff`` whose change is tested against the step-to-step spread.
+OPS_TESTED = 20
+
+
+def _test_top_ops(c: Comparison, sides: dict[str, Side]) -> None:
+    """The largest op changes, each tested against its per-step spread (the bootstrap of
+    :mod:`compare.analysis.noise`, where both sides hold enough steps)."""
+    top = c.ops_diff[:OPS_TESTED]
+    keys = {k: [key for r in top for key in r.keys.get(k, [])] for k in sides}
+    samples = {k: opdiff.op_samples(s.account, keys[k]) for k, s in sides.items()}
+    for r in top:
+        per = {}
+        for k, s in sides.items():
+            n = len(s.account.steady)
+            per[k] = sum((samples[k].get(key, np.zeros(n)) for key in r.keys.get(k, [])),
+                         np.zeros(n))
+        r.test = mean_test(per["a"], per["b"])
+
+
+@dataclasses.dataclass
+class GroupTimes:
+    """Per row key (``compute: layer_1``, ``input``, ...): mean wall, CPU and busy time per
+    steady step, the first step's wall time (None with one step), and its largest ops. The
+    rows of a step add up to the step (see :mod:`compare.analysis.account`)."""
+
+    wall: dict[str, float]
+    cpu: dict[str, float]
+    first: dict[str, float] | None
+    ops: dict[str, list[str]]
+    busy: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+def _row_totals(acc: Account, st, what: str) -> dict[str, float]:
+    ids, rows = acc.ids(lambda c: c.row)
+    vals = st.total(what, ids, len(rows))
+    return {r: float(v) for r, v in zip(rows, vals) if v}
+
+
+def group_times(s: Side, n_ops: int = 4) -> GroupTimes:
+    """The generic view's time per row from the side's account, and each row's largest ops
+    (by wall time, over the steady steps)."""
+    acc = s.account
+    ids, rows = acc.ids(lambda c: c.row)
+    mean = {what: acc.mean(what, ids, len(rows)) for what in ("wall", "cpu", "busy")}
+    pick = (lambda v: {r: float(x) for r, x in zip(rows, v) if x})
+    first = acc.first
+    return GroupTimes(pick(mean["wall"]), pick(mean["cpu"]),
+                      _row_totals(acc, first, "wall") if first is not None else None,
+                      _row_ops(s, n_ops), pick(mean["busy"]))
+
+
+def _row_ops(s: Side, n: int) -> dict[str, list[str]]:
+    """Per row key, the names of its events with the most wall time in the steady steps."""
+    tr, acc = s.trace, s.account
+    ev = tr.events
+    totals: dict[tuple[int, int], float] = defaultdict(float)
+    for st in s.attribution.steady:
+        e = st.events
+        names = np.where(ev.op_type[e] > 0, ev.op_type[e], ev.name[e])
+        for r, nm, w in zip(acc.event_rows[e].tolist(), names.tolist(), st.ev_wall.tolist()):
+            totals[(r, nm)] += w
+    by_row: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for (r, nm), w in totals.items():
+        by_row[acc.rows[r]].append((w, tr.s(nm)))
+    return {k: [nm for _, nm in sorted(v, key=lambda x: (-x[0], x[1]))[:n]]
+            for k, v in by_row.items()}
+
+
+def _account_step(s: Side):
+    """The account's step that the attribution's representative step is."""
+    rep = s.attribution.representative()
+    if rep is None:
+        return None
+    return next((st for st in s.account.steps if st.num == rep.num and st.ts == rep.ts), None)
 
 
 def scope_aliases(keys: dict[str, set[str]]) -> dict[str, dict[str, str]]:
@@ -353,7 +482,7 @@ def _aliased(t: GroupTimes, alias: dict[str, str]) -> GroupTimes:
     for key, names in t.ops.items():                      # the thousand
         ops[alias.get(key, key)].update(dict.fromkeys(names))
     return GroupTimes(fold(t.wall), fold(t.cpu), fold(t.first) if t.first is not None else None,
-                      {k: list(v) for k, v in ops.items()})
+                      {k: list(v) for k, v in ops.items()}, fold(t.busy))
 
 
 def group_rows(raw: dict[str, GroupTimes], alias: dict[str, dict[str, str]]
@@ -367,10 +496,11 @@ def group_rows(raw: dict[str, GroupTimes], alias: dict[str, dict[str, str]]
         group, _, scope = key.partition(": ")
         cells = {k: GroupCell(round(t.wall.get(key, 0.0), 1), round(t.cpu.get(key, 0.0), 1),
                               round(t.first.get(key, 0.0), 1) if t.first is not None else None,
-                              t.ops.get(key, [])[:4]) for k, t in times.items()}
+                              t.ops.get(key, [])[:4], round(t.busy.get(key, 0.0), 1))
+                 for k, t in times.items()}
         if any(c.us or c.cpu_us or c.first_us for c in cells.values()):
             rows.append(GroupRow(key, group, scope, cells))
-    order = {g: i for i, g in enumerate(GROUPS[1:] + ("unmapped",))}
+    order = {g: i for i, g in enumerate(GROUPS[1:] + ("unmapped", UNTRACED))}
     rows.sort(key=lambda r: (order[r.group], -max(c.us for c in r.cells.values()), r.key))
     return _fold_rows(rows)
 
@@ -394,46 +524,71 @@ def _fold_rows(rows: list[GroupRow]) -> list[GroupRow]:
 def _sum_cells(cells: list[GroupCell]) -> GroupCell:
     firsts = [c.first_us for c in cells if c.first_us is not None]
     return GroupCell(round(sum(c.us for c in cells), 1), round(sum(c.cpu_us for c in cells), 1),
-                     round(sum(firsts), 1) if firsts else None, [])
+                     round(sum(firsts), 1) if firsts else None, [],
+                     round(sum(c.busy_us for c in cells), 1))
 
 
 def _stage_row(stage: str, sides: dict[str, Side], ops: dict) -> StageRow:
     lab = LABEL[stage]
     cells = {k: _cell(s.attribution, lab, ops[k].get(lab, [])) for k, s in sides.items()}
-    m = cells["modern"].us
+    m = cells["b"].us
     return StageRow(stage, "pipeline" if stage in PIPELINE_STAGES else "overhead", cells,
-                    round(cells["legacy"].us / m, 3) if m > 0 else None)
+                    round(cells["a"].us / m, 3) if m > 0 else None)
+
+
+def _mean(att: Attribution, what: str) -> np.ndarray:
+    rows = [getattr(s, what) for s in att.steady]
+    return np.mean(np.stack(rows), axis=0) if rows else np.zeros(len(LABELS))
 
 
 def _cell(att: Attribution, lab: int, ops: list[tuple[str, float]]) -> StageCell:
-    steady = att.steady
-    mean = float(np.mean([st.wall[lab] for st in steady])) if steady else 0.0
     return StageCell(
-        us=round(float(att.median("wall")[lab]), 1), mean_us=round(mean, 1),
-        cpu_us=round(float(att.median("cpu")[lab]), 1),
+        us=round(float(_mean(att, "wall")[lab]), 1),
+        median_us=round(float(att.median("wall")[lab]), 1),
+        cpu_us=round(float(_mean(att, "cpu")[lab]), 1),
         first_us=round(float(att.first.wall[lab]), 1) if att.first else None,
-        estimated_us=round(float(att.median("wall_estimated")[lab]), 1),
+        estimated_us=round(float(_mean(att, "wall_estimated")[lab]), 1),
         ops=[name for name, _ in ops],
         op_us=[OpTime(name, round(v, 1)) for name, v in ops[:OPS_WITH_TIME]])
 
 
-def _side_result(s: Side, stages: list[StageRow], ops: dict) -> SideResult:
-    steps = step_stats(s.attribution)
-    unmapped = round(float(s.attribution.median("wall")[0]), 1)
-    have = [r.stage for r in stages if r.kind == "pipeline" and r.cells[s.name].us > 0
-            and r.cells[s.name].ops]
+def _side_result(k: str, s: Side, stages: list[StageRow], ops: dict, b: Basis) -> SideResult:
+    steps = step_stats(s, b)
+    unmapped = round(float(_mean(s.attribution, "wall")[0]), 1)
+    have = [r.stage for r in stages if r.kind == "pipeline" and r.cells[k].us > 0
+            and r.cells[k].ops]
     return SideResult(
         source=Source(s.trace.source, s.trace.format, s.source_note, list(s.trace.warnings)),
         steps=steps, xla=xla_totals(s.xla, _units(s)), unmapped_us=unmapped,
         unmapped_ops=[OpTime(n, round(v, 1)) for n, v in ops.get(0, [])[:OPS_WITH_TIME]],
         estimates_used=_estimates_used(s),
-        coverage=Coverage(have, round(unmapped / steps.median_us, 4) if steps.median_us else 0.0),
+        coverage=Coverage(have, round(unmapped / steps.mean_us, 4) if steps.mean_us else 0.0),
         cross_checks=list(s.cross_checks))
 
 
-def step_stats(att: Attribution) -> StepStats:
+def split(acc: Account, st) -> dict[str, float]:
+    """One step of the account by :data:`SPLIT_KEYS` (its groups, coarser): adds up to it."""
+    ids, keys = acc.ids(lambda c: GROUP_SPLIT.get(c.group, "compute"))
+    vals = st.total("wall", ids, len(keys))
+    out = dict.fromkeys(SPLIT_KEYS, 0.0)
+    for k, v in zip(keys, vals.tolist()):
+        out[k] += v
+    return out
+
+
+def _mean_split(acc: Account) -> dict[str, float]:
+    ids, keys = acc.ids(lambda c: GROUP_SPLIT.get(c.group, "compute"))
+    vals = acc.mean("wall", ids, len(keys))
+    out = dict.fromkeys(SPLIT_KEYS, 0.0)
+    for k, v in zip(keys, vals.tolist()):
+        out[k] += v
+    return out
+
+
+def step_stats(s: Side, b: Basis) -> StepStats:
+    att, acc = s.attribution, s.account
     first = att.first
-    durs = [s.dur for s in att.steady]
+    durs = [x.dur for x in att.steady]
     rep = att.representative()
     by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
                              if arr[i] > 0})
@@ -442,12 +597,18 @@ def step_stats(att: Attribution) -> StepStats:
         mean_us=round(float(np.mean(durs)), 1) if durs else 0.0,
         representative=(Representative(rep.num, round(rep.dur, 1), by_stage(rep.wall))
                         if rep else None),
-        blocked_us=round(att.median_blocked_us(), 1), median_us=round(att.median_step_us(), 1),
+        blocked_us=round(float(np.mean([x.blocked_us for x in att.steady])) if durs else 0.0,
+                         1),
+        median_us=round(att.median_step_us(), 1),
         first_us=round(first.dur, 1) if first else None,
         min_us=round(float(min(durs)), 1) if durs else 0.0,
         max_us=round(float(max(durs)), 1) if durs else 0.0,
-        split_us={k: round(v, 1) for k, v in att.median_split().items()},
-        first_split_us={k: round(v, 1) for k, v in first.split.items()} if first else None,
+        split_us={k: round(v, 1) for k, v in _mean_split(acc).items()},
+        first_split_us=({k: round(v, 1) for k, v in split(acc, acc.first).items()}
+                        if acc.first is not None else None),
+        basis=b.kind, basis_us=round(b.us, 1), untraced_us=round(b.untraced_us, 1),
+        input_us=round(float(np.mean([x.input_us for x in att.steady])) if durs else 0.0, 1),
+        first_compile_us=round(first.compile_us, 1) if first else None,
         first_kind=first_kind(att.trace),
         first_num=att.steps[0].num if att.steps else None,
         last_num=att.steps[-1].num if att.steps else None,
@@ -510,33 +671,28 @@ def _unit_key(name: str):
 
 
 def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
-    """Per label: (op display name, median wall µs per steady step), largest first."""
-    per_step: list[dict[tuple[int, str], float]] = []
+    """Per label: (op display name, mean wall µs per steady step), largest first."""
+    acc: dict[tuple[int, str], float] = defaultdict(float)
     names: dict[int, str] = {}
-    for st in side.attribution.steady:
-        acc: dict[tuple[int, str], float] = defaultdict(float)
-        for i, w in st.by_event_wall.items():
+    steady = side.attribution.steady
+    for st in steady:
+        for i, w in zip(st.events.tolist(), st.ev_wall.tolist()):
             if i not in names:
                 names[i] = side.smap.display_name(i)
             for lab, frac in side.smap.fractions(i):
                 acc[(lab, names[i])] += w * frac
-        per_step.append(acc)
-    out: dict[int, list[tuple[str, float, float]]] = defaultdict(list)
-    keys, med, mean, top = per_step_stats(per_step) if per_step else ([], None, None, None)
-    if keys:
-        ran = top > 0  # listed if it ran in any steady step; valued by its median
-        for r in np.flatnonzero(ran).tolist():
-            lab, name = keys[r]
-            out[lab].append((name, float(med[r]), float(mean[r])))
-    return {lab: [(n, v) for n, v, _ in sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))]
-            for lab, rows in out.items()}
+    out: dict[int, list[tuple[str, float]]] = defaultdict(list)
+    n = max(1, len(steady))
+    for (lab, name), v in acc.items():
+        out[lab].append((name, v / n))
+    return {lab: sorted(rows, key=lambda r: (-r[1], r[0])) for lab, rows in out.items()}
 
 
 def _estimates_used(side: Side) -> list[str]:
     """Which kinds of estimate carry time in this side's steady steps."""
     est = {BASIS[b] for b in ESTIMATES}
     used = {BASES[side.smap.basis[i]] for st in side.attribution.steady
-            for i, w in st.by_event_wall.items() if w > 0 and side.smap.basis[i] in est}
+            for i in st.events[st.ev_wall > 0].tolist() if side.smap.basis[i] in est}
     if any(st.credited_us > 0 for st in side.attribution.steady):
         used.add("concurrent_op")
     return sorted(used)
@@ -554,15 +710,16 @@ def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -
     smap = map_stages(other, reference=side.smap, lookups=other_xla.lookup_events)
     att = attribute(other, smap)
     rows = att.steady or att.steps
-    wall = np.median(np.stack([s.wall for s in rows]), axis=0) if rows else np.zeros(len(LABELS))
+    wall = np.mean(np.stack([s.wall for s in rows]), axis=0) if rows else np.zeros(len(LABELS))
     own = side.attribution
     if against == "first" and own.first is not None:
         mine, mine_step = own.first.wall, own.first.dur
     else:
-        mine, mine_step = own.median("wall"), own.median_step_us()
+        mine = _mean(own, "wall")
+        mine_step = float(np.mean([x.dur for x in own.steady])) if own.steady else 0.0
     by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
                              if arr[i] > 0})
     return CrossCheck(label, other.format, len(att.steps), against,
-                      float(np.median([s.dur for s in rows])) if rows else 0.0,
+                      float(np.mean([s.dur for s in rows])) if rows else 0.0,
                       round(float(mine_step), 1), by_stage(wall), by_stage(mine),
                       xla_totals(other_xla))

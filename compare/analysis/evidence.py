@@ -21,6 +21,8 @@ from compare.vocabulary.groups import FEED_NODE
 from compare.vocabulary.thresholds import (
     AUTOTUNE_KERNELS,
     FIRST_STEP_FACTOR,
+    LAUNCH_SETUP_FACTOR,
+    LAUNCH_SETUP_MIN_US,
     OUTLIER_FACTOR,
     OUTLIER_MIN_US,
     SOURCE_GPU_SETUP_US,
@@ -49,6 +51,9 @@ class OneTime:
     outlier_share: float = 0.0
     source_us: float = 0.0            # a long _SOURCE on a GPU (the device set up in this run)
     source_share: float = 0.0
+    #: GPU ops whose launch took far longer than their kernels: (node, launch µs, kernels µs)
+    launch_setup: list[tuple[str, float, float]] = dataclasses.field(default_factory=list)
+    launch_setup_share: float = 0.0
     iterators: list[str] = dataclasses.field(default_factory=list)  # created in this step
     #: (start, end) of each piece of one-time work above, to judge the rest of the step
     spans: list[tuple[float, float]] = dataclasses.field(default_factory=list)
@@ -78,7 +83,7 @@ class Launch:
 
 @dataclasses.dataclass
 class Copies:
-    """GPU copies (host to device, device to host, ...) in the step: they are not kernels."""
+    """Copies (host to device, device to host, ...) in the step: they are not kernels."""
 
     count: int = 0
     by_direction: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -90,6 +95,7 @@ class Copies:
     largest_direction: str = ""
     largest_source: str = ""          # "input" (a fed or iterator batch), "host" (made on the
                                       # host in this step), "" (the trace does not say)
+    host_us: float = 0.0              # the host's own copy calls (staging pageable memory)
 
 
 @dataclasses.dataclass
@@ -144,6 +150,7 @@ def one_time(trace: Trace, choice: StepChoice, idx: np.ndarray,
     host = idx[~rows.on_gpu(trace, roles)[idx] & (ev.op_type[idx] != 0)]
     _autotune(trace, choice, out, kern, host)
     _outlier(trace, out, host, wall)
+    _launch_setup(trace, choice, out, kern, idx, roles)
     s = _sources(trace, host, roles, gpu=True)
     s = s[ev.dur[s] >= SOURCE_GPU_SETUP_US]
     if len(s):
@@ -211,6 +218,50 @@ def _autotune(trace: Trace, choice: StepChoice, out: OneTime, kern: np.ndarray,
         out.spans += [(float(ev.ts[i]), float(ev.end[i])) for i in k]
 
 
+def _launch_setup(trace: Trace, choice: StepChoice, out: OneTime, kern: np.ndarray,
+                  idx: np.ndarray, roles: dict[int, str]) -> None:
+    """GPU ops launched on the host for far longer than their kernels ran, the GPU idle
+    meanwhile (a first call setting up CUDA, cuBLAS or cuDNN: a later launch takes
+    microseconds; one blocked behind a full queue of kernels overlaps them)."""
+    ev, names = trace.events, trace.strings.names
+    launch_rows = [p for p, r in roles.items() if r == "gpu_launch"]
+    launches = idx[np.isin(ev.pid[idx], launch_rows) & (ev.op_type[idx] != 0)]
+    if trace.format != "timeline":        # a profile: the host calls named after kernels
+        from compare.analysis.kernels import kernel_ops  # lazy: an import loop otherwise
+        launches = idx[kernel_ops(trace).launches[idx]]
+    inside = intervals.clipped(ev.ts[launches], ev.end[launches], choice.lo, choice.hi)
+    long = launches[inside >= LAUNCH_SETUP_MIN_US]
+    if not len(long):
+        return
+    # each op's kernels in the step: by node (a timeline's launch row names the node), by
+    # kernel name (a profile's host launch is named after its kernel)
+    timeline = trace.format == "timeline"
+    key = (lambda j: int(ev.tf_name[j]) or int(ev.name[j])) if timeline else \
+        (lambda j: int(ev.name[j]))
+    device: dict[int, float] = {}
+    for k in kern.tolist():
+        device[key(k)] = device.get(key(k), 0.0) + float(ev.dur[k])
+    gpu_work = idx[rows.on_gpu(trace, roles)[idx]]     # kernels and copies
+    hit = []
+    for i in long.tolist():
+        node = key(i)
+        lo, hi = max(float(ev.ts[i]), choice.lo), min(float(ev.end[i]), choice.hi)
+        launch = hi - lo
+        kernels = device.get(node, 0.0)
+        # the GPU idle meanwhile: a launch blocked behind a full queue (kernels, a copy on its
+        # stream) is not set-up
+        busy = intervals.union_us(ev.ts[gpu_work], ev.end[gpu_work], lo, hi) \
+            if len(gpu_work) else 0.0
+        if launch >= LAUNCH_SETUP_FACTOR * kernels and busy <= launch / LAUNCH_SETUP_FACTOR:
+            hit.append(i)
+            out.launch_setup.append((names[node], launch, kernels))
+    if hit:
+        k = np.array(hit, np.int64)
+        out.launch_setup.sort(key=lambda x: -x[1])
+        out.launch_setup_share = min(1.0, _union(trace, k, choice) / (choice.step.dur or 1.0))
+        out.spans += [(float(ev.ts[i]), float(ev.end[i])) for i in hit]
+
+
 def _outlier(trace: Trace, out: OneTime, host: np.ndarray, wall: float) -> None:
     """One call of an op type far longer than its other calls (a first call's set-up)."""
     ev = trace.events
@@ -270,8 +321,8 @@ class Rest:
 def one_time_share(o: OneTime, compile_share: float) -> float:
     """The wall share of the step the strongest sign of one-time work accounts for."""
     first = (1.0 - 1.0 / o.first_over_rest) if o.first_over_rest >= FIRST_STEP_FACTOR else 0.0
-    return max(o.autotune_share, o.outlier_share, o.source_share, compile_share,
-               first if o.first_step else 0.0)
+    return max(o.autotune_share, o.outlier_share, o.source_share, o.launch_setup_share,
+               compile_share, first if o.first_step else 0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,27 +369,36 @@ def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
 # copies
 
 def copies(trace: Trace, choice: StepChoice, idx: np.ndarray, roles: dict[int, str]) -> Copies:
-    """The step's GPU copies (each once: ``idx`` is the step's work) and how much of the step
-    they held the GPU with no kernel running beside them."""
+    """The step's copies (each once: ``idx`` is the step's work): the GPU's transfers, and the
+    host's own copy calls (a pageable batch staged by a host thread, xprof's ``MemcpyH2D``
+    inside ``_Send``), and how much of the step they held with no kernel running beside them."""
     ev, names = trace.events, trace.strings.names
-    gpu = idx[rows.on_gpu(trace, roles)[idx]]
-    copy_ids = [i for i in np.unique(ev.name[gpu]) if rows.is_copy(names[i])]
-    hit = gpu[np.isin(ev.name[gpu], copy_ids)]
+    copy_ids = [i for i in np.unique(ev.name[idx]) if rows.is_copy(names[i])]
+    every = idx[np.isin(ev.name[idx], copy_ids)]
+    gpu = rows.on_gpu(trace, roles)[every]
+    dev, host = every[gpu], every[~gpu]
     out = Copies()
-    if not len(hit):
+    if not len(every):
         return out
     wall = choice.step.dur or 1.0
-    out.count, out.summed_us = int(len(hit)), float(ev.dur[hit].sum())
+    clip = (lambda k: intervals.clipped(ev.ts[k], ev.end[k], choice.lo, choice.hi))
+    hit = dev if len(dev) else host
+    inside = clip(hit)
+    # a transfer's host call and its device copy are one copy: the host's time outside it
+    host_only = max(0.0, _union(trace, every, choice) - _union(trace, dev, choice)) \
+        if len(dev) else 0.0
+    out.count, out.summed_us = int(len(hit)), float(inside.sum()) + host_only
+    out.host_us = _union(trace, host, choice)
     for i in hit:
         d = tfops.copy_direction(names[ev.name[i]]) or "other"
         out.by_direction[d] = out.by_direction.get(d, 0) + 1
-    out.share = min(1.0, _union(trace, hit, choice) / wall)
+    out.share = min(1.0, _union(trace, every, choice) / wall)
     kern = step_kernels(trace, choice, roles)
-    both = np.concatenate([hit, kern])
+    both = np.concatenate([every, kern])
     out.exposed_share = min(1.0, max(0.0, _union(trace, both, choice) -
                                      _union(trace, kern, choice)) / wall)
-    j = int(hit[np.argmax(ev.dur[hit])])
-    out.largest_us = float(ev.dur[j])
+    j = int(hit[np.argmax(inside)])
+    out.largest_us = float(inside.max())
     out.largest_direction = tfops.copy_direction(names[ev.name[j]])
     edge = tfops.COPY_EDGE.match(names[ev.tf_name[j]])
     out.largest = edge.group(1) if edge else names[ev.tf_name[j]] or names[ev.name[j]]
@@ -373,7 +433,7 @@ def communication(trace: Trace, choice: StepChoice, idx: np.ndarray,
     wall = choice.step.dur or 1.0
     out.ops = sorted({names[ev.op_type[i]] or names[ev.name[i]] for i in hit})
     out.count = int(len(hit))
-    out.summed_us = float(ev.dur[hit].sum())
+    out.summed_us = float(intervals.clipped(ev.ts[hit], ev.end[hit], choice.lo, choice.hi).sum())
     out.share = min(1.0, _union(trace, hit, choice) / wall)
     rest = np.setdiff1d(idx, hit)
     kern = step_kernels(trace, choice, roles)
@@ -397,8 +457,7 @@ def silent_rows(legend: Legend) -> list[str]:
 def feeds(trace: Trace, idx: np.ndarray) -> list[str]:
     """TF1 placeholders fed through feed_dict in the step (timeline ``_arg_`` / ``_recv_``)."""
     ev, names = trace.events, trace.strings.names
-    ids = set(np.unique(ev.tf_name[idx]).tolist())
-    for i in idx:  # a fed placeholder often shows only as an op's input
-        ids.update(ev.inputs_of(int(i)).tolist())
+    # a fed placeholder often shows only as an op's input
+    ids = set(np.unique(np.concatenate([ev.tf_name[idx], ev.inputs_of_all(idx)])).tolist())
     return sorted({tfops.SEND_RECV_SUFFIX.sub("", names[n]) for n in ids
                    if FEED_NODE.match(names[n])})[:6]

@@ -72,7 +72,9 @@ def xla_in_step(trace: Trace, summary: XlaSummary, choice: StepChoice) -> XlaSte
     runs[summary.run_events] = True
     compiled_in_step = sum(c for i, _, c in summary.compile_calls
                            if runs[i] and in_step[i])
-    run_us = max(float(ev.dur[in_step & calls & runs].sum()) - compiled_in_step, 0.0)
+    ran = np.flatnonzero(in_step & calls & runs)
+    run_us = max(float(intervals.clipped(ev.ts[ran], ev.end[ran], choice.lo, choice.hi).sum())
+                 - compiled_in_step, 0.0)
     compile_us = verdict.step_compile_us(trace, summary, choice)
     wall = choice.step.dur
     k = np.flatnonzero(in_step & calls & runs)  # clusters run in parallel: their wall share

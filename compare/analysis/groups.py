@@ -6,15 +6,19 @@ Rules, first match wins:
 
 1. An event the mapper put in a pipeline stage on the pipeline's own evidence keeps it, as its
    group (read/assemble/shuffle -> input, decode...clip -> preprocessing).
-2. An XLA kernel takes the group of the TF ops fused into it (from the HLO), most of them.
+2. An XLA kernel takes the group of the TF ops fused into it (from the HLO), most of them;
+   xla_run when the trace carries no HLO (a trace viewer JSON of a ``jit_compile`` function).
 3. The event's op type and node name (:func:`compare.vocabulary.groups.group_of_op`).
 4. Its row: a ``memcpy`` row is copies; tf.data and reader threads are input; kernels on a GPU
    stream with no TF op named are compute.
 5. The mapper's overhead label (input_wait -> input, xla_compile, xla_run, runtime); an
-   ``_XlaCompile`` the mapper found to be a cache lookup is runtime.
-6. Events that rules 3-5 call runtime or leave open (a CUDA launch, an executor event) and that
+   ``_XlaCompile`` the mapper found to be a cache lookup is runtime. Running or compiling XLA
+   code (the mapper's xla_run, xla_compile) and TF's own runtime events the mapper calls
+   runtime take that group before the row's rule 4, so both views say the same of them.
+6. Events that rules 3-5 call runtime or leave open (a CUDA launch, a Python frame) and that
    run inside another event take that event's group (a kernel launch inside ``Conv2D`` is
-   ``Conv2D``'s work).
+   ``Conv2D``'s work); TF's executor and thread-pool events stay runtime wherever they run
+   (as in the stage view, so "runtime" is one number in both).
 
 Anything else is ``unmapped``.
 """
@@ -25,12 +29,10 @@ from collections import Counter
 
 import numpy as np
 
-from compare.analysis.attribution import Attribution
 from compare.analysis.kernels import kernel_ops
 from compare.analysis.mapping import StageMap, _groups
 from compare.analysis.rows import lane_role, process_roles
 from compare.model.events import CAT, Trace
-from compare.model.per_step import medians
 from compare.vocabulary.groups import (
     GROUP,
     GROUPS,
@@ -40,6 +42,7 @@ from compare.vocabulary.groups import (
     top_scope,
 )
 from compare.vocabulary.labels import LABEL, LABELS, PIPELINE
+from compare.vocabulary.ops import category_of
 
 #: Scope of device kernels whose TF op the trace does not name.
 KERNELS_SCOPE = "(GPU kernels)"
@@ -101,7 +104,7 @@ def map_groups(trace: Trace, smap: StageMap) -> GroupMap:
     stage_group = np.array([GROUP[STAGE_GROUP.get(lab, "unmapped")] for lab in LABELS], np.int8)
     group[pipeline] = stage_group[smap.label[pipeline]]                 # rule 1
     kernel = ~pipeline & (ev.category == CAT["xla_kernel"])
-    xla_ops = {i: smap.ops[i] for i in np.flatnonzero(kernel).tolist() if i in smap.ops}
+    xla_ops = {i: smap.ops.get(i, ()) for i in np.flatnonzero(kernel).tolist()}
     seen: dict[int, tuple[int, int]] = {}
     for i, ops in xla_ops.items():                                   # rule 2
         if id(ops) not in seen:
@@ -143,7 +146,13 @@ def _lane_codes(trace: Trace) -> np.ndarray:
 
 def _decide(name: str, op_type: str, tf_name: str, label: int, lane: str | None
             ) -> tuple[str, str, bool]:
-    """(group, scope, generic) of a non-pipeline, non-kernel event: rules 3-5."""
+    """(group, scope, generic) of a non-pipeline, non-kernel event: rules 3-5. TF's own
+    runtime events (the executor, its callbacks, thread pools) are runtime on any thread, a
+    tf.data thread's too, as in the stage view (so "runtime" is one number in both views)."""
+    if label == LABEL["runtime"] and category_of(name, op_type, "", False) == CAT["runtime"]:
+        return "runtime", "", False
+    if label in (LABEL["xla_run"], LABEL["xla_compile"]):   # running or compiling XLA code
+        return LABELS[label], "", False
     g = group_of_op(op_type, tf_name, name)
     if lane == "copy" or (lane == "input" and g in (None, "runtime", "compute")):
         return lane, "", False
@@ -171,54 +180,3 @@ def _inherit(trace: Trace, group: np.ndarray, scope: list[str], generic: np.ndar
         if generic[i] and group[p] in _INHERITABLE:
             group[i], scope[i] = group[p], scope[p]
             generic[i] = generic[p]
-
-
-@dataclasses.dataclass
-class GroupTimes:
-    """Per row key (``compute: layer_1``, ``input``, ...): median wall and CPU time per steady
-    step, the first step's wall time (None with one step), and its largest ops. The rows of a
-    step add up to the step: wall time of no event (instants only worker regions cover) is
-    runtime, time with nothing traced idle."""
-
-    wall: dict[str, float]
-    cpu: dict[str, float]
-    first: dict[str, float] | None
-    ops: dict[str, list[str]]
-
-
-def step_group_times(st, gmap: GroupMap) -> tuple[dict[str, float], dict[str, float]]:
-    """(wall, CPU) time per row key of one step (:class:`~compare.analysis.attribution.
-    StepTimes`); the wall times add up to the step."""
-    wall: dict[str, float] = Counter()
-    cpu: dict[str, float] = Counter()
-    for i, w in st.by_event_wall.items():
-        wall[gmap.key(i)] += w
-    for i, c in st.by_event_cpu.items():
-        cpu[gmap.key(i)] += c
-    idle = float(st.wall[LABEL["idle"]])
-    wall["runtime"] += max(0.0, st.dur - sum(st.by_event_wall.values()) - idle)
-    wall["idle"] += idle
-    return wall, cpu
-
-
-def group_times(att: Attribution, gmap: GroupMap, n_ops: int = 4) -> GroupTimes:
-    """The generic view's time per row (see :class:`GroupTimes`) from an attribution."""
-    def one(st) -> tuple[dict[str, float], dict[str, float]]:
-        return step_group_times(st, gmap)
-
-    per = [one(st) for st in att.steady]
-    keys = {k for w, c in per for k in list(w) + list(c)}
-    med = (lambda j: medians([p[j] for p in per], keys))
-    names: dict[str, Counter] = {}
-    tr = att.trace
-    for st in att.steady:
-        for i, w in st.by_event_wall.items():
-            names.setdefault(gmap.key(i), Counter())[_op_name(tr, i)] += w
-    first = one(att.first)[0] if att.first is not None else None
-    return GroupTimes(med(0) if per else {}, med(1) if per else {}, first,
-                      {k: [n for n, _ in c.most_common(n_ops)] for k, c in names.items()})
-
-
-def _op_name(tr: Trace, i: int) -> str:
-    ev = tr.events
-    return tr.s(ev.op_type[i]) or tr.s(ev.name[i])

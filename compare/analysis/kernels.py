@@ -14,6 +14,7 @@ import numpy as np
 
 from compare.analysis.rows import lane_roles
 from compare.model.events import Trace
+from compare.vocabulary.ops import COPY_NAME
 
 #: The derived device line holding one event per TF op.
 TF_OPS_LINE = "TensorFlow Ops"
@@ -42,7 +43,10 @@ def kernel_ops(trace: Trace) -> KernelOps:
     for pid in np.unique(ev.pid[stream]).tolist():
         op_of.update(_inside(ev, np.flatnonzero(stream & (ev.pid == pid) & (ev.tf_name == 0)),
                              np.flatnonzero(ops_line & (ev.pid == pid))))
-    kernel_names = np.unique(ev.name[stream])
+    # a host event named as a kernel is its launch; one named as a copy is the host's side of
+    # the transfer (a pageable copy staged by the host thread: its own time, a copy)
+    names = trace.strings.names
+    kernel_names = [k for k in np.unique(ev.name[stream]).tolist() if not COPY_NAME.match(names[k])]
     launches = np.isin(ev.name, kernel_names) & ~stream & ~ops_line & (ev.op_type == 0)
     return KernelOps(op_of, launches)
 

@@ -105,6 +105,14 @@ class StageMap:
         """[(label, fraction)] of event ``i``'s own time."""
         return self.splits.get(i) or [(int(self.label[i]), 1.0)]
 
+    def single_label(self, idx: np.ndarray) -> np.ndarray:
+        """Per event of ``idx``: its label when all its time is in it, else -1 (split)."""
+        out = self.label[idx].astype(np.int64)
+        if self.splits:
+            split = np.fromiter(self.splits, np.int64, len(self.splits))
+            out[np.isin(idx, split)] = -1
+        return out
+
     def label_name(self, i: int) -> str:
         return LABELS[self.label[i]]
 
@@ -346,6 +354,8 @@ class _Mapper:
             return L["input_wait"], B["op_type"], True, False, None, None, None
         if name.startswith(tfops.MAKE_ITERATOR_PREFIX):  # tf.data building an iterator (each epoch)
             return L["runtime"], B["tf_data"], False, False, None, None, None
+        if name in tfops.DATA_SERVICE_FETCH_EVENTS:  # waiting on a tf.data service worker
+            return L["input_wait"], B["tf_data"], True, False, None, None, None
         if name.startswith(tfops.TFDATA_ITERATOR_PREFIX):
             kind = tfops.tfdata_kind(name)
             if tfops.is_tfdata_async(name):

@@ -1,12 +1,11 @@
 """Op by op, one trace against another: which TF ops changed, appeared, vanished or were fused.
 
-Per side, each TF op's time per steady step (mean over the steady steps), host and device
-apart: host = its events on host/executor rows (for a GPU op: its launch), device = its
-kernels and copies on the GPU's rows (a timeline's stream rows; an xprof trace's stream kernels,
-each joined to its TF op by :mod:`compare.analysis.kernels`); an XLA kernel's time is split among
-the TF ops fused into it by the output elements of their HLO instructions (the HLO metadata of
-its cluster or compiled function). An op's ``us`` is host + device. Events nested in another
-counted event are not counted twice (self time).
+Per side, each TF op's time per steady step (mean over the steady steps), from the side's
+account (:mod:`compare.analysis.account`: each event clipped to its step window, its own time,
+each kernel and copy once): ``host_us`` on host rows (for a GPU op: its launch), ``device_us``
+on a GPU's rows (kernels and copies), ``us`` = host + device; ``wall_us``: its share of the
+step's wall time, which is what the step difference (:mod:`compare.analysis.step_delta`) adds
+up. What each event ran: :mod:`compare.analysis.opkeys`.
 
 Matching, as HTA's and TraceLens's TraceDiff do it, in passes: (1) the node name with XLA
 cluster and function-call prefixes removed (``cluster_2_1/``, ``StatefulPartitionedCall/``),
@@ -28,14 +27,12 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from compare.analysis.account import Account
 from compare.analysis.analyse import TraceAnalysis
-from compare.analysis.groups import GroupMap
-from compare.analysis.kernels import kernel_ops
-from compare.analysis.rows import on_gpu, work_mask
-from compare.model.events import CAT
-from compare.model.intervals import union_per_group
+from compare.analysis.noise import Test
+from compare.analysis.opkeys import Key, normalise
 from compare.vocabulary import ops as tfops
-from compare.vocabulary.groups import COPY_NAME, GROUPS, RUNTIME_OPS, strip_wrappers
+from compare.vocabulary.groups import RUNTIME_OPS
 from compare.vocabulary.labels import GRAD_SCOPE_SUFFIX, SCOPE_SUFFIX
 from compare.vocabulary.thresholds import (
     CLUSTERS_NAMED,
@@ -45,9 +42,6 @@ from compare.vocabulary.thresholds import (
 )
 
 STATUSES = ("same", "changed", "added", "removed", "fused", "unfused")
-#: Categories whose events are ops (or compiled code running ops).
-_OP_CATEGORIES = [CAT[c] for c in ("op", "queue", "tf_data", "xla_run", "xla_compile",
-                                   "xla_kernel")]
 #: Ops XLA's auto-clustering never takes into a cluster: graph plumbing, variables, feeds,
 #: input, communication and copies; they stay outside when the rest is fused.
 _UNCLUSTERABLE_GROUPS = frozenset({"input", "communication", "copy", "runtime", "xla_compile",
@@ -65,6 +59,7 @@ class OpStat:
     unit: str = ""                  # the XLA cluster/function it ran inside, if any
     group: str = ""                 # its group in the generic view
     key: tuple[str, str] = ("", "")  # (normalised node name, op type)
+    wall_us: float = 0.0            # its share of the step's wall time (see account)
 
     @property
     def us(self) -> float:
@@ -73,7 +68,8 @@ class OpStat:
 
 @dataclasses.dataclass
 class OpDiff:
-    """One row of ``ops_diff``: per steady step, ``a`` = legacy side, ``b`` = modern side."""
+    """One row of ``ops_diff``: per steady step, ``a`` = side a, ``b`` = side b; ``us`` is op
+    time (host + device), ``wall_us`` its share of the step's wall time."""
 
     op: str
     type: str
@@ -89,7 +85,11 @@ class OpDiff:
     b_host_us: float = 0.0
     b_device_us: float = 0.0
     members: list[str] = dataclasses.field(default_factory=list)   # fused: the ops it holds
-    into: str = ""                  # fused: the side ("legacy"/"modern") whose cluster holds them
+    into: str = ""                  # fused: the side ("a"/"b") whose cluster holds them
+    a_wall_us: float = 0.0
+    b_wall_us: float = 0.0
+    test: "Test | None" = None      # the change against the step-to-step spread
+    units: int = 0                  # fused by XLA: the compiled units (clusters, functions)
     keys: dict[str, list[tuple[str, str]]] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
@@ -98,16 +98,7 @@ class OpDiff:
 
 
 # --------------------------------------------------------------------------------------------
-# per side: op -> time per steady step
-
-def normalise(tf_name: str) -> str:
-    """Pass 1's key: wrappers, copy edge numbers and Send/Recv suffixes dropped."""
-    name = strip_wrappers(tf_name)
-    m = tfops.COPY_EDGE.match(name)
-    if m:
-        name = "edge_" + m.group(1)
-    return tfops.SEND_RECV_SUFFIX.sub("", name)
-
+# per side: op -> time per steady step, from the side's account
 
 def scope_key(name: str) -> str:
     """Pass 2's key: TF's ``_N`` uniquifying suffixes dropped from every part, also where a
@@ -116,153 +107,67 @@ def scope_key(name: str) -> str:
     return "/".join(SCOPE_SUFFIX.sub("", GRAD_SCOPE_SUFFIX.sub("", p)) for p in name.split("/"))
 
 
-def _type_key(op_type: str) -> str:
-    """An op type without the number of a function call (``__inference_step_123``)."""
-    return SCOPE_SUFFIX.sub("", op_type) if op_type.startswith(tfops.FUNCTION_OP_PREFIX) else op_type
-
-
-Key = tuple[str, str]   # (normalised node name, op type)
-
-
 @dataclasses.dataclass
 class SideOps:
-    """One side's ops (``ops``: (name, type) -> time per steady step) and, per op type, the
-    wall time some op of that type ran per steady step (``type_wall_us``: overlapping ops,
-    such as asynchronous all-reduces waiting together, counted once)."""
+    """One side's ops (``ops``: (name, type) -> time per steady step) and, per op type, its
+    ops' wall time per steady step (``type_wall_us``: their share of the step, so overlapping
+    ops, such as asynchronous all-reduces waiting together, share their instants)."""
 
     ops: dict[Key, OpStat]
     type_wall_us: dict[str, float]
+    samples: dict[Key, np.ndarray] = dataclasses.field(default_factory=dict, repr=False)
 
 
-def op_table(a: TraceAnalysis, gmap: GroupMap) -> SideOps:
-    """Every op of one side with its host and device time per steady step."""
-    tr, ev, names = a.trace, a.trace.events, a.trace.strings.names
-    steady = {st.num for st in a.attribution.steady}
-    n_steps = max(1, len(steady))
-    kops = kernel_ops(tr)
-    joined = np.zeros(len(ev), bool)
-    joined[list(kops.op_of)] = True
-    copies = np.array([bool(COPY_NAME.match(s)) for s in names])[ev.name]
-    counted = work_mask(tr) & np.isin(ev.step, list(steady)) & (
-        (np.isin(ev.category, _OP_CATEGORIES) & ((ev.op_type > 0) | (ev.hlo_op > 0)))
-        | joined | (copies & on_gpu(tr))) & ~kops.launches
-    idx = np.flatnonzero(counted)
-    own = tr.self_time(idx) / n_steps
-    gpu = on_gpu(tr)[idx]
-    src = _sources(idx, kops.op_of)        # an xprof kernel counts for its TF op
-    uniq, inv = _name_groups(ev, src)
-    host = np.bincount(inv, own * ~gpu, minlength=len(uniq))
-    dev = np.bincount(inv, own * gpu, minlength=len(uniq))
-    count = np.bincount(inv, minlength=len(uniq)) / n_steps
+def op_table(acc: Account) -> SideOps:
+    """Every op of one side with its host and device time (busy) and its wall share, mean per
+    steady step, from the side's account (:mod:`compare.analysis.account`)."""
+    n_ops = len(acc.ops)
+    op = np.array([c.op for c in acc.cells], np.int64)
+    dev = np.array([c.device for c in acc.cells], bool)
+    # ids: 2 * op + device, for cells that hold an op
+    ids = np.where(op >= 0, 2 * op + dev, 2 * n_ops)
+    busy = acc.mean("busy", ids, 2 * n_ops + 1)
+    wall = acc.mean("wall", ids, 2 * n_ops + 1)
+    count = acc.mean("count", ids, 2 * n_ops + 1)
+    group = _op_groups(acc, n_ops)
     out: dict[Key, OpStat] = {}
-    weights = _XlaWeights(a)
-    whole: dict[int, str] = {}               # name group -> op type, when one op has it all
-    for g, rep in enumerate(uniq.tolist()):
-        keys = _keys(a, rep, weights, names)
-        for name, op_type, frac, unit in keys:
-            st = out.get((name, op_type))
-            if st is None:
-                st = out[(name, op_type)] = OpStat(op_type, unit=unit,
-                                                   group=GROUPS[gmap.group[rep]],
-                                                   key=(name, op_type))
-            st.host_us += float(host[g]) * frac
-            st.device_us += float(dev[g]) * frac
-            st.count += float(count[g])
-        if len(keys) == 1:
-            whole[g] = keys[0][1]
-    return SideOps(out, _type_wall(ev, idx, inv, whole, n_steps))
+    for k, info in enumerate(acc.ops):
+        host, device = float(busy[2 * k]), float(busy[2 * k + 1])
+        n = float(count[2 * k] + count[2 * k + 1])
+        if not (host or device or n):
+            continue
+        out[info.key] = OpStat(info.key[1], host, device, n, info.unit, group[k], info.key,
+                               float(wall[2 * k] + wall[2 * k + 1]))
+    return SideOps(out, _type_wall(out), {})
 
 
-def _sources(idx: np.ndarray, op_of: dict[int, int]) -> np.ndarray:
-    """Per event of ``idx``, the event that names its op (itself, or an xprof kernel's TF
-    op)."""
-    src = idx.copy()
-    if op_of:
-        pos = {int(i): k for k, i in enumerate(idx.tolist())}
-        for k, op in op_of.items():
-            if k in pos:
-                src[pos[k]] = op
-    return src
+def _op_groups(acc: Account, n_ops: int) -> list[str]:
+    """Each op's group: that of the cell holding most of its time (over all steps)."""
+    best = [("", -1.0)] * n_ops
+    totals = np.zeros(len(acc.cells))
+    for st in acc.steps:
+        np.add.at(totals, st.cells, st.busy + st.wall)
+    for cid, c in enumerate(acc.cells):
+        if c.op >= 0 and totals[cid] > best[c.op][1]:
+            best[c.op] = (c.group, float(totals[cid]))
+    return [g for g, _ in best]
 
 
-def _name_groups(ev, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a representative event per distinct name tuple, each event's group): the keys are
-    decided once per group."""
-    if not len(src):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    cols = np.stack([getattr(ev, c)[src].astype(np.int64) for c in
-                     ("name", "op_type", "tf_name", "category", "hlo_module", "hlo_op")], axis=1)
-    _, first, inv = np.unique(cols, axis=0, return_index=True, return_inverse=True)
-    return src[first], inv.reshape(-1)
+def _type_wall(ops: dict[Key, OpStat]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for st in ops.values():
+        out[st.type] += st.wall_us
+    return dict(out)
 
 
-def _type_wall(ev, idx: np.ndarray, inv: np.ndarray, whole: dict[int, str],
-               n_steps: int) -> dict[str, float]:
-    """Per op type, the union of its events' intervals per steady step (all types with one
-    sort: a trace of many distinct types is not one pass over its events per type)."""
-    if not whole:
-        return {}
-    types = list(dict.fromkeys(whole.values()))
-    tid = {t: k for k, t in enumerate(types)}
-    of_group = np.full(int(inv.max()) + 1, -1, np.int64)
-    for g, t in whole.items():
-        of_group[g] = tid[t]
-    per = of_group[inv]
-    keep = per >= 0
-    sel = idx[keep]
-    wall = union_per_group(per[keep], ev.ts[sel], ev.ts[sel] + ev.dur[sel], -np.inf, np.inf,
-                           len(types))
-    return {t: float(wall[k]) / n_steps for t, k in tid.items()}
-
-
-def event_keys(a: TraceAnalysis) -> dict[int, tuple[str, str]]:
-    """Event -> the (name, type) key of the op it ran (an XLA kernel: its largest TF op; an
-    xprof kernel: its TF op), for every event that names one."""
-    tr, ev, names = a.trace, a.trace.events, a.trace.strings.names
-    kops = kernel_ops(tr)
-    idx = np.flatnonzero((ev.op_type > 0) | (ev.hlo_op > 0))
-    idx = np.union1d(idx, np.fromiter(kops.op_of, np.int64, len(kops.op_of)))
-    src = _sources(idx, kops.op_of)
-    uniq, inv = _name_groups(ev, src)
-    weights = _XlaWeights(a)
-    per = [max(_keys(a, rep, weights, names), key=lambda k: k[2])[:2] for rep in uniq.tolist()]
-    return {int(i): per[g] for i, g in zip(idx.tolist(), inv.tolist())}
-
-
-class _XlaWeights:
-    """Per (module, HLO op): the TF ops it computes and each one's share of its time."""
-
-    def __init__(self, a: TraceAnalysis) -> None:
-        self.hlo, self.units = a.trace.hlo, a.smap
-        self.cache: dict[tuple[int, int], list[tuple[str, str, float]]] = {}
-
-    def of(self, module: str, hlo_op: str, key: tuple[int, int]):
-        if key not in self.cache:
-            mod = self.hlo.get(module)
-            w = {k: e for k, (_, e) in (mod.tf_op_weights(hlo_op) if mod else {}).items()
-                 if k[1] not in tfops.XLA_ARG_OPS}
-            total = float(sum(w.values()))
-            self.cache[key] = [(t, n, e / total if total else 1.0 / len(w))
-                               for (t, n), e in w.items()]
-        return self.cache[key]
-
-
-def _keys(a: TraceAnalysis, i: int, weights: _XlaWeights, names: list[str]):
-    """(key, op type, fraction, unit) of what event ``i`` ran."""
-    ev = a.trace.events
-    op_type, tf_name = names[ev.op_type[i]], names[ev.tf_name[i]]
-    if ev.category[i] == CAT["xla_kernel"]:
-        unit = a.smap.unit.get(i, "")
-        parts = weights.of(names[ev.hlo_module[i]], names[ev.hlo_op[i]],
-                           (int(ev.hlo_module[i]), int(ev.hlo_op[i])))
-        if parts:
-            return [(normalise(n), t, f, unit) for t, n, f in parts]
-        return [(f"{unit}/{names[ev.hlo_op[i]]}", "xla kernel", 1.0, unit)]
-    if op_type in tfops.XLA_OPS:
-        unit = tfops.cluster_of(tf_name, names[ev.name[i]])
-        return [(unit, op_type, 1.0, unit)]
-    name = normalise(tf_name) if tf_name else names[ev.name[i]]
-    return [(name, _type_key(op_type) or names[ev.name[i]], 1.0, "")]
+def op_samples(acc: Account, keys: list[Key], what: str = "busy") -> dict[Key, np.ndarray]:
+    """Per op of ``keys``: its ``what`` in each steady step (for the noise tests)."""
+    index = {info.key: k for k, info in enumerate(acc.ops)}
+    want = {index[k]: j for j, k in enumerate(keys) if k in index}
+    ids = np.array([want.get(c.op, len(keys)) if c.op >= 0 else len(keys)
+                    for c in acc.cells], np.int64)
+    m = acc.per_step(what, ids, len(keys) + 1)
+    return {k: m[j] for j, k in enumerate(keys) if k in index}
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,12 +216,12 @@ def _by(side: dict[Key, OpStat], keyf) -> dict[str, list[Key]]:
 def _remapped(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat]) -> list[OpDiff]:
     """Grappler's remapper fusions on one side only: a ``_Fused*`` op (named after the last
     op it absorbed) against the ops of its scope on the other side (``sequential/conv2d/``'s
-    Conv2D, BiasAdd and Relu), one row per fused op. Status ``unfused`` when the modern side
+    Conv2D, BiasAdd and Relu), one row per fused op. Status ``unfused`` when side b
     runs the pieces apart, ``fused`` when it fuses them (``into`` the side holding the fused
     op)."""
     rows = []
-    for fused_side, pieces_side, into in ((left_a, left_b, "legacy"),
-                                          (left_b, left_a, "modern")):
+    for fused_side, pieces_side, into in ((left_a, left_b, "a"),
+                                          (left_b, left_a, "b")):
         for key, st in sorted(fused_side.items()):
             if key not in fused_side or not tfops.FUSED_OP.match(st.type):
                 continue
@@ -329,9 +234,9 @@ def _remapped(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat]) -> list[OpDi
                 continue
             fused = [fused_side.pop(key)]
             pieces = [pieces_side.pop(k) for k in parts]
-            a, b = (fused, pieces) if into == "legacy" else (pieces, fused)
+            a, b = (fused, pieces) if into == "a" else (pieces, fused)
             row = _row(key[0], a, b, "name", members=sorted(k[0] for k in parts))
-            row.status, row.into = ("unfused" if into == "legacy" else "fused"), into
+            row.status, row.into = ("unfused" if into == "a" else "fused"), into
             row.type = st.type
             rows.append(row)
     return rows
@@ -348,7 +253,8 @@ def _row(op: str, a: list[OpStat], b: list[OpStat], match: str,
                  tot(a, "host_us"), tot(a, "device_us"), tot(b, "host_us"), tot(b, "device_us"),
                  members or [])
     row.status = _status(row.a_us, row.b_us) if a and b else ("removed" if a else "added")
-    row.keys = {"legacy": [s.key for s in a], "modern": [s.key for s in b]}
+    row.keys = {"a": [s.key for s in a], "b": [s.key for s in b]}
+    row.a_wall_us, row.b_wall_us = tot(a, "wall_us"), tot(b, "wall_us")
     return row
 
 
@@ -374,16 +280,36 @@ def _status(a_us: float, b_us: float) -> str:
     return "same" if abs(b_us - a_us) <= max(OP_SAME_US, OP_SAME_SHARE * big) else "changed"
 
 
+def _compiled_units(side: dict[Key, OpStat]) -> dict[str, list[Key]]:
+    """A side's compiled units left unmatched, each with its rows: an XLA cluster's run
+    (``_XlaRun``, ``_XlaLaunch``: named by its cluster), and a ``jit_compile`` function's call
+    and the kernels no HLO splits into TF ops (by the unit they ran inside)."""
+    out: dict[str, list[Key]] = defaultdict(list)
+    for k, st in side.items():
+        if st.type in tfops.XLA_RUN_OPS:
+            out[k[0]].append(k)
+        elif st.unit and (st.type == XLA_KERNEL or st.type.startswith(tfops.FUNCTION_OP_PREFIX)
+                          or k[1].startswith(tfops.FUNCTION_OP_PREFIX)):
+            out[st.unit].append(k)
+    return dict(out)
+
+
+#: The op type of an XLA kernel no HLO splits into TF ops (:func:`compare.analysis.opkeys.
+#: keys_of`).
+XLA_KERNEL = "xla kernel"
+
+
 def _fused(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat],
            units: dict[str, dict[str, set[str]]]) -> list[OpDiff]:
-    """Ops left on one side that the other side's new XLA clusters hold: one row per cluster
-    (or per set of clusters when the trace does not say which holds what)."""
+    """Ops left on one side that the other side's new XLA units (clusters, compiled
+    functions) hold: one row per unit (or per set of units when the trace does not say which
+    holds what)."""
     rows = []
-    for gone, new, side_new in ((left_a, left_b, "modern"), (left_b, left_a, "legacy")):
-        clusters = [k for k, s in new.items() if s.type in tfops.XLA_RUN_OPS]
-        if not clusters:
+    for gone, new, side_new in ((left_a, left_b, "b"), (left_b, left_a, "a")):
+        compiled = _compiled_units(new)
+        if not compiled:
             continue
-        owners, joint = _cluster_owners(clusters, units.get(side_new, {}))
+        owners, joint = _cluster_owners(sorted(compiled), units.get(side_new, {}))
         claimed: dict[str, list[Key]] = defaultdict(list)
         loose = [k for k, s in gone.items() if s.group not in _UNCLUSTERABLE_GROUPS
                  and s.type not in RUNTIME_OPS and s.type not in tfops.XLA_OPS]
@@ -391,30 +317,33 @@ def _fused(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat],
             owner = owners.get(k[0], joint)
             if owner:
                 claimed[owner].append(k)
-        by_name = {c[0]: [c] for c in clusters}
-        by_name[joint] = clusters
+        by_name = {u: keys for u, keys in compiled.items()}
+        by_name[joint] = [k for keys in compiled.values() for k in keys]
         for owner, ops in claimed.items():
-            runs = [new.pop(c) for c in by_name[owner]]
+            runs = [new.pop(c) for c in by_name[owner] if c in new]
             former = [gone.pop(k) for k in ops]
-            a, b = (former, runs) if side_new == "modern" else (runs, former)
+            a, b = (former, runs) if side_new == "b" else (runs, former)
             row = _row(owner, a, b, "xla", members=sorted(k[0] for k in ops))
-            row.type, row.status, row.group, row.into = runs[0].type, "fused", "xla_run", \
-                side_new
+            lead = max(runs, key=lambda st: st.us)
+            row.type = next((st.type for st in runs if st.type in tfops.XLA_RUN_OPS or
+                             st.type.startswith(tfops.FUNCTION_OP_PREFIX)), lead.type)
+            row.status, row.group, row.into = "fused", "xla_run", side_new
+            row.units = len(compiled) if owner == joint else 1
             rows.append(row)
     return rows
 
 
-def _cluster_owners(clusters: list[Key], members: dict[str, set[str]]
+def _cluster_owners(units: list[str], members: dict[str, set[str]]
                     ) -> tuple[dict[str, str], str]:
-    """(op name -> the first cluster holding it, the name of all clusters as one owner): the
-    joint owner ("" unless no cluster says what it holds) takes every op."""
+    """(op name -> the first unit holding it, the name of all units as one owner): the
+    joint owner ("" unless no unit says what it holds) takes every op."""
     owners: dict[str, str] = {}
-    for c in clusters:
-        for m in members.get(c[0], ()):
-            owners.setdefault(m, c[0])
-    if any(members.get(c[0]) for c in clusters):
+    for u in units:
+        for m in members.get(u, ()):
+            owners.setdefault(m, u)
+    if any(members.get(u) for u in units):
         return owners, ""
-    names = sorted(c[0] for c in clusters)
+    names = sorted(units)
     joint = "+".join(names) if len(names) <= CLUSTERS_NAMED else \
         "+".join(names[:CLUSTERS_NAMED]) + f"+... ({len(names):,} clusters)"
     return owners, joint

@@ -19,6 +19,8 @@ import numpy as np
 from compare.analysis import workload
 from compare.analysis.rows import gpu_of, on_gpu, work_mask
 from compare.fmt import duration as ms
+from compare.fmt import listed
+from compare.model import intervals
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import FEED_NODE, FEED_OPS
 from compare.vocabulary.thresholds import (
@@ -27,6 +29,7 @@ from compare.vocabulary.thresholds import (
     ONE_TIME_LEADS,
     PRECISION_CAST_FACTOR,
     PRECISION_CAST_MIN,
+    SAME_PIPELINE_SHARE,
     SAME_PROGRAM_SHARE,
     STEP_NOISE_SINGLE,
     UNIFORM_SCALE_FACTOR,
@@ -37,6 +40,7 @@ from compare.vocabulary.thresholds import (
 if TYPE_CHECKING:
     from compare.analysis.comparison import Side
     from compare.analysis.opdiff import OpDiff
+    from compare.analysis.step_delta import Basis
 
 
 @dataclasses.dataclass
@@ -50,11 +54,11 @@ class Caveat:
 
 @dataclasses.dataclass
 class StepBasis:
-    """The step time the verdict compares per side: the median steady step, or the median
-    traced span of a session run when untraced time sits between runs."""
+    """The step time the verdict compares per side: the mean steady step, or the mean traced
+    span of a session run when untraced time sits between runs."""
 
     us: float
-    spread: float     # interquartile range / median of the steady steps; 0 with one step
+    spread: float     # interquartile range / mean of the steady steps; 0 with one step
     steady: int
     untraced_us: float
 
@@ -73,8 +77,11 @@ class Parity:
 class _Facts:
     """What the checks read of the two sides, each measured once when first asked for."""
 
-    def __init__(self, sides: dict[str, "Side"]) -> None:
+    def __init__(self, sides: dict[str, "Side"],
+                 stages: dict[str, dict[str, float]] | None = None) -> None:
         self.sides = sides
+        #: per side, the seed pipeline's stages with time (stage -> mean us per step)
+        self.stages = stages or {k: {} for k in sides}
         self._one_time: dict[str, workload.OneTimeSigns | None] = {}
         self._precision: dict[str, workload.Precision] = {}
         self._shapes: workload.Shapes | None = None
@@ -96,24 +103,28 @@ class _Facts:
     def shapes(self) -> "workload.Shapes":
         if self._shapes is None:
             self._shapes = workload.compare_shapes(
-                *(self.sides[k].trace.meta.get("op_shapes", {}) for k in ("legacy", "modern")))
+                *(self.sides[k].trace.meta.get("op_shapes", {}) for k in ("a", "b")))
         return self._shapes
 
 
-def check(sides: dict[str, "Side"], labels: dict[str, str], rows: list["OpDiff"]) -> Parity:
-    steps = {k: step_basis(s) for k, s in sides.items()}
-    facts = _Facts(sides)
+def check(sides: dict[str, "Side"], labels: dict[str, str], rows: list["OpDiff"],
+          bases: dict[str, "Basis"], stages: dict[str, dict[str, float]] | None = None
+          ) -> Parity:
+    """``stages``: per side, the seed pipeline's stages with time (mean us per step), when the
+    stages hold (nearly) all of both sides' steps; else None."""
+    steps = {k: step_basis(s, bases[k]) for k, s in sides.items()}
+    facts = _Facts(sides, stages)
     out: list[Caveat] = []
-    for fn in (_identical, _first_run, _feed_dict, _steps, _untraced, _program, _batch,
-               _precision, _devices, _host_masks):
+    for fn in (_identical, _first_run, _feed_dict, _steps, _untraced, _data_service, _program,
+               _batch, _precision, _devices, _host_masks):
         out += fn(sides, labels, rows, steps, facts)
     return Parity(out, steps, noise_share(list(steps.values())))
 
 
 def noise_share(steps: list[StepBasis]) -> float:
     """The smallest change of the step, as a share of the slower side's, that these traces
-    tell apart from run-to-run noise: the uncertainty of the difference of the two medians
-    (each median's standard error from its steps' interquartile range, 0.93 IQR / sqrt(n) for
+    tell apart from run-to-run noise: the uncertainty of the difference of the two means
+    (each mean's standard error from its steps' interquartile range, 0.93 IQR / sqrt(n) for
     normal-ish step times, two of them for ~95 %), and never below CHANGE_NOTABLE, nor below
     STEP_NOISE_SINGLE when a side has a single steady step (no spread to measure)."""
     slower = max((st.us for st in steps), default=0.0)
@@ -125,37 +136,14 @@ def noise_share(steps: list[StepBasis]) -> float:
                2.0 * float(np.sqrt(sum(x * x for x in se))) / slower)
 
 
-def _extents(step: np.ndarray, ts: np.ndarray, end: np.ndarray, nums: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step number of ``nums``: the first start and last end of the events in that step
-    (inf, -inf for a step without any), in one pass over the events."""
-    keys, inv = np.unique(nums, return_inverse=True)
-    k = np.searchsorted(keys, step)
-    ok = k < len(keys)
-    ok[ok] = keys[k[ok]] == step[ok]
-    lo, hi = np.full(len(keys), np.inf), np.full(len(keys), -np.inf)
-    np.minimum.at(lo, k[ok], ts[ok])
-    np.maximum.at(hi, k[ok], end[ok])
-    return lo[inv], hi[inv]
-
-
-def step_basis(s: "Side") -> StepBasis:
-    att, ev = s.attribution, s.trace.events
-    durs = [st.dur for st in att.steady]
-    if not durs:
+def step_basis(s: "Side", b: "Basis") -> StepBasis:
+    """The side's step time compared (:func:`compare.analysis.step_delta.basis`, from its
+    account): the mean steady step, or its mean traced span."""
+    vals = b.samples
+    if not len(vals):
         return StepBasis(0.0, 0.0, 0, 0.0)
-    work = work_mask(s.trace)
-    first, last = _extents(ev.step[work], ev.ts[work], ev.end[work],
-                           np.array([st.num for st in att.steady]))
-    spans = [min(st.dur, float(hi - max(lo, st.ts))) if hi >= lo else st.dur
-             for st, lo, hi in zip(att.steady, first.tolist(), last.tolist())]
-    med_span, med_dur = float(np.median(spans)), float(np.median(durs))
-    # only a timeline's session runs leave untraced time between them (Python between runs)
-    untraced = med_dur - med_span if s.trace.format == "timeline" else 0.0
-    use = med_span if untraced >= UNTRACED_NOTABLE * med_dur else med_dur
-    vals = spans if use == med_span else durs
-    spread = _spread(vals) / use if use else 0.0
-    return StepBasis(use, spread, len(durs), untraced)
+    spread = _spread(list(vals)) / b.us if b.us else 0.0
+    return StepBasis(b.us, spread, len(vals), b.untraced_us if b.kind == "traced" else 0.0)
 
 
 def _spread(vals: list[float]) -> float:
@@ -213,7 +201,7 @@ def _traced_input(s: "Side") -> float:
 
 def _feed_dict(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     traced = {k: _traced_input(s) for k, s in sides.items()}
-    if bool(traced["legacy"]) == bool(traced["modern"]):
+    if bool(traced["a"]) == bool(traced["b"]):
         return []
     fed = next(k for k, v in traced.items() if not v)
     other = next(k for k in sides if k != fed)
@@ -233,18 +221,18 @@ def _has_feeds(s: "Side") -> bool:
 
 def _steps(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     n = {k: len(s.attribution.steps) for k, s in sides.items()}
-    a, b = n["legacy"], n["modern"]
+    a, b = n["a"], n["b"]
     if a == b == 1:
         return [Caveat("single_step", "one traced step per side: a single sample each, so "
                        f"differences under {STEP_NOISE_SINGLE:.0%} of the step are not told "
                        "apart from run-to-run noise (a typical spread between runs, not one "
                        "these traces measure: a short step varies more)", False)]
     if min(a, b) == 1 and max(a, b) > 1:
-        one = "legacy" if a == 1 else "modern"
-        many = "modern" if one == "legacy" else "legacy"
+        one = "a" if a == 1 else "b"
+        many = "b" if one == "a" else "a"
         return [Caveat("steps", f"one step against many: {labels[one]} holds 1 step, "
                        f"{labels[many]} {n[many]}; compared per step against "
-                       f"{labels[many]}'s steady median (its first step apart)", True)]
+                       f"{labels[many]}'s steady mean (its first step apart)", True)]
     return []
 
 
@@ -258,9 +246,11 @@ def _untraced(sides, labels, rows, steps, facts=None) -> list[Caveat]:
 
 def _name_matched_share(rows, side: str) -> float:
     """Of a side's model ops' time (compute, optimizer, preprocessing), the share matched by
-    node name (input waits and runtime say nothing of which program ran)."""
-    val = (lambda r: r.a_us) if side == "legacy" else (lambda r: r.b_us)
-    rows = [r for r in rows if r.group in _MODEL_GROUPS]
+    node name (input waits and runtime say nothing of which program ran); of all its ops'
+    time when it has no model op."""
+    val = (lambda r: r.a_us) if side == "a" else (lambda r: r.b_us)
+    model = [r for r in rows if r.group in _MODEL_GROUPS and val(r) > 0]
+    rows = model or [r for r in rows if val(r) > 0]
     total = sum(val(r) for r in rows)
     named = sum(val(r) for r in rows if r.match in ("name", "scope", "xla"))
     return named / total if total else 1.0
@@ -272,7 +262,7 @@ _MODEL_GROUPS = frozenset({"compute", "optimizer", "preprocessing", "xla_run"})
 def _identical(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     """Both sides hold the same events: one profile given twice, or two hosts' byte-identical
     copies of one (a multi-host demo ships such a pair); every difference would be zero."""
-    a, b = sides["legacy"].trace, sides["modern"].trace
+    a, b = sides["a"].trace, sides["b"].trace
     ea, eb = a.events, b.events
     if not len(ea) or len(ea) != len(eb) or not (
             np.array_equal(ea.ts, eb.ts) and np.array_equal(ea.dur, eb.dur)):
@@ -280,12 +270,25 @@ def _identical(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     na, nb = a.strings.names, b.strings.names
     if any(na[i] != nb[j] for i, j in zip(ea.name.tolist(), eb.name.tolist())):
         return []
-    return [Caveat("identical", f"{labels['legacy']} and {labels['modern']} hold the same "
+    return [Caveat("identical", f"{labels['a']} and {labels['b']} hold the same "
                    f"{len(ea):,} events (one profile given twice, or byte-identical copies of "
                    f"one): there is nothing to compare", False)]
 
 
-def _program(sides, labels, rows, steps, facts=None) -> list[Caveat]:
+def _program(sides, labels, rows, steps, facts) -> list[Caveat]:
+    """Different programs: a side holds no TensorFlow op, or the two share almost no op names
+    -- unless both run the seed pipeline's stages (the stage rules place ops by scope and type
+    too: an input pipeline moved to tf.data service workers and the rest fused by XLA keeps
+    its stages, not its names)."""
+    bare = [k for k in sides if not any((r.a_us if k == "a" else r.b_us) > 0 for r in rows)]
+    if bare:
+        who = " and ".join(labels[k] for k in bare)
+        return [Caveat("program", f"{who} hold{'s' if len(bare) == 1 else ''} no TensorFlow "
+                       "op (no event names an op type or a graph node): nothing shows that the "
+                       "two run the same program, and there is no op to compare; only the "
+                       "steps' spans and their events' names are", True, {"no_ops": bare})]
+    if _same_pipeline(facts.stages):
+        return []
     shares = {k: _name_matched_share(rows, k) for k in sides}
     if min(shares.values()) >= SAME_PROGRAM_SHARE:
         return []
@@ -295,13 +298,60 @@ def _program(sides, labels, rows, steps, facts=None) -> list[Caveat]:
                    "type", True)]
 
 
+def _same_pipeline(stages: dict[str, dict[str, float]]) -> bool:
+    """Both sides run the seed pipeline's stages, mostly the same ones (at least half of
+    either side's)."""
+    have = [set(st) for st in stages.values()]
+    if len(have) != 2 or not all(have):
+        return False
+    shared = have[0] & have[1]
+    return len(shared) >= SAME_PIPELINE_SHARE * max(len(h) for h in have)
+
+
+def _data_service(sides, labels, rows, steps, facts) -> list[Caveat]:
+    """A side whose input came from tf.data service workers: what its pipeline handed them
+    (read, decode, ...) ran in the workers' processes and is not in its trace, so its step
+    counts only the wait for their elements and its CPU time leaves theirs out."""
+    fetched = {k: _service_events(s.trace) for k, s in sides.items()}
+    served = [k for k, n in fetched.items() if n]
+    if not served:
+        return []
+    if len(served) == 2:
+        return [Caveat("data_service", f"both read their input from tf.data service workers "
+                       f"({fetched['a']:,} and {fetched['b']:,} events of its client): what "
+                       f"each pipeline handed them ran in the workers' processes, in neither "
+                       f"trace", False, {"sides": served})]
+    (k,) = served
+    other = "b" if k == "a" else "a"
+    moved = [st for st in facts.stages.get(other, {}) if not facts.stages.get(k, {}).get(st)]
+    n = sides[k].service_workers
+    workers = f"{n} tf.data service worker{'s' if n != 1 else ''}" if n else \
+        "tf.data service workers (how many, its trace does not show)"
+    gone = (f": its {listed(moved)} {'has' if len(moved) == 1 else 'have'} no time in its "
+            f"trace ({labels[other]} spends {ms(sum(facts.stages[other][st] for st in moved))} "
+            f"a step in them)" if moved else "")
+    return [Caveat("data_service", f"{labels[k]}'s input came from {workers} "
+                   f"({fetched[k]:,} events of the service's client in its trace){gone}; what "
+                   f"its pipeline handed the service ran in the workers' processes, not in this "
+                   f"trace, so {labels[k]}'s step counts only the wait for their elements and "
+                   f"its CPU time leaves the workers' out", True,
+                   {"side": k, "moved": moved, "workers": n})]
+
+
+def _service_events(trace) -> int:
+    """Events of a tf.data service client in ``trace`` (fetches, its iterator)."""
+    names = trace.strings.names
+    ids = [i for i, n in enumerate(names) if tfops.is_data_service(n)]
+    return int(np.isin(trace.events.name, ids).sum()) if ids else 0
+
+
 def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:
     """Batch size or input shape. Where both traces record tensor shapes (an xplane's
     allocation events), the shapes decide: leading dimensions that differ on the same ops are
     a different batch whatever the times do, and equal shapes rule one out. Otherwise the
     same graph with most of its op time scaled alike suggests one, unless the traces show a
     change of precision (:func:`_precision`), which scales the ops too."""
-    la, lb = labels["legacy"], labels["modern"]
+    la, lb = labels["a"], labels["b"]
     sh = facts.shapes()
     if sh.recorded:
         b = sh.batch()
@@ -313,7 +363,7 @@ def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:
                        f"leading dimension of {sh.differ[b]} of the {sh.compared} ops whose "
                        f"output shapes both traces record, e.g. {op} {x} vs {y}) — compare "
                        f"per example, not per step{per}", True,
-                       {"legacy": b[0], "modern": b[1], "from": "shapes"})]
+                       {"a": b[0], "b": b[1], "from": "shapes"})]
     scale = _uniform_scale(sides, labels, rows, steps, facts)
     if scale is None or _precision_signs(facts, labels):
         return []
@@ -324,18 +374,18 @@ def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:
 
 def _per_example(steps, b: tuple[int, int], labels) -> str:
     """``: per example, B is 3.2x slower`` from the step times and the two batch sizes."""
-    a_us, b_us = steps["legacy"].us, steps["modern"].us
+    a_us, b_us = steps["a"].us, steps["b"].us
     if not (a_us and b_us and b[0] > 0 and b[1] > 0):
         return ""
     pa, pb = a_us / b[0], b_us / b[1]
-    slow, fast = ("modern", "legacy") if pb > pa else ("legacy", "modern")
+    slow, fast = ("b", "a") if pb > pa else ("a", "b")
     return (f": per example {labels[slow]} is {max(pa, pb) / min(pa, pb):.1f}x slower "
             f"({ms(max(pa, pb))} vs {ms(min(pa, pb))})")
 
 
 @dataclasses.dataclass
 class _Scale:
-    """Matched ops that take about ``factor`` times as long on the modern side."""
+    """Matched ops that take about ``factor`` times as long on side b."""
 
     factor: float
     scaled: int
@@ -359,7 +409,7 @@ def _uniform_scale(sides, labels, rows, steps, facts) -> _Scale | None:
         return None
     # ops compiled by XLA on either side are faster or slower for that reason: left out
     compiled = {k: {key for key, st in s.ops.ops.items() if st.unit} for k, s in sides.items()}
-    if bool(compiled["legacy"]) != bool(compiled["modern"]):
+    if bool(compiled["a"]) != bool(compiled["b"]):
         return None   # XLA on one side only: not the same graph (and its threads compete)
     matched = [r for r in rows if r.match == "name" and r.group in ("compute", "preprocessing",
                                                                       "optimizer")
@@ -389,7 +439,7 @@ def _precision_signs(facts, labels) -> dict[str, list[str]]:
     if all(x.dtypes and not x.half for x in p.values()):
         return {}   # both traces record their tensors' dtypes, none of them half
     out = {}
-    for k, o in (("legacy", "modern"), ("modern", "legacy")):
+    for k, o in (("a", "b"), ("b", "a")):
         mine, other = p[k], p[o]
         signs = []
         if mine.loss_scale and not other.loss_scale:
@@ -416,7 +466,7 @@ def _precision(sides, labels, rows, steps, facts) -> list[Caveat]:
     if not signs:
         return []
     k, why = next(iter(signs.items()))
-    other = "modern" if k == "legacy" else "legacy"
+    other = "b" if k == "a" else "a"
     scale = _uniform_scale(sides, labels, rows, steps, facts)
     same = facts.shapes()
     shapes = (f"; the {same.compared} op output shapes both traces record are equal"
@@ -425,7 +475,7 @@ def _precision(sides, labels, rows, steps, facts) -> list[Caveat]:
     return [Caveat("precision", f"{labels[k]} computes in mixed or half precision and "
                    f"{labels[other]} does not ({'; '.join(why)}): a change of dtype, not of "
                    f"batch or shape"
-                   + (f"; {scale.words(labels['modern'])}" if scale else "") + shapes, False,
+                   + (f"; {scale.words(labels['b'])}" if scale else "") + shapes, False,
                    {"side": k, "casts": {x: v.casts for x, v in p.items()},
                     "loss_scale": {x: v.loss_scale for x, v in p.items()}})]
 
@@ -439,29 +489,23 @@ def _gpus(s: "Side") -> int:
 
 def _devices(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     g = {k: _gpus(s) for k, s in sides.items()}
-    if (g["legacy"] > 0) == (g["modern"] > 0):
+    if (g["a"] > 0) == (g["b"] > 0):
         return []
     words = {k: f"{labels[k]} on {'the CPU only' if not v else f'{v} GPU(s)'}"
              for k, v in g.items()}
-    return [Caveat("devices", f"different hardware: {words['legacy']}, {words['modern']}; a "
+    return [Caveat("devices", f"different hardware: {words['a']}, {words['b']}; a "
                    "GPU op's executor-row time is its launch, its kernels are on the stream "
                    "rows, and the op diff counts both", False)]
 
 
 def _device_busy(s: "Side") -> float:
-    """GPU time per steady step: the union of kernels and copies (median)."""
+    """GPU time per steady step: the union of its kernels and copies inside each step's
+    window (mean over the steady steps)."""
     ev, gpu = s.trace.events, on_gpu(s.trace) & work_mask(s.trace)
-    vals = []
-    for st in s.attribution.steady:
-        idx = np.flatnonzero(gpu & (ev.step == st.num))
-        spans = sorted(zip(ev.ts[idx].tolist(), ev.end[idx].tolist()))
-        total, end = 0.0, -np.inf
-        for t0, t1 in spans:
-            if t1 > end:
-                total += t1 - max(t0, end)
-                end = t1
-        vals.append(total)
-    return float(np.median(vals)) if vals else 0.0
+    idx = np.flatnonzero(gpu)
+    vals = [intervals.union_us(ev.ts[idx], ev.end[idx], st.ts, st.ts + st.dur)
+            for st in s.account.steady]
+    return float(np.mean(vals)) if vals else 0.0
 
 
 def _host_masks(sides, labels, rows, steps, facts=None) -> list[Caveat]:
@@ -472,11 +516,11 @@ def _host_masks(sides, labels, rows, steps, facts=None) -> list[Caveat]:
     step = {k: st.us for k, st in steps.items()}
     if not all(step.values()):
         return []
-    gain = dev["legacy"] - dev["modern"]
+    gain = dev["a"] - dev["b"]
     if not gain:
         return []
-    faster_dev = "modern" if gain > 0 else "legacy"
-    slower_dev = "legacy" if faster_dev == "modern" else "modern"
+    faster_dev = "b" if gain > 0 else "a"
+    slower_dev = "a" if faster_dev == "b" else "b"
     big = max(step.values())
     step_gain = step[slower_dev] - step[faster_dev]
     busy = dev[faster_dev] / step[faster_dev]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from compare.model.events import CAT, Trace
-from compare.model.lanes import in_lanes
+from compare.model.lanes import in_lanes, unique_pairs
 from compare.vocabulary.groups import is_collective
 from compare.vocabulary.ops import CUDA_SYNC_PREFIXES, WAIT_EVENT_PREFIXES
 from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
@@ -37,9 +37,9 @@ def lane_roles(trace: Trace) -> np.ndarray:
     ev = trace.events
     if not len(ev):
         return np.zeros(0, dtype=object)
-    lanes, inv = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0, return_inverse=True)
-    roles = np.array([lane_role(trace, int(p), int(t)) for p, t in lanes], dtype=object)
-    return roles[inv.reshape(-1)]
+    lanes, inv, _ = unique_pairs(ev.pid, ev.tid)
+    roles = np.array([lane_role(trace, p, t) for p, t in lanes.tolist()], dtype=object)
+    return roles[inv]
 
 
 def process_roles(trace: Trace) -> dict[int, str]:
@@ -67,19 +67,26 @@ def busy_mask(trace: Trace) -> np.ndarray:
     return m
 
 
-def work_mask(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
-    """Busy events (see :func:`busy_mask`) with each piece of work counted once: the GPU
-    tracer writes every kernel to ``stream:all`` and to its ``stream:N``, and every copy to
-    ``memcpy`` and to its ``stream:N``, so when per-stream rows exist only they count."""
-    ev = trace.events
+def duplicate_pids(trace: Trace, roles: dict[int, str] | None = None) -> set[int]:
+    """Rows that repeat other rows' events: the GPU tracer writes every kernel to
+    ``stream:all`` and to its ``stream:N``, and every copy to ``memcpy`` and to its
+    ``stream:N``, so where a GPU has per-stream rows, its ``stream:all`` and ``memcpy`` rows
+    repeat them. Every analysis leaves these rows out, so each kernel and copy counts once."""
     roles = roles or process_roles(trace)
-    m = busy_mask(trace)
     gpus_with_streams = {gpu_of(trace.processes[p].name) for p, r in roles.items()
                          if r == "gpu_stream"}
-    drop_pids = [p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_memcpy") and
-                 gpu_of(trace.processes[p].name) in gpus_with_streams]
-    if drop_pids:
-        m &= ~np.isin(ev.pid, drop_pids)
+    return {p for p, r in roles.items() if r in ("gpu_stream_all", "gpu_memcpy") and
+            gpu_of(trace.processes[p].name) in gpus_with_streams}
+
+
+def work_mask(trace: Trace, roles: dict[int, str] | None = None) -> np.ndarray:
+    """Busy events (see :func:`busy_mask`) with each piece of work counted once (rows that
+    repeat others left out: :func:`duplicate_pids`)."""
+    ev = trace.events
+    m = busy_mask(trace)
+    drop = duplicate_pids(trace, roles)
+    if drop:
+        m &= ~np.isin(ev.pid, sorted(drop))
     return m
 
 
@@ -97,10 +104,9 @@ def collective_mask(trace: Trace, idx: np.ndarray) -> np.ndarray:
     ev, names = trace.events, trace.strings.names
     if not len(idx):
         return np.zeros(0, bool)
-    keys, inv = np.unique(np.stack([ev.op_type[idx], ev.name[idx]]), axis=1,
-                          return_inverse=True)
-    hit = np.array([is_collective(names[o], names[n]) for o, n in keys.T.tolist()], bool)
-    return hit[inv.ravel()]
+    keys, inv, _ = unique_pairs(ev.op_type[idx], ev.name[idx])
+    hit = np.array([is_collective(names[o], names[n]) for o, n in keys.tolist()], bool)
+    return hit[inv]
 
 
 def blocking_mask(trace: Trace) -> np.ndarray:

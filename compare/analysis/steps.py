@@ -32,11 +32,11 @@ class StepChoice:
     min_us: float
     max_us: float
     source: str = ""            # where the trace's steps came from, in words
-    #: The step as the trace marks it, when the explained window was widened to the host's
-    #: side of the step (see :func:`widen`); ``step`` is then the widened window.
-    marked: Step | None = None
-    host_us: float = 0.0        # the host's step (its train_function call), when widened
-    window: str = ""            # how the window was drawn, in words, when widened
+    #: The host's side of the step (its ``train_function`` call) where a TF2 profile's step
+    #: is the device's (see :func:`host_side`): its start and end. The explained window stays
+    #: the step as the trace marks it; this says what of the host's step lies outside it.
+    host: tuple[float, float] | None = None
+    window: str = ""            # the host's side beside the window, in words
 
     @property
     def lo(self) -> float:
@@ -47,13 +47,16 @@ class StepChoice:
         return self.step.ts + self.step.dur
 
     def in_step(self, trace: Trace) -> np.ndarray:
-        """Per event: it belongs to the explained step (its step number; in a widened window,
-        also the events no step claims that start inside it)."""
+        """Per event: it has time inside the step window (it overlaps it; an instant event:
+        it lies in it). Its time there is clipped to the window
+        (:func:`compare.analysis.attribution.window_self`), as in compare's account."""
         ev = trace.events
-        m = ev.step == self.step.num
-        if self.marked is not None:
-            m |= (ev.step == -1) & (ev.ts >= self.lo) & (ev.ts < self.hi)
-        return m
+        return np.where(ev.dur > 0, (ev.ts < self.hi) & (ev.end > self.lo),
+                        (ev.ts >= self.lo) & (ev.ts < self.hi))
+
+    @property
+    def host_us(self) -> float:
+        return self.host[1] - self.host[0] if self.host else 0.0
 
     def as_dict(self) -> dict:
         return {"num": self.step.num, "name": self.step.name, "start_us": self.step.ts,
@@ -61,8 +64,7 @@ class StepChoice:
                 "first_step_us": self.first_us, "median_step_us": self.median_us,
                 "min_step_us": self.min_us, "max_step_us": self.max_us,
                 "steps_from": self.source,
-                "marked_start_us": self.marked.ts if self.marked else self.step.ts,
-                "marked_wall_us": self.marked.dur if self.marked else self.step.dur,
+                "host_start_us": self.host[0] if self.host else None,
                 "host_step_us": self.host_us, "window": self.window}
 
 
@@ -72,12 +74,14 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
     steps = sorted(trace.steps, key=lambda s: s.ts)
     if not steps:
         raise InputError(f"{trace.source}: the trace has no events to explain")
+    if trace.format == "timeline" and len(steps) > 1:
+        steps = traced_spans(trace, steps)
     durs = np.array([s.dur for s in steps])
     later = durs[1:] if len(durs) > 1 else durs
     stats = dict(count=len(steps), first_us=float(durs[0]), median_us=float(np.median(later)),
                  min_us=float(durs.min()), max_us=float(durs.max()),
                  source=trace.meta.get("steps_from", ""))
-    return widen(trace, _pick(trace, steps, durs, later, num, stats))
+    return host_side(trace, _pick(trace, steps, durs, later, num, stats))
 
 
 def _pick(trace: Trace, steps: list[Step], durs: np.ndarray, later: np.ndarray,
@@ -112,36 +116,53 @@ def _pick(trace: Trace, steps: list[Step], durs: np.ndarray, later: np.ndarray,
                                 f"{len(steps) - 1} steps after the first; {why}", **stats)
 
 
+def traced_spans(trace: Trace, steps: list[Step]) -> list[Step]:
+    """TF1 session runs as the trace marks them: from their first event to their last, not to
+    the next run's start (the time between runs is Python the trace does not show)."""
+    ev = trace.events
+    nums = np.array([st.num for st in steps])
+    keys, inv = np.unique(ev.step, return_inverse=True)
+    lo = np.full(len(keys), np.inf)
+    hi = np.full(len(keys), -np.inf)
+    np.minimum.at(lo, inv, ev.ts)
+    np.maximum.at(hi, inv, ev.end)
+    at = {int(k): j for j, k in enumerate(keys.tolist())}
+    out = []
+    for st, n in zip(steps, nums.tolist()):
+        j = at.get(n)
+        if j is None or hi[j] <= lo[j]:
+            out.append(st)
+            continue
+        a, b = max(st.ts, float(lo[j])), min(st.ts + st.dur, float(hi[j]))
+        out.append(dataclasses.replace(st, ts=a, dur=max(b - a, 0.0)) if b > a else st)
+    return out
+
+
 #: A host step and a device step differing by less than this (µs) are the same window.
 SAME_WINDOW_US = 1.0
 
 
-def widen(trace: Trace, c: StepChoice) -> StepChoice:
+def host_side(trace: Trace, c: StepChoice) -> StepChoice:
     """A TF2 profile's step is the device's (xprof's step rows and step database time the GPU),
     while the host begins it earlier: Keras' ``train_function`` call fetches the input batch
-    and launches the ops before the GPU starts. The explained window is both: from the host's
-    start of the step (the ``train_function`` call around the step's root event on a host
-    thread) to the later of the two ends."""
+    and launches the ops before the GPU starts. The explained window stays the step the trace
+    marks (so it is the step compare.run's account and xprof use); the host's side of it is
+    recorded beside it, and said in words when it reaches outside the window."""
     host = _host_step(trace, c.step)
     if host is None:
         return c
-    lo, hi = min(c.lo, host[0]), max(c.hi, host[1])
-    if lo >= c.lo - SAME_WINDOW_US and hi <= c.hi + SAME_WINDOW_US:
-        return c
-    step = dataclasses.replace(c.step, ts=lo, dur=hi - lo)
-    host_us, dev_us = host[1] - host[0], c.step.dur
-    words = (f"{ms(hi - lo)}, from the start of the host's side of the step (its "
-             f"train_function call, {ms(host_us)}) to the end of the step as the profile marks "
-             f"it ({ms(dev_us)}, the device's, starting {ms(max(0.0, c.lo - host[0]))} later): "
-             f"the host fetches the input and launches the ops before the device runs them")
-    if abs(host_us - dev_us) > 0.1 * max(host_us, dev_us):
-        end_gap = c.hi - host[1]
-        words += (f". The host's step and the device's differ: the host's call ended "
-                  f"{ms(end_gap)} before the device finished (it queues the device's work and "
-                  f"returns)" if end_gap > 0 else
-                  f". The host's step and the device's differ: the host's call went on "
-                  f"{ms(-end_gap)} after the device finished")
-    return dataclasses.replace(c, step=step, marked=c.step, host_us=host_us, window=words)
+    if host[0] >= c.lo - SAME_WINDOW_US and host[1] <= c.hi + SAME_WINDOW_US:
+        return dataclasses.replace(c, host=host)
+    before, after = max(0.0, c.lo - host[0]), max(0.0, host[1] - c.hi)
+    words = (f"{ms(c.step.dur)}, the step as the profile marks it (the device's); the host's "
+             f"side of the step (its train_function call, {ms(host[1] - host[0])}) "
+             + (f"began {ms(before)} before it (fetching the input and launching the ops)"
+                if before else "")
+             + (" and " if before and after else "")
+             + (f"ended {ms(after)} after it" if after else "")
+             + ": that host time is outside the window explained here (the previous step's "
+               "window holds it in a run of many steps)")
+    return dataclasses.replace(c, host=host, window=words)
 
 
 def _host_step(trace: Trace, step: Step) -> tuple[float, float] | None:

@@ -35,7 +35,6 @@ the facts from a trace. They are split so the thresholds can be checked on const
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
@@ -354,6 +353,12 @@ def _one_time_signs(f: Facts) -> list[str]:
         out.append(f"one {o.outlier_op} call, {o.outlier_node}, took {ms(o.outlier_us)} while "
                    f"its other calls took {ms(o.outlier_others_us)} (median): a first call "
                    f"setting up its library")
+    if o.launch_setup:
+        parts = [f"{node} {ms(launch)} (its kernels {ms(kernels)})"
+                 for node, launch, kernels in o.launch_setup[:3]]
+        out.append("the first launches of GPU ops took far longer than their kernels ran: "
+                   + ", ".join(parts) + " (CUDA, cuBLAS or cuDNN setting up on first use; "
+                   "a later launch takes microseconds)")
     if f.compile_us >= COMPILE_MIN_US:
         out.append(f"XLA compilation, {ms(f.compile_us)}")
     if o.source_us:
@@ -486,14 +491,16 @@ def _copy(f: Facts, cls: str) -> list[Finding]:
     kinds = ", ".join(f"{n} {d}" for d, n in sorted(c.by_direction.items(), key=lambda x: -x[1]))
     what = {"input": " (the input batch)", "host": " (made on the host in this run)"}.get(
         c.largest_source, "")
+    host = (f" The host's own copy calls held a host thread for {ms(c.host_us)} (staging "
+            f"pageable memory, such as numpy arrays, before the transfer)." if c.host_us else "")
     return [Finding(
         "copy", level, c.exposed_share,
-        f"Copies: {c.count} GPU cop{'y' if c.count == 1 else 'ies'} ({kinds}) cover "
+        f"Copies: {c.count} cop{'y' if c.count == 1 else 'ies'} ({kinds}) cover "
         f"{c.share:.0%} of the {f.window}, and for {c.exposed_share:.0%} of the {f.window} "
         f"the GPU ran no kernel beside them: the step waited for data to move, not for GPU "
         f"compute. The largest took {ms(c.largest_us)}"
         + (f" ({c.largest_direction})" if c.largest_direction else "")
-        + (f": {c.largest}{what}." if not rows.is_copy(c.largest) else "."),
+        + (f": {c.largest}{what}." if not rows.is_copy(c.largest) else ".") + host,
         _copy_advice(c))]
 
 
@@ -546,8 +553,12 @@ def _no_data(f: Facts, cls: str) -> list[Finding]:
                  "nothing can be said of the devices behind them")
     names = ", ".join(f.silent_rows[:6]) + (f" and {len(f.silent_rows) - 6} more"
                                             if len(f.silent_rows) > 6 else "")
+    # GPUs that recorded nothing while the host mostly waited: the step cannot be judged (its
+    # waits are for GPU work the trace does not hold), so that is what leads; a host that ran
+    # the step's ops itself (a CPU-only run beside an empty GPU row) is judged as usual
+    blind = bool(f.gpu_rows and not f.gpus_recorded) and f.compute_share < MOSTLY
     return [Finding(
-        "no_data", "info", 0.0,
+        "no_data", "high" if blind else "info", 1.0 if blind else 0.0,
         f"Recorded nothing: {len(f.silent_rows)} row(s) hold only their names ({names}); "
         f"{gpu_words}.",
         "re-profile with the GPU tracer working (check the profiler's log for CUPTI errors: "
@@ -641,6 +652,7 @@ def _lead(out: list[Finding], f: Facts, cls: str) -> Verdict:
                  if lead.kind == "idle" and lead.share >= MOSTLY else
                  f"The GPU is idle {lead.share:.0%} of the step (it ran kernels "
                  f"{f.gpu_busy_share:.0%} of it)" if lead.kind == "gpu_idle" else
+                 _WORDS[lead.kind] if lead.kind == "no_data" else
                  f"{_WORDS[lead.kind]} ({lead.share:.0%} of the step)")
         headline = words + (f"; input: {_said(f, cls)}." if lead.kind != "input" else ".")
         return Verdict(lead.kind, headline, cls, out, f)
@@ -679,8 +691,8 @@ def _said(f: Facts, cls: str) -> str:
 
 #: When several findings are high, the cause leads: one-time work of a first run, then a
 #: compile, an input wait, communication and launching (they cause an idle GPU, idle gaps).
-_CAUSES = {"one_time": 0, "compile": 1, "input": 2, "copy": 3, "communication": 4,
-           "overhead": 5, "launch": 6}
+_CAUSES = {"no_data": -1, "one_time": 0, "compile": 1, "input": 2, "copy": 3,
+           "communication": 4, "overhead": 5, "launch": 6}
 _WORDS = {
     "one_time": "This is a first run dominated by one-time work: profile a later step",
     "compile": "The step is compile-bound",
@@ -692,6 +704,8 @@ _WORDS = {
     "serialised": "One row serialises the step",
     "gpu_idle": "The GPU is idle most of the step",
     "recompile": "XLA recompiles",
+    "no_data": "This trace holds no device data: its GPU rows recorded nothing, so the step "
+               "cannot be judged; what the host shows is below",
 }
 
 
@@ -846,7 +860,8 @@ def _rest_top_op(st: _Step, r: Facts, rest: "evidence.Rest", work: np.ndarray) -
     where = np.where(gpu, 1, np.where(launch, 2, 0))
     key = ev.op_type[work].astype(np.int64) * 4 + where
     uniq, inv = np.unique(key, return_inverse=True)
-    summed = np.bincount(inv.reshape(-1), weights=ev.dur[work])
+    inside = intervals.clipped(ev.ts[work], ev.end[work], st.lo, st.hi)
+    summed = np.bincount(inv.reshape(-1), weights=inside)
     best = (0.0, -1)
     for g in np.argsort(-summed)[:TOP_OPS_REJUDGED]:
         share = rest.share(work[inv.reshape(-1) == g])
@@ -856,13 +871,14 @@ def _rest_top_op(st: _Step, r: Facts, rest: "evidence.Rest", work: np.ndarray) -
     if best[1] < 0:
         return
     g = best[1]
-    mine = work[inv.reshape(-1) == g]
-    j = int(mine[np.argmax(ev.dur[mine])])
+    mine_at = np.flatnonzero(inv.reshape(-1) == g)
+    mine = work[mine_at]
+    j = int(mine[np.argmax(inside[mine_at])])
     r.top_op, r.top_op_where = names[int(uniq[g]) // 4], WHERE[int(uniq[g]) % 4]
     r.top_op_count, r.top_op_share, r.top_op_cpu_us = len(mine), best[0], float(summed[g])
     r.top_op_category = CATEGORIES[ev.category[j]]
     r.top_op_name = names[ev.tf_name[j]] or names[ev.name[j]]
-    r.top_op_name_share = min(1.0, float(ev.dur[j]) / rest.wall)
+    r.top_op_name_share = min(1.0, float(inside[mine_at].max()) / rest.wall)
 
 
 #: Op types whose share of the rest of a first step is measured (the largest by summed time).
@@ -878,10 +894,18 @@ def is_seed_pipeline(trace: Trace) -> bool:
     """The trace is our own seed pipeline's (legacy or modern), by its stage name scopes: only
     then may advice name the seed's structure (its five independent crops)."""
     names = trace.strings.names
-    # only names holding a stage's word can carry its scope (a cheap test on 200,000 names)
-    words = re.compile("|".join(PIPELINE_STAGES))
-    stages = {stage_of_scope(names[i]) for i in np.unique(trace.events.tf_name)
-              if i and words.search(names[i])}
+    used = np.flatnonzero(np.bincount(trace.events.tf_name, minlength=1)[1:]) + 1
+    # only names holding a stage's word can carry its scope: the lines of all node names
+    # joined (names are kept showable: none holds a newline) where str.find meets one
+    joined = "\n".join([names[i] for i in used.tolist()])
+    stages: set[str | None] = set()
+    for word in PIPELINE_STAGES:
+        at = joined.find(word)
+        while at >= 0:
+            a, b = joined.rfind("\n", 0, at) + 1, joined.find("\n", at)
+            b = len(joined) if b < 0 else b
+            stages.add(stage_of_scope(joined[a:b]))
+            at = joined.find(word, b)
     stages.discard(None)
     return "crop" in stages and len(stages) >= SEED_STAGES_MIN
 
@@ -892,7 +916,8 @@ def _measure_input(st: _Step, f: Facts, ops: np.ndarray) -> None:
     f.input_ops = sorted({names[ev.op_type[i] or ev.name[i]] for i in st.waits})
     gn = [i for i in st.waits if tfops.is_get_next(names[ev.op_type[i] or ev.name[i]])]
     if gn:
-        f.get_next_us = float(sum(ev.dur[i] for i in gn))
+        gn = np.array(gn, np.int64)
+        f.get_next_us = float(intervals.clipped(ev.ts[gn], ev.end[gn], st.lo, st.hi).sum())
 
 
 def _measure_input_detail(st: _Step, f: Facts, ops: np.ndarray) -> None:
@@ -996,7 +1021,7 @@ def _measure_xla_overhead(st: _Step, f: Facts, xla: XlaSummary) -> None:
         if (op in tfops.XLA_COMPILE_OPS and int(i) not in compiled) or \
                 op in tfops.XLA_MERGE_OPS or (op in tfops.XLA_RUN_OPS and
                                               tfops.cluster_of(tf_name, tf_name) in tiny):
-            f.xla_overhead_us += float(ev.dur[i])
+            f.xla_overhead_us += float(intervals.clipped(ev.ts[i], ev.end[i], st.lo, st.hi))
 
 
 def _compute_events(st: _Step) -> np.ndarray:
@@ -1031,8 +1056,8 @@ def _measure_top_op(st: _Step, f: Facts, legend: Legend) -> None:
 
 
 def _reads_only_constants(st: _Step, node: str) -> bool:
-    """The longest execution of ``node`` in the step has inputs (a timeline records them), and
-    every one of them is made by a constant op in the step."""
+    """The longest execution of ``node`` in the step has inputs (a timeline records them),
+    every one of them made by a constant op in the step, and it draws no random numbers."""
     tr = st.trace
     ev, names = tr.events, tr.strings.names
     sid = tr.strings.lookup(node)
@@ -1041,7 +1066,10 @@ def _reads_only_constants(st: _Step, node: str) -> bool:
     mine = st.idx[ev.tf_name[st.idx] == sid]
     if not len(mine):
         return False
-    inputs = ev.inputs_of(int(mine[np.argmax(ev.dur[mine])])).tolist()
+    longest = int(mine[np.argmax(ev.dur[mine])])
+    if tfops.STATEFUL_RANDOM_OP.match(names[ev.op_type[longest]]):
+        return False     # a random op draws anew from its constant shape every run
+    inputs = ev.inputs_of(longest).tolist()
     if not inputs:
         return False
     made = {int(n): names[int(o)] for n, o in zip(ev.tf_name[st.idx], ev.op_type[st.idx])}

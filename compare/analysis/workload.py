@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from compare.analysis import evidence, rows
-from compare.analysis.opdiff import normalise
+from compare.analysis.opkeys import normalise
 from compare.analysis.steps import choose
 from compare.analysis.verdict import step_compile_us
 from compare.fmt import duration as ms
@@ -125,15 +125,15 @@ class Shapes:
     """The two sides' recorded output shapes, compared op by op (by normalised node name)."""
 
     compared: int                                  # ops with a shape recorded on both sides
-    differ: dict[tuple[int, int], int]             # (legacy, modern) leading dim -> ops
-    example: tuple[str, str, str] = ("", "", "")   # (op, legacy shape, modern shape)
+    differ: dict[tuple[int, int], int]             # (a, b) leading dim -> ops
+    example: tuple[str, str, str] = ("", "", "")   # (op, a's shape, b's shape)
 
     @property
     def recorded(self) -> bool:
         return self.compared > 0
 
     def batch(self) -> tuple[int, int] | None:
-        """The leading dimension most differing ops agree on, (legacy, modern), or None."""
+        """The leading dimension most differing ops agree on, (a, b), or None."""
         if not self.differ:
             return None
         return max(self.differ.items(), key=lambda kv: (kv[1], kv[0]))[0]

@@ -33,9 +33,9 @@ from common.errors import InputError, say
 DEFAULT_TIMEOUT = 300
 #: Values agree when |a - b| <= ATOL + RTOL * |b| (floats; other dtypes must be equal).
 RTOL, ATOL = 1e-4, 1e-4
-LABELS = {"legacy": "original", "modern": "port"}
-ORIGINS = {"legacy": "the original built by --call, one batch traced with FULL_TRACE",
-           "modern": "the port built by --call, profiled"}
+LABELS = {"a": "original", "b": "port"}
+ORIGINS = {"a": "the original built by --call, one batch traced with FULL_TRACE",
+           "b": "the port built by --call, profiled"}
 #: Width of the table's value columns; longer cells are written in full below their row.
 CELL = 28
 

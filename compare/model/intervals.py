@@ -75,3 +75,9 @@ def union_per_group(group: np.ndarray, ts: np.ndarray, end: np.ndarray, lo: floa
             rows = members[bounds[k]:bounds[k + 1]]
             out[k] = union_us(ts[rows], end[rows], lo, hi)
     return out
+
+
+def clipped(ts: np.ndarray, end: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Each interval's time inside ``[lo, hi]`` (0 for those outside it)."""
+    out: np.ndarray = np.maximum(0.0, np.minimum(end, hi) - np.maximum(ts, lo))
+    return out

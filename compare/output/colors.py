@@ -49,8 +49,10 @@ GROUP_COLORS: dict[str, tuple[str, tuple[int, int, int]]] = {
     "runtime": ("generic_work", (125, 125, 125)),
     "idle": ("grey", (221, 221, 221)),
     "unmapped": ("black", (0, 0, 0)),
+    # a step window's edges with nothing traced (the account's ``untraced`` row)
+    "untraced": ("white", (245, 245, 245)),
 }
-assert set(GROUP_COLORS) == set(GROUPS)
+assert set(GROUP_COLORS) == set(GROUPS) | {"untraced"}
 
 
 #: Catapult colour names for ops matched across the two runs (both sides' events of one

@@ -1,5 +1,6 @@
-"""``stages.png`` (where a steady step's time goes, both runs) and ``timelines.png`` (one steady
-step of each run, lane by lane), in the stage colours of :mod:`compare.output.colors`."""
+"""``stages.png`` (where a steady step's time goes, both runs: the tables' means),
+``step_delta.png`` (the step difference, term by term, as a waterfall) and ``timelines.png`` (one
+real steady step of each run, lane by lane), in the colours of :mod:`compare.output.colors`."""
 from __future__ import annotations
 
 import io
@@ -13,7 +14,7 @@ from common import atomic
 from compare.analysis.attribution import Attribution
 from compare.analysis.comparison import Comparison
 from compare.analysis.groups import OP_GROUPS, GroupMap
-from compare.fmt import fit
+from compare.fmt import duration, fit
 from compare.output.colors import rgb01
 from compare.vocabulary.groups import GROUP, GROUPS
 from compare.vocabulary.labels import LABELS
@@ -35,11 +36,11 @@ PLOT_ROW_SHARE = 0.005
 
 
 def _stage_values(c: Comparison) -> dict[str, tuple[float, float]]:
-    values = {row.stage: (row.cells["legacy"].us / 1e3, row.cells["modern"].us / 1e3)
-              for row in c.stages if row.cells["legacy"].us > 0 or row.cells["modern"].us > 0}
+    values = {row.stage: (row.cells["a"].us / 1e3, row.cells["b"].us / 1e3)
+              for row in c.stages if row.cells["a"].us > 0 or row.cells["b"].us > 0}
     um = {k: s.unmapped_us for k, s in c.sides.items()}
-    if um["legacy"] or um["modern"]:
-        values["unmapped"] = (um["legacy"] / 1e3, um["modern"] / 1e3)
+    if um["a"] or um["b"]:
+        values["unmapped"] = (um["a"] / 1e3, um["b"] / 1e3)
     return {s: values[s] for s in _ORDER if s in values}
 
 
@@ -47,7 +48,7 @@ def _group_values(c: Comparison) -> dict[str, tuple[float, float]]:
     """The generic view's rows in their order, the compute rows beyond the largest
     :data:`PLOT_COMPUTE_ROWS` added up in one."""
     values: dict[str, tuple[float, float]] = {}
-    step = max(s.steps.median_us for s in c.sides.values())
+    step = max(s.steps.mean_us for s in c.sides.values())
     compute = [r for r in c.groups if r.group == "compute"]
     # the largest scopes, each at least PLOT_ROW_SHARE of the step; the rest in one row
     shown = [r for r in compute if max(x.us for x in r.cells.values()) >=
@@ -57,32 +58,32 @@ def _group_values(c: Comparison) -> dict[str, tuple[float, float]]:
         if r in rest:   # compute rows come largest first: the rest in one row, where they begin
             if r is rest[0]:
                 values[f"compute: {len(rest)} more scope(s)"] = tuple(
-                    sum(x.cells[k].us for x in rest) / 1e3 for k in ("legacy", "modern"))
+                    sum(x.cells[k].us for x in rest) / 1e3 for k in ("a", "b"))
             continue
-        a, b = r.cells["legacy"].us / 1e3, r.cells["modern"].us / 1e3
+        a, b = r.cells["a"].us / 1e3, r.cells["b"].us / 1e3
         if a > 0 or b > 0:
             values[r.key] = (a, b)
     return values
 
 
 def _parts(c: Comparison, side: str) -> list[tuple[str, float]]:
-    """The representative step's split (ms) in the comparison's view: by stage, or by group
-    (compute scopes together)."""
-    rep = c.sides[side].steps.representative
+    """The mean steady step's split (ms) in the comparison's view: by stage (its table's
+    rows), or by group (the group table's rows, compute scopes together)."""
     if c.view == "stages":
-        return [(s, rep.stages_us.get(s, 0.0) / 1e3) for s in _ORDER]
+        cells = {row.stage: row.cells[side].us for row in c.stages}
+        cells["unmapped"] = c.sides[side].unmapped_us
+        return [(s, cells.get(s, 0.0) / 1e3) for s in _ORDER]
     by_group: dict[str, float] = {}
-    for key, us in rep.groups_us.items():
-        g = key.partition(":")[0]
-        by_group[g] = by_group.get(g, 0.0) + us / 1e3
-    return [(g, by_group[g]) for g in GROUPS[1:] + ("unmapped",) if g in by_group]
+    for r in c.groups:
+        by_group[r.group] = by_group.get(r.group, 0.0) + r.cells[side].us / 1e3
+    return [(g, by_group[g]) for g in GROUPS[1:] + ("unmapped", "untraced") if g in by_group]
 
 
 def stages_png(path: str | os.PathLike, c: Comparison) -> None:
-    """Top: each run's representative steady step (closest to the median) as one bar split by
-    stage, or by group when neither trace shows the seed's image pipeline (the comparison's
-    view). Bottom: per stage (group row), the two runs' median wall time per steady step
-    (ms), legacy solid, modern hatched."""
+    """Top: each run's mean steady step as one bar split by stage, or by group when neither
+    trace shows the seed's image pipeline (the comparison's view): the same numbers as the
+    tables. Bottom: per stage (group row), the two runs' mean wall time per steady step (ms),
+    A solid, B hatched."""
     view = c.view
     values = _stage_values(c) if view == "stages" else _group_values(c)
     stages = list(values)
@@ -90,28 +91,25 @@ def stages_png(path: str | os.PathLike, c: Comparison) -> None:
     fig = Figure(figsize=(11, 3.2 + 0.42 * len(stages)))
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": [
         1.1, max(len(stages), 1) * 0.42]})
-    parts = {side: _parts(c, side) if c.sides[side].steps.representative else []
-             for side in ("legacy", "modern")}
-    for y, side in enumerate(("legacy", "modern")):
-        rep = c.sides[side].steps.representative
-        if not rep:
-            continue
+    parts = {side: _parts(c, side) for side in ("a", "b")}
+    for y, side in enumerate(("a", "b")):
         left = 0.0
         for s, v in parts[side]:
             if v <= 0:
                 continue
             top.barh(y, v, left=left, color=rgb01(s, view), edgecolor="white", linewidth=0.5,
-                     hatch="//" if side == "modern" else None)
+                     hatch="//" if side == "b" else None)
             left += v
-        top.text(left, y, f"  step {rep.step}: {rep.dur_us / 1e3:.1f} ms", va="center",
-                 fontsize=9)
-    top.set_yticks([0, 1], [c.label("legacy"), c.label("modern")])
+        st = c.sides[side].steps
+        top.text(left, y, f"  {st.mean_us / 1e3:.2f} ms (mean of {st.steady_count})",
+                 va="center", fontsize=9)
+    top.set_yticks([0, 1], [c.label("a"), c.label("b")])
     top.invert_yaxis()
-    top.set_xlabel(f"the steady step closest to the median (ms), split by {what}, wall time")
+    top.set_xlabel(f"the mean steady step (ms), split by {what}, wall time")
     top.set_title("Where a steady step's time goes")
     if view == "groups":
         used = {g for ps in parts.values() for g, v in ps if v > 0}
-        shown = [g for g in GROUPS[1:] + ("unmapped",) if g in used]
+        shown = [g for g in GROUPS[1:] + ("unmapped", "untraced") if g in used]
         top.legend(handles=[Patch(color=rgb01(g, view), label=g) for g in shown],
                    loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=min(len(shown), 10),
                    fontsize=7, frameon=False)
@@ -128,12 +126,57 @@ def stages_png(path: str | os.PathLike, c: Comparison) -> None:
         bottom.text(max(b, 0), yy + h / 2, f" {b:.2f}", va="center", fontsize=7)
     bottom.set_yticks(y, [_fit(s) for s in stages])
     bottom.invert_yaxis()
-    bottom.set_xlabel("ms per steady step (median; wall time, shared among concurrent threads)")
-    bottom.legend(handles=[Patch(facecolor="white", edgecolor="black", label=c.label("legacy")),
+    bottom.set_xlabel("ms per steady step (mean; wall time, shared among concurrent threads)")
+    bottom.legend(handles=[Patch(facecolor="white", edgecolor="black", label=c.label("a")),
                            Patch(facecolor="white", edgecolor="black", hatch="//",
-                                 label=c.label("modern"))], loc="lower right", fontsize=8)
+                                 label=c.label("b"))], loc="lower right", fontsize=8)
     fig.tight_layout()
     _save(fig, path)
+
+
+def step_delta_png(path: str | os.PathLike, c: Comparison) -> None:
+    """The step difference as a waterfall: A's mean step, each term's change (longer: red,
+    shorter: green), B's mean step; the terms' labels name the ops behind them."""
+    d = c.step_delta
+    terms = [t for t in d.terms if abs(t.delta_us) >= 0.0005 * max(d.a_us, d.b_us, 1.0)]
+    fig = Figure(figsize=(11, 1.6 + 0.36 * (len(terms) + 2)))
+    ax = fig.subplots()
+    names = [f"{c.label('a')} (mean step)"]
+    left = [0.0]
+    width = [d.a_us / 1e3]
+    colours = ["#8c8c8c"]
+    run = d.a_us
+    for t in terms:
+        start, end = run, run + t.delta_us
+        names.append(_fit(_term_label(c, t)))
+        left.append(min(start, end) / 1e3)
+        width.append(abs(t.delta_us) / 1e3)
+        colours.append("#d62728" if t.delta_us > 0 else "#2ca02c")
+        run = end
+    names.append(f"{c.label('b')} (mean step)")
+    left.append(0.0)
+    width.append(d.b_us / 1e3)
+    colours.append("#8c8c8c")
+    y = np.arange(len(names))
+    ax.barh(y, width, left=left, color=colours, edgecolor="black", linewidth=0.4)
+    for yy, lft, w, t in zip(y[1:-1], left[1:-1], width[1:-1], terms):
+        ax.text(lft + w, yy, f" {'+' if t.delta_us > 0 else '-'}{duration(abs(t.delta_us))}",
+                va="center", fontsize=7)
+    ax.text(width[0], 0, f" {duration(d.a_us)}", va="center", fontsize=7)
+    ax.text(width[-1], y[-1], f" {duration(d.b_us)}", va="center", fontsize=7)
+    ax.set_yticks(y, names, fontsize=8)
+    ax.invert_yaxis()
+    basis = "mean traced span" if d.basis == "traced" else "mean steady step"
+    ax.set_xlabel(f"ms ({basis}; each term a group's wall time per step)")
+    ax.set_title(f"The step difference, {'+' if d.delta_us > 0 else '-'}"
+                 f"{duration(abs(d.delta_us))}, term by term (they add up to it)")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _term_label(c: Comparison, t) -> str:
+    ops = [c.ops_diff[o.row].op.rpartition("/")[2] for o in t.ops[:2]]
+    return t.key + (f": {', '.join(ops)}" if ops else "")
 
 
 def _fit(name: str) -> str:
@@ -214,8 +257,9 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
         lane_names = _dedupe([_short(_lane_label(att.trace, ln)) for ln, _ in lanes])
         ax.set_yticks(range(len(lane_names)), lane_names, fontsize=7)
         ax.set_ylim(len(lane_names) - 0.5, -0.5)
-        ax.set_title(f"{side_names.get(side, side)}: step {st.num}, {st.dur / 1e3:.1f} ms (the "
-                     f"steady step closest to the median)", fontsize=9, loc="left")
+        ax.set_title(f"{side_names.get(side, side)}: step {st.num}, {st.dur / 1e3:.1f} ms (one "
+                     f"real step: the steady step closest to the median, not an average)",
+                     fontsize=9, loc="left")
         ax.axvline(st.dur / 1e3, color="black", linewidth=0.8, linestyle=":")
     axes[-1, 0].set_xlabel("ms from the step's start")
     order = [s for s in _ORDER] if view == "stages" else list(GROUPS[1:]) + ["unmapped"]

@@ -1,6 +1,6 @@
 """The comparison's artifacts in a run folder: ``report.md``, ``report.json`` (validated against
-``compare/output/report.schema.json`` in the tests), ``stages.png``, ``timelines.png``,
-``merged_trace.json.gz``.
+``compare/output/report.schema.json`` in the tests), ``stages.png``, ``step_delta.png``,
+``timelines.png``, ``merged_trace.json.gz``.
 
 They are written into a staging folder and moved into place together at the end, so an
 interrupted run leaves either the whole report or none of it.
@@ -11,17 +11,26 @@ import dataclasses
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from common import atomic
-from compare.analysis.comparison import Comparison, Side
+from compare.analysis.comparison import SIDES, Comparison, Side
 from compare.analysis.explanation import explain
-from compare.analysis.opdiff import event_keys
-from compare.output import explain_text, merged_trace, plots, report_json, report_md
+from compare.analysis.opkeys import event_keys
+from compare.output import (
+    compare_words,
+    explain_text,
+    merged_trace,
+    plots,
+    report_json,
+    report_md,
+)
 from compare.output.stage_order import stage_order
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
 FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
-         "timelines_png": "timelines.png", "merged_trace": "merged_trace.json.gz"}
+         "step_delta_png": "step_delta.png", "timelines_png": "timelines.png",
+         "merged_trace": "merged_trace.json.gz"}
 
 
 @dataclasses.dataclass
@@ -39,6 +48,8 @@ class Report:
     elapsed_s: dict[str, float] | None = None
     merged_trace: dict | None = None
     out: Path | None = None                 # the folder it was written into
+    #: the verdict in words: "comparison" (the two together), "sides" (side -> its sentences)
+    words: dict = dataclasses.field(default_factory=dict)
 
 
 def answers(side: Side) -> dict[str, str]:
@@ -52,25 +63,38 @@ def answers(side: Side) -> dict[str, str]:
 
 def build(comparison: Comparison, sides: dict[str, Side], tensorboard_logdir: str | None = None,
           screenshot: str | None = None) -> Report:
-    """``screenshot``: the file name of TensorBoard's profile tab saved beside report.md."""
+    """``sides``: the two sides, A then B; ``screenshot``: the file name of TensorBoard's
+    profile tab saved beside report.md."""
+    sides = _keyed(sides)
+    words = {"comparison": compare_words.comparison_text(comparison),
+             "sides": {k: compare_words.side_text(comparison, k) for k in sides}}
     return Report(comparison, {k: answers(s) for k, s in sides.items()}, dict(FILES),
                   f"tensorboard --logdir {tensorboard_logdir}" if tensorboard_logdir else None,
-                  screenshot)
+                  screenshot, words=words)
+
+
+def _keyed(sides: dict[str, Side]) -> dict[str, Side]:
+    """The sides keyed as the comparison keys them (A, B in order)."""
+    return dict(zip(SIDES, sides.values()))
 
 
 def _matches(c: Comparison, sides: dict[str, Side]) -> dict[str, dict[int, str]]:
     """Per side, event -> the ``ops_diff`` row (same, changed or fused) its op belongs to."""
     out = {}
     for k, s in sides.items():
-        row_of = {key: r.op for r in c.ops_diff if r.status in ("same", "changed", "fused", "unfused")
+        row_of = {key: r.op for r in c.ops_diff
+                  if r.status in ("same", "changed", "fused", "unfused")
                   for key in r.keys.get(k, ())}
         out[k] = {i: row_of[key] for i, key in event_keys(s.analysis).items() if key in row_of}
     return out
 
 
-def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> list[Path]:
-    """Write every artifact into ``out`` (all or nothing); returns the paths written."""
+def write(out: str | os.PathLike, report: Report, sides: dict[str, Side],
+          progress: Callable[[str], None] = lambda text: None) -> list[Path]:
+    """Write every artifact into ``out`` (all or nothing); returns the paths written.
+    ``progress`` is told each file (or pair of files) before it is written."""
     out = Path(out)
+    sides = _keyed(sides)
     staging = out / f".report-staging-{os.getpid()}"
     staging.mkdir(parents=True, exist_ok=False)
     try:
@@ -78,10 +102,16 @@ def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> lis
         c = report.comparison
         # the generic view's groups colour the pictures when no side shows the seed's stages
         groups = {k: s.groups for k, s in sides.items()} if c.view == "groups" else None
+        n = sum(len(s.trace.events) for s in sides.values())
+        progress(f"{FILES['merged_trace']} ({n:,} events in all) ...")
         report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs,
                                                  c.labels, _matches(c, sides), groups)
+        progress(f"{FILES['stages_png']}, {FILES['timelines_png']} ...")
         plots.stages_png(staging / FILES["stages_png"], c)
+        if c.step_delta is not None:
+            plots.step_delta_png(staging / FILES["step_delta_png"], c)
         plots.timelines_png(staging / FILES["timelines_png"], runs, c.labels, groups=groups)
+        progress(f"{FILES['report_json']}, {FILES['report_md']} ...")
         atomic.write_json(staging / FILES["report_json"], report_json.to_json(report))
         atomic.write_text(staging / FILES["report_md"], report_md.render(report))
         written = atomic.move_into(staging, out)

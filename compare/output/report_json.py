@@ -1,17 +1,19 @@
-"""A :class:`compare.output.report.Report` as ``report.json`` (schema version 2,
+"""A :class:`compare.output.report.Report` as ``report.json`` (schema version 4,
 ``compare/output/report.schema.json``): the one place the typed result becomes a dict.
 
-Version 2 keeps every field of version 1 with its meaning and adds: ``labels`` (what the
-outputs call each side; the keys stay ``legacy``/``modern``), ``groups`` (the generic view of
-any TF program), ``ops_diff`` and ``types_diff`` (op by op), ``comparability`` (the parity
-checks: caveats, like for like, the step times compared) and ``verdict.named`` /
-``verdict.significant``; later additions that an old reader can ignore: ``view`` (which view
-the verdict and plots use, the unmapped share in each), ``unfused`` rows of ``ops_diff``,
-``steps.*.first_kind`` and friends, ``steps.*.representative.groups_us``."""
+Version 4 names the sides by their labels: ``order`` is [label of side A, label of side B];
+what belongs to one side (``sources``, ``steps``, ``xla``, ``coverage``, ``answers``,
+``verdict.sides``...) is keyed by its label, and the rows of the tables (``stages``,
+``groups.rows``, ``ops_diff``, ``types_diff``, ``step_delta.terms``) carry ``a_*`` and ``b_*``
+fields, A being ``order[0]``. It adds ``step_delta`` (the step difference in terms that add up
+to it), tests against the step-to-step spread (``p_value``, ``beyond_noise``), ``a_wall_us`` /
+``b_wall_us`` of ops and ``busy_us`` of group rows, ``steps.*.basis`` and ``input_us``, and the
+verdict as data (``faster``, ``a_us``, ``b_us``, ``named[].kind``). Tables are means per
+steady step (stage cells keep their median in ``*_median_us``)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compare.analysis.comparison import (
     SIDES,
@@ -21,45 +23,46 @@ from compare.analysis.comparison import (
     StepStats,
     XlaTotals,
 )
+from compare.analysis.noise import Test
 from compare.analysis.opdiff import OpDiff
+from compare.analysis.step_delta import StepDelta, Term
+from compare.output import compare_words
 from compare.vocabulary.thresholds import MEMBERS_LISTED
 
 if TYPE_CHECKING:
     from compare.output.report import Report
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def to_json(r: "Report") -> dict:
     c = r.comparison
+    lab = c.label
+    per = (lambda f: {lab(k): f(s) for k, s in c.sides.items()})
     out = {
         "schema_version": SCHEMA_VERSION,
         "created": c.created,
-        "sources": {k: dataclasses.asdict(s.source) for k, s in c.sides.items()},
+        "order": [lab(k) for k in SIDES],
+        "sources": per(lambda s: dataclasses.asdict(s.source)),
         "attribution": c.attribution_note,
         "stages": [stage_row(row) for row in c.stages],
-        "unmapped_us": {k: s.unmapped_us for k, s in c.sides.items()},
-        "unmapped_ops": {k: [dataclasses.asdict(o) for o in s.unmapped_ops]
-                         for k, s in c.sides.items()},
-        "steps": {k: steps(s.steps) for k, s in c.sides.items()},
-        "xla": {k: xla(s.xla) for k, s in c.sides.items()},
+        "unmapped_us": per(lambda s: s.unmapped_us),
+        "unmapped_ops": per(lambda s: [dataclasses.asdict(o) for o in s.unmapped_ops]),
+        "steps": per(lambda s: steps(s.steps)),
+        "xla": per(lambda s: xla(s.xla)),
         "estimates": dict(c.estimates),
-        "estimates_used": {k: list(s.estimates_used) for k, s in c.sides.items()},
-        "coverage": {k: dataclasses.asdict(s.coverage) for k, s in c.sides.items()},
-        "cross_checks": {k: [cross_check(x) for x in s.cross_checks]
-                         for k, s in c.sides.items()},
-        "verdict": {**c.verdict.sides, "comparison": c.verdict.comparison,
-                    "significant": c.verdict.significant,
-                    "named": [{"op": x.op, "delta_us": round(x.delta_us, 1), "words": x.words}
-                              for x in c.verdict.named[:10]]},
-        "labels": {k: c.label(k) for k in SIDES},
+        "estimates_used": per(lambda s: list(s.estimates_used)),
+        "coverage": per(lambda s: dataclasses.asdict(s.coverage)),
+        "cross_checks": per(lambda s: [cross_check(x) for x in s.cross_checks]),
+        "verdict": verdict(c),
         "groups": groups(c),
-        "ops_diff": [op_diff(r) for r in c.ops_diff],
+        "ops_diff": [op_diff(row, c) for row in c.ops_diff],
         "types_diff": [dataclasses.asdict(t) | {"delta_us": round(t.delta_us, 1)}
                        for t in c.types_diff],
+        "step_delta": step_delta(c.step_delta, c) if c.step_delta else None,
         "comparability": comparability(c),
         "view": view(c),
-        "answers": r.answers,
+        "answers": {lab(k): v for k, v in r.answers.items()},
         "files": r.files,
         "tensorboard": r.tensorboard,
         "screenshot": r.screenshot,
@@ -70,13 +73,31 @@ def to_json(r: "Report") -> dict:
     return out
 
 
+def _test(t: Test | None) -> dict:
+    """A difference's bootstrap test: its p-value and whether it is beyond the step-to-step spread
+    (both null when the sides hold too few steps to test)."""
+    if t is None or t.p is None:
+        return {"p_value": None, "beyond_noise": None}
+    return {"p_value": round(t.p, 6), "beyond_noise": bool(t.beyond)}
+
+
+def verdict(c: Comparison) -> dict:
+    v = c.verdict
+    return {"sides": {c.label(k): compare_words.side_text(c, k) for k in SIDES},
+            "comparison": compare_words.comparison_text(c),
+            "significant": v.significant,
+            "faster": c.label(v.faster) if v.faster else None,
+            "a_us": round(v.a_us, 1), "b_us": round(v.b_us, 1), **_test(v.test),
+            "named": compare_words.named_list(c)}
+
+
 def stage_row(row: StageRow) -> dict:
-    """One stage's row; per side its cells as ``<side>_<field>`` keys."""
-    out = {"stage": row.stage, "kind": row.kind}
+    """One stage's row; per side its cells as ``a_<field>`` / ``b_<field>`` keys."""
+    out: dict[str, Any] = {"stage": row.stage, "kind": row.kind}
     for k in SIDES:
         cell = row.cells[k]
         out[f"{k}_us"] = cell.us
-        out[f"{k}_mean_us"] = cell.mean_us
+        out[f"{k}_median_us"] = cell.median_us
         out[f"{k}_cpu_us"] = cell.cpu_us
         out[f"{k}_first_us"] = cell.first_us
         out[f"{k}_estimated_us"] = cell.estimated_us
@@ -90,45 +111,80 @@ def groups(c: Comparison) -> dict:
     """The generic view: rows (``compute`` per top-level scope) and what no rule places."""
     rows = []
     for r in c.groups:
-        row = {"group": r.group, "scope": r.scope}
+        row: dict[str, Any] = {"group": r.group, "scope": r.scope}
         for k in SIDES:
             cell = r.cells[k]
-            row |= {f"{k}_us": cell.us, f"{k}_cpu_us": cell.cpu_us,
+            row |= {f"{k}_us": cell.us, f"{k}_cpu_us": cell.cpu_us, f"{k}_busy_us": cell.busy_us,
                     f"{k}_first_us": cell.first_us, f"{k}_ops": list(cell.ops)}
         rows.append(row)
-    step = {k: c.sides[k].steps.median_us for k in SIDES}
+    step = {k: c.sides[k].steps.mean_us for k in SIDES}
     return {"rows": rows,
-            "unmapped_us": {k: round(c.group_unmapped_us(k), 1) for k in SIDES},
-            "unmapped_share": {k: round(c.group_unmapped_us(k) / step[k], 4) if step[k] else 0.0
-                               for k in SIDES}}
+            "unmapped_us": {c.label(k): round(c.group_unmapped_us(k), 1) for k in SIDES},
+            "unmapped_share": {c.label(k): round(c.group_unmapped_us(k) / step[k], 4)
+                               if step[k] else 0.0 for k in SIDES}}
 
 
-def op_diff(r: OpDiff) -> dict:
-    """One ``ops_diff`` row, keyed by side as the rest of report.json is."""
-    return {"op": r.op, "type": r.type, "legacy_us": r.a_us, "modern_us": r.b_us,
-            "delta_us": round(r.delta_us, 1), "legacy_count": r.a_count,
-            "modern_count": r.b_count, "status": r.status, "match": r.match, "group": r.group,
-            "legacy_host_us": r.a_host_us, "legacy_device_us": r.a_device_us,
-            "modern_host_us": r.b_host_us, "modern_device_us": r.b_device_us,
+def op_diff(r: OpDiff, c: Comparison) -> dict:
+    """One ``ops_diff`` row (``a_*`` side A, ``b_*`` side B)."""
+    return {"op": r.op, "type": r.type, "a_us": r.a_us, "b_us": r.b_us,
+            "delta_us": round(r.delta_us, 1), "a_count": r.a_count, "b_count": r.b_count,
+            "status": r.status, "match": r.match, "group": r.group,
+            "a_host_us": r.a_host_us, "a_device_us": r.a_device_us,
+            "b_host_us": r.b_host_us, "b_device_us": r.b_device_us,
+            "a_wall_us": r.a_wall_us, "b_wall_us": r.b_wall_us,
             "members": list(r.members[:MEMBERS_LISTED]), "members_total": len(r.members),
-            "into": r.into}
+            "into": c.label(r.into) if r.into else "", **_test(r.test)}
+
+
+def step_delta(d: StepDelta, c: Comparison) -> dict:
+    """The step difference and its terms (their ``delta_us`` add up to the whole)."""
+    return {"basis": d.basis, "a_us": round(d.a_us, 1), "b_us": round(d.b_us, 1),
+            "delta_us": round(d.delta_us, 1), **_test(d.test),
+            "terms": [term(t, c) for t in d.terms]}
+
+
+def term(t: Term, c: Comparison) -> dict:
+    out = {"key": t.key, "words": compare_words.TERM_WORDS.get(t.key, t.key),
+           "a_us": round(t.a_us, 1), "b_us": round(t.b_us, 1),
+           "delta_us": round(t.delta_us, 1), **_test(t.test),
+           "ops": [{"op": c.ops_diff[o.row].op, "type": c.ops_diff[o.row].type,
+                    "delta_us": round(o.delta_us, 1)} for o in t.ops],
+           "events": [{"name": e.name, "delta_us": round(e.delta_us, 1)} for e in t.events]}
+    if t.members:
+        out |= {"members": t.members, "clusters": list(t.clusters),
+                "into": c.label(t.into) if t.into else ""}
+    return out
+
+
+def _sided(c: Comparison, facts):
+    """A caveat's facts with side keys (and a ``side`` named) as the sides' labels."""
+    if not isinstance(facts, dict):
+        return facts
+    out = {}
+    for k, v in facts.items():
+        if k == "side" and v in SIDES:
+            v = c.label(v)
+        out[c.label(k) if k in SIDES else k] = _sided(c, v)
+    return out
 
 
 def comparability(c: Comparison) -> dict:
     p = c.parity
+    sided = (lambda d: _sided(c, d))
     return {"like_for_like": p.like_for_like, "noise_share": round(p.noise, 4),
-            "caveats": [dataclasses.asdict(x) for x in p.caveats],
-            "step_us": {k: round(st.us, 1) for k, st in p.steps.items()},
-            "untraced_us": {k: round(st.untraced_us, 1) for k, st in p.steps.items()}}
+            "caveats": [dataclasses.asdict(x) | {"facts": sided(x.facts)} for x in p.caveats],
+            "step_us": {c.label(k): round(st.us, 1) for k, st in p.steps.items()},
+            "untraced_us": {c.label(k): round(st.untraced_us, 1) for k, st in p.steps.items()}}
 
 
 def view(c: Comparison) -> dict:
     """Which view the verdict, plots and merged trace use, and each side's unmapped share in
     both views (``unmapped_us``/``coverage`` are the stages', ``groups`` the generic one's)."""
     return {"shown": c.view, "why": c.view_reason(),
-            "unmapped_share": {k: {"stages": c.sides[k].coverage.unmapped_share,
-                                   "groups": round(c.group_unmapped_us(k) / s.steps.median_us, 4)
-                                   if s.steps.median_us else 0.0}
+            "unmapped_share": {c.label(k): {"stages": c.sides[k].coverage.unmapped_share,
+                                            "groups": round(c.group_unmapped_us(k)
+                                                            / s.steps.mean_us, 4)
+                                            if s.steps.mean_us else 0.0}
                                for k, s in c.sides.items()}}
 
 

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compare.analysis.attribution import SPLIT_KEYS
 from compare.analysis.comparison import SIDES, Comparison, StageRow
 from compare.fmt import duration, listed, shown, shown_words
+from compare.output import compare_words
 from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
+from compare.output.summary import summary
+from compare.vocabulary.groups import SPLIT_KEYS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
 
 if TYPE_CHECKING:
@@ -24,9 +26,10 @@ def ms(us: float | None) -> str:
 
 def render(r: "Report") -> str:
     c = r.comparison
-    parts = [_head(r), _verdict(c), _comparability(c), _groups(c), _ops_diff(c),
+    parts = [_title(c), summary(r), [""], _head(r), _verdict(c), _comparability(c),
+             _step_delta(c), _groups(c), _ops_diff(c),
              _stages(c) if c.has_pipeline() else _no_stages(c), _split(c), _xla(c), _how(c),
-             _questions(r), _files(c)]
+             _questions(r), _files(c, (r.merged_trace or {}).get("folded", {}))]
     # every name cut where it is shown (a 4,096-character op name made 12,000-character lines)
     return "\n".join(shown_words(line) for part in parts for line in part) + "\n"
 
@@ -46,12 +49,16 @@ def _ops(ops: list[str], n: int = 4) -> str:
     return cells + (f" (+{len(ops) - n})" if len(ops) > n else "")
 
 
+def _title(c: Comparison) -> list[str]:
+    return [f"# {c.label('a')} vs {c.label('b')}: where the time goes", ""]
+
+
 def _head(r: "Report") -> list[str]:
     c = r.comparison
-    lines = [f"# {c.label('legacy')} vs {c.label('modern')}: where the time goes", ""]
+    lines = ["## The two traces", ""]
     for k, s in c.sides.items():
         src = s.source
-        lines.append(f"- **{c.label(k)}** (`{k}` in report.json): `{src.path}` ({src.format})"
+        lines.append(f"- **{c.label(k)}** (side {k.upper()}): `{src.path}` ({src.format})"
                      + (f": {src.note}" if src.note else ""))
     if r.tensorboard:
         lines.append(f"- Open the profiles: `{r.tensorboard}` (runs `legacy` and `modern`, "
@@ -63,8 +70,44 @@ def _head(r: "Report") -> list[str]:
 
 
 def _verdict(c: Comparison) -> list[str]:
-    return ["## Verdict", "", f"- {c.verdict.comparison}"] + \
-        [f"- {c.verdict.sides[k]}" for k in SIDES] + [""]
+    return ["## Verdict", "", f"- {compare_words.comparison_text(c)}"] + \
+        [f"- {compare_words.side_text(c, k)}" for k in SIDES] + [""]
+
+
+def _step_delta(c: Comparison) -> list[str]:
+    """The step difference in terms that add up to it, and the ops behind each."""
+    d = c.step_delta
+    if d is None:
+        return []
+    la, lb = c.label("a"), c.label("b")
+    what = ("mean traced span (the untraced edges of session runs left out)"
+            if d.basis == "traced" else "mean steady step")
+    tested = d.test.tested
+    lines = ["## The step difference, term by term", "",
+             f"The {what}: {la} {duration(d.a_us)}, {lb} {duration(d.b_us)}, "
+             f"{compare_words.signed(d.delta_us)}. Each term is a group's wall time per step "
+             "(instants shared among the threads working at them), so the terms add up to the "
+             "difference; ops that XLA fused into clusters on one side only are one term. The "
+             "ops behind a term are its parts: the ops whose wall time in it changed most, and "
+             "time no op owns (TF's executor, thread pools, waits) by its events."
+             + (" `p`: a bootstrap of the difference of the term's mean over the steps of "
+                "each side; above 0.05 the change is within the step-to-step spread."
+                if tested else
+                " Too few steps on a side to test a term against the step-to-step spread."),
+             "", f"| term | {la} | {lb} | delta |" + (" p |" if tested else "") + " ops behind it |",
+             "|---|---:|---:|---:|" + ("---:|" if tested else "") + "---|"]
+    for t in d.terms:
+        ops = ", ".join(f"{_code(compare_words.part_name(c, o))} "
+                        f"{compare_words.signed(o.delta_us)}" for o in t.behind())
+        if t.members:
+            ops = f"{t.members} ops in {len(t.clusters)} cluster run(s)" + (f": {ops}" if ops else "")
+        p = (f" {t.test.p:.2g} |" if t.test.tested else " – |") if tested else ""
+        lines.append(f"| {compare_words.TERM_WORDS.get(t.key, t.key)} | {ms(t.a_us)} | "
+                     f"{ms(t.b_us)} | {compare_words.signed(t.delta_us) or '0'} |{p} {ops} |")
+    total = sum(t.delta_us for t in d.terms)
+    lines.append(f"| **step** | {ms(d.a_us)} | {ms(d.b_us)} | "
+                 f"**{compare_words.signed(total) or '0'}** |" + (" |" if tested else "") + " |")
+    return lines + ["", "![the step difference, term by term](step_delta.png)", ""]
 
 
 def _comparability(c: Comparison) -> list[str]:
@@ -81,20 +124,24 @@ def _comparability(c: Comparison) -> list[str]:
 
 
 def _groups(c: Comparison) -> list[str]:
-    la, lb = c.label("legacy"), c.label("modern")
+    la, lb = c.label("a"), c.label("b")
     lines = ["## What each run does", "",
              "Every event in a group of any TF program's work — input (readers, queues, "
              "tf.data, fed tensors), preprocessing (decode, parse, strings, images), the "
              "program's own compute by its top-level name scope, optimizer updates, "
-             "communication, copies, XLA, runtime, idle — wall time per steady step (median); "
-             "`unmapped` is what no rule of either view places.", "",
-             f"| group | {la} | {lb} | {la} cpu | {lb} cpu | {la} ops | {lb} ops |",
+             "communication, copies, XLA, runtime, idle — wall time per steady step (mean: "
+             "the rows add up to the mean step); `busy` is the rows' own event time (waits "
+             "included, parallel threads added); `unmapped` is what no rule of either view "
+             "places.", "",
+             f"| group | {la} | {lb} | {la} busy | {lb} busy | {la} ops | {lb} ops |",
              "|---|---:|---:|---:|---:|---|---|"]
     for r in c.groups:
-        a, b = r.cells["legacy"], r.cells["modern"]
+        a, b = r.cells["a"], r.cells["b"]
         lines.append(f"| {_cell(r.key)} | {ms(a.us)} | {ms(b.us)} | "
-                     f"{ms(a.cpu_us)} | {ms(b.cpu_us)} | "
+                     f"{ms(a.busy_us)} | {ms(b.busy_us)} | "
                      f"{_ops(a.ops, 3)} | {_ops(b.ops, 3)} |")
+    lines.append(f"| **step** | {ms(c.sides['a'].steps.mean_us)} | "
+                 f"{ms(c.sides['b'].steps.mean_us)} | | | | |")
     return lines + [""]
 
 
@@ -103,21 +150,25 @@ OPS_SHOWN = 15
 
 
 def _ops_diff(c: Comparison) -> list[str]:
-    la, lb = c.label("legacy"), c.label("modern")
+    if not c.ops_diff:
+        return ["## Op by op", "", compare_words.no_ops_words(c), ""]
+    la, lb = c.label("a"), c.label("b")
     lines = ["## Op by op", "",
              f"Per steady step, largest difference first ({len(c.ops_diff)} rows in "
              "`report.json`'s `ops_diff`). Ops are matched by node name (XLA cluster and "
              "function prefixes removed), then by name without TF's `_N` suffixes, then by op "
              "type; ops that vanished while an XLA cluster appeared on the other side are "
              "*fused* into it, and a Grappler fusion on one side only (`_FusedConv2D` against "
-             "Conv2D + BiasAdd + Relu) is *fused* or *unfused*. Time is host (executor rows, "
-             "launches) plus device (kernels, copies).", "",
+             "Conv2D + BiasAdd + Relu) is *fused* or *unfused*. Op time is the op's own time "
+             "inside each step window (clipped at the window's edges), host (executor rows, "
+             "launches) plus device (kernels, copies), each kernel and copy once (a copy drawn "
+             "on a host and a device row as the union of the two), mean per steady step.", "",
              f"| op | type | {la} | {lb} | delta | {la} n | {lb} n | status |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in c.ops_diff[:OPS_SHOWN]:
-        status = r.status + (f" (by {r.match})" if r.match in ("scope", "type") else "")
+        status = compare_words.status_words(r.status) + (f" (by {r.match})" if r.match in ("scope", "type") else "")
         if r.status in ("fused", "unfused"):
-            apart = "legacy" if r.into == "modern" else "modern"
+            apart = "a" if r.into == "b" else "b"
             status += f": {len(r.members)} ops in {c.label(apart)}, one in {c.label(r.into)}"
         sign = "+" if r.delta_us > 0 else "-" if r.delta_us < 0 else ""
         lines.append(f"| {_code(_md_name(r))} | {_cell(r.type)} | "
@@ -133,7 +184,7 @@ def _ops_diff(c: Comparison) -> list[str]:
         if r.status == "fused" and r.match == "xla":
             head = f"{_code(r.op)} ({r.type} in {c.label(r.into)}) holds: "
         elif r.status in ("fused", "unfused"):
-            apart = "legacy" if r.into == "modern" else "modern"
+            apart = "a" if r.into == "b" else "b"
             head = (f"{_code(r.op)} ({r.type} in {c.label(r.into)}) runs in {c.label(apart)} as: ")
         else:
             head = f"{_code(r.op)} ({r.type}, matched by {r.match}) is the nodes: "
@@ -167,57 +218,60 @@ def _stage_line(row: StageRow) -> str:
            if cells[k].us and cells[k].estimated_us >= ESTIMATED_NOTABLE * cells[k].us]
     name = row.stage + (f" (estimated: {', '.join(est)})" if est else "")
     ratio = f"{row.ratio:.2f}x" if row.ratio else "–"
-    a, b = cells["legacy"], cells["modern"]
+    a, b = cells["a"], cells["b"]
     return (f"| {name} | {ms(a.us)} | {ms(b.us)} | {ratio} | {ms(a.cpu_us)} | {ms(b.cpu_us)} | "
             f"{ms(a.first_us)} | {ms(b.first_us)} | {_ops(a.ops)} | {_ops(b.ops)} |")
 
 
 def _stages(c: Comparison) -> list[str]:
-    la, lb = c.label("legacy"), c.label("modern")
+    la, lb = c.label("a"), c.label("b")
     lines = ["## Stages per steady step", "",
-             "Median over steady steps of wall time (see *How the numbers are made*); "
-             "CPU time beside it; the first step (start-up, compiles) apart.", "",
+             "Mean over steady steps of wall time (see *How the numbers are made*): the rows "
+             "add up to the mean step; CPU time beside it; the first step (start-up, compiles) "
+             "apart. `report.json` also has each row's median (`*_median_us`).", "",
              f"| stage | {la} | {lb} | {la}/{lb} | {la} cpu | {lb} cpu | "
              f"{la} first step | {lb} first step | {la} ops | {lb} ops |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     lines += [_stage_line(row) for row in c.stages
               if any(cell.us or cell.cpu_us or cell.first_us for cell in row.cells.values())]
-    lg, md = c.sides["legacy"], c.sides["modern"]
+    lg, md = c.sides["a"], c.sides["b"]
     lines.append(f"| **unmapped** | {ms(lg.unmapped_us)} | {ms(md.unmapped_us)} | | | | | | "
                  f"{_ops([o.op for o in lg.unmapped_ops])} | "
                  f"{_ops([o.op for o in md.unmapped_ops])} |")
     a, b = lg.steps, md.steps
-    lines.append(f"| **step** | {ms(a.median_us)} | {ms(b.median_us)} | "
-                 + (f"{a.median_us / b.median_us:.2f}x" if b.median_us else "–")
+    lines.append(f"| **step** | {ms(a.mean_us)} | {ms(b.mean_us)} | "
+                 + (f"{a.mean_us / b.mean_us:.2f}x" if b.mean_us else "–")
                  + f" | | | {ms(a.first_us)} | {ms(b.first_us)} | | |")
-    return lines + [
-        "", "Stage medians are taken per stage, so they need not add up to the median step; "
-        "`report.json` also has each row's mean over steady steps (`*_mean_us`), which do add "
-        "up to the mean step, and the split of the steady step closest to the median "
-        "(`steps.*.representative`, the top bars below).", "", "![stages](stages.png)", ""]
+    return lines + ["", "![stages](stages.png)", ""]
 
 
 def _split(c: Comparison) -> list[str]:
     lines = ["## The step, split", "",
-             "Each instant of a step counted once: waiting for or reading input, compiling, "
-             "computing, runtime only (executor, dispatch, Python), or idle.", "",
-             "| | " + " | ".join(SPLIT_KEYS) + " | steps |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "The group table above, coarser: input (reading, tf.data, queues, waiting for "
+             "them), compute (the program's ops, preprocessing, optimizer, compiled XLA code), "
+             "copies, communication, compiling, runtime only (executor, dispatch, Python), and "
+             "idle (nothing traced). Mean per steady step: it adds up to the mean step.", "",
+             "| | " + " | ".join(SPLIT_KEYS) + " | step | steps |",
+             "|---|" + "---:|" * (len(SPLIT_KEYS) + 2)]
     for k in SIDES:
         st = c.sides[k].steps
-        step = st.median_us or 1.0
-        lines.append(f"| {c.label(k)} (steady median) | " + " | ".join(
+        step = st.mean_us or 1.0
+        lines.append(f"| {c.label(k)} (steady mean) | " + " | ".join(
             f"{ms(st.split_us[s])} ({st.split_us[s] / step:.0%})" for s in SPLIT_KEYS)
-            + f" | {st.steady_count} of {st.count} |")
+            + f" | {ms(st.mean_us)} | {st.steady_count} of {st.count} |")
         if st.first_split_us:
             first = "first traced step" if st.first_kind == "window" else "first step"
             lines.append(f"| {c.label(k)} ({first}) | " + " | ".join(
-                ms(st.first_split_us[s]) for s in SPLIT_KEYS) + " | 1 |")
+                ms(st.first_split_us[s]) for s in SPLIT_KEYS) + f" | {ms(st.first_us)} | 1 |")
+    lines += ["", "Waiting for or reading input, on any of the step's threads (what input-bound "
+              "is judged by; other threads may work meanwhile): " + ", ".join(
+                  f"{c.label(k)} {ms(c.sides[k].steps.input_us)} per steady step" for k in SIDES)
+              + "."]
     return lines + [
         "", f"Stretches of TF's own runtime on a TF thread with no op inside, "
-        f"{ms(BLOCKED_MIN_US)} or longer, are counted as waiting (the thread waits for another, is descheduled, or does "
-        "something the trace does not show; executor bookkeeping takes microseconds), thread "
-        "time summed over threads: "
+        f"{ms(BLOCKED_MIN_US)} or longer, are counted as waiting (the thread waits for another, "
+        "is descheduled, or does something the trace does not show; executor bookkeeping "
+        "takes microseconds), thread time summed over threads: "
         + ", ".join(f"{c.label(k)} {ms(c.sides[k].steps.blocked_us)} per steady step"
                     for k in SIDES)
         + ".", "", "![one steady step of each run](timelines.png)", ""]
@@ -301,7 +355,9 @@ def _questions(r: "Report") -> list[str]:
     return lines
 
 
-def _files(c: Comparison) -> list[str]:
+def _files(c: Comparison, folded: dict[str, str]) -> list[str]:
+    """The files, and which rows of the merged trace were folded (``folded``: per run, in
+    words)."""
     what = "stage" if c.view == "stages" else "group"
     lines = ["## Files", "",
              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
@@ -310,7 +366,8 @@ def _files(c: Comparison) -> list[str]:
              "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
              "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "
              f"`· {what}s` row shows its work by {what}; chrome://tracing colours events by "
-             f"{what}, Perfetto colours by name (so the {what} rows match across runs).", "",
+             f"{what}, Perfetto colours by name (so the {what} rows match across runs)."
+             + "".join(f" In {_code(k)}, {v}." for k, v in folded.items()), "",
              f"| {what} | colour |", "|---|---|"]
     table = STAGE_COLORS if c.view == "stages" else GROUP_COLORS
     lines += [f"| {lab} | rgb{rgb} (`{cname}`) |" for lab, (cname, rgb) in table.items()]

@@ -1,10 +1,12 @@
-"""The tables ``compare.run`` prints (medians per steady step): the seed pipeline's stages, the
-generic view of any TF program, and the top of the op diff."""
+"""The tables ``compare.run`` prints (means per steady step, from the one account): the seed
+pipeline's stages, the generic view of any TF program, the step difference term by term, and
+the top of the op diff."""
 from __future__ import annotations
 
 from compare.analysis.comparison import Comparison
 from compare.analysis.opdiff import describe
 from compare.fmt import duration, fit
+from compare.output import compare_words
 
 #: Op-diff rows printed on the terminal (report.md shows more).
 TERMINAL_OPS = 8
@@ -45,12 +47,12 @@ def _op_cell(r, n: int) -> str:
 
 def _cw(c: Comparison) -> int:
     """Width of a number column: the sides' labels, 10 to 18 characters."""
-    return max(10, min(18, max(len(c.label(k)) for k in ("legacy", "modern"))))
+    return max(10, min(18, max(len(c.label(k)) for k in ("a", "b"))))
 
 
 def _head(c: Comparison, first: str, w: int = 12) -> list[str]:
     n = _cw(c)
-    a, b = fit(c.label("legacy"), n), fit(c.label("modern"), n)
+    a, b = fit(c.label("a"), n), fit(c.label("b"), n)
     head = (f"{first:<{w}} {a:>{n}} {b:>{n}} {'ratio':>7}   {fit(a, 24) + ' ops':<28} "
             f"{fit(b, 24) + ' ops'}")
     return [head, "-" * min(100, len(head) + 30)]
@@ -60,23 +62,23 @@ def stage_table(c: Comparison, width: int = 100) -> str:
     """The seed pipeline's stages and overheads (rows with time on either side)."""
     lines, n = _head(c, "stage"), _cw(c)
     for row in c.stages:
-        a, b = row.cells["legacy"], row.cells["modern"]
+        a, b = row.cells["a"], row.cells["b"]
         if a.us == 0 and b.us == 0:
             continue
         ratio = f"{row.ratio:.1f}x" if row.ratio else "-"
         lines.append(f"{row.stage:<12} {cell(a.us):>{n}} {cell(b.us):>{n}} {ratio:>7}   "
                      f"{_opcol(a.ops):<28} {_opcol(b.ops)}")
-    lg, md = c.sides["legacy"], c.sides["modern"]
+    lg, md = c.sides["a"], c.sides["b"]
     lines.append(f"{'unmapped':<12} {cell(lg.unmapped_us):>{n}} {cell(md.unmapped_us):>{n}}")
     return "\n".join(lines + _step_lines(c))
 
 
 def _step_lines(c: Comparison, w: int = 12) -> list[str]:
-    a, b, n = c.sides["legacy"].steps, c.sides["modern"].steps, _cw(c)
+    a, b, n = c.sides["a"].steps, c.sides["b"].steps, _cw(c)
     # the program's first step only when the traces say so (a profile window starts later)
     first = "1st traced" if "window" in (a.first_kind, b.first_kind) else "first step"
-    return [f"{'step':<{w}} {cell(a.median_us):>{n}} {cell(b.median_us):>{n}} "
-            + (f"{a.median_us / b.median_us:>6.1f}x" if b.median_us else ""),
+    return [f"{'step (mean)':<{w}} {cell(a.mean_us):>{n}} {cell(b.mean_us):>{n}} "
+            + (f"{a.mean_us / b.mean_us:>6.1f}x" if b.mean_us else ""),
             f"{first:<{w}} {cell(a.first_us):>{n}} {cell(b.first_us):>{n}}"]
 
 
@@ -86,28 +88,52 @@ def group_table(c: Comparison, max_rows: int = 14) -> str:
     rows = [r for r in c.groups if r.group != "unmapped"]
     shown, rest = rows[:max_rows], rows[max_rows:]
     for r in shown:
-        a, b = r.cells["legacy"], r.cells["modern"]
+        a, b = r.cells["a"], r.cells["b"]
         ratio = f"{a.us / b.us:.1f}x" if a.us and b.us else "-"
         lines.append(f"{fit(r.key, 24):<24} {cell(a.us):>{n}} {cell(b.us):>{n}} {ratio:>7}   "
                      f"{_opcol(a.ops):<28} {_opcol(b.ops)}")
     if rest:
         lines.append(f"{'(' + str(len(rest)) + ' more rows)':<24} "
-                     f"{cell(sum(r.cells['legacy'].us for r in rest)):>{n}} "
-                     f"{cell(sum(r.cells['modern'].us for r in rest)):>{n}}")
-    lines.append(f"{'unmapped':<24} {cell(c.group_unmapped_us('legacy')):>{n}} "
-                 f"{cell(c.group_unmapped_us('modern')):>{n}}")
+                     f"{cell(sum(r.cells['a'].us for r in rest)):>{n}} "
+                     f"{cell(sum(r.cells['b'].us for r in rest)):>{n}}")
+    lines.append(f"{'unmapped':<24} {cell(c.group_unmapped_us('a')):>{n}} "
+                 f"{cell(c.group_unmapped_us('b')):>{n}}")
     return "\n".join(lines + _step_lines(c, 24))
 
 
 def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
     """The ``n`` largest per-op differences (per steady step)."""
+    if not c.ops_diff:
+        return compare_words.no_ops_words(c)
     w = _cw(c)
-    la, lb = fit(c.label("legacy"), w), fit(c.label("modern"), w)
+    la, lb = fit(c.label("a"), w), fit(c.label("b"), w)
     lines = [f"{'op (type)':<52} {la:>{w}} {lb:>{w}} {'delta':>10}  status",
              "-" * 100]
     for r in c.ops_diff[:n]:
         sign = "+" if r.delta_us > 0 else "-" if r.delta_us < 0 else ""
         lines.append(f"{_op_cell(r, 52):<52} {cell(r.a_us):>{w}} {cell(r.b_us):>{w}} "
-                     f"{sign + duration(abs(r.delta_us)):>10}  {r.status}"
+                     f"{sign + duration(abs(r.delta_us)):>10}  {compare_words.status_words(r.status)}"
                      + (f" by {r.match}" if r.match in ("scope", "type") else ""))
+    return "\n".join(lines)
+
+
+def delta_table(c: Comparison) -> str:
+    """The step difference's terms (they add up to it) and the ops behind each."""
+    from compare.output.compare_words import TERM_WORDS, part_name, signed
+
+    d, n = c.step_delta, _cw(c)
+    if d is None:
+        return ""
+    a, b = fit(c.label("a"), n), fit(c.label("b"), n)
+    lines = [f"{'term':<24} {a:>{n}} {b:>{n}} {'delta':>10}  ops behind it", "-" * 100]
+    for t in d.terms:
+        ops = ", ".join(f"{part_name(c, o).rpartition('/')[2]} {signed(o.delta_us)}"
+                        for o in t.behind(2))
+        noise = " (within spread)" if t.test.beyond is False else ""
+        lines.append(f"{fit(TERM_WORDS.get(t.key, t.key).split(' (')[0], 24):<24} "
+                     f"{cell(t.a_us):>{n}} {cell(t.b_us):>{n}} {signed(t.delta_us) or '0':>10}  "
+                     f"{fit(ops, 40)}{noise}")
+    basis = "mean traced span" if d.basis == "traced" else "step (mean)"
+    lines.append(f"{basis:<24} {cell(d.a_us):>{n}} {cell(d.b_us):>{n}} "
+                 f"{signed(d.delta_us) or '0':>10}")
     return "\n".join(lines)

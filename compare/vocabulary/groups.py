@@ -42,6 +42,15 @@ GROUP_WORDS = {
     "unmapped": "no rule of either view places it",
 }
 
+#: The step split (report.md's one line per side): the groups, coarser. Time nothing traced
+#: runs (``idle``, ``untraced`` at a step window's edges) is idle.
+SPLIT_KEYS = ("input", "compute", "copy", "communication", "compile", "runtime", "idle")
+GROUP_SPLIT: dict[str, str] = {
+    "input": "input", "preprocessing": "compute", "compute": "compute", "optimizer": "compute",
+    "xla_run": "compute", "unmapped": "compute", "copy": "copy",
+    "communication": "communication", "xla_compile": "compile", "runtime": "runtime",
+    "idle": "idle", "untraced": "idle"}
+
 #: The seed's stages as groups: reading, batching and shuffling are input work.
 STAGE_GROUP: dict[str, str] = {
     "read": "input", "assemble": "input", "shuffle": "input", "input_wait": "input",

@@ -112,6 +112,12 @@ TFDATA_OP = re.compile(r"^(IteratorGetNext|MakeIterator|AnonymousIterator|Iterat
 TFDATA_ASYNC_KINDS = frozenset({
     "Prefetch", "ParallelMap", "ParallelInterleave", "ParallelBatch", "MapAndBatch",
     "DataService", "ParallelFilter", "LegacyParallelInterleave", "ParallelMapV2"})
+#: A tf.data service client's fetch of an element from a worker (on tf.data's own threads,
+#: ahead of the step, like a prefetch): what the client does while the workers run the
+#: pipeline's first part. With ``Iterator::DataService`` it shows that a trace's input came
+#: from tf.data service workers.
+DATA_SERVICE_FETCH_EVENTS = frozenset({"GetDataServiceElement"})
+DATA_SERVICE_ITERATOR_KIND = "DataService"
 #: tf.data iterator kinds that are one pipeline stage's work.
 TFDATA_KIND_STAGE = {"Shuffle": "shuffle", "ShuffleAndRepeat": "shuffle", "Batch": "assemble",
                      "PaddedBatch": "assemble", "TensorSlices": "read", "TFRecord": "read",
@@ -125,6 +131,12 @@ def tfdata_kind(name: str) -> str:
     if not name.startswith(TFDATA_ITERATOR_PREFIX):
         return ""
     return re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1].split("[", 1)[0])
+
+
+def is_data_service(name: str) -> bool:
+    """An event of a tf.data service client: an element fetched from a worker, or the
+    ``DataService`` iterator that hands them to the pipeline."""
+    return name in DATA_SERVICE_FETCH_EVENTS or tfdata_kind(name) == DATA_SERVICE_ITERATOR_KIND
 
 
 def is_tfdata_async(name: str) -> bool:
@@ -171,8 +183,15 @@ GRAPH_PLUMBING_OPS = frozenset({
 #: (``_FusedConv2D`` = Conv2D + BiasAdd + Relu, ``_FusedMatMul``, ``_FusedBatchNormEx``, oneDNN's
 #: ``_MklFusedConv2D``...), named after the last op it absorbed.
 FUSED_OP = re.compile(r"^_(?:Mkl)?(?:Native)?Fused[A-Z]")
-#: Constants: an op whose inputs are all constants computes the same result in every run.
+#: Constants: an op whose inputs are all constants computes the same result in every run...
 CONST_OPS = frozenset({"Const", "HostConst"})
+#: ... unless it draws random numbers (TF's stateful random ops, tensorflow/core/ops/
+#: random_ops.cc and stateful_random_ops.cc: a new draw each run from constant shapes).
+STATEFUL_RANDOM_OP = re.compile(r"^(?:Random(?:StandardNormal|Uniform|UniformInt|Gamma|"
+                                r"Poisson|PoissonV2|Shuffle|Crop)|TruncatedNormal|Multinomial|"
+                                r"ParameterizedTruncatedNormal|StatefulUniform\w*|"
+                                r"StatefulStandardNormal\w*|StatefulTruncatedNormal|"
+                                r"StatefulRandomBinomial|NonDeterministicInts)$")
 #: Ops that compute nothing: their time in a trace is the executor's (a run's ``_SOURCE``).
 NO_WORK_OPS = frozenset({"NoOp"})
 SEND_OPS = frozenset({"_Send", "_HostSend"})

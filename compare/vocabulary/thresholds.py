@@ -67,6 +67,10 @@ FIRST_STEP_FACTOR = 5.0
 #: One execution this many times the median of the other executions of its op type (and at
 #: least OUTLIER_MIN_US) in a first step: a first call setting something up (cuDNN, cuBLAS).
 OUTLIER_FACTOR, OUTLIER_MIN_US = 20.0, 10_000.0
+#: A GPU op's launch this long (on TF1's ``<gpu> Compute`` row, or a profile's host launch)
+#: and this many times its kernels' device time in the step: CUDA, cuBLAS or cuDNN setting up
+#: on the op's first call (a steady launch takes microseconds).
+LAUNCH_SETUP_MIN_US, LAUNCH_SETUP_FACTOR = 10_000.0, 10.0
 #: A session run's ``_SOURCE`` node on a GPU this long: the device was being set up in this
 #: run (its streams and memory); shorter, or on a CPU, it is the executor starting the run.
 SOURCE_GPU_SETUP_US = 10_000.0
@@ -108,6 +112,14 @@ OP_SAME_SHARE, OP_SAME_US = 0.05, 1.0
 #: spread (max - min) of either side's steady steps.
 CHANGE_NOTABLE = 0.05
 STEP_NOISE_SINGLE = 0.10
+#: A difference is tested against the step-to-step spread (a Mann-Whitney U test over the
+#: per-step values, :mod:`compare.analysis.noise`) when both sides hold at least
+#: MIN_STEPS_TESTED steady steps; it is beyond the spread when p < NOISE_ALPHA.
+MIN_STEPS_TESTED = 5
+NOISE_ALPHA = 0.05
+#: The step difference names its terms (:mod:`compare.analysis.step_delta`) and the ops behind
+#: each: this many ops per term.
+TERM_OPS = 3
 #: An op type's total change is named instead of its nodes when it is this many times the
 #: largest node's change (many nodes moving together: "MatMul x6 -21.6 ms").
 TYPE_OVER_NODE = 1.5
@@ -123,6 +135,9 @@ UNIFORM_SCALE_SHARE, UNIFORM_SCALE_FACTOR = 0.80, 2.0
 MASKED_DEVICE_BUSY = 0.50
 #: Different programs: less than this share of either side's op time matches by name.
 SAME_PROGRAM_SHARE = 0.20
+#: The same pipeline whatever the op names: the two sides share at least this share of the
+#: seed pipeline's stages that either side has time in.
+SAME_PIPELINE_SHARE = 0.5
 #: The generic view shows a top-level scope with this many numbered copies or more
 #: (``clip_by_value_1`` ... ``clip_by_value_49``) as one row.
 SCOPE_VARIANTS_MERGED = 5
