@@ -74,3 +74,10 @@ def mutated(node: ast.AST) -> set[str]:
 
 
 __all__ = ["clone", "loads", "mutated", "stored_names"]
+
+
+def line_of(node: ast.AST) -> int:
+    """The line ``node`` starts on (an expression's or a statement's; 0 for a node without
+    one, such as a module)."""
+    line = getattr(node, "lineno", 0)
+    return line if isinstance(line, int) else 0

@@ -21,17 +21,19 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+from typing import Any, Callable, cast
 
 from compare.migration import calls
 from compare.migration.rules import canonical
 from compare.migration.scan import walk
-from compare.migration.state import Budget, Exit, Frame, Stop, World
+from compare.migration.state import Budget, Exit, Frame, Render, Stop, World
 from compare.migration.values import (
     NOCONST,
     ClassInfo,
     ClassV,
     DatasetV,
     DictV,
+    End,
     EnqueueV,
     Exec,
     FrameRec,
@@ -70,7 +72,7 @@ if _UNPARSER is not None:
     class _Renaming(_UNPARSER):  # type: ignore[misc, valid-type]
         """ast's unparser writing some names as other text."""
 
-        def __init__(self, texts: dict):
+        def __init__(self, texts: dict[str, str]):
             super().__init__()
             self.texts = texts
 
@@ -78,7 +80,7 @@ if _UNPARSER is not None:
             self.write(self.texts.get(n.id, n.id))
 
 
-def _unparse_with(node: ast.AST, texts: dict) -> str:
+def _unparse_with(node: ast.AST, texts: dict[str, str]) -> str:
     """``node`` unparsed with names replaced by their text in the pipeline function (a helper's
     parameters by what was passed, its locals by their definitions), without copying it."""
     if _UNPARSER is None:  # not in this Python: copy and rename
@@ -87,7 +89,13 @@ def _unparse_with(node: ast.AST, texts: dict) -> str:
             if isinstance(n, ast.Name) and n.id in texts:
                 n.id = texts[n.id]
         return ast.unparse(tree)
-    return _Renaming(texts).visit(node)
+    return str(_Renaming(texts).visit(node))
+
+
+def _constant(value: object) -> ast.Constant:
+    """A constant node of a value the run folded (ast's own signature is narrower than what
+    ``ast.Constant`` holds at run time)."""
+    return ast.Constant(cast(Any, value))
 
 
 def _paren(text: str) -> str:
@@ -99,8 +107,8 @@ def _paren(text: str) -> str:
 class Run:
     """One world of one entry function (see module doc)."""
 
-    def __init__(self, mod: Module, entry: FuncInfo, decisions: dict, budget: Budget,
-                 shared: dict | None = None):
+    def __init__(self, mod: Module, entry: FuncInfo, decisions: dict[str, bool], budget: Budget,
+                 shared: dict[str, Val] | None = None):
         self.mod, self.entry, self.decisions, self.budget = mod, entry, decisions, budget
         #: The module body's pipeline objects by name (see :attr:`World.shared`); each run
         #: takes its own copy of a queue the first time it reads it.
@@ -110,20 +118,20 @@ class Run:
         self.clock = 0
         self.world = World(entry, dict(decisions), [], {}, [], [], [])
         self.stack: list[FuncInfo] = []
-        self.cur_calls: list = []
-        self.cur_external: list = []
-        self.param_streams: dict = {}
+        self.cur_calls: list[tuple[str, ast.AST]] = []
+        self.cur_external: list[str] = []
+        self.param_streams: dict[str, Stream] = {}
         self.followed: set[int] = set()
         self.presim = False  # running __init__ for self: its calls to methods are not followed
         self.keys_made = False  # a reader's key (file name) was read in this run
-        self.consulted: dict | None = None  # the decisions __init__'s run met (instance)
+        self.consulted: dict[str, bool] | None = None  # the decisions __init__'s run met (instance)
         self.floating = Stream("float", entry.node, entry.qualname, (entry.qualname,))
         self.fresh: int = 0  # streams made before the current statement began
         self.cur_seq = -1  # the statement being executed (its Exec's seq)
         self.parent_seq = -1  # the compound statement around it, in the same frame
 
     # -- text -------------------------------------------------------------------------------
-    def render(self, node: ast.AST, fr: Frame) -> object:
+    def render(self, node: ast.AST, fr: Frame) -> Render:
         """A callable giving ``node``'s text in the pipeline function's terms."""
         seg = self.src.segment
         if fr.depth == 0:
@@ -132,7 +140,7 @@ class Run:
 
         def text() -> str:
             names = self.mod.names_in(node)
-            subs = {}
+            subs: dict[str, str] = {}
             for name in names:
                 val = self._lookup_at(name, fr, at)
                 if val is not None and val.text and val.text != name:
@@ -217,12 +225,11 @@ class Run:
             elif isinstance(owner, ListV) and owner.loop is not None and len(owner.items) == 1:
                 owner.items[0] = val  # lists[i] = ... of a list made by a comprehension
 
-    def unpack(self, val: Val, n: int) -> list:
+    def unpack(self, val: Val, n: int) -> list[Val]:
         if isinstance(val, ListV) and len(val.items) == n:
             return list(val.items)
         if isinstance(val, Tensor):
-            parts = [Tensor(val.stream, val.deps, val.text) for _ in range(n)]
-            return parts
+            return [Tensor(val.stream, val.deps, val.text) for _ in range(n)]
         if isinstance(val, ListV) and val.items:
             return [merge(val.items)] * n
         param = getattr(val, "param", "")
@@ -238,14 +245,15 @@ class Run:
         vals = [self.ev(c, fr) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
         return self.combine(node, vals, fr)
 
-    def combine(self, node: ast.AST, vals: list, fr: Frame, const: object = NOCONST) -> Val:
+    def combine(self, node: ast.AST, vals: list[Val], fr: Frame,
+                const: object = NOCONST) -> Val:
         """A value computed from ``vals``: a tensor when any of them is one (of the first
         stream that is not floating: a graph tensor joins the stream it is combined with)."""
         tensors = [t for v in vals for t in tensors_in(v)]
         if tensors:
             return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)))
         params = [v.param for v in vals if isinstance(v, Sym) and v.param]
-        text = self.render(node, fr)
+        text: str | Render = self.render(node, fr)
         if fr.depth and isinstance(const, (bool, int, float, str, type(None))) and not (
                 isinstance(const, str) and len(const) > 80):
             text = repr(const)  # a helper's computed constant: its value reads best
@@ -310,7 +318,7 @@ class Run:
     ev_Tuple = ev_List
 
     def ev_Dict(self, node: ast.Dict, fr: Frame) -> Val:
-        items: dict = {}
+        items: dict[object, Val] = {}
         for k, v in zip(node.keys, node.values):
             val = self.ev(v, fr)
             if k is None:  # {**other}
@@ -327,22 +335,22 @@ class Run:
             return ListV(list(left.items), self.render(node, fr)(), loop=right)  # [op] * n
         const = NOCONST
         if isinstance(left, Sym) and isinstance(right, Sym) and left.known and right.known:
-            const = fold(ast.BinOp(ast.Constant(left.const), node.op, ast.Constant(right.const)),
-                         {})
+            const = fold(ast.BinOp(_constant(left.const), node.op, _constant(right.const)), {})
         return self.combine(node, [left, right], fr, const)
 
     def ev_UnaryOp(self, node: ast.UnaryOp, fr: Frame) -> Val:
         v = self.ev(node.operand, fr)
         const = NOCONST
         if isinstance(v, Sym) and v.known:
-            const = fold(ast.UnaryOp(node.op, ast.Constant(v.const)), {})
+            const = fold(ast.UnaryOp(node.op, _constant(v.const)), {})
         return self.combine(node, [v], fr, const)
 
     def ev_Compare(self, node: ast.Compare, fr: Frame) -> Val:
         vals = [self.ev(node.left, fr)] + [self.ev(c, fr) for c in node.comparators]
         const = NOCONST
-        if len(vals) == 2 and all(isinstance(v, Sym) and v.known for v in vals):
-            a, b = vals[0].const, vals[1].const
+        known = [v for v in vals if isinstance(v, Sym) and v.known]
+        if len(vals) == 2 and len(known) == 2:
+            a, b = known[0].const, known[1].const
             try:
                 const = {ast.Eq: a == b, ast.NotEq: a != b, ast.Is: a is b,
                          ast.IsNot: a is not b}.get(type(node.ops[0]), NOCONST)
@@ -356,14 +364,15 @@ class Run:
 
     def ev_BoolOp(self, node: ast.BoolOp, fr: Frame) -> Val:
         vals = [self.ev(v, fr) for v in node.values]
-        const = NOCONST
-        if all(isinstance(v, Sym) and v.known for v in vals):
-            truth = [bool(v.const) for v in vals]
+        const: object = NOCONST
+        known = [v for v in vals if isinstance(v, Sym) and v.known]
+        if len(known) == len(vals):
+            truth = [bool(v.const) for v in known]
             const = all(truth) if isinstance(node.op, ast.And) else any(truth)
         elif isinstance(node.op, ast.Or):  # x or default: the first known-true operand
-            known = [v for v in vals if isinstance(v, Sym) and v.known and v.const]
-            if known and vals.index(known[0]) == 0:
-                const = known[0].const
+            true = [v for v in known if v.const]
+            if true and vals.index(true[0]) == 0:
+                const = true[0].const
         return self.combine(node, vals, fr, const)
 
     def ev_IfExp(self, node: ast.IfExp, fr: Frame) -> Val:
@@ -391,10 +400,11 @@ class Run:
     def ev_Starred(self, node: ast.Starred, fr: Frame) -> Val:
         return self.ev(node.value, fr)
 
-    def ev_JoinedStr(self, node: ast.AST, fr: Frame) -> Val:
+    def ev_JoinedStr(self, node: ast.JoinedStr, fr: Frame) -> Val:
         return Sym(self.render(node, fr), node=node)
 
-    def ev_ListComp(self, node: ast.AST, fr: Frame) -> Val:
+    def ev_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                    fr: Frame) -> Val:
         first = node.generators[0]
         count = self.loop_count(first.iter, self.ev(first.iter, fr), fr)
         inner = Frame(fr.fn, {}, fr.depth, fr, fr.path, fr.guards,
@@ -408,7 +418,7 @@ class Run:
                     else Sym(self.render(gen.target, fr), param=getattr(it, "param", ""),
                              over=over))
             self.assign(gen.target, item, inner)
-        elt = node.elt if hasattr(node, "elt") else node.value
+        elt = node.value if isinstance(node, ast.DictComp) else node.elt
         val = self.ev(elt, inner)
         if tensors_in(val) or isinstance(val, (ListV, DictV)) and not isinstance(
                 node, ast.DictComp):  # [read(q) for _ in range(n)]: n copies; [[] for ...]
@@ -421,7 +431,8 @@ class Run:
     def ev_Call(self, node: ast.Call, fr: Frame) -> Val:
         return calls.call(self, node, fr)
 
-    def args_of(self, node: ast.Call, fr: Frame, params: tuple = ()) -> tuple[list, dict]:
+    def args_of(self, node: ast.Call, fr: Frame,
+                params: tuple[str, ...] = ()) -> tuple[list[Val], dict[str, Val]]:
         pos = [self.ev(a.value if isinstance(a, ast.Starred) else a, fr) for a in node.args]
         kw = {k.arg: self.ev(k.value, fr) for k in node.keywords if k.arg}
         named = dict(kw)
@@ -431,7 +442,7 @@ class Run:
         return pos, named
 
     # -- statements -------------------------------------------------------------------------
-    def block(self, body: list, fr: Frame) -> Exit | None:
+    def block(self, body: list[ast.stmt], fr: Frame) -> Exit | None:
         for stmt in body:
             out = self.stmt(stmt, fr)
             if out is not None:
@@ -463,9 +474,10 @@ class Run:
             (self.cur_calls, self.cur_external, self.fresh, self.cur_seq,
              self.parent_seq) = saved
 
-    def touch(self, node: ast.stmt, fr: Frame, vals: list) -> StepRec | None:
+    def touch(self, node: ast.stmt, fr: Frame, vals: list[Val]) -> StepRec | None:
         """Record ``node`` as a per-example step when it computed from per-example tensors."""
-        if isinstance(getattr(node, "value", None), ast.Call) and id(node.value) in self.followed:
+        value = getattr(node, "value", None)
+        if isinstance(value, ast.Call) and id(value) in self.followed:
             return None  # the followed function's own statements are the steps
         made_here = {id(s) for s in self.world.streams[self.fresh:] if s.kind != "param"}
         tensors = [t for v in vals for t in tensors_in(v)
@@ -561,7 +573,7 @@ class Run:
     def st_Assert(self, node: ast.Assert, fr: Frame) -> None:
         self.ev(node.test, fr)
 
-    def st_Import(self, node: ast.AST, fr: Frame) -> None:
+    def st_Import(self, node: ast.Import | ast.ImportFrom, fr: Frame) -> None:
         for a in node.names:
             if isinstance(node, ast.Import):
                 name = a.asname or a.name.split(".")[0]
@@ -701,7 +713,7 @@ class Run:
                                           self.cur_seq if caller else -1, call)
         return fid
 
-    def call_function(self, info: FuncInfo, pos: list, kw: dict, fr: Frame,
+    def call_function(self, info: FuncInfo, pos: list[Val], kw: dict[str, Val], fr: Frame,
                       bound: Val | None = None, closure: Frame | None = None,
                       call: ast.AST | None = None) -> Val | None:
         """Run the script's own function with these arguments; None when it is not followed
@@ -731,7 +743,7 @@ class Run:
             self.parent_seq = outer
         return out.value if out is not None and out.kind == "return" else Sym("None", None)
 
-    def bind_params(self, info: FuncInfo, args: list, kw: dict, callee: Frame,
+    def bind_params(self, info: FuncInfo, args: list[Val], kw: dict[str, Val], callee: Frame,
                     caller: Frame) -> None:
         a = info.args
         if a is None:
@@ -773,7 +785,7 @@ class Run:
         """For a nested function run on its own: the functions around it, their parameters
         known by name only (what the caller of the outer function passes)."""
         outer = None
-        chain = []
+        chain: list[FuncInfo] = []
         parent = info.parent
         while parent is not None and len(chain) < MAX_DEPTH:
             chain.append(parent)
@@ -800,10 +812,12 @@ class Run:
             self.copies or self.param_streams or self.followed or self.clock)
         key = (id(init), me_name)
         if fresh:
-            for pre in self.mod.presims.get(key, ()):
+            made: list[_Presim] = self.mod.presims.get(key, [])
+            for pre in made:
                 if pre.fits(self.decisions):
                     return pre.replay(self)
-        consulted = self.consulted = {}
+        consulted: dict[str, bool] = {}
+        self.consulted = consulted
         try:
             me = self.simulate_init(me, init, me_name)
         finally:
@@ -852,10 +866,38 @@ class Run:
 
 
 #: Run's handlers by node type: ``ev_<Type>`` for expressions, ``st_<Type>`` for statements.
-_EV = {getattr(ast, n[3:]): f for n, f in vars(Run).items() if n.startswith("ev_")
-       and hasattr(ast, n[3:])}
-_ST = {getattr(ast, n[3:]): f for n, f in vars(Run).items() if n.startswith("st_")
-       and hasattr(ast, n[3:])}
+#: ``Run.ev_X`` and ``Run.st_X`` by the node type ``ast.X`` they evaluate or run.
+_EV: dict[type[ast.AST], Callable[[Run, Any, Frame], Val]] = {
+    getattr(ast, n[3:]): f for n, f in vars(Run).items()
+    if n.startswith("ev_") and hasattr(ast, n[3:])}
+_ST: dict[type[ast.AST], Callable[[Run, Any, Frame], Exit | None]] = {
+    getattr(ast, n[3:]): f for n, f in vars(Run).items()
+    if n.startswith("st_") and hasattr(ast, n[3:])}
+
+
+@dataclasses.dataclass
+class _Records:
+    """What a run of ``__init__`` for ``self`` left in the world and the run."""
+
+    me: ObjV
+    frames: dict[int, FrameRec]
+    log: list[Exec]
+    streams: list[Stream]
+    queues: list[QueueV]
+    ends: list[End]
+    steps: dict[int, StepRec]
+    forks: list[str]
+    decided: set[int]
+    copies: dict[str, Val]
+    followed: set[int]
+    clock: int
+    keys_made: bool
+
+    def copy(self, memo: dict[int, object]) -> _Records:
+        """A copy made with :func:`.values.clone` (its fields through one ``memo``, in order)."""
+        new = object.__new__(_Records)
+        new.__dict__.update({k: clone(v, memo) for k, v in self.__dict__.items()})
+        return new
 
 
 @dataclasses.dataclass
@@ -865,44 +907,42 @@ class _Presim:
     state after it, and how many statements it spent. ``replay`` puts a fresh copy of them into
     another run at the same point, as if it had run ``__init__`` itself."""
 
-    consulted: dict
-    records: dict
+    consulted: dict[str, bool]
+    records: _Records
     entry: str  # the qualname of the entry it ran for (the first part of its objects' paths)
 
-    def fits(self, decisions: dict) -> bool:
+    def fits(self, decisions: dict[str, bool]) -> bool:
         return all(decisions.get(k, True) == v for k, v in self.consulted.items())
 
     @classmethod
-    def take(cls, run: Run, me: ObjV, consulted: dict) -> _Presim:
+    def take(cls, run: Run, me: ObjV, consulted: dict[str, bool]) -> _Presim:
         w = run.world
-        records = clone({"me": me, "frames": {k: f for k, f in w.frames.items() if k},
-                         "log": w.log, "streams": w.streams, "queues": w.queues,
-                         "ends": w.ends, "steps": w.steps, "forks": w.forks,
-                         "decided": w.decided, "copies": run.copies, "followed": run.followed,
-                         "clock": run.clock, "keys_made": run.keys_made}, {})
+        records = _Records(me, {k: f for k, f in w.frames.items() if k}, w.log, w.streams,
+                           w.queues, w.ends, w.steps, w.forks, w.decided, run.copies,
+                           run.followed, run.clock, run.keys_made).copy({})
         return cls(dict(consulted), records, run.entry.qualname)
 
     def replay(self, run: Run) -> ObjV:
         """Its records in ``run``, copied, with the paths of what they made starting at
         ``run``'s entry; the statements it ran are spent from the budget again."""
-        spent = len(self.records["log"])
+        spent = len(self.records.log)
         if run.budget.left - spent < 0:
             raise Stop()
         run.budget.left -= spent
         memo: dict[int, object] = {}
-        r = clone(self.records, memo)
+        r = self.records.copy(memo)
         for obj in memo.values():  # streams, queues and ends were made under the entry
             path = getattr(obj, "path", None)
             if isinstance(path, tuple) and path[:1] == (self.entry,):
-                obj.path = (run.entry.qualname,) + path[1:]
+                setattr(obj, "path", (run.entry.qualname,) + path[1:])
         w = run.world
-        w.frames.update(r["frames"])
-        w.log, w.streams, w.queues, w.ends = r["log"], r["streams"], r["queues"], r["ends"]
-        w.steps, w.forks, w.decided = r["steps"], r["forks"], r["decided"]
+        w.frames.update(r.frames)
+        w.log, w.streams, w.queues, w.ends = r.log, r.streams, r.queues, r.ends
+        w.steps, w.forks, w.decided = r.steps, r.forks, r.decided
         w.decisions.update(self.consulted)
-        run.copies, run.followed = r["copies"], r["followed"]
-        run.clock, run.keys_made = r["clock"], r["keys_made"]
-        return r["me"]
+        run.copies, run.followed = r.copies, r.followed
+        run.clock, run.keys_made = r.clock, r.keys_made
+        return r.me
 
 
 def _is_range(node: ast.AST) -> bool:
@@ -970,12 +1010,12 @@ def _own_copy(val: Val) -> Val:
 
 
 def run_entry(mod: Module, entry: FuncInfo, budget: Budget,
-              shared: dict | None = None) -> list[World]:
+              shared: dict[str, Val] | None = None) -> list[World]:
     """Every world of an entry: one run per combination of the structural conditions it meets
     (depth-first, each new condition first True then False), at most :data:`MAX_WORLDS`.
     ``shared``: the module body's pipeline objects (:attr:`World.shared`), read as globals."""
     worlds: list[World] = []
-    todo: list[dict] = [{}]
+    todo: list[dict[str, bool]] = [{}]
     while todo and len(worlds) < MAX_WORLDS and budget.left > 0:
         decisions = todo.pop()
         world = Run(mod, entry, decisions, budget, shared).go()

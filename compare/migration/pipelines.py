@@ -14,19 +14,22 @@ import ast
 import collections
 import dataclasses
 import re
+from collections.abc import Iterable
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
-from compare.migration.flow import Budget, World, run_entry
+from compare.migration.astutil import line_of
+from compare.migration.flow import run_entry
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
 from compare.migration.source import Where
-from compare.migration.state import Origin
+from compare.migration.state import Budget, Origin, World
 from compare.migration.values import (
     MODULE,
     DatasetV,
     End,
     EnqueueV,
+    FeedRun,
     FuncInfo,
     ListV,
     Module,
@@ -36,6 +39,7 @@ from compare.migration.values import (
     StepRec,
     Stream,
     Sym,
+    Tensor,
     Val,
     feed_owner,
     tensors_in,
@@ -77,7 +81,7 @@ class _Found:
     end: End
     source_path: tuple[str, ...]
     known_source: bool
-    touched: set
+    touched: set[int]
 
 
 class _Builder:
@@ -88,7 +92,7 @@ class _Builder:
         self.seg = mod.scan.source.segment
         self.unresolved: list[m.Unresolved] = []
         self.notes: list[str] = []
-        self.stages: list = []
+        self.stages: list[m.Stage] = []
         self.branches: list[m.Branch] = []
         self.owner = world.entry
 
@@ -103,10 +107,11 @@ class _Builder:
         return m.Code(text)
 
     def site(self, node: ast.AST, fn: str, construct: str = "") -> m.Site:
-        return m.Site(fn, node.lineno, construct or self.seg(getattr(node, "func", node), 80))
+        return m.Site(fn, line_of(node), construct or self.seg(getattr(node, "func", node), 80))
 
     # -- steps ------------------------------------------------------------------------------
-    def steps_for(self, streams: tuple, deps: frozenset | None) -> list[StepRec]:
+    def steps_for(self, streams: tuple[Stream, ...],
+                  deps: frozenset[int] | None) -> list[StepRec]:
         """The steps of these streams (``deps``: only those, and the graph constants' among
         them)."""
         ids = {id(s) for s in streams}
@@ -119,7 +124,8 @@ class _Builder:
             recs = [r for i in ids for r in by_stream.get(i, ())]
         return sorted(recs, key=lambda s: s.id)
 
-    def map_stage(self, streams: tuple, deps: frozenset | None, parallel: m.Code | None,
+    def map_stage(self, streams: tuple[Stream, ...], deps: frozenset[int] | None,
+                  parallel: m.Code | None,
                   parallel_from: str) -> m.MapStage | None:
         recs = self.steps_for(streams, deps)
         if not recs:
@@ -131,7 +137,8 @@ class _Builder:
 
     def steps(self, recs: list[StepRec], per: str) -> list[m.Step]:
         """The recorded statements as plan steps (one per statement, however often run)."""
-        steps, by_stmt = [], collections.OrderedDict()
+        steps: list[m.Step] = []
+        by_stmt: dict[int, list[StepRec]] = {}
         for r in recs:
             by_stmt.setdefault(id(r.stmt), []).append(r)
         for group in by_stmt.values():
@@ -196,7 +203,7 @@ class _Builder:
         if decorated is not None:
             return m.Unresolved(
                 f"{name} (called on each example, through {decorated.decorator})", line,
-                f"defined at line {decorated.node.lineno}, but the decorator decides what the "
+                f"defined at line {line_of(decorated.node)}, but the decorator decides what the "
                 "call does (a library's own producer or wrapper): port the body by hand inside "
                 "the map (Python code such as NumPy through tf.numpy_function), and check it "
                 "for randomness")
@@ -215,10 +222,12 @@ class _Builder:
                 if id(call) in draws:
                     draws[id(call)].uses += 1
                     continue
+                if not isinstance(call, ast.Call):
+                    continue
                 seed = _arg(call, "seed", rule.params)
                 stateless = STATELESS.get(rule.id, f"tf.image.stateless_{rule.id.split('.')[-1]}")
                 draws[id(call)] = m.RandomDraw(
-                    self.seg(call.func, 80), qual, stateless, r.fn, call.lineno,
+                    self.seg(call.func, 80), qual, stateless, r.fn, line_of(call),
                     m.Code(self.seg(seed, 80), isinstance(seed, ast.Constant),
                            getattr(seed, "value", None)) if seed is not None else None)
         out = list(draws.values())
@@ -244,7 +253,7 @@ class _Builder:
                     "behaviour, or draw it per example"))
 
     # -- sources ----------------------------------------------------------------------------
-    def from_stream(self, stream: Stream, deps: frozenset | None, parallel: m.Code | None,
+    def from_stream(self, stream: Stream, deps: frozenset[int] | None, parallel: m.Code | None,
                     parallel_from: str) -> m.Source:
         """The source of ``stream`` (stages before it appended first), then its map stage."""
         source = self.stream_source(stream)
@@ -253,7 +262,8 @@ class _Builder:
             self.stages.append(stage)
         return source
 
-    def from_tensors(self, tensors: list, parallel: m.Code | None, how: str) -> m.Source:
+    def from_tensors(self, tensors: list[Tensor], parallel: m.Code | None,
+                     how: str) -> m.Source:
         """The source of the streams ``tensors`` come from: one stream as :meth:`from_stream`;
         several (an image and its camera file) as branches zipped before the map that
         combines them."""
@@ -281,11 +291,12 @@ class _Builder:
 
     def stream_source(self, stream: Stream) -> m.Source:
         if stream.kind == "records":
+            reader = getattr(stream.node, "func", stream.node)
             source = self.queue_source(stream.queue, stream) if stream.queue else self.unknown(
-                f"the filename queue given to {self.seg(stream.node.func, 60)}", stream.node,
+                f"the filename queue given to {self.seg(reader, 60)}", stream.node,
                 "it is made outside this function (a parameter or another module)")
             self.stages.append(self.read_stage(stream))
-            if stream.reader.kind == "record_input":
+            if m.req(stream.reader).kind == "record_input":
                 self.stages.append(self.record_input_shuffle(stream))
             return source
         if stream.kind == "rows":
@@ -303,8 +314,9 @@ class _Builder:
                             self.code(a.get("seed")), self.code(a.get("capacity")),
                             target=stream.target)
         if stream.kind == "dequeue":
-            source = self.queue_source(stream.queue, stream)
-            self.stages.append(self.queue_stage(stream.queue))
+            queue = m.req(stream.queue)
+            source = self.queue_source(queue, stream)
+            self.stages.append(self.queue_stage(queue))
             return source
         if stream.kind == "provider":
             return self.provider_source(stream)
@@ -322,21 +334,21 @@ class _Builder:
                             "this plan cannot follow where they come from")
 
     def unknown(self, what: str, node: ast.AST, why: str) -> m.Source:
-        self.unresolved.append(m.Unresolved(what, node.lineno, why))
+        self.unresolved.append(m.Unresolved(what, line_of(node), why))
         return m.Source("unknown", None, m.Code(what))
 
     def read_stage(self, stream: Stream) -> m.ReadStage:
-        r = stream.reader
+        r = m.req(stream.reader)
         kind = _READER_KIND.get(r.kind, "other")
         if r.kind == "external":
             self.unresolved.append(m.Unresolved(
-                f"{r.origin} (reads the filename queue)", stream.node.lineno,
+                f"{r.origin} (reads the filename queue)", line_of(stream.node),
                 "defined outside this file: it reads the records and turns each into tensors "
                 "itself; its record format decides the record dataset (TFRecordDataset for a "
                 "TFRecordReader, ...) and what it does per record the map after it"))
         elif kind == "unknown":
             self.unresolved.append(m.Unresolved(
-                f"{r.origin} (the reader)", stream.node.lineno,
+                f"{r.origin} (the reader)", line_of(stream.node),
                 "made outside this file (a parameter, another module or an attribute): its "
                 "record format decides the record dataset (TFRecordDataset for a TFRecordReader, "
                 "FixedLengthRecordDataset, TextLineDataset, ...)"))
@@ -344,7 +356,7 @@ class _Builder:
         options = self.code(r.args.get("options"))
         if options is not None and not _chain.compression_type(options):
             self.unresolved.append(m.Unresolved(
-                f"options={options.text} of the reader", r.node.lineno,
+                f"options={options.text} of the reader", line_of(r.node or stream.node),
                 "its compression is not written out here: pass it to TFRecordDataset as "
                 "compression_type (\"GZIP\" or \"ZLIB\")"))
         key_used = bool(stream.key_ids) or any(
@@ -442,29 +454,34 @@ class _Builder:
         string_input_producer([f])``, each copy reading its own files), the loop's data."""
         a = q.args
         site = self.site(q.node, q.fn)
-        common = dict(num_epochs=self.code(a.get("num_epochs")), shuffle=self.code(
-            a.get("shuffle")), seed=self.code(a.get("seed")), capacity=self.code(a.get("capacity")))
-        if q.rule == "range_input_producer":
-            return m.Source("range", site, self.code(a.get("limit")), **common)
+        seed = self.code(a.get("seed"))
         if q.rule == "record_input":  # its files in random order, read in parallel, shuffled
             return m.Source("file_pattern", site, self.code(a.get("file_pattern")),
-                            shuffle=m.Code("True", True, True), seed=common["seed"])
+                            shuffle=m.Code("True", True, True), seed=seed)
+
+        def source(kind: str, data: m.Code | None, columns: bool = True,
+                   shuffle_note: str = "") -> m.Source:
+            return m.Source(kind, site, data, self.code(a.get("num_epochs")),
+                            self.code(a.get("shuffle")), seed, self.code(a.get("capacity")),
+                            columns=columns, shuffle_note=shuffle_note)
+        if q.rule == "range_input_producer":
+            return source("range", self.code(a.get("limit")))
         if q.rule == "input_producer":
-            return m.Source("rows", site, self.code(a.get("input_tensor")), **common,
-                            columns=False)
+            return source("rows", self.code(a.get("input_tensor")), columns=False)
         files = a.get("string_tensor")
         pattern = _pattern(files)
         if pattern is not None:
-            return m.Source("file_pattern", site, m.Code(self.seg(pattern, 200)), **common)
+            return source("file_pattern", m.Code(self.seg(pattern, 200)))
         one = files.items[0] if isinstance(files, ListV) and len(files.items) == 1 else files
         if copies is not None and isinstance(one, Sym) and one.over:
             note = "never: each copy's queue held one file" if one is not files else ""
-            return m.Source("files", site, m.Code(one.over), **common, shuffle_note=note)
-        return m.Source("files", site, self.code(files), **common)
+            return source("files", m.Code(one.over), shuffle_note=note)
+        return source("files", self.code(files))
 
     def record_input_shuffle(self, stream: Stream) -> m.QueueStage:
-        a = stream.queue.args
-        return m.QueueStage("random_shuffle", self.site(stream.queue.node, stream.queue.fn),
+        queue = m.req(stream.queue)
+        a = queue.args
+        return m.QueueStage("random_shuffle", self.site(queue.node, queue.fn),
                             min_after_dequeue=self.code(a.get("buffer_size")) or
                             m.tf1_default("record_input", "buffer_size"),
                             seed=self.code(a.get("seed")))
@@ -472,7 +489,7 @@ class _Builder:
     def record_input_batch(self, stream: Stream) -> None:
         """get_yield_op gave batch_size records at once; the script split them and ran its
         per-record code on each, in a loop: one map before a batch of that size."""
-        q = stream.queue
+        q = m.req(stream.queue)
         size = self.code(q.args.get("batch_size"))
         self.stages.append(m.BatchStage("get_yield_op", self.site(stream.node, stream.fn),
                                         {"batch_size": size} if size else {}))
@@ -480,7 +497,7 @@ class _Builder:
         if loops:
             self.unresolved.append(m.Unresolved(
                 f"the per-record code's loop over the batch ({', '.join(sorted(loops))})",
-                stream.node.lineno,
+                line_of(stream.node),
                 "the script runs it once per position in the batch; one Dataset.map has no "
                 "position: where the code uses it (to pick a method or a seed), draw it per "
                 "example or number the records with .enumerate()"))
@@ -514,7 +531,7 @@ class _Builder:
         return m.Source("provider", site, m.Code(name), self.code(a.get("num_epochs")), shuffle,
                         self.code(a.get("seed")), repeat=True)
 
-    def feed_runs(self, keys: list[str], op: EnqueueV) -> list:
+    def feed_runs(self, keys: list[str], op: EnqueueV) -> list[FeedRun]:
         """The ``sess.run(..., feed_dict=...)`` calls that run the enqueue op or feed its
         placeholders: those in its own class (or the module functions their names call) when
         there are any, else any of that name."""
@@ -560,21 +577,25 @@ class _Builder:
     def build(self) -> m.Variant:
         end = self.end
         if end.kind == "iterator":
-            source = self.dataset_variant(end.dataset)
+            source = self.dataset_variant(m.req(end.dataset))
         elif end.kind in ("dequeue_many", "dequeue_up_to"):
-            source = self.queue_source(end.queue, None)
-            self.stages.append(self.queue_stage(end.queue))
+            queue = m.req(end.queue)
+            source = self.queue_source(queue, None)
+            self.stages.append(self.queue_stage(queue))
+            size = self.code(end.args["batch_size"])
             self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct),
-                                            {"batch_size": self.code(end.args["batch_size"])},
-                                            padded=end.queue.kind == "padding_fifo"))
+                                            {"batch_size": size} if size is not None else {},
+                                            padded=queue.kind == "padding_fifo"))
         elif end.kind == "stream":
-            source = self.from_stream(end.stream, None, None, "")
-            if end.stream.reader is not None and end.stream.reader.kind == "record_input":
-                self.record_input_batch(end.stream)
+            stream = m.req(end.stream)
+            source = self.from_stream(stream, None, None, "")
+            if stream.reader is not None and stream.reader.kind == "record_input":
+                self.record_input_batch(stream)
         elif end.kind in ("queue", "external"):
-            source = self.queue_source(end.queue, None)
-            if end.queue.kind != "producer":
-                self.stages.append(self.queue_stage(end.queue))
+            queue = m.req(end.queue)
+            source = self.queue_source(queue, None)
+            if queue.kind != "producer":
+                self.stages.append(self.queue_stage(queue))
             if end.kind == "external":
                 self.handed_out(end)
         elif end.kind in _INPUT_FNS:
@@ -591,19 +612,22 @@ class _Builder:
         with dequeue_many when it repeats forever, dequeue_up_to otherwise."""
         a = end.args
         site = self.site(end.node, end.fn, end.construct)
-        params = rule_for(self.mod.scan.resolved.get(id(end.node), "")).params
-        x_node, y_node = _arg(end.node, "x", params), _arg(end.node, "y", params)
+        rule_ = rule_for(self.mod.scan.resolved.get(id(end.node), ""))
+        params = rule_.params if rule_ is not None else ()
+        call = end.node if isinstance(end.node, ast.Call) else ast.Call(ast.Name("?"), [], [])
+        x_node, y_node = _arg(call, "x", params), _arg(call, "y", params)
         x = self.seg(x_node, 200) if x_node is not None else "x"
         if end.kind == "pandas_input_fn":
             x = f"dict({x})"
         has_y = y_node is not None and not (isinstance(y_node, ast.Constant)
                                             and y_node.value is None)
-        data = m.Code(f"({x}, {self.seg(y_node, 200)})" if has_y else x)
+        data = m.Code(f"({x}, {self.seg(y_node, 200)})" if y_node is not None and has_y else x)
         rule = end.kind
         epochs = self.code(a.get("num_epochs")) or m.tf1_default(rule, "num_epochs")
         capacity = self.code(a.get("queue_capacity"))
         full = capacity or m.tf1_default(rule, "queue_capacity")
-        buffer = m.Code(f"{full.text} // 4") if not full.known else m.Code(
+        buffer = m.Code(f"{full.text} // 4") if not (
+            full.known and isinstance(full.value, int)) else m.Code(
             str(full.value // 4), True, full.value // 4, default=full.default)
         shuffle = self.code(a.get("shuffle"))
         self.stages.append(m.QueueStage("random_shuffle", site, capacity, buffer,
@@ -623,10 +647,10 @@ class _Builder:
                         shuffle_note="" if never else "in the queue below, not per epoch")
 
     def handed_out(self, end: End) -> None:
-        call = end.args.get("call") or self.seg(end.node, 80)
+        call = end.call or self.seg(end.node, 80)
         self.stages.append(m.ExternalStage(self.site(end.node, end.fn, end.construct), call))
         self.unresolved.append(m.Unresolved(
-            f"{call} (takes the queue)", end.node.lineno,
+            f"{call} (takes the queue)", line_of(end.node),
             "defined outside this file (another module builds the batch): it dequeues the "
             "queue and makes the rest of the pipeline, its per-example code and its batching; "
             "port that part there, continuing this dataset"))
@@ -662,7 +686,7 @@ class _Builder:
         what = f"the tensors given to {end.construct}"
         parts = _flat(inputs) if isinstance(inputs, ListV) else [inputs]
         params = [p.param for p in parts if isinstance(p, Sym) and p.param]
-        calls = [p.node for p in parts if isinstance(getattr(p, "node", None), ast.Call)]
+        calls = [n for p in parts if isinstance(n := getattr(p, "node", None), ast.Call)]
         if calls:
             call = calls[0]
             name = inputs.text if inputs is not None and inputs.text.isidentifier() else (
@@ -685,7 +709,7 @@ class _Builder:
             return
         value = end.args.get(arg)
         self.unresolved.append(m.Unresolved(
-            f"{arg}={value.text if value is not None else '...'} (per example)", end.node.lineno,
+            f"{arg}={value.text if value is not None else '...'} (per example)", line_of(end.node),
             "the script computed it with the example's tensors; the Dataset method takes a "
             "function of the element: write it to compute the same value from the element"))
 
@@ -699,7 +723,7 @@ class _Builder:
                 (name, "any"), ()) for key, _, ln in r.feeds if key in names})
             fed = f" ({_lines_text(lines)})" if lines else ""
             self.unresolved.append(m.Unresolved(
-                f"{k}={v.text} (a placeholder)", end.node.lineno,
+                f"{k}={v.text} (a placeholder)", line_of(end.node),
                 f"the script feeds it at each sess.run{fed}; a tf.data chain takes a Python "
                 f"value: make {k} an argument of the function that builds the dataset (one "
                 "dataset per value it takes)"))
@@ -757,7 +781,7 @@ def _shared_source(sources: list[m.Source]) -> m.Source | None:
         if s.kind != "files" or not all(same(getattr(s, k), getattr(first, k))
                                         for k in ("seed", "shuffle", "num_epochs")):
             return None
-    data = m.Code("[" + ", ".join(s.data.text for s in sources) + "]")
+    data = m.Code("[" + ", ".join(s.data.text for s in sources if s.data is not None) + "]")
     return m.Source("rows", first.site, data, first.num_epochs, first.shuffle, first.seed,
                     first.capacity, first.repeat)
 
@@ -769,7 +793,7 @@ def _runner_ops(copies: Val) -> str:
     return f"the queue runner's {copies.text} enqueue ops"
 
 
-def _lines_text(lines) -> str:
+def _lines_text(lines: Iterable[int]) -> str:
     """``line 3`` or ``lines 3, 9``."""
     distinct = list(dict.fromkeys(lines))
     return ("line " if len(distinct) == 1 else "lines ") + ", ".join(map(str, distinct))
@@ -782,7 +806,7 @@ def _mentions(var: str, rec: StepRec) -> bool:
     return any(var in g.replace("(", " ").replace(")", " ").split() for g in rec.guards)
 
 
-def _arg(call: ast.Call, name: str, params: tuple) -> ast.AST | None:
+def _arg(call: ast.Call, name: str, params: tuple[str, ...]) -> ast.expr | None:
     for k in call.keywords:
         if k.arg == name:
             return k.value
@@ -793,7 +817,7 @@ def _arg(call: ast.Call, name: str, params: tuple) -> ast.AST | None:
     return None
 
 
-def _flat(val: Val, depth: int = 0) -> list:
+def _flat(val: Val, depth: int = 0) -> list[Val]:
     if isinstance(val, ListV) and depth < 4:
         return [x for v in val.items for x in _flat(v, depth + 1)]
     return [val]
@@ -812,7 +836,7 @@ def _pattern(files: Val | None) -> ast.AST | None:
 _DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16"}
 
 
-def _signature(q: QueueV, holders: list, many: bool) -> list[tuple[str, str]]:
+def _signature(q: QueueV, holders: list[PlaceholderV], many: bool) -> list[tuple[str, str]]:
     """(shape, dtype) per component of what the generator yields: the queue's shapes and dtypes,
     else the placeholders'. Fed with ``enqueue_many``, a value is a batch of rows: the
     placeholder's shape, or the queue's shape after a batch dimension."""
@@ -855,10 +879,10 @@ def _source_path(end: End, depth: int = 0) -> tuple[tuple[str, ...], bool]:
     if depth > 6:
         return end.path, False
     if end.kind == "iterator":
-        head = end.dataset.head
+        head = m.req(end.dataset).head
         return (head[3].path, True) if head[0] == "call" else (end.path, False)
     if end.kind in ("dequeue_many", "dequeue_up_to", "queue", "external"):
-        return _queue_path(end.queue, depth)
+        return _queue_path(m.req(end.queue), depth)
     if end.kind in _INPUT_FNS:  # the arrays it is given are its source
         return end.path, True
     stream = end.stream if end.kind == "stream" else next(
@@ -872,7 +896,7 @@ def _stream_path(stream: Stream, depth: int) -> tuple[tuple[str, ...], bool]:
             return stream.path, False
         return _queue_path(stream.queue, depth + 1)
     if stream.kind == "dequeue":
-        return _queue_path(stream.queue, depth + 1)
+        return _queue_path(m.req(stream.queue), depth + 1)
     return stream.path, stream.kind not in ("param",)
 
 
@@ -942,7 +966,7 @@ def _run_all(mod: Module, budget: Budget) -> tuple[list[tuple[FuncInfo, World]],
     its names (a queue made at the top of the script) are what the functions read."""
     entries = sorted(mod.entries(), key=lambda e: e is not mod.module)
     out: list[tuple[FuncInfo, World]] = []
-    shared: dict = {}
+    shared: dict[str, Val] = {}
     stopped = False
     for entry in entries:
         if budget.left <= 0:
@@ -981,7 +1005,7 @@ def _consumed(runs: list[tuple[FuncInfo, World]]) -> tuple[set[int], set[int]]:
 def find(mod: Module, budget: Budget) -> tuple[list[list[_Found]], bool]:
     """Every end of every entry's worlds, grouped by (entry, end call); and whether the budget
     ran out."""
-    groups: dict[tuple, list[_Found]] = collections.OrderedDict()
+    groups: dict[tuple[str, int], list[_Found]] = collections.OrderedDict()
     runs, stopped = _run_all(mod, budget)
     read, rebatched = _consumed(runs)
     for entry, world in runs:
@@ -989,7 +1013,7 @@ def find(mod: Module, budget: Budget) -> tuple[list[list[_Found]], bool]:
         if world.stopped:  # half a run: its pipelines would be half planned
             continue
         for end in world.ends + _implicit_ends(world, mod.dequeued):
-            if end.kind == "queue" and id(end.queue.node) in read:
+            if end.kind == "queue" and id(m.req(end.queue).node) in read:
                 continue  # filled here, dequeued by a function: that function's pipeline
             if id(end.node) in rebatched:
                 continue  # its batches are enqueued again: part of that queue's pipeline
@@ -1127,7 +1151,7 @@ def _constructor_params(p: m.Pipeline) -> list[m.Unresolved]:
         if name not in said:
             continue
         line = next((n.lineno for n in walk(init.node) if isinstance(n, ast.Name)
-                     and n.id == name and isinstance(n.ctx, ast.Load)), init.node.lineno)
+                     and n.id == name and isinstance(n.ctx, ast.Load)), line_of(init.node))
         out.append(m.Unresolved(
             f"{name} (a parameter of {init.qualname})", line,
             f"{m.short_name(p.function)} uses what the constructor was given, which it does not "
@@ -1149,7 +1173,7 @@ def _attribute_lines(p: m.Pipeline) -> list[str]:
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:
     """Queues one Python loop fills together are dequeued together: say so, so the port makes
     one generator of tuples rather than generators that drift apart."""
-    by_feeder: dict[tuple, list[m.Pipeline]] = collections.defaultdict(list)
+    by_feeder: dict[tuple[str, int], list[m.Pipeline]] = collections.defaultdict(list)
     for p in found:
         feeder = p.variants[0].source.feeder
         if feeder is not None and feeder.function:  # by its name and where it is
@@ -1182,10 +1206,10 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
         notes += [n for n in b.notes if n not in notes]
     variants = _distinct(variants)
     end = first.end
-    line = min((_end_line(f.end) for f in group), key=lambda ln: (ln == end.node.lineno, ln))
-    site = m.Site(end.fn, end.node.lineno, end.construct or mod.scan.source.segment(
+    line = min((_end_line(f.end) for f in group), key=lambda ln: (ln == line_of(end.node), ln))
+    site = m.Site(end.fn, line_of(end.node), end.construct or mod.scan.source.segment(
         getattr(end.node, "func", end.node), 80))
-    if end.kind == "iterator" and line != end.node.lineno:
+    if end.kind == "iterator" and line != line_of(end.node):
         site = m.Site(end.fn, line, f".{_batch_op(group)}, then {end.construct}")
     if entry.parent is not None and entry.name in mod.structural and (
             entry.name not in mod.callees.get(entry.parent.name, ())):
@@ -1197,7 +1221,7 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
         notes.insert(0, f"its {site.construct} is in {end.fn} (line {site.line}), called from "
                         f"{entry.qualname}")
     kind = {"iterator": "tf.data"}.get(end.kind, "queue")
-    if end.kind == "stream" and end.stream.kind == "records":
+    if end.kind == "stream" and m.req(end.stream).kind == "records":
         kind = "reader"
     if any(v.source.kind == "generator" for v in variants):
         kind = "feeding"
@@ -1232,18 +1256,18 @@ def _distinct(variants: list[m.Variant]) -> list[m.Variant]:
 
 def _batch_op(group: list[_Found]) -> str:
     for f in group:
-        for op in f.end.dataset.ops:
+        for op in m.req(f.end.dataset).ops:
             if op[0] in ("batch", "padded_batch"):
-                return op[0]
+                return str(op[0])
     return "batch"
 
 
 def _end_line(end: End) -> int:
     if end.kind == "iterator":
-        batch = [op for op in end.dataset.ops if op[0] in ("batch", "padded_batch")]
+        batch = [op for op in m.req(end.dataset).ops if op[0] in ("batch", "padded_batch")]
         if batch:
-            return batch[-1][1].lineno
-    return end.node.lineno
+            return line_of(batch[-1][1])
+    return line_of(end.node)
 
 
 __all__ = ["build", "budget_for", "find", "STATELESS"]

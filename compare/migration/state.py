@@ -1,7 +1,8 @@
 """The state of the symbolic run (:mod:`.flow`) and the protocol its call handling
 (:mod:`.calls`) works through.
 
-:class:`Frame` is one function's run, :class:`World` what one run of an entry function found,
+:class:`Frame` is one function's run (defined in :mod:`.values`, as a closure's ``FuncV``
+holds the frame it was made in), :class:`World` what one run of an entry function found,
 :class:`Budget` the statements the whole analysis may still run. :class:`Interpreter` is what
 :mod:`.calls` needs of the run: evaluating nodes and arguments, rendering text, following the
 script's own functions, recording steps, and the state of the statement being run.
@@ -17,6 +18,7 @@ from compare.migration.scan import SourceText
 from compare.migration.values import (
     End,
     Exec,
+    Frame,
     FrameRec,
     FuncInfo,
     Module,
@@ -24,7 +26,6 @@ from compare.migration.values import (
     QueueV,
     StepRec,
     Stream,
-    Sym,
     Val,
 )
 
@@ -50,36 +51,6 @@ class Exit:
 
     kind: str
     value: Val | None = None
-
-
-@dataclasses.dataclass(eq=False)
-class Frame:
-    """One function's run: names bound with the clock time they were bound (so a value's text
-    can be rendered as of when it was made), the call stack, the undecided conditions around."""
-
-    fn: FuncInfo
-    env: dict[str, list[tuple[int, Val]]]
-    depth: int
-    parent: Frame | None
-    path: tuple[str, ...]
-    guards: tuple[str, ...] = ()
-    loop: Sym | None = None
-    me: ObjV | None = None
-    fid: int = 0
-
-    def bind(self, name: str, val: Val, clock: int) -> None:
-        self.env.setdefault(name, []).append((clock, val))
-
-    def get(self, name: str, at: int | None = None) -> Val | None:
-        hist = self.env.get(name)
-        if not hist:
-            return None
-        if at is None:
-            return hist[-1][1]
-        for t, v in reversed(hist):
-            if t <= at:
-                return v
-        return None
 
 
 @dataclasses.dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, Callable, Iterator, TypeGuard
 
 from compare.migration.rules import ITERATOR_METHODS, rule_for
@@ -242,7 +243,7 @@ class PlaceholderV(Val):
 @dataclasses.dataclass(eq=False)
 class FuncV(Val):
     info: FuncInfo
-    closure: object = None  # the Frame a nested def was made in
+    closure: Frame | None = None  # the frame a nested def was made in
     bound: Val | None = None
     text: str = ""
 
@@ -251,6 +252,36 @@ class FuncV(Val):
 class ClassV(Val):
     info: ClassInfo | None
     text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class Frame:
+    """One function's run: names bound with the clock time they were bound (so a value's text
+    can be rendered as of when it was made), the call stack, the undecided conditions around."""
+
+    fn: FuncInfo
+    env: dict[str, list[tuple[int, Val]]]
+    depth: int
+    parent: Frame | None
+    path: tuple[str, ...]
+    guards: tuple[str, ...] = ()
+    loop: Sym | None = None
+    me: ObjV | None = None
+    fid: int = 0
+
+    def bind(self, name: str, val: Val, clock: int) -> None:
+        self.env.setdefault(name, []).append((clock, val))
+
+    def get(self, name: str, at: int | None = None) -> Val | None:
+        hist = self.env.get(name)
+        if not hist:
+            return None
+        if at is None:
+            return hist[-1][1]
+        for t, v in reversed(hist):
+            if t <= at:
+                return v
+        return None
 
 
 @dataclasses.dataclass
@@ -288,6 +319,8 @@ class End:
     #: The stream of the batches it hands out (their tensors, so the per-batch code after it
     #: is recorded as steps of it).
     batch: Stream | None = None
+    #: A queue handed to a function defined elsewhere: that call, as the script writes it.
+    call: str = ""
 
 
 @dataclasses.dataclass(eq=False)
@@ -684,7 +717,7 @@ def primary(tensors: list[Tensor]) -> Stream:
     return min(tensors, key=lambda t: _STREAM_RANK.get(t.stream.kind, 0)).stream
 
 
-def merge(alternatives: list[Val | None]) -> Val:
+def merge(alternatives: Sequence[Val | None]) -> Val:
     """One value for several alternatives (both branches of an ``if``)."""
     vals = [v for v in alternatives if v is not None]
     if not vals:
