@@ -118,7 +118,7 @@ class Run:
         self.clock = 0
         self.world = World(entry, dict(decisions), [], {}, [], [], [])
         self.stack: list[FuncInfo] = []
-        self.cur_calls: list[tuple[str, ast.AST]] = []
+        self.cur_calls: list[tuple[str, ast.Call]] = []
         self.cur_external: list[str] = []
         self.param_streams: dict[str, Stream] = {}
         self.followed: set[int] = set()

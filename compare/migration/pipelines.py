@@ -222,8 +222,6 @@ class _Builder:
                 if id(call) in draws:
                     draws[id(call)].uses += 1
                     continue
-                if not isinstance(call, ast.Call):
-                    continue
                 seed = _arg(call, "seed", rule.params)
                 stateless = STATELESS.get(rule.id, f"tf.image.stateless_{rule.id.split('.')[-1]}")
                 draws[id(call)] = m.RandomDraw(
@@ -614,8 +612,7 @@ class _Builder:
         site = self.site(end.node, end.fn, end.construct)
         rule_ = rule_for(self.mod.scan.resolved.get(id(end.node), ""))
         params = rule_.params if rule_ is not None else ()
-        call = end.node if isinstance(end.node, ast.Call) else ast.Call(ast.Name("?"), [], [])
-        x_node, y_node = _arg(call, "x", params), _arg(call, "y", params)
+        x_node, y_node = _arg(end.node, "x", params), _arg(end.node, "y", params)
         x = self.seg(x_node, 200) if x_node is not None else "x"
         if end.kind == "pandas_input_fn":
             x = f"dict({x})"
@@ -806,7 +803,11 @@ def _mentions(var: str, rec: StepRec) -> bool:
     return any(var in g.replace("(", " ").replace(")", " ").split() for g in rec.guards)
 
 
-def _arg(call: ast.Call, name: str, params: tuple[str, ...]) -> ast.expr | None:
+def _arg(call: ast.AST, name: str, params: tuple[str, ...]) -> ast.expr | None:
+    """The argument ``call`` gives parameter ``name`` (by keyword or position), if it is a call
+    that gives one."""
+    if not isinstance(call, ast.Call):
+        return None
     for k in call.keywords:
         if k.arg == name:
             return k.value

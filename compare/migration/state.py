@@ -105,7 +105,7 @@ class Interpreter(Protocol):
     src: SourceText
     world: World
     #: The calls the statement being run made: (canonical name, call node).
-    cur_calls: list[tuple[str, ast.AST]]
+    cur_calls: list[tuple[str, ast.Call]]
     #: Functions defined outside this file the statement being run called with tensors.
     cur_external: list[str]
     cur_seq: int

@@ -294,7 +294,7 @@ class StepRec:
     fn: str
     stream: Stream
     guards: tuple[str, ...]
-    calls: list[tuple[str, ast.AST]] = dataclasses.field(default_factory=list)  # (name, call)
+    calls: list[tuple[str, ast.Call]] = dataclasses.field(default_factory=list)  # (name, call)
     external: list[str] = dataclasses.field(default_factory=list)
     loop: str = ""  # the iteration count of the loop around it, if any
     seq: int = -1  # the executed statement (:class:`Exec`) it is
