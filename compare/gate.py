@@ -172,15 +172,16 @@ def _check_report(out: str, given: list[str]) -> None:
 def _report(out: str, given: list[str], labels: dict[str, str]) -> str:
     """compare.run's report of the two sides (each side's last run when pooled)."""
     runs = [runs_of(p) for p in given]
-    report = compare_traces(runs[0][-1], runs[1][-1], out, labels=labels)
+    compare_traces(runs[0][-1], runs[1][-1], out, labels=labels)
     which = "" if all(len(r) == 1 for r in runs) else \
         f" (one run a side: {runs[0][-1]} against {runs[1][-1]})"
-    return f"report: {report.out / 'report.md'}{which}"
+    return f"report: {Path(out) / 'report.md'}{which}"
 
 
 def main() -> None:
     if "usage" in inspect.signature(cli_main).parameters:
-        cli_main("compare.gate", _define_flags, _main, usage=USAGE)
+        cli_main("compare.gate", _define_flags, _main,
+                 usage=USAGE)  # type: ignore[call-arg,unused-ignore]
     elif {"--help", "-h", "--helpfull"} & set(sys.argv[1:]):   # a cli_main without usage=
         _define_flags()
         sys.stdout.write(USAGE + "\nflags:\n" + flags.FLAGS.module_help(__name__) + "\n")

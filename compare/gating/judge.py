@@ -41,11 +41,11 @@ def judge(a: SideSamples, b: SideSamples, settings: Settings = Settings(),
     effect = min_effect(a, b, settings)
     n_a, n_b = a.steps, b.steps
     few = too_few(n_a, n_b, settings.alpha)
-    a = np.stack([it.a for it in its]) if its else np.zeros((0, n_a))
-    b = np.stack([it.b for it in its]) if its else np.zeros((0, n_b))
-    checked = _numbers(its, a, b)
+    xa = np.stack([it.a for it in its]) if its else np.zeros((0, n_a))
+    xb = np.stack([it.b for it in its]) if its else np.zeros((0, n_b))
+    checked = _numbers(its, xa, xb)
     if its and not few:
-        _test(a, b, checked, effect, settings)
+        _test(xa, xb, checked, effect, settings)
     limit = math.floor(settings.alpha / stats.smallest_p(n_a, n_b)) if n_a and n_b else 0
     outcome = TOO_FEW if few else (
         REGRESSED if any(c.verdict == REGRESSION for c in checked) else PASSED)
@@ -93,15 +93,16 @@ def _test(a: np.ndarray, b: np.ndarray, checked: list[Checked], effect: float,
         c.tested = True
         c.p_slower, c.p_faster = float(slower[j]), float(faster[j])
         c.p_slower_adjusted, c.p_faster_adjusted = float(adj_s[j]), float(adj_f[j])
-        c.verdict = _verdict(c, effect, settings)
+        c.verdict = _verdict(c, float(adj_s[j]), float(adj_f[j]), effect, settings)
 
 
-def _verdict(c: Checked, effect: float, s: Settings) -> str:
+def _verdict(c: Checked, p_slower: float, p_faster: float, effect: float, s: Settings) -> str:
+    """With the Holm-adjusted p of each direction."""
     d = c.delta_us
     big = abs(d) > 0 and abs(d) >= effect
-    if d > 0 and big and c.p_slower_adjusted < s.alpha and \
+    if d > 0 and big and p_slower < s.alpha and \
             (c.a_median_us == 0 or d / c.a_median_us > s.max_slowdown):
         return REGRESSION
-    if d < 0 and big and c.p_faster_adjusted < s.alpha and -d / c.a_median_us > s.max_slowdown:
+    if d < 0 and big and p_faster < s.alpha and -d / c.a_median_us > s.max_slowdown:
         return IMPROVEMENT
     return SAME

@@ -84,6 +84,7 @@ def term_of(c: Cell) -> str:
 def of_side(s: Side, source: str) -> SideSamples:
     """One run's samples, from the side's account (booked by ``comparison.side``)."""
     acc = s.account
+    assert acc is not None, "comparison.side books every side's account"
     table = s.ops.ops if s.ops is not None else op_table(acc).ops
     run = Run(source, s.trace.format, len(acc.steps), len(acc.steady),
               basis(acc, s.trace.format == "timeline").kind == "traced",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from compare.vocabulary.thresholds import MIN_STEPS_TESTED
 
@@ -44,6 +43,8 @@ def one_sided(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _p(x: np.ndarray, y: np.ndarray, method: str) -> np.ndarray:
     """p of x stochastically greater than y, per row."""
+    # lazy: scipy.stats takes 1-2 s to import; --help, bad input and too few steps need none
+    from scipy.stats import mannwhitneyu
     p = mannwhitneyu(x, y, alternative="greater", axis=1, method=method).pvalue
     return np.where(np.isfinite(p), p, 1.0)
 
