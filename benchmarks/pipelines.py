@@ -48,21 +48,34 @@ import gc
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from typing import Callable
 
-from absl import app, flags
+from absl import flags
 
 from benchmarks.images import make_image_set, varied_sizes
 from common import atomic
-from common.errors import InputError, RunFailed, run_cli, say
-from common.tflog import native_stderr_to, quiet_env, quiet_python_logs
+from common.errors import InputError, RunFailed, cli_main, say
+from common.tflog import native_stderr_to, quiet_python_logs
 from modern.data_service import list_workers, local_cluster, parse_address
 from modern.service_watch import DEFAULT_TIMEOUT_S, ServiceReads, Stall
 
 FLAGS = flags.FLAGS
+
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m benchmarks.pipelines [--images N] [--rounds N] [--batch N] [--json FILE]
+           [--data_service] [--seed S] [--verbose]
+
+Times images per second of the legacy pipeline (XLA as in the seed), the modern port with and
+without XLA, and the floor (read, decode and resize only), on one generated set of JPEGs of
+varied sizes, in interleaved rounds in one process so that load from elsewhere hits all of
+them alike. Prints medians and their ratios (wall and CPU time); --json also writes them.
+
+With --data_service it instead times the modern pipeline locally against the same pipeline
+with its input on a tf.data service of 1 and of 2 local workers.
+"""
 PIPELINES = ("legacy", "modern", "modern_nojit", "floor")
 #: ``--data_service``: the local modern run and the service with 1 and 2 workers.
 SERVICE_PIPELINES = ("modern", "service_1", "service_2")
@@ -475,9 +488,7 @@ def _main(argv: list[str]) -> int:
 
 
 def main() -> None:
-    quiet_env()
-    _define_flags()
-    app.run(lambda argv: sys.exit(run_cli(_main, argv, "benchmarks.pipelines")))
+    cli_main("benchmarks.pipelines", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

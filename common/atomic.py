@@ -155,10 +155,8 @@ def staged(out: str | os.PathLike) -> Iterator[Path]:
     except (KeyboardInterrupt, RunFailed) as e:
         with signals_deferred():
             kept = _keep_partial(staging, out / PARTIAL_DIR, e)
-        if kept:
-            if not hasattr(e, "kept"):
-                e.kept = []  # type: ignore[attr-defined]
-            e.kept.append(str(kept))  # type: ignore[attr-defined]
+        if kept:  # a plain KeyboardInterrupt has no ``kept`` of its own yet
+            setattr(e, "kept", [*getattr(e, "kept", []), str(kept)])
         raise
     except BaseException as e:
         shutil.rmtree(staging, ignore_errors=True)

@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 from typing import Callable, Iterator
 
 from absl import app, flags
@@ -125,22 +126,19 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
         rc = main(argv)
         return int(rc or 0)
     except InputError as e:
-        _say(f"{prog}: error: {e}")
+        _say(f"{prog}: error: {e}{_kept(e)}")
         return EXIT_BAD_INPUT
     except RunFailed as e:
-        kept = f"; partial results kept in {', '.join(e.kept)}" if e.kept else ""
-        _say(f"{prog}: error: {e}{kept}")
+        _say(f"{prog}: error: {e}{_kept(e)}")
         return EXIT_FAILED
     except KeyboardInterrupt as e:
         signum = getattr(e, "signum", signal.SIGINT)
-        kept = getattr(e, "kept", [])
-        where = (f"partial results kept in {', '.join(kept)}" if kept
-                 else "no results were complete, nothing was kept")
+        where = _kept(e).removeprefix("; ") or "no results were complete, nothing was kept"
         _say(f"{prog}: interrupted by {signal.Signals(signum).name}; {where}")
         return 128 + signum
     except OSError as e:  # disk full, permission denied on the output folder, ...
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        _say(f"{prog}: error: {where}{e.strerror or e}")
+        _say(f"{prog}: error: {where}{e.strerror or e}{_kept(e)}")
         return EXIT_BAD_INPUT
     except MemoryError:
         _say(f"{prog}: error: out of memory (the input is too large for this machine)")
@@ -151,13 +149,35 @@ def run_cli(main: Callable[[list[str]], int | None], argv: list[str], prog: str)
         _signals.update(interrupted=0, deferring=0, pending=0)
 
 
+def _kept(e: BaseException) -> str:
+    """What an error's line adds: where partial results were kept (``e.kept``) and what to do
+    with them (``e.hint``), or ""."""
+    kept = getattr(e, "kept", None)
+    hint = getattr(e, "hint", "")
+    return (f"; partial results kept in {', '.join(kept)}" if kept else "") + \
+        (f"; {hint}" if hint else "")
+
+
+#: The arguments that ask a CLI for its help (absl's own help flags, and ``-h``).
+HELP_ARGS = frozenset({"--help", "-h", "-?", "--helpshort", "--helpfull", "--help=true"})
+_HELP_WIDTH = 96
+
+
 def cli_main(prog: str, define_flags: Callable[[], None], main: Callable[[list[str]], int | None],
-             quiet_tf: bool = True) -> None:
+             quiet_tf: bool = True, usage: str = "") -> None:
     """The whole life of one of our absl CLIs: define its flags, parse them (a bad flag is bad
-    input too: one line, exit 2), run ``main`` under :func:`run_cli`, exit with its code."""
+    input too: one line, exit 2), run ``main`` under :func:`run_cli`, exit with its code.
+
+    ``usage`` is the text ``--help`` prints above the flags (a usage line, then what the
+    command does, for users); ``--help`` (or ``-h``) prints it and exits 0 before anything
+    else runs."""
     if quiet_tf:
         quiet_env()
+    before = set(flags.FLAGS)
     define_flags()
+    if _asks_for_help(sys.argv[1:]):
+        sys.stdout.write(help_text(usage, [n for n in flags.FLAGS if n not in before]))
+        sys.exit(0)
 
     def parse(argv: list[str]) -> list[str]:
         try:
@@ -167,3 +187,46 @@ def cli_main(prog: str, define_flags: Callable[[], None], main: Callable[[list[s
             sys.exit(EXIT_BAD_INPUT)
 
     app.run(lambda argv: sys.exit(run_cli(main, argv, prog)), flags_parser=parse)
+
+
+def _asks_for_help(args: list[str]) -> bool:
+    """A help flag among the arguments before a ``--``."""
+    for a in args:
+        if a == "--":
+            return False
+        if a in HELP_ARGS:
+            return True
+    return False
+
+
+def help_text(usage: str, names: list[str]) -> str:
+    """``usage`` followed by the flags ``names`` (in the order given), one entry each: the
+    flag, what it takes and its default, then its help, wrapped."""
+    seen, lines = set(), [usage.strip("\n"), "", "flags:"]
+    for name in names:
+        flag = flags.FLAGS[name]
+        if id(flag) in seen or flag.name != name:  # a short name of a flag already listed
+            continue
+        seen.add(id(flag))
+        lines.append("  " + _flag_heading(flag))
+        lines += textwrap.wrap(" ".join(flag.help.split()), _HELP_WIDTH, initial_indent=" " * 6,
+                               subsequent_indent=" " * 6)
+    lines.append("  --help")
+    lines.append("      Show this help and exit.")
+    return "\n".join(lines) + "\n"
+
+
+def _flag_heading(flag) -> str:
+    """``--steps=<integer>  (default 20; integer >= 2)``, ``--[no]verbose  (default off)``."""
+    if flag.boolean:
+        return f"--[no]{flag.name}  (default {'on' if flag.default else 'off'})"
+    parser = flag.parser
+    kind = ("|".join(parser.enum_values) if isinstance(parser, flags.EnumParser)
+            else "a,b,..." if isinstance(parser, flags.ListParser)
+            else {"int": "integer", "float": "number"}.get(flag.flag_type(), "text"))
+    notes = [] if flag.default in (None, "", []) else [
+        f"default {flag.default_as_str.strip(chr(39))}"]
+    if getattr(parser, "lower_bound", None) is not None or \
+            getattr(parser, "upper_bound", None) is not None:
+        notes.append(parser.syntactic_help)  # "integer >= 2", "integer in the range [0, 65535]"
+    return f"--{flag.name}=<{kind}>" + (f"  ({'; '.join(notes)})" if notes else "")

@@ -5,8 +5,10 @@ error raised inside a queue-runner thread or a tf.data worker.
 """
 from __future__ import annotations
 
+import io
 import os
 import stat
+import warnings
 from pathlib import Path
 
 from common.errors import InputError, tf_error_line
@@ -22,6 +24,8 @@ MAX_PIXELS = 100_000_000
 #: Refuse image files above this size before reading them (a 100 MP JPEG at quality 100 is
 #: ~40 MB; anything far beyond is not a photo we should load into memory).
 MAX_FILE_BYTES = 256 << 20
+#: Bad files named one by one in the error that refuses them; the rest are counted.
+BAD_NAMED = 20
 #: JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic; not DHT/JPG/DAC).
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 
@@ -131,6 +135,89 @@ def check_file(path: str) -> bytes:
         raise InputError(f"{path}: corrupt JPEG header (no frame header before the image data)")
     check_size(path, *hw)
     return data
+
+
+def check_decodes(path: str, data: bytes) -> None:
+    """An :class:`InputError` naming ``path`` unless its JPEG ``data`` decodes to the end: a
+    file cut short, or corrupt in the middle past what libjpeg recovers from, is refused before
+    any pipeline starts. libjpeg (through Pillow) decodes at 1/8 scale, which still reads
+    every byte of the compressed data, so a 64 MP photo costs milliseconds and little memory;
+    it refuses and accepts what TensorFlow's ``DecodeJpeg`` does
+    (``tests/test_inputs.py`` compares the two on damaged files)."""
+    from PIL import Image  # lazy: a native library only runs that check images need
+
+    past = _segment_past_end(data)
+    if past is not None:  # TensorFlow's reader refuses to read past the data; Pillow's skips
+        raise InputError(f"{path}: JPEG does not decode (a marker at byte {past:,} declares "
+                         f"more data than the file holds)")
+    try:
+        with warnings.catch_warnings(), Image.open(io.BytesIO(data), formats=["JPEG"]) as im:
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # ours: MAX_PIXELS
+            im.draft(im.mode, (max(1, im.width // 8), max(1, im.height // 8)))
+            im.load()
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        raise InputError(f"{path}: JPEG does not decode ({str(e) or type(e).__name__})") from None
+
+
+#: Markers that carry no length: TEM, the restart markers, start and end of image.
+_NO_LENGTH = {0x01, *range(0xD0, 0xDA)}
+
+
+def _segment_past_end(data: bytes) -> int | None:
+    """Where a marker segment's declared length runs past the end of ``data``, if one does, as
+    libjpeg reads the markers: in order, each segment skipped by its length, the compressed
+    data after a start-of-scan up to the next marker (``FF`` then a byte that is neither 00
+    nor a restart marker), until the end-of-image marker."""
+    i, n = 2, len(data)
+    while (j := data.find(b"\xff", i)) >= 0 and j + 1 < n:
+        marker = data[j + 1]
+        if marker in (0x00, 0xFF) or 0xD0 <= marker <= 0xD7:  # stuffing, fill, restarts
+            i = j + 1 if marker == 0xFF else j + 2
+            continue
+        if marker == 0xD9:
+            return None
+        if marker in _NO_LENGTH:
+            i = j + 2
+            continue
+        end = j + 2 + int.from_bytes(data[j + 2:j + 4], "big")
+        if j + 4 > n or end > n:
+            return j
+        i = end
+    return None
+
+
+def check_image(path: str) -> None:
+    """:func:`check_file` and :func:`check_decodes`: the whole file, without TensorFlow."""
+    check_decodes(path, check_file(path))
+
+
+def checked_images(items: list[str] | None, skip_bad: bool = False) -> tuple[list[str], list[dict]]:
+    """The images ``items`` name (:func:`resolve_images`), every one checked whole
+    (:func:`check_image`): (the usable paths, the bad ones as ``{"path", "reason"}``). Without
+    ``skip_bad`` a bad file is an :class:`InputError` naming every bad one (the first
+    :data:`BAD_NAMED`, the rest counted); with it, only a set with no usable image is."""
+    good, bad = [], []
+    for path in resolve_images(items):
+        try:
+            check_image(path)
+            good.append(path)
+        except InputError as e:
+            bad.append({"path": path, "reason": str(e)})
+    if bad and (not skip_bad or not good):
+        raise InputError(_refusal(bad, len(good), skip_bad))
+    return good, bad
+
+
+def _refusal(bad: list[dict], usable: int, skip_bad: bool) -> str:
+    """One line for :func:`checked_images`: the only bad file's reason as it is, or every bad
+    file's reason and what ``--skip_bad`` would do."""
+    if len(bad) == 1 and (usable or not skip_bad):
+        return bad[0]["reason"]
+    named = "; ".join(b["reason"] for b in bad[:BAD_NAMED])
+    more = f"; and {len(bad) - BAD_NAMED} more" if len(bad) > BAD_NAMED else ""
+    then = (f" (--skip_bad runs on the other {usable})" if usable else
+            " (no usable image among them)")
+    return f"{len(bad)} of {len(bad) + usable} images cannot be used{then}: {named}{more}"
 
 
 def preflight(paths: list[str]) -> list[tuple[int, int]]:

@@ -6,7 +6,7 @@ import platform
 import statistics
 
 
-def run_record(pipeline: str, *, seed: int, paths: list[str], shapes: list[tuple[int, int]],
+def run_record(pipeline: str, *, seed: int | None, paths: list[str], shapes: list[tuple[int, int]],
                step_name: str, walls: list[float], keys: list[str], output) -> dict:
     """The shared part of run.json: versions, inputs, per-step wall times and images, the first
     step apart from the steady median (every step but the first), and the output's shape and

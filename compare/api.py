@@ -10,9 +10,12 @@ input raises :class:`common.errors.InputError` (its message is one line naming t
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
+import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -20,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from common import atomic
-from common.errors import InputError, say
-from common.inputs import check_file, resolve_images
+from common.errors import InputError, say, signals_deferred
+from common.inputs import checked_images
 from common.tflog import native_stderr_to
 from compare.analysis import comparison
 from compare.analysis.comparison import SIDES, Side
@@ -65,9 +68,12 @@ class Phases:
             self._progress(f"[{time.monotonic() - self.t0:6.1f}s] {text}")
 
 
-def explain_trace(trace: Trace | str | os.PathLike, step: int | None = None) -> Explanation:
-    """The seed's four questions for one trace (a loaded Trace or any path we read)."""
-    return explain(trace if isinstance(trace, Trace) else load(trace), step)
+def explain_trace(trace: Trace | str | os.PathLike, step: int | None = None,
+                  max_memory: int | None = None) -> Explanation:
+    """The seed's four questions for one trace (a loaded Trace or any path we read; a path
+    whose load would take more than ``max_memory`` bytes, default the memory available, is
+    refused before it is read)."""
+    return explain(trace if isinstance(trace, Trace) else load(trace, max_memory), step)
 
 
 def default_out() -> Path:
@@ -83,12 +89,14 @@ def default_out() -> Path:
 def compare_traces(a: str | os.PathLike, b: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
-                   labels: dict[str, str] | None = None) -> Report:
+                   labels: dict[str, str] | None = None,
+                   max_memory: int | None = None) -> Report:
     """Compare two existing traces (any format we read), ``a`` the baseline, and write the
     report into ``out`` (new or empty; default ``runs/<timestamp>``). A bad trace leaves
     nothing behind. ``labels``: {"a": name of A, "b": name of B} (``legacy``/``modern`` keys
     are taken for ``a``/``b``), the names every output gives the two sides (default: the
-    traces' file names)."""
+    traces' file names). ``max_memory``: bytes each trace's load may take (default: the
+    memory available when it is loaded, so the second counts the first)."""
     for p in (a, b):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
@@ -99,7 +107,8 @@ def compare_traces(a: str | os.PathLike, b: str | os.PathLike,
                "b": (Path(b), f"side B ({names['b']})")}
     try:
         with native_stderr_to(log):
-            return analyse_and_write(out, sources, Phases(progress), labels=names)
+            return analyse_and_write(out, sources, Phases(progress), labels=names,
+                                     max_memory=max_memory)
     except (InputError, KeyboardInterrupt):
         _remove_if_only_log(out)
         raise
@@ -150,6 +159,7 @@ class RunOptions:
     screenshot: bool = False
     service_timeout: float | None = None
     lost_worker_wait: float | None = None
+    skip_bad: bool = False          # run on the good images, naming each bad one skipped
 
 
 def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | None = None,
@@ -157,10 +167,12 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
                     progress: Callable[[str], None] | None = None,
                     labels: dict[str, str] | None = None) -> Report:
     """Run legacy, then modern, each in its own process and profiled, into ``out/legacy`` and
-    ``out/modern``; compare them and write the report into ``out``. An interrupt
-    (KeyboardInterrupt) carries ``kept``: what of the run was kept, and where."""
-    opts = options or RunOptions()
-    _preflight(opts)
+    ``out/modern``; compare them and write the report into ``out``. Every image is checked
+    whole first: a bad one stops the run before anything starts, naming every bad one (with
+    ``skip_bad``: each is named and skipped). A run that stops (interrupt, failure, full disk)
+    keeps what the sides completed in ``out/partial`` (:func:`keep_runs`); the exception then
+    carries ``kept`` and ``hint``, the command that rebuilds the report from them."""
+    opts = _preflight(options or RunOptions())
     out = atomic.prepare_out_dir(out or default_out())
     log = None if verbose else out / "tf.log"
     say(f"compare.run: run folder {out}" + (f"; TensorFlow's log goes to {log}" if log else ""))
@@ -172,25 +184,68 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
         with native_stderr_to(log):
             report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs, shot,
                                        side_labels(labels) or dict(zip(SIDES, PIPELINES)))
-    except KeyboardInterrupt as e:  # the CLI says where: complete runs, a side's partial
-        kept = [f"{out / k} (complete run)" for k in runs]
-        kept += [f"{out / k / 'partial'} (interrupted run)" for k in PIPELINES
-                 if k not in runs and (out / k / "partial").is_dir()]
-        e.kept = [*kept, *getattr(e, "kept", [])]
+    except BaseException as e:
+        keep_runs(out, e)
         raise
     return report
 
 
-def _preflight(opts: RunOptions) -> None:
-    """Cheap checks before anything is created or run for minutes."""
-    for path in resolve_images(opts.images):
-        check_file(path)
+def _preflight(opts: RunOptions) -> RunOptions:
+    """Checks before anything is created or run for minutes; ``opts`` with the images that
+    passed."""
+    good, bad = checked_images(opts.images, opts.skip_bad)
+    for b in bad:
+        say(f"compare.run: skipped {b['reason']}")
     if importlib.util.find_spec("modern") is None or \
             importlib.util.find_spec("modern.runner") is None:
         raise InputError("the modern pipeline (modern.runner) is not installed here; compare "
                          "existing traces with --legacy TRACE --modern TRACE")
     if opts.data_service:  # it answers and has workers
         check_service(opts.data_service)
+    return dataclasses.replace(opts, images=good)
+
+
+def keep_runs(out: Path, error: BaseException) -> dict[str, str]:
+    """After ``error`` stopped a run: move what each side left -- its complete run, or the
+    partial profile of one that was stopped -- into ``out/partial/<side>``, say so in
+    ``out/partial/partial.json``, and add to ``error`` where (``kept``) and, when both sides
+    left something, the command that rebuilds the report from them (``hint``). A side that
+    cannot be moved (a disk too full for the folder) is kept and named where it is. Returns
+    {side: what was kept}."""
+    dest, kept, where = out / atomic.PARTIAL_DIR, {}, {}
+    with signals_deferred():
+        for k in PIPELINES:
+            side = out / k
+            found = ((side, "complete run") if (side / "run.json").is_file() else
+                     (side / atomic.PARTIAL_DIR, "partial run")
+                     if (side / atomic.PARTIAL_DIR).is_dir() else None)
+            if not found:
+                continue
+            kept[k], where[k] = found[1], found[0]
+            with contextlib.suppress(OSError):
+                if not (dest / k).exists():
+                    dest.mkdir(exist_ok=True)
+                    os.rename(found[0], dest / k)
+                    where[k] = dest / k
+            with contextlib.suppress(OSError):
+                side.rmdir()  # empty now, or never used
+    if not kept:
+        return kept
+    rebuild = (f"python -m compare.run --legacy {shlex.quote(str(where['legacy']))} --modern "
+               f"{shlex.quote(str(where['modern']))} --out {shlex.quote(str(out / 'report'))}"
+               if len(kept) == len(PIPELINES) else None)
+    if all(p.parent == dest for p in where.values()):
+        with contextlib.suppress(OSError):  # a full disk may refuse it; the runs are kept
+            atomic.write_json(dest / "partial.json", {
+                "complete": False, "stopped_by": str(error) or type(error).__name__,
+                "runs": kept, "rebuild_report": rebuild})
+        listed = [f"{dest} ({', '.join(f'{k}: {v}' for k, v in kept.items())})"]
+    else:
+        listed = [f"{where[k]} ({k}: {v})" for k, v in kept.items()]
+    error.kept = listed  # type: ignore[attr-defined]  # the sides' own paths are in it now
+    if rebuild:
+        error.hint = f"rebuild the report from them: {rebuild}"  # type: ignore[attr-defined]
+    return kept
 
 
 def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
@@ -255,24 +310,41 @@ def _screenshot(out: Path, clock: Phases) -> str | None:
 def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Phases,
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None,
-                      labels: dict[str, str] | None = None) -> Report:
+                      labels: dict[str, str] | None = None,
+                      max_memory: int | None = None) -> Report:
     """Load, analyse and compare the two sources; write the report into ``out``."""
     from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
-    traces = {k: load(path) for k, (path, _) in sources.items()}
+    traces = {k: load(path, max_memory) for k, (path, _) in sources.items()}
     clock.phase("map", "mapping events to stages ...")
     sides = {k: comparison.side(k, traces[k], note) for k, (_, note) in sources.items()}
     for k, (path, _) in sources.items():
+        sides[k].service_workers = _service_workers(path)
+    for k, (path, _) in sources.items():
         _add_cross_checks(sides[k], path, traces[k])
-    clock.phase("write", "writing report.md, report.json, plots and the merged trace ...")
-    report = report_mod.build(comparison.compare(sides["a"], sides["b"], labels),
-                              sides, tensorboard_logdir, screenshot)
+    clock.phase("compare", "comparing the two sides (groups, op by op, like-for-like "
+                           "checks) ...")
+    compared = comparison.compare(sides["a"], sides["b"], labels)
+    clock.phase("answers", "answering the four questions for each side ...")
+    report = report_mod.build(compared, sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
-    clock.end()
+    clock.phase("write", "writing the report's files ...")
     report.elapsed_s = dict(clock.marks)
-    report_mod.write(out, report, sides)
+    report_mod.write(out, report, sides, progress=lambda text: clock.say(f"  {text}"))
+    clock.end()
+    report.elapsed_s = dict(clock.marks)   # the files carry the phases up to writing them
     return report
+
+
+def _service_workers(path: Path) -> int | None:
+    """The tf.data service workers that fed one of our modern runs (its run.json), or None."""
+    try:
+        run = json.loads((path / "run.json").read_text()) if path.is_dir() else {}
+    except (OSError, ValueError):
+        return None
+    n = (run.get("data_service") or {}).get("worker_count") if isinstance(run, dict) else None
+    return n if isinstance(n, int) and n > 0 else None
 
 
 def _add_cross_checks(side: Side, path: Path, trace: Trace) -> None:

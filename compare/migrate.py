@@ -42,6 +42,32 @@ from compare.migration.values import Module
 MAX_BYTES = 20 * 1024 * 1024
 
 
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m compare.migrate SCRIPT.py|NOTEBOOK.ipynb [--json]
+       python -m compare.migrate SCRIPT.py --emit OUT.py [--overwrite]
+       python -m compare.migrate SCRIPT.py [--emit OUT.py] --check --call 'FUNC(ARGS)'
+           [--setup CODE] [--batches N] [--out DIR] [--port FILE] [--timeout S]
+
+Reads a TF1 script or notebook (never runs it; Python 2 syntax too) and plans each of its
+input pipelines as tf.data code in the script's own names, with every queue and batching
+argument honoured and what the file cannot settle listed as unresolved; then lists every
+queue runner, reader, batcher, TF1 iterator, feed_dict, stateful random op, jit_scope and
+timeline use by line, with its TF2 replacement.
+
+--emit writes the port: a module that builds the same pipelines on tf.data, without sessions
+or queue runners. --check proves it: it builds the original and the port with --call, compares
+their first batches and profiles both into --out. --check imports the script, which runs its
+top-level code (in a child process, stopped after --timeout seconds).
+
+examples:
+  python -m compare.migrate cifar10_input.py
+  python -m compare.migrate cifar10_input.py --emit cifar10_tfdata.py
+  python -m compare.migrate cifar10_input.py --check --call "distorted_inputs('data', 32)"
+"""
+
+
+
 @dataclasses.dataclass
 class MigrationReport:
     """Everything the report says about one script: findings in source order, one plan per
@@ -215,7 +241,7 @@ def main() -> None:
     # Our own text is ASCII; a user's identifiers may not be, and must not crash a C-locale pipe.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="backslashreplace")
-    cli_main("compare.migrate", _define_flags, _main, quiet_tf=False)
+    cli_main("compare.migrate", _define_flags, _main, quiet_tf=False, usage=USAGE)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,7 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
         def pump() -> None:
+            assert proc.stderr is not None  # stderr=PIPE
             for line in proc.stderr:
                 if b"error:" in line:
                     errors.append(line.decode("utf-8", "replace").strip())
@@ -95,7 +96,9 @@ def run_in_child(side: str, out: Path, images: list[str] | None, steps: int, see
     if rc in (EXIT_INTERRUPTED, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM):
         raise KeyboardInterrupt
     if rc != 0:
-        msg = errors[-1].split("error:", 1)[1].strip() if errors else \
+        # where the child kept partial results is for compare.run to say: it moves them
+        msg = errors[-1].split("error:", 1)[1].split("; partial results kept in ")[0].strip() \
+            if errors else \
             f"the {side} pipeline failed (exit code {rc}); see {log_path or 'the log above'}"
         if rc == EXIT_BAD_INPUT:
             raise InputError(msg)
@@ -123,7 +126,9 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _child(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="compare.pipelines")
+    p = argparse.ArgumentParser(prog="python -m compare.pipelines", description=(
+        "Runs one pipeline (legacy or modern) for compare.run, in a process of its own "
+        "(compare.run starts it; use python -m legacy.run or modern.run by hand)."))
     p.add_argument("side", choices=PIPELINES)
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=20)

@@ -30,11 +30,39 @@ from common.errors import InputError, cli_main, say
 from common.tflog import quiet_python_logs
 from compare.analysis.comparison import SIDES
 from compare.api import RunOptions, compare_traces, run_and_compare
+from compare.cli_flags import define_max_memory, max_memory_flag
 from compare.fmt import shown_words
 from compare.output.report import Report
+from compare.output.summary import summary
 from compare.output.tables import delta_table, group_table, ops_table, stage_table
 
 FLAGS = flags.FLAGS
+
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m compare.run [--out DIR] [--images FILES,FOLDERS] [--steps N] [--seed S]
+           [--skip_bad] [--brief] [--screenshot] [--verbose]
+           [--data_service grpc://HOST:PORT [--service_timeout S] [--lost_worker_wait S]]
+       python -m compare.run --legacy TRACE --modern TRACE [--out DIR] [--labels A,B] [--brief]
+
+Runs the seed's TF1 queue-runner pipeline (legacy) and its tf.data + XLA port (modern), each
+in a process of its own and profiled, into DIR/legacy and DIR/modern, then compares the two
+stage by stage and op by op: where each run's time goes, what changed, and why.
+
+With --legacy and --modern it compares two traces that already exist instead, of any
+TensorFlow program, without running anything: timeline.py JSON, Chrome or xprof trace JSON
+(.json or .json.gz), .xplane.pb, or a TensorBoard logdir, run or profile folder.
+
+DIR (default runs/<timestamp>; never a folder that holds files) receives report.md,
+report.json, stages.png, timelines.png and merged_trace.json.gz. report.md opens with a
+one-screen summary; --brief prints only that summary. tensorboard --logdir DIR shows the
+two runs' profiles.
+
+examples:
+  python -m compare.run --steps 5
+  python -m compare.run --images photos/ --skip_bad --out runs/photos
+  python -m compare.run --legacy old/timeline.json --modern new/logdir --labels before,after
+"""
 
 
 def _define_flags() -> None:
@@ -62,6 +90,12 @@ def _define_flags() -> None:
     flags.DEFINE_string("modern", None, "Compare this existing trace (side B; with --legacy).")
     flags.DEFINE_list("labels", None, "Two names for the sides, A,B (default: the traces' "
                                       "file names; legacy,modern for our own runs).")
+    flags.DEFINE_boolean("skip_bad", False, "Run on the images that can be used, naming each "
+                         "one skipped (truncated, corrupt, not a JPEG, ...), instead of stopping "
+                         "before the runs with one line naming every bad one.")
+    flags.DEFINE_boolean("brief", False, "Print only the summary report.md opens with (the "
+                         "verdict, step times, largest changes, caveats), not the tables.")
+    define_max_memory()
 
 
 def _traces(argv: list[str]) -> tuple[str, str] | None:
@@ -87,20 +121,25 @@ def _main(argv: list[str]) -> int:
     quiet_python_logs()  # SIGINT and SIGTERM: common.errors.run_cli raises Interrupted for both
     t0 = time.monotonic()
     if traces:
-        if FLAGS.data_service:
-            raise InputError("--data_service is for running the pipelines, not for comparing "
-                             "existing traces")
+        for name in ("data_service", "skip_bad", "images"):
+            if FLAGS[name].present:
+                raise InputError(f"--{name} is for running the pipelines, not for comparing "
+                                 f"existing traces")
         out = Path(FLAGS.out) if FLAGS.out else None
-        report = compare_traces(*traces, out, FLAGS.verbose, say, labels=labels)
-        _print_summary(report, t0, tensorboard=False)
+        report = compare_traces(*traces, out, FLAGS.verbose, say, labels=labels,
+                                max_memory=max_memory_flag())
+        _print_summary(report, t0, tensorboard=False, brief=FLAGS.brief)
         return 0
+    if FLAGS.max_memory is not None:
+        raise InputError("--max_memory goes with --legacy/--modern (existing traces)")
     for name in ("service_timeout", "lost_worker_wait"):
         if FLAGS[name].value is not None and not FLAGS.data_service:
             raise InputError(f"--{name} goes with --data_service")
     options = RunOptions(FLAGS.images, FLAGS.steps, FLAGS.seed, FLAGS.data_service,
-                         FLAGS.screenshot, FLAGS.service_timeout, FLAGS.lost_worker_wait)
+                         FLAGS.screenshot, FLAGS.service_timeout, FLAGS.lost_worker_wait,
+                         FLAGS.skip_bad)
     report = run_and_compare(FLAGS.out, options, FLAGS.verbose, say, labels=labels)
-    _print_summary(report, t0, tensorboard=True)
+    _print_summary(report, t0, tensorboard=True, brief=FLAGS.brief)
     return 0
 
 
@@ -113,8 +152,15 @@ def _labels(given: list[str] | None) -> dict[str, str] | None:
     return dict(zip(SIDES, names))
 
 
-def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
+def _print_summary(report: Report, t0: float, tensorboard: bool, brief: bool) -> None:
     c = report.comparison
+    for k in SIDES:  # partly usable traces: what was skipped
+        for w in c.sides[k].source.warnings:
+            say(f"compare.run: {c.label(k)} trace {c.sides[k].source.path}: {w}")
+    if brief:
+        print("\n".join(summary(report)))
+        say(f"[{time.monotonic() - t0:6.1f}s] done: {report.out / 'report.md'}")
+        return
     if c.has_pipeline():
         print("The seed pipeline's stages (mean per steady step):")
         print(stage_table(c))
@@ -129,9 +175,6 @@ def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
     print("Largest op differences (op time per steady step; all in report.json's ops_diff):")
     print(ops_table(c))
     print()
-    for k in SIDES:  # partly usable traces: what was skipped
-        for w in c.sides[k].source.warnings:
-            say(f"compare.run: {c.label(k)} trace {c.sides[k].source.path}: {w}")
     for text in (*report.words["sides"].values(), report.words["comparison"]):
         print(f"- {shown_words(text)}")   # names in it cut as report.md cuts them
     print()
@@ -145,7 +188,7 @@ def _print_summary(report: Report, t0: float, tensorboard: bool) -> None:
 
 
 def main() -> None:
-    cli_main("compare.run", _define_flags, _main)
+    cli_main("compare.run", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

@@ -153,7 +153,7 @@ def build(images: list[str], xla: bool = True, seed: int | None = None,
                        resized=resized, draws=draws, xla=xla)
 
 
-def session_config(xla: bool) -> "v1.ConfigProto":
+def session_config(xla: bool):
     """The seed's session config: ``global_jit_level = ON_1`` when XLA is on."""
     config = v1.ConfigProto()
     config.graph_options.optimizer_options.global_jit_level = (
@@ -167,7 +167,7 @@ def draws_feed(g: LegacyGraph, d: spec.Draws, image_hw: tuple[int, int] | None =
     Crop offsets are fed as (row, col, 0); the modulo already ran inside the fed tensor's
     producer, so offsets must be valid for the resized image.
     """
-    feed = {}
+    feed: dict = {}
     for i, t in enumerate(g.draws["crop_offsets"]):
         feed[t] = [int(d.crop_offsets[i, 0]), int(d.crop_offsets[i, 1]), 0]
     for name in ("brightness", "saturation", "contrast"):

@@ -10,11 +10,28 @@ from absl import flags
 
 from common import atomic
 from common.errors import InputError, cli_main, say
-from common.inputs import check_file, resolve_images
+from common.inputs import checked_images
 from common.tflog import native_stderr_to, quiet_python_logs
 from legacy.runner import run_legacy
 
 FLAGS = flags.FLAGS
+
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m legacy.run --out DIR [--images FILES,FOLDERS] [--steps N] [--noxla] [--seed S]
+           [--verbose]
+
+Runs the seed's TF1 input pipeline as it was written for TF 1.x -- queue runners, a session,
+XLA auto-clustering (jit_scope and global_jit_level ON_1) -- on TensorFlow 2.21's
+tf.compat.v1, one image per step, and profiles it. DIR (new or empty) receives
+timeline_first.json (the first step, with XLA's compiles), timeline.json (a steady step), a
+TensorBoard profile of every step and run.json.
+
+examples:
+  python -m legacy.run --out runs/legacy
+  python -m legacy.run --out runs/legacy-noxla --noxla --images photos/
+"""
+
 
 
 def _define_flags() -> None:
@@ -32,8 +49,7 @@ def _main(argv: list[str]) -> int:
     if not FLAGS.out:
         raise InputError("--out DIR is required")
 
-    for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
-        check_file(path)
+    checked_images(FLAGS.images)  # every file whole, before anything is created
     out = atomic.prepare_out_dir(FLAGS.out)
     quiet_python_logs()
     say(f"legacy: running {FLAGS.steps} steps (XLA {'off' if FLAGS.noxla else 'on'}); "
@@ -49,7 +65,7 @@ def _main(argv: list[str]) -> int:
 
 
 def main() -> None:
-    cli_main("legacy.run", _define_flags, _main)
+    cli_main("legacy.run", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,10 @@ def _run_session(g, config, plan: list[str], profile_dir=None, progress=None):
 
 
     v1 = tf.compat.v1
-    walls, keys, out, metas = [], [], None, {}
+    walls: list[float] = []
+    keys: list[str] = []
+    out = None
+    metas: dict = {}
     profiler = None
     with v1.Session(graph=g.graph, config=config) as sess:
         coord = v1.train.Coordinator()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import ipaddress
 import os
 import re
 import signal
@@ -37,7 +38,7 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from common.errors import InputError, RunFailed
-from modern.bind import DEFAULT_BIND, EVERY_INTERFACE
+from modern.bind import DEFAULT_BIND, EVERY_INTERFACE, bind_failure
 
 PROCESSING_MODE = "distributed_epoch"
 PROTOCOL = "grpc"
@@ -60,12 +61,17 @@ class Address:
 
     @property
     def hostport(self) -> str:
-        return f"{self.host}:{self.port}"
+        return hostport(self.host, self.port)
 
     @property
     def target(self) -> str:
         """The form ``distribute(service=...)`` and ``--data_service`` take: ``grpc://host:port``."""
         return f"{PROTOCOL}://{self.hostport}"
+
+
+def hostport(host: str, port: int | str) -> str:
+    """``host:port``, an IPv6 address in brackets (``[::1]:5050``)."""
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
 def parse_address(text: str, flag: str = "--data_service") -> Address:
@@ -238,7 +244,7 @@ def exposure_warning(role: str, port: int | None, bind: str = DEFAULT_BIND) -> s
     where = f"port {port}" if port else "its port"
     runs = (f"without authentication, and it runs the dataset graphs clients send as user "
             f"{getpass.getuser()!r} (graph ops read and write files)")
-    if bind == DEFAULT_BIND:
+    if bind != EVERY_INTERFACE and ipaddress.ip_address(bind).is_loopback:
         return (f"note: this {role} listens on {bind} only ({where}; --bind): every process "
                 f"on this machine, of any user, can reach it, {runs}. To serve other machines "
                 f"use --bind with an address on a private network, or --bind {EVERY_INTERFACE} "
@@ -260,7 +266,10 @@ def this_host() -> str:
 
 
 def _server_error(what: str, port: int, e: Exception) -> InputError:
-    reason = "port in use or not allowed" if "start" in str(e).lower() else str(e)
+    """A server TensorFlow could not start, and why: the cause the bind shim saw when there is
+    one (an address not on this machine, a port in use), else TensorFlow's words."""
+    reason = bind_failure(port) or (
+        "port in use or not allowed" if "start" in str(e).lower() else str(e))
     return InputError(f"{what} --port {port}: cannot listen ({reason})")
 
 
@@ -298,7 +307,7 @@ def start_worker(dispatcher: Address, port: int = 0, host: str | None = None,
 
     svc = tf.data.experimental.service
     config = svc.WorkerConfig(dispatcher_address=dispatcher.hostport,
-                              worker_address=f"{host or this_host()}:%port%", port=port,
+                              worker_address=hostport(host or this_host(), "%port%"), port=port,
                               protocol=PROTOCOL)
     try:
         return svc.WorkerServer(config)
@@ -343,6 +352,7 @@ def local_cluster(workers: int, startup_timeout_s: float = 120.0) -> Iterator[Lo
                                  "127.0.0.1"], stdout=subprocess.PIPE, stderr=log, text=True,
                                 cwd=_PACKAGE_ROOT, env=dict(os.environ, PYTHONPATH=_PACKAGE_ROOT))
         servers.append((proc, log))
+        assert proc.stdout is not None  # stdout=PIPE
         line = proc.stdout.readline().strip()  # the address, once it listens
         if not line:
             raise InputError(f"modern.service {args[0]} exited with code {proc.wait()} before "

@@ -11,13 +11,34 @@ from absl import flags
 
 from common import atomic
 from common.errors import InputError, cli_main, say
-from common.inputs import check_file, resolve_images
+from common.inputs import checked_images
 from common.tflog import native_stderr_to, quiet_python_logs
 from modern.data_service import parse_address
 from modern.runner import run_modern
 from modern.service_watch import DEFAULT_LOST_WORKER_WAIT_S, DEFAULT_TIMEOUT_S
 
 FLAGS = flags.FLAGS
+
+#: What ``--help`` prints above the flags.
+USAGE = """\
+usage: python -m modern.run --out DIR [--images FILES,FOLDERS] [--steps N] [--nojit] [--seed S]
+           [--skip_bad] [--verbose]
+           [--data_service grpc://HOST:PORT [--service_timeout S] [--lost_worker_wait S]]
+
+Runs the tf.data port of the seed's pipeline, one image per step: tf.data reads, decodes,
+resizes and crops; the augmentation is compiled by XLA once for every image size; random
+draws are stateless, from --seed, so a seed reproduces a run. DIR (new or empty) receives a
+TensorBoard profile with the steps marked, trace.json.gz (its trace viewer JSON) and run.json.
+
+With --data_service the input pipeline runs on the workers of a tf.data service (start them
+with python -m modern.service); a worker lost mid-run costs time, not steps.
+
+examples:
+  python -m modern.run --out runs/modern
+  python -m modern.run --out runs/photos --images photos/ --skip_bad
+  python -m modern.run --out runs/svc --data_service grpc://127.0.0.1:5050
+"""
+
 
 
 def _define_flags() -> None:
@@ -58,8 +79,7 @@ def _main(argv: list[str]) -> int:
             if FLAGS[name].value is not None:
                 raise InputError(f"--{name} goes with --data_service")
     if not FLAGS.skip_bad:
-        for path in resolve_images(FLAGS.images):  # cheap checks before anything is created
-            check_file(path)
+        checked_images(FLAGS.images)  # every file whole, before anything is created
     out = atomic.prepare_out_dir(FLAGS.out)
     quiet_python_logs()
     where = f", input on the tf.data service at {FLAGS.data_service}" if FLAGS.data_service else ""
@@ -101,7 +121,7 @@ def _say_service(svc: dict) -> None:
 
 
 def main() -> None:
-    cli_main("modern.run", _define_flags, _main)
+    cli_main("modern.run", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

@@ -35,14 +35,37 @@ PROG = "modern.service"
 ROLES = ("dispatcher", "worker")
 DEFAULT_DISPATCHER_PORT = 5050
 
+#: What ``--help`` prints above the flags.
+USAGE = f"""\
+usage: python -m modern.service dispatcher [--port P] [--work_dir DIR] [--bind IP] [--host NAME]
+       python -m modern.service worker --dispatcher HOST:P [--port Q] [--bind IP] [--host NAME]
+
+Starts a tf.data service dispatcher or worker for modern.run --data_service and
+compare.run --data_service, and serves until Ctrl-C or SIGTERM (exit 0). The first line on
+stdout is the address to connect to: the dispatcher's grpc://HOST:PORT, or the worker's
+HOST:PORT as the dispatcher hands it to clients.
+
+The tf.data service has no authentication: whoever reaches a server's port can make it run
+dataset graphs, which can read and write files. So a server listens on 127.0.0.1 only unless
+--bind names another address of this machine (IPv4 or IPv6), or 0.0.0.0 for every interface.
+TensorFlow itself always listens on every interface; a small shim, built once with this
+machine's C compiler, narrows it, and the server checks where it listens before it serves.
+
+examples:
+  python -m modern.service dispatcher --work_dir /tmp/tfdata-journal
+  python -m modern.service worker --dispatcher 127.0.0.1:{DEFAULT_DISPATCHER_PORT}
+  python -m modern.service dispatcher --bind 10.0.0.5   # reachable from that network
+"""
+
+
 
 def _define_flags() -> None:
     flags.DEFINE_integer("port", None, f"Port to listen on (dispatcher default "
                          f"{DEFAULT_DISPATCHER_PORT}; worker default 0 = any free port).",
                          lower_bound=0, upper_bound=65535)
-    flags.DEFINE_string("bind", listen.DEFAULT_BIND, "The IPv4 address to listen on: "
-                        f"{listen.DEFAULT_BIND} (this machine only), one of this machine's "
-                        "addresses (e.g. on a private network), or "
+    flags.DEFINE_string("bind", listen.DEFAULT_BIND, "The address to listen on, IPv4 or IPv6: "
+                        f"{listen.DEFAULT_BIND} or ::1 (this machine only), one of this "
+                        "machine's addresses (e.g. on a private network), or "
                         f"{listen.EVERY_INTERFACE} for every interface. Without authentication "
                         "anyone who reaches it can run dataset graphs here (README, 'Who can "
                         "get in').")
@@ -104,7 +127,9 @@ def _main(argv: list[str]) -> int:
     if role == "worker" and not FLAGS.dispatcher:
         raise InputError("worker: --dispatcher HOST:PORT is required")
     dispatcher = ds.parse_address(FLAGS.dispatcher, "--dispatcher") if FLAGS.dispatcher else None
-    listen.preload(bind)  # may start this process again, with the shim (same pid)
+    listen.check_here(bind)
+    # may start this process again, with the shim (same pid); then checks that it narrows
+    listen.preload(bind, notify=lambda line: say(f"{PROG}: note: {line}"))
     say(f"{PROG}: {ds.exposure_warning(role, port, bind)}")
     server, where = _start(role, port, host, dispatcher)
     try:
@@ -120,6 +145,7 @@ def _main(argv: list[str]) -> int:
             + f". Workers: python -m modern.service worker --dispatcher {where.hostport}; "
             f"clients: --data_service {where.target}. Ctrl-C or SIGTERM stops it.")
     else:
+        assert dispatcher is not None  # a worker requires --dispatcher (checked above)
         say(f"{PROG}: worker listening on {on_text}, registered with the dispatcher at "
             f"{dispatcher.hostport} as {where.hostport}. Ctrl-C or SIGTERM stops it.")
     name = serve_until_signalled()
@@ -160,7 +186,7 @@ def stop_within(server, seconds: float) -> None:
 
 
 def main() -> None:
-    cli_main(PROG, _define_flags, _main)
+    cli_main(PROG, _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

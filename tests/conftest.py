@@ -11,6 +11,79 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = Path(__file__).resolve().parent.parent
 
+#: The shared fixtures below that run real TensorFlow pipelines or CLIs (tens of seconds each),
+#: and the tier that makes every test using one, directly or through another fixture. A test
+#: module's own expensive fixture is covered by that module's ``pytestmark``.
+FIXTURE_TIERS: dict[str, tuple[str, ...]] = {
+    name: ("slow",) for name in (
+        "legacy_run", "legacy_run_noxla", "modern_run", "modern_run_nojit", "varied_jpegs",
+        "modern_run_varied", "profile_logdir", "compare_traces_run", "compare_run",
+        "jit_profile", "corpus", "hostile_corpus")
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give each test the tiers of what it uses (BUILD.md, "Test tiers"): the tiers of its
+    fixtures (:data:`FIXTURE_TIERS`), and ``fuzz`` to a hypothesis test, so that the edit loop
+    never starts a TensorFlow run or a fuzz campaign through a mark someone forgot."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        tiers = {t for f in fixtures for t in FIXTURE_TIERS.get(f, ())}
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            tiers.add("fuzz")
+        for tier in sorted(tiers - {m.name for m in item.iter_markers()}):
+            item.add_marker(tier)
+    _skip_without_tools(items)
+
+
+# --- programs from outside Python: a test that needs one skips without it, saying what to
+# install; on CI (TESTS_NO_SKIPS, set by .ci/run) a skipped test fails the session ----------
+
+def _missing(tool: str) -> str | None:
+    """What to install for ``tool`` ("chromium", "cc"), in a few words, or None when it is
+    here (found as the product finds it)."""
+    if tool == "chromium":
+        from compare.viewers.browser import BrowserError, find_chromium
+
+        try:
+            find_chromium()
+        except BrowserError as e:
+            where = str(e) if os.environ.get("CHROMIUM") else "not on PATH"
+            return (f"Debian's chromium ({where}): run .ci/install-tools, or apt-get install "
+                    f"chromium")
+        return None
+    if tool == "cc":
+        from modern.bind import compiler
+
+        return None if compiler() else ("a C compiler (no cc, gcc or clang on PATH, no $CC): "
+                                        "run .ci/install-tools, or apt-get install gcc")
+    raise ValueError(f"@pytest.mark.needs: unknown tool {tool!r}")
+
+
+def _skip_without_tools(items: list[pytest.Item]) -> None:
+    """Skip each test marked ``needs(tool, ...)`` whose tool is not here, saying why."""
+    missing: dict[str, str | None] = {}
+    for item in items:
+        tools = [t for mark in item.iter_markers("needs") for t in mark.args]
+        why = next(filter(None, (missing.setdefault(t, _missing(t)) for t in tools)), None)
+        if why:
+            item.add_marker(pytest.mark.skip(reason=f"needs {why}"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    skipped = terminalreporter.stats.get("skipped", [])
+    if skipped and os.environ.get("TESTS_NO_SKIPS"):
+        terminalreporter.write_line(f"TESTS_NO_SKIPS: {len(skipped)} test(s) skipped, and none "
+                                    f"may be here: this session fails", red=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if os.environ.get("TESTS_NO_SKIPS") and reporter and reporter.stats.get("skipped") \
+            and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 @pytest.fixture(scope="session")
 def legacy_run(tmp_path_factory):

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -56,6 +59,8 @@ def test_xla_designs_all_compute_the_seed_output_shape():
         assert r["xla"] > 0 and r["no_xla"] > 0 and r["first_xla_s"] > 0
 
 
+@pytest.mark.service
+@pytest.mark.needs("cc")
 def test_benchmark_data_service_reports_local_and_one_and_two_workers(tmp_path):
     """``--data_service`` starts two local clusters (1 and 2 worker processes), times the modern
     pipeline locally and through each, and stops the servers cleanly (a server that does not
@@ -108,3 +113,42 @@ def test_hostile_benchmark_runs_compare_run_too(tmp_path):
     assert result["tool"] == "compare"
     (run,) = result["cases"]["many_names"]
     assert run["exit"] == 0 and run["wall_s"] > 0, run
+
+
+_PLANTED = '''# planted by the test: every trace is loaded twice (a 2x slowdown of the loader)
+import compare.load.json_trace as jt
+_real = jt._load_json_bytes
+def _twice(*a, **k):
+    _real(*a, **k)
+    return _real(*a, **k)
+jt._load_json_bytes = _twice
+'''
+
+
+def test_loader_ratio_check_fails_on_a_planted_2x_slowdown(tmp_path):
+    """The CI check (``benchmarks.analysis --max-ratio``) passes on our loader and fails when
+    the loader is made twice as slow (a sitecustomize on the children's path), in one sitting."""
+    from tests.conftest import ROOT
+
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(_PLANTED)
+
+    def bench(*args: str, planted: bool = False) -> subprocess.CompletedProcess:
+        path = f"{ROOT}{os.pathsep}{plant}" if planted else str(ROOT)
+        return subprocess.run([sys.executable, "-m", "benchmarks.analysis", "--events",
+                               "100000", "--rounds", "3", *args], capture_output=True,
+                              text=True, timeout=600, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=path))
+
+    ours = bench("--json", str(tmp_path / "ours.json"))
+    slow = bench("--json", str(tmp_path / "slow.json"), planted=True)
+    assert ours.returncode == 0 and slow.returncode == 0, ours.stderr + slow.stderr
+    ratio = json.loads((tmp_path / "ours.json").read_text())["vs_json_load_cpu"]
+    planted = json.loads((tmp_path / "slow.json").read_text())["vs_json_load_cpu"]
+    assert planted > 1.4 * ratio, (ratio, planted)
+    bound = f"{(ratio * planted) ** 0.5:.3f}"   # between them
+    check = bench("--max-ratio", bound, planted=True)
+    assert check.returncode == 1 and "FAIL" in check.stdout, check.stdout + check.stderr
+    passes = bench("--max-ratio", f"{planted * 1.5:.3f}")
+    assert passes.returncode == 0 and ": ok" in passes.stdout, passes.stdout + passes.stderr

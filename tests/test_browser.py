@@ -1,8 +1,9 @@
 """TensorBoard's profile tab in a real headless Chromium (Debian's ``chromium``), as a user
 sees it: both runs listed, a screenshot saved; and the browser driver itself.
 
-No skip when Chromium is missing: ``.ci/run`` installs it, and a missing browser must fail
-these tests loudly (BrowserError names the fix)."""
+Without Chromium the tests that need it skip, each with one line naming what to install
+(``tests/conftest.py``, ``@pytest.mark.needs``); ``.ci/run`` installs it
+(``.ci/install-tools``) and fails when any test skipped."""
 from __future__ import annotations
 
 import os
@@ -42,6 +43,8 @@ def _processes_mentioning(*needles: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.needs("chromium")
 def test_profile_tab_lists_both_runs_and_is_screenshotted(profile_logdir, tmp_path):
     logdir, runs = profile_logdir
     png = tmp_path / "profile_tab.png"
@@ -58,6 +61,8 @@ def test_profile_tab_lists_both_runs_and_is_screenshotted(profile_logdir, tmp_pa
     assert not any(work.glob("chromium-profile-*")), "Chromium's profile folder was left behind"
 
 
+@pytest.mark.browser
+@pytest.mark.needs("chromium")
 def test_chromium_renders_a_page_and_leaves_nothing_behind(tmp_path):
     with Chromium(width=640, height=480, profile_parent=tmp_path) as browser:
         page = browser.new_page()
@@ -98,6 +103,8 @@ def test_a_browser_that_exits_at_once_is_reported_not_waited_for(tmp_path):
         Chromium(executable=str(fake), timeout=20, log_path=tmp_path / "chromium.log").start()
 
 
+@pytest.mark.browser
+@pytest.mark.needs("chromium")
 def test_close_kills_a_helper_that_left_the_process_group(tmp_path):
     # Chromium's crashpad handlers start their own sessions; close() finds such helpers by the
     # marker in their environment. Stand one in with a sleeping process that carries it.

@@ -280,6 +280,8 @@ def test_full_run_meets_the_acceptance_criteria(compare_run):
     assert sum(t["delta_us"] for t in d["terms"]) == pytest.approx(d["delta_us"], abs=1.0)
 
 
+@pytest.mark.browser
+@pytest.mark.needs("chromium")
 def test_screenshot_of_the_profile_tab_lands_in_the_run_folder(compare_run):
     """``--screenshot``: real TensorBoard + headless chromium over the run folder; the PNG sits
     beside report.md, which shows it, and the page listed both sessions."""

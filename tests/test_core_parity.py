@@ -417,3 +417,96 @@ def test_the_same_events_on_both_sides_are_said_first(tmp_path):
         (CPU, 0, 210, 51, "MatMul", "dense/MatMul")], steps=[0, 100, 200])
     rep = compare_traces(a, other, out=tmp_path / "out2")
     assert "identical" not in [c.kind for c in rep.comparison.parity.caveats]
+
+
+# --- what the traces hold: ops at all, a tf.data service's input (issue 26) -------------------
+
+def test_traces_without_a_tensorflow_op_are_not_like_for_like(tmp_path):
+    """Two traces of other tools' events (no op type, no node), 10 s against 10 us: nothing
+    shows they run one program, and the empty op table says why it is empty."""
+    def doc(name: str, dur: float) -> dict:
+        return {"traceEvents": [{"ph": "X", "name": name, "pid": 1, "tid": 1, "ts": 0,
+                                 "dur": dur}]}
+
+    (tmp_path / "a.json").write_text(json.dumps(doc("alpha", 10_000_000)))
+    (tmp_path / "b.json").write_text(json.dumps(doc("beta", 10)))
+    r = compare_traces(tmp_path / "a.json", tmp_path / "b.json", out=tmp_path / "out")
+    c = r.comparison
+    (program,) = [x for x in c.parity.caveats if x.kind == "program"]
+    assert program.breaks and not c.parity.like_for_like
+    assert program.facts["no_ops"] == ["a", "b"] and not c.ops_diff
+    assert r.words["comparison"].startswith("Not like for like: a.json and b.json hold no "
+                                            "TensorFlow op")
+    md = (r.out / "report.md").read_text()
+    section = md.split("## Op by op", 1)[1].split("##", 1)[0]
+    assert "No op to compare: a.json and b.json hold no TensorFlow op" in section
+    # one side with ops, the other without: that side is named
+    b2 = write(tmp_path / "c.json", [(CPU, 0, 0, 100, "MatMul", "dense/MatMul")], steps=[0])
+    c2 = compare_traces(tmp_path / "a.json", b2, out=tmp_path / "out2").comparison
+    (program,) = [x for x in c2.parity.caveats if x.kind == "program"]
+    assert program.facts["no_ops"] == ["a"] and program.breaks
+
+
+#: The seed pipeline's augmentation, the same on both sides: (node, type, us).
+AUGMENT = [("saturation/AdjustSaturation", "AdjustSaturation", 300),
+           ("contrast/AdjustContrastv2", "AdjustContrastv2", 200),
+           ("flip/ReverseV2", "ReverseV2", 100), ("assemble/concat", "ConcatV2", 100)]
+#: What the legacy side does in its own process and a tf.data service run hands the workers.
+HANDED = [("decode/DecodeJpeg", "DecodeJpeg", 3000), ("resize/ResizeBilinear", "ResizeBilinear",
+                                                    2000)]
+
+
+def _pipeline_trace(served: bool, steps: int = 4):
+    """An image pipeline's steps on W1; ``served``: read, decode and resize on tf.data service
+    workers (not in the trace), the client fetching their elements on a tf.data thread."""
+    ops = AUGMENT if served else HANDED + AUGMENT
+    length = sum(us for *_, us in ops) + (50 if served else 0)
+    events, t = [], 0.0
+    for k in range(steps):
+        events.append((HOST, PYTHON, t, length, "train", {"step_num": k, "step_name": "train",
+                                                            "group_id": k}))
+        events += _blocked_call(t, length)
+        at = t
+        if served:
+            events.append((HOST, W1, at, 50, "IteratorGetNextOp::DoCompute"))
+            events.append((HOST, W1, at, 40, "Iterator::DataService"))
+            events.append((HOST, "tf_data_private_threadpool/3", t, length * 0.8,
+                           "GetDataServiceElement"))
+            at += 50
+        for node, op, us in ops:
+            events.append((HOST, W1, at, us, op, node))
+            at += us
+        t += length
+    return trace(events, format="xprof")
+
+
+def test_a_tf_data_service_run_says_what_moved_to_the_workers():
+    """Same pipeline, B's read, decode and resize handed to tf.data service workers: not like
+    for like for that reason (not 'different programs'); the stages with no time in B are
+    named, the workers counted when the run says how many; the client's fetches are input in
+    both views."""
+    a = comparison.side("legacy", _pipeline_trace(False))
+    b = comparison.side("modern", _pipeline_trace(True))
+    b.service_workers = 2
+    c = comparison.compare(a, b, {"a": "legacy", "b": "modern"})
+    kinds = [x.kind for x in c.parity.caveats]
+    assert "program" not in kinds and not c.parity.like_for_like
+    (svc,) = [x for x in c.parity.caveats if x.kind == "data_service"]
+    assert svc.breaks and svc.facts == {"side": "b", "moved": ["decode", "resize"],
+                                        "workers": 2}
+    assert svc.text.startswith("modern's input came from 2 tf.data service workers (8 events "
+                               "of the service's client in its trace): its decode, resize have "
+                               "no time in its trace (legacy spends 5.0 ms a step in them)")
+    assert _text(c).startswith("Not like for like: modern's input came from 2 tf.data service")
+    names = b.trace.strings.names
+    fetch = [i for i, n in enumerate(b.trace.events.name.tolist())
+             if names[n] == "GetDataServiceElement"]
+    from compare.vocabulary.groups import GROUPS
+    from compare.vocabulary.labels import LABELS
+    assert {GROUPS[b.groups.group[i]] for i in fetch} == {"input"}
+    assert {LABELS[b.smap.label[i]] for i in fetch} == {"input_wait"}
+    # without the run's record the count is not guessed
+    b.service_workers = None
+    c = comparison.compare(a, b, {"a": "legacy", "b": "modern"})
+    (svc,) = [x for x in c.parity.caveats if x.kind == "data_service"]
+    assert "tf.data service workers (how many, its trace does not show)" in svc.text

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,18 +68,33 @@ def test_pipeline_run_refuses_bad_image(corpus, tmp_path, module, item):
     assert not out.exists() or {p.name for p in out.iterdir()} <= {"tf.log"}
 
 
-def test_modern_skip_bad_runs_on_what_is_usable_and_names_the_rest(corpus, tmp_path):
-    """A folder of good and bad images: by default one line naming the first bad file; with
-    --skip_bad the run goes on and names every skipped file with its reason, on stderr and in
-    run.json."""
+MIXED_BAD = ("img_empty.jpg", "img_png.jpg", "img_truncated.jpg", "img_1x4000.jpg")
+
+
+def _mixed(corpus, tmp_path) -> Path:
+    """A folder of the four bad images and two good ones (grayscale, CMYK)."""
     folder = tmp_path / "mixed"
     folder.mkdir()
-    bad = ("img_empty.jpg", "img_png.jpg", "img_truncated.jpg", "img_1x4000.jpg")
-    for item in bad + ("img_gray.jpg", "img_cmyk.jpg"):
+    for item in MIXED_BAD + ("img_gray.jpg", "img_cmyk.jpg"):
         (folder / item).write_bytes(corpus[item].read_bytes())
+    return folder
+
+
+def _names_every_bad_one(proc, folder: Path) -> None:
+    line = assert_one_line_error(proc, "4 of 6 images cannot be used (--skip_bad runs on the "
+                                       "other 2): ")
+    for item in MIXED_BAD:
+        assert f"{folder / item}: " in line and IMAGE_ERRORS[item] in line, (item, line)
+
+
+def test_modern_skip_bad_runs_on_what_is_usable_and_names_the_rest(corpus, tmp_path):
+    """A folder of good and bad images: by default one line naming every bad file; with
+    --skip_bad the run goes on and names every skipped file with its reason, on stderr and in
+    run.json."""
+    folder, bad = _mixed(corpus, tmp_path), MIXED_BAD
     proc = run_guarded("modern.run", "--out", str(tmp_path / "strict"), "--images", str(folder),
                        "--steps", "2")
-    assert_one_line_error(proc, str(folder / "img_1x4000.jpg"), "aspect ratio")
+    _names_every_bad_one(proc, folder)
     out = tmp_path / "lenient"
     proc = run_guarded("modern.run", "--out", str(out), "--images", str(folder), "--steps", "2",
                        "--skip_bad")
@@ -89,6 +106,32 @@ def test_modern_skip_bad_runs_on_what_is_usable_and_names_the_rest(corpus, tmp_p
         assert IMAGE_ERRORS[item] in skipped[item]
         assert any(item in ln and "skipped" in ln for ln in proc.stderr.splitlines())
     assert {os.path.basename(i["path"]) for i in run["images"]} == {"img_gray.jpg", "img_cmyk.jpg"}
+
+
+def test_compare_run_names_every_bad_image_or_skips_them(corpus, tmp_path):
+    """compare.run on the same folder: one line naming all four before anything runs (no run
+    folder made), or with --skip_bad each skipped one named and both pipelines run on the
+    two good ones."""
+    folder = _mixed(corpus, tmp_path)
+    strict = tmp_path / "strict"
+    t0 = time.monotonic()
+    proc = run_guarded("compare.run", "--out", str(strict), "--images", str(folder),
+                       "--steps", "2")
+    _names_every_bad_one(proc, folder)
+    assert not strict.exists() and time.monotonic() - t0 < 60  # no TensorFlow run started
+    out = tmp_path / "lenient"
+    proc = run_guarded("compare.run", "--out", str(out), "--images", str(folder), "--steps", "2",
+                       "--skip_bad", timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    skipped = [ln for ln in proc.stderr.splitlines() if ln.startswith("compare.run: skipped ")]
+    assert len(skipped) == len(MIXED_BAD)
+    for item, line in zip(sorted(MIXED_BAD), skipped):
+        assert line.startswith(f"compare.run: skipped {folder / item}: ") and \
+            IMAGE_ERRORS[item] in line, (item, line)
+    for side in ("legacy", "modern"):
+        run = json.loads((out / side / "run.json").read_text())
+        assert {os.path.basename(i["path"]) for i in run["images"]} == \
+            {"img_gray.jpg", "img_cmyk.jpg"}, side
 
 
 @pytest.mark.parametrize("item", ["img_empty.jpg", "img_1x4000.jpg", "img_truncated.jpg",

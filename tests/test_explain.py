@@ -340,6 +340,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, name, content, needle):
     assert_one_line_error(run_module("compare.explain", str(p)), str(p), needle)
 
 
+@pytest.mark.slow  # five CLI processes, one reading a 32 MB gzip bomb
 def test_cli_refuses_a_gzip_bomb_and_a_missing_step(tmp_path):
     bomb = tmp_path / "bomb.json.gz"
     bomb.write_bytes(gzip.compress(b"[" + b" " * (32 << 20) + b"]"))
@@ -352,6 +353,7 @@ def test_cli_refuses_a_gzip_bomb_and_a_missing_step(tmp_path):
     assert_one_line_error(run_module("compare.explain", str(GPU), "--stepp", "1"), "stepp")
 
 
+@pytest.mark.slow  # three CLI processes over damaged copies of a GPU timeline
 def test_cli_damaged_input_reports_what_was_skipped(tmp_path):
     doc = json.loads(GPU.read_text())
     events = doc["traceEvents"]

@@ -78,6 +78,20 @@ def _kinds(e) -> dict:
     return {f.kind: f for f in e.verdict.findings}
 
 
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    """``explained(name)``: the corpus entry loaded and explained at its default step, once per
+    module (several tests read the same explanation; none changes it)."""
+    done: dict = {}
+
+    def get(name: str):
+        if name not in done:
+            done[name] = explain(load(_unpacked(name, tmp_path_factory.mktemp(name))))
+        return done[name]
+
+    return get
+
+
 # --------------------------------------------------------------------------------------------
 # the real corpus
 
@@ -87,8 +101,8 @@ FIRST_RUN_LEFT_OUT = {"ikhlestov_merged_5_runs_gpu"}
 
 
 @pytest.mark.parametrize("name", sorted(_spec()))
-def test_real_trace_lead_and_json(name, tmp_path):
-    e = explain(load(_unpacked(name, tmp_path)))
+def test_real_trace_lead_and_json(explained, name, tmp_path):
+    e = explained(name)
     lead = _spec()[name]["lead"]
     if name in FIRST_RUN_LEFT_OUT:
         assert e.choice.step.num != min(s.num for s in load(_unpacked(name, tmp_path)).steps)
@@ -101,35 +115,35 @@ def test_real_trace_lead_and_json(name, tmp_path):
     assert all("recorded" in p for p in d["pids"]["processes"])
 
 
-def test_first_runs_name_their_one_time_work(tmp_path):
-    kitti = explain(load(_unpacked("kittibox_first_run_gpu", tmp_path)))
+def test_first_runs_name_their_one_time_work(explained, tmp_path):
+    kitti = explained("kittibox_first_run_gpu")
     o = kitti.verdict.facts.one_time
     assert o.only_step and o.autotune_kernels >= 1000 and "conv1_1" in o.autotune_node
     assert o.kernels > 10 * o.kernel_ops  # many more kernels than ops: autotuning
-    conv = explain(load(_unpacked("conv_relation_first_step_gpu", tmp_path))).verdict
+    conv = explained("conv_relation_first_step_gpu").verdict
     assert conv.facts.one_time.outlier_op == "Conv2D"
     assert conv.facts.one_time.outlier_us > 100 * conv.facts.one_time.outlier_others_us
-    stitch = explain(load(_unpacked("yaroslav_dynamic_stitch_gpu", tmp_path)))
+    stitch = explained("yaroslav_dynamic_stitch_gpu")
     assert stitch.verdict.facts.one_time.source_us > 10_000
     assert [d.kernels for d in stitch.legend.devices] == [0]  # its streams hold only copies
     merged = load(_unpacked("ikhlestov_merged_5_runs_gpu", tmp_path))
     assert explain(merged, merged.steps[0].num).verdict.bottleneck == "one_time"
 
 
-def test_launch_bound_steps(tmp_path):
+def test_launch_bound_steps(explained):
     for name in ("pendulum_launch_bound_gpu", "riptide_mnist_softmax_gpu",
                  "dlprof_xla_mnist_gpu", "fatma_cnn_gpu_tf23"):
-        f = explain(load(_unpacked(name, tmp_path))).verdict.facts
+        f = explained(name).verdict.facts
         assert f.launch.busy_share >= 0.5 and f.gpu_busy_share < 0.5, name
         assert f.launch.kernel_median_us < 20 and "gpu_idle" not in {
             x.kind for x in verdict.judge(f).findings}, name
-    dl = explain(load(_unpacked("dlprof_xla_mnist_gpu", tmp_path)))
+    dl = explained("dlprof_xla_mnist_gpu")
     from compare.output.explain_text import to_text
     assert "_XlaRun" not in to_text(dl)  # a TF1 trace with _XlaLaunch only
 
 
-def test_overlapping_work_is_a_wall_share_with_cpu_time_beside_it(tmp_path):
-    e = explain(load(_unpacked("yaroslav_enqueue_many_cpu", tmp_path)))
+def test_overlapping_work_is_a_wall_share_with_cpu_time_beside_it(explained):
+    e = explained("yaroslav_enqueue_many_cpu")
     top = e.legend.top_ops[0]
     assert top.op == "QueueEnqueueManyV2" and top.count == 2
     assert top.share <= 1 and top.self_us > 1.9 * e.choice.step.dur  # two threads at once
@@ -310,10 +324,10 @@ def test_feed_dict_is_said_to_be_outside_the_trace():
 # --------------------------------------------------------------------------------------------
 # the held-out traces of the second evaluation (issue 15): facts from expected.json
 
-def test_a_consumer_blocked_on_a_prefetch_buffer_is_input_bound_not_serial(tmp_path):
+def test_a_consumer_blocked_on_a_prefetch_buffer_is_input_bound_not_serial(explained):
     name = "mholmes_input_bound_62s_tf24"
     c = _computed(name)
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     f = e.verdict.facts
     assert e.verdict.bottleneck == "input"
     window = c["step_in_host_window"]
@@ -327,28 +341,28 @@ def test_a_consumer_blocked_on_a_prefetch_buffer_is_input_bound_not_serial(tmp_p
 
 
 @pytest.mark.parametrize("name", sorted(_spec()))
-def test_advice_names_the_seed_only_in_the_seeds_traces(name, tmp_path):
-    e = explain(load(_unpacked(name, tmp_path)))
+def test_advice_names_the_seed_only_in_the_seeds_traces(explained, name):
+    e = explained(name)
     assert not e.verdict.facts.seed_pipeline   # none of these is our pipeline
     assert "five crops" not in " ".join(f.try_next for f in e.verdict.findings)
 
 
-def test_a_long_cpu_source_is_per_run_overhead(tmp_path):
+def test_a_long_cpu_source_is_per_run_overhead(explained):
     name = "peterz5_mnist_softmax_xla_script_cpu"
     c = _computed(name)
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     assert e.verdict.bottleneck == "overhead" == _spec()[name]["lead"]
     assert e.verdict.facts.run_start.us == pytest.approx(c["first_run_evidence"]["sources"]["cpu"])
     assert "one_time" not in _kinds(e)
     assert not any("TF_CUDNN" in f.try_next for f in e.verdict.findings)  # no GPU here
-    kitti = explain(load(_unpacked("kittibox_first_run_gpu", tmp_path)))
+    kitti = explained("kittibox_first_run_gpu")
     assert "TF_CUDNN_USE_AUTOTUNE" in _kinds(kitti)["one_time"].try_next  # autotuning there
 
 
-def test_a_first_runs_rest_is_judged_without_its_one_time_work(tmp_path):
+def test_a_first_runs_rest_is_judged_without_its_one_time_work(explained):
     name = "seq2seq_first_matmul_gpu"
     cut = _computed(name)["step"]["without_longest_host_op"]
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     rest = e.verdict.facts.rest
     assert e.verdict.bottleneck == "one_time" and e.verdict.facts.one_time.outlier_op == cut["op"]
     assert rest.wall_us == pytest.approx(cut["rest_us"], rel=0.02)
@@ -356,13 +370,13 @@ def test_a_first_runs_rest_is_judged_without_its_one_time_work(tmp_path):
     assert rest.gpu_busy_share == pytest.approx(cut["device_kernels_busy_share"], abs=0.03)
 
 
-def test_a_tf2_step_window_is_the_device_step_and_says_the_hosts_beside_it(tmp_path):
+def test_a_tf2_step_window_is_the_device_step_and_says_the_hosts_beside_it(explained):
     """The explained window is the step the profile marks (the device's, as compare.run's
     account and xprof use it); the host's train_function call, which began before it, is
     said beside it, and its input fetch before the device's step is outside the window."""
     name = "mholmes_alexnet_two_sessions_logdir"
     c = _computed(name)
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     host, window = c["host_window"], c["step"]
     assert e.choice.step.dur == pytest.approx(host["device_step_us"], rel=0.001)
     assert e.choice.host_us == pytest.approx(host["train_function_us"], rel=0.01)
@@ -390,10 +404,10 @@ def test_a_run_folder_with_two_sessions_explains_the_latest_and_names_the_other(
         assert sessions[0] in warning
 
 
-def test_host_made_weights_copied_every_run_lead_and_xla_kernels_follow_their_launch(tmp_path):
+def test_host_made_weights_copied_every_run_lead_and_xla_kernels_follow_their_launch(explained):
     name = "neurosurgeon_xlalaunch_alexnet_gpu"
     c = _computed(name)
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     f = e.verdict.facts
     copies = c["step"]["copies"]
     assert e.verdict.bottleneck == "copy" == _spec()[name]["lead"]
@@ -411,10 +425,10 @@ def test_host_made_weights_copied_every_run_lead_and_xla_kernels_follow_their_la
     assert kernels["longest_name_chars"] > 200 and max(len(o.name) for o in ops.values()) < 100
 
 
-def test_one_run_written_five_times_counts_once(tmp_path):
+def test_one_run_written_five_times_counts_once(explained):
     name = "tpnscan_duplicated_emit_cpu"
     c = _computed(name)
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     assert any(f"{c['repeated_process_groups']['copies']} times" in w for w in e.warnings)
     counts = {t.op: t.count for t in e.legend.top_ops}
     for op in c["step"]["top_host_ops"]:
@@ -422,32 +436,32 @@ def test_one_run_written_five_times_counts_once(tmp_path):
     assert e.verdict.bottleneck == "compute"
 
 
-def test_one_python_main_thread_and_empty_allocators(tmp_path):
+def test_one_python_main_thread_and_empty_allocators(explained):
     from compare.analysis.legend import _LANE_WORDS
 
     name = "mholmes_resnet_volta_tf24"
     c = _computed(name)
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     python = [ln for p in e.legend.processes for ln in p.lanes if ln.role == "python"]
     assert len(python) == len(c["python_threads_events"]) == 2
     assert [ln.meaning == _LANE_WORDS["python"] for ln in python].count(True) == 1
     for name in ("anna_queue_conv_cpu", "lczero_compute_gpu"):
         if _computed(name)["processes"]["Allocators"]["recorded"]:
             continue
-        alloc = next(p for p in explain(load(_unpacked(name, tmp_path))).legend.processes
+        alloc = next(p for p in explained(name).legend.processes
                      if p.name == "Allocators")
         assert alloc.meaning.startswith("empty")
 
 
 @pytest.mark.parametrize("name", sorted(_all()))
-def test_the_explained_step_is_one_the_trace_marks(name, tmp_path):
+def test_the_explained_step_is_one_the_trace_marks(name, explained):
     """Issue 24: explain's step lies within 10 % of one of the steps the trace marks (the
     facts' own reading of its marks: xprof's device step rows, step markers, session runs),
     and its median one when it picks a steady step itself."""
     facts = _computed(name).get("windowed")
     if not facts or not facts.get("step_us"):
         pytest.skip("the facts mark no steps in this trace")
-    e = explain(load(_unpacked(name, tmp_path)))
+    e = explained(name)
     dur = e.choice.step.dur
     assert min(abs(dur - s) for s in facts["step_us"]) <= 0.10 * dur, (name, dur,
                                                                        facts["step_us"][:8])

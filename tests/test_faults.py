@@ -331,15 +331,51 @@ def test_signal_to_compare_run_stops_its_child_and_keeps_the_partial_side(tmp_pa
     rest = _finish(proc)
     assert proc.returncode == 128 + signal.SIGTERM, rest
     assert "Traceback" not in rest
-    partial = out / "legacy" / "partial"
-    assert (f"compare.run: interrupted by SIGTERM; partial results kept in {partial} "
-            f"(interrupted run)") in rest
+    partial = out / "partial" / "legacy"  # where the README says: OUT/partial/
+    assert (f"compare.run: interrupted by SIGTERM; partial results kept in {out / 'partial'} "
+            f"(legacy: partial run)\n") in rest  # nothing of modern: no rebuild offered
     assert json.loads((partial / "partial.json").read_text())["complete"] is False
     assert not list(out.glob("report*")) and not (out / "modern").exists()
+    assert not (out / "legacy").exists()
     _no_debris(out)
     children = subprocess.run(["pgrep", "-f", f"compare.pipelines legacy {out / 'legacy'}"],
                               capture_output=True, text=True).stdout.split()
     assert not children, "the legacy child outlived compare.run"
+
+
+@pytest.mark.slow
+def test_an_interrupt_during_modern_keeps_both_runs_and_the_printed_rebuild_works(tmp_path):
+    """SIGINT to compare.run while modern runs: legacy's complete run and modern's partial
+    profile end up in OUT/partial/ (where the README says), and the command the line gives
+    rebuilds the report from them."""
+    import shlex
+
+    out = tmp_path / "out"
+    proc = _start("compare.run", out, "--steps", "120")
+    log, deadline = out / "tf.log", time.monotonic() + 600
+    while "modern: first step done" not in (log.read_text(errors="replace")
+                                            if log.exists() else ""):
+        assert time.monotonic() < deadline and proc.poll() is None, "modern never started"
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    rest = _finish(proc)
+    assert proc.returncode == 128 + signal.SIGINT, rest
+    (line,) = [ln for ln in rest.splitlines() if "interrupted" in ln]
+    kept = out / "partial"
+    assert line.startswith(f"compare.run: interrupted by SIGINT; partial results kept in {kept} "
+                           f"(legacy: complete run, modern: partial run); rebuild the report "
+                           f"from them: python -m compare.run --legacy {kept / 'legacy'} "
+                           f"--modern {kept / 'modern'} --out {out / 'report'}"), line
+    assert sorted(p.name for p in out.iterdir()) == ["partial", "tf.log"]
+    _no_debris(out)
+    command = shlex.split(line.split("from them: ", 1)[1])
+    assert command[:3] == ["python", "-m", "compare.run"]
+    again = run_guarded(*command[2:], timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (out / "report" / "report.md").read_text().startswith("# legacy vs modern")
+    from compare.load import load
+
+    assert 1 <= len(load(kept / "modern").steps) < 120  # the steps modern did
 
 
 @pytest.mark.slow

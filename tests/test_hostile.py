@@ -142,6 +142,7 @@ def test_damage_in_a_big_list_costs_one_stretch(tmp_path, monkeypatch):
     assert any(w.startswith("skipped 1 damaged stretch") for w in tr.warnings), tr.warnings
 
 
+@pytest.mark.fuzz
 @pytest.mark.parametrize("seed", range(4))
 def test_top_level_values_match_a_json_parse(seed):
     """The numpy bracket scan against json: where each value ends, how deep it nests, where

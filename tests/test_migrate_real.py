@@ -551,6 +551,7 @@ def test_video_prediction_two_batch_calls_under_a_flag_are_one_pipeline():
     assert any("df['image_decoder']" in u.what for u in p.unresolved)
 
 
+@pytest.mark.slow  # one CLI process per real script
 def test_cli_runs_on_every_real_script():
     for path in sorted(REAL.glob("*.py")) + sorted(REAL.glob("*.ipynb")):
         proc = run_module("compare.migrate", str(path), "--json", timeout=120)

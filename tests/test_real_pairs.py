@@ -25,6 +25,9 @@ from compare.analysis.compare_verdict import first_op
 from compare.api import compare_traces
 from compare.vocabulary.thresholds import ONE_TIME_LEADS
 
+#: Every test reads the module's ``reports``: 19 full compare.run reports, tens of seconds.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent / "fixtures" / "real_pairs"
 #: Entries marked ``"round": "issue 24"`` are the evidence issue 24's accounting is judged by
 #: (tests/test_real_fixtures.py guards their files and facts; test_accounting_* below).

@@ -45,6 +45,7 @@ def test_entry_is_complete_and_on_disk(name):
     assert f"`{name}`" in readme and entry["source"]["repo"] in readme
 
 
+@pytest.mark.slow  # facts.py recomputes every entry of the corpus in a child process
 def test_expected_json_is_what_facts_py_computes():
     result = subprocess.run([sys.executable, str(CORPUS / "facts.py"), "--check"],
                             capture_output=True, text=True, timeout=300,

@@ -22,7 +22,7 @@ import pytest
 from modern.bind import listening
 from tests.conftest import ROOT, assert_one_line_error, run_module
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.service]
 
 SEED = 11
 
@@ -215,6 +215,7 @@ def _stop(proc: subprocess.Popen, sig: int) -> tuple[int, str]:
     return proc.returncode, err
 
 
+@pytest.mark.needs("cc")
 def test_service_cli_serves_until_sigterm_or_sigint(tmp_path):
     import tensorflow as tf
 
@@ -308,6 +309,7 @@ def test_a_stop_that_does_not_return_ends_the_process_with_exit_1():
     (["dispatcher", "--port", "{busy}"], "--port {busy}"),
     (["janitor"], "janitor"),
 ])
+@pytest.mark.needs("cc")
 def test_service_cli_bad_port_or_address_is_one_line_exit_2(args, needle):
     with socket.socket() as busy:
         busy.bind(("0.0.0.0", 0))
@@ -336,8 +338,17 @@ def test_compare_run_with_the_modern_input_on_the_service(service, tmp_path):
     assert "tf.data service" in (out / "report.md").read_text()
     stages = {row["stage"]: row for row in report["stages"]}
     for stage in ("read", "decode", "resize"):  # on the workers, not in modern's trace
-        assert stages[stage]["modern_us"] == 0 and stages[stage]["legacy_us"] > 0, stage
-    assert stages["saturation"]["modern_us"] > 0  # the augmentation stayed in the client
+        assert stages[stage]["b_us"] == 0 and stages[stage]["a_us"] > 0, stage
+    assert stages["saturation"]["b_us"] > 0  # the augmentation stayed in the client
+    # the verdict says why the two are not like for like: the workers, not other programs
+    kinds = [x["kind"] for x in report["comparability"]["caveats"]]
+    assert "data_service" in kinds and "program" not in kinds, kinds
+    assert report["verdict"]["comparison"].startswith(
+        "Not like for like: modern's input came from 2 tf.data service workers"), \
+        report["verdict"]["comparison"]
+    assert {"read", "decode", "resize"} <= set(
+        next(x for x in report["comparability"]["caveats"] if x["kind"] == "data_service")
+        ["facts"]["moved"])
 
 
 def test_compare_run_data_service_errors_are_one_line_before_anything_runs(tmp_path):

@@ -96,6 +96,7 @@ def test_a_short_timeout_also_shortens_the_grace():
     assert _stall(h, 2.0, timeout=2.0).kind == "worker_lost"
 
 
+@pytest.mark.slow  # imports TensorFlow (seconds) for its error classes
 def test_tf_errors_that_mean_the_job_is_gone():
     import tensorflow as tf
 
@@ -425,6 +426,7 @@ def test_a_failed_run_keeps_its_partial_results_and_exits_1(tmp_path):
     assert not list(out.glob(".staging-*"))
 
 
+@pytest.mark.slow  # real tf.data pipelines
 def test_elements_made_again_are_the_streams_elements_at_those_indices(tmp_path):
     """What a lost worker held, made again in the client: bit-equal to the stream's elements
     at the same indices, in any order asked."""

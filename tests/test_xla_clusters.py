@@ -10,6 +10,11 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import pytest
+
+#: The partition graphs are TensorFlow protos: every test imports TensorFlow (seconds).
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 

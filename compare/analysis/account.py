@@ -268,9 +268,10 @@ def _step(st, ptr, ent_cells, ent_frac, extra: dict[str, int], single: _Single, 
     ids, inv = np.unique(c, return_inverse=True)
     sums = [np.bincount(inv, np.concatenate([p[j] for p in parts]), minlength=len(ids))
             for j in (1, 2, 3, 4)]
-    keep = (sums[0] != 0) | (sums[1] != 0) | (sums[3] != 0)
-    return StepAccount(st.num, st.ts, st.dur, ids[keep], *(s[keep] for s in sums),
-                       untraced_us=untraced)
+    wall, busy, cpu, count = sums
+    keep = (wall != 0) | (busy != 0) | (count != 0)
+    return StepAccount(st.num, st.ts, st.dur, ids[keep], wall[keep], busy[keep], cpu[keep],
+                       count[keep], untraced_us=untraced)
 
 
 def _overlap_once(st, single: _Single, tr, dev, ev_cell: np.ndarray):

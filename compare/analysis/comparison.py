@@ -68,6 +68,8 @@ class Side:
     groups: GroupMap | None = None          # the generic view of every event
     ops: SideOps | None = None              # its ops' time per steady step
     account: Account | None = None          # every number's source
+    #: tf.data service workers that fed this side, when its run records them (compare.run)
+    service_workers: int | None = None
 
     @property
     def trace(self) -> Trace:
@@ -343,11 +345,21 @@ def compare(a: Side, b: Side, labels: dict[str, str] | None = None) -> Compariso
     out.ops_diff = opdiff.diff(a.ops.ops, b.ops.ops,
                                {k: opdiff.unit_members(s.analysis) for k, s in sides.items()})
     out.types_diff = opdiff.by_type(a.ops, b.ops)
-    out.step_delta = step_delta({k: s.account for k, s in sides.items()}, bases, out.ops_diff)
+    accounts = {k: s.account for k, s in sides.items() if s.account is not None}
+    out.step_delta = step_delta(accounts, bases, out.ops_diff)
     _test_top_ops(out, sides)
-    out.parity = parity.check(sides, out.labels, out.ops_diff, bases)
+    out.parity = parity.check(sides, out.labels, out.ops_diff, bases, _stage_times(out))
     out.verdict = verdicts(out)
     return out
+
+
+def _stage_times(c: Comparison) -> dict[str, dict[str, float]] | None:
+    """Per side, the seed pipeline's stages with time (mean us per step), when the stages hold
+    (nearly) all of both sides' steps; else None."""
+    if not c.stages_cover():
+        return None
+    return {k: {r.stage: r.cells[k].us for r in c.stages
+                if r.kind == "pipeline" and r.cells[k].us > 0} for k in c.sides}
 
 
 #: Rows of ``ops_diff`` whose change is tested against the step-to-step spread.

@@ -457,8 +457,7 @@ def silent_rows(legend: Legend) -> list[str]:
 def feeds(trace: Trace, idx: np.ndarray) -> list[str]:
     """TF1 placeholders fed through feed_dict in the step (timeline ``_arg_`` / ``_recv_``)."""
     ev, names = trace.events, trace.strings.names
-    ids = set(np.unique(ev.tf_name[idx]).tolist())
-    for i in idx:  # a fed placeholder often shows only as an op's input
-        ids.update(ev.inputs_of(int(i)).tolist())
+    # a fed placeholder often shows only as an op's input
+    ids = set(np.unique(np.concatenate([ev.tf_name[idx], ev.inputs_of_all(idx)])).tolist())
     return sorted({tfops.SEND_RECV_SUFFIX.sub("", names[n]) for n in ids
                    if FEED_NODE.match(names[n])})[:6]

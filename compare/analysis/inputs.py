@@ -24,28 +24,13 @@ def input_ops(trace: Trace) -> np.ndarray:
 
 def inside_input(trace: Trace, ops: np.ndarray | None = None) -> np.ndarray:
     """Per event: an input op, or nested inside one on its lane."""
-    out = input_ops(trace) if ops is None else ops.copy()
-    nest = trace.nesting
-    walk = nest.walk()
-    depth = nest.depth[walk]
-    for d in np.unique(depth):  # a level at a time, parents' flags final before children's
-        k = walk[depth == d]
-        out[k] |= out[nest.parent[k]]
-    return out
+    return wait_roots(trace, ops) >= 0
 
 
 def wait_roots(trace: Trace, ops: np.ndarray | None = None) -> np.ndarray:
     """Per event: the outermost input op it is (or is nested in) on its lane, -1 for none."""
     ops = input_ops(trace) if ops is None else ops
-    out = np.where(ops, np.arange(len(ops)), -1)
-    nest = trace.nesting
-    walk = nest.walk()
-    depth = nest.depth[walk]
-    for d in np.unique(depth):  # a level at a time: a parent's root is final before its children
-        k = walk[depth == d]
-        up = out[nest.parent[k]]
-        out[k] = np.where(up >= 0, up, out[k])
-    return out
+    return trace.nesting.outermost(ops)
 
 
 def input_us(trace: Trace, index: np.ndarray, lo: float, hi: float,

@@ -18,6 +18,7 @@ from compare.analysis.xla import kernel_launches
 from compare.model import intervals
 from compare.model.events import CAT, CATEGORIES, Trace
 from compare.model.lanes import groups as lane_groups
+from compare.model.lanes import unique_pairs
 from compare.vocabulary.groups import is_collective
 from compare.vocabulary.ops import cluster_of, is_input_op
 from compare.vocabulary.rows import STREAM, TFDATA_GET_NEXT_THREADS, is_copy
@@ -371,17 +372,15 @@ class _Rows:
                  hi: float) -> None:
         ev = trace.events
         self._by_pid = {pid: step_idx[at] for pid, at in lane_groups(ev.pid[step_idx])}
-        pairs, per_lane = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0,
-                                    return_counts=True) if len(ev) else ([], [])
-        self._all = {(int(p), int(t)): int(n) for (p, t), n in zip(pairs, per_lane)}
+        pairs, _, per_lane = unique_pairs(ev.pid, ev.tid)
+        self._all = {(p, t): n for (p, t), n in zip(pairs.tolist(), per_lane.tolist())}
         self._tids: dict[int, set[int]] = {}
-        for pid, tid in [*map(tuple, np.asarray(pairs).tolist()), *trace.lanes]:
+        for pid, tid in [*map(tuple, pairs.tolist()), *trace.lanes]:
             self._tids.setdefault(pid, set()).add(tid)
         # one group per (pid, tid) lane and one per pid among the step's busy events
         work = step_idx[busy_ev[step_idx]]
-        lane_keys, lane_inv = np.unique(np.stack([ev.pid[work], ev.tid[work]], axis=1), axis=0,
-                                        return_inverse=True) if len(work) else ([], [])
-        self._lane_at = {(int(p), int(t)): k for k, (p, t) in enumerate(np.asarray(lane_keys))}
+        lane_keys, lane_inv, _ = unique_pairs(ev.pid[work], ev.tid[work])
+        self._lane_at = {(p, t): k for k, (p, t) in enumerate(lane_keys.tolist())}
         pids, pid_inv = np.unique(ev.pid[work], return_inverse=True)
         self._pid_at = {int(p): k for k, p in enumerate(pids)}
         ends = ev.ts[work] + ev.dur[work]
@@ -389,9 +388,8 @@ class _Rows:
                                                     ends, lo, hi, len(self._lane_at))
         self._pid_busy = intervals.union_per_group(pid_inv.reshape(-1), ev.ts[work], ends, lo,
                                                    hi, len(pids))
-        counts = np.unique(np.stack([ev.pid[step_idx], ev.tid[step_idx]], axis=1), axis=0,
-                           return_counts=True) if len(step_idx) else ([], [])
-        self._lane_n = {(int(p), int(t)): int(n) for (p, t), n in zip(*counts)}
+        counts = unique_pairs(ev.pid[step_idx], ev.tid[step_idx])
+        self._lane_n = {(p, t): n for (p, t), n in zip(counts[0].tolist(), counts[2].tolist())}
 
     def events(self, pid: int) -> np.ndarray:
         return self._by_pid.get(pid, np.zeros(0, np.int64))

@@ -354,6 +354,8 @@ class _Mapper:
             return L["input_wait"], B["op_type"], True, False, None, None, None
         if name.startswith(tfops.MAKE_ITERATOR_PREFIX):  # tf.data building an iterator (each epoch)
             return L["runtime"], B["tf_data"], False, False, None, None, None
+        if name in tfops.DATA_SERVICE_FETCH_EVENTS:  # waiting on a tf.data service worker
+            return L["input_wait"], B["tf_data"], True, False, None, None, None
         if name.startswith(tfops.TFDATA_ITERATOR_PREFIX):
             kind = tfops.tfdata_kind(name)
             if tfops.is_tfdata_async(name):

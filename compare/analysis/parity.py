@@ -19,6 +19,7 @@ import numpy as np
 from compare.analysis import workload
 from compare.analysis.rows import gpu_of, on_gpu, work_mask
 from compare.fmt import duration as ms
+from compare.fmt import listed
 from compare.model import intervals
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import FEED_NODE, FEED_OPS
@@ -28,6 +29,7 @@ from compare.vocabulary.thresholds import (
     ONE_TIME_LEADS,
     PRECISION_CAST_FACTOR,
     PRECISION_CAST_MIN,
+    SAME_PIPELINE_SHARE,
     SAME_PROGRAM_SHARE,
     STEP_NOISE_SINGLE,
     UNIFORM_SCALE_FACTOR,
@@ -75,8 +77,11 @@ class Parity:
 class _Facts:
     """What the checks read of the two sides, each measured once when first asked for."""
 
-    def __init__(self, sides: dict[str, "Side"]) -> None:
+    def __init__(self, sides: dict[str, "Side"],
+                 stages: dict[str, dict[str, float]] | None = None) -> None:
         self.sides = sides
+        #: per side, the seed pipeline's stages with time (stage -> mean us per step)
+        self.stages = stages or {k: {} for k in sides}
         self._one_time: dict[str, workload.OneTimeSigns | None] = {}
         self._precision: dict[str, workload.Precision] = {}
         self._shapes: workload.Shapes | None = None
@@ -103,12 +108,15 @@ class _Facts:
 
 
 def check(sides: dict[str, "Side"], labels: dict[str, str], rows: list["OpDiff"],
-          bases: dict[str, "Basis"]) -> Parity:
+          bases: dict[str, "Basis"], stages: dict[str, dict[str, float]] | None = None
+          ) -> Parity:
+    """``stages``: per side, the seed pipeline's stages with time (mean us per step), when the
+    stages hold (nearly) all of both sides' steps; else None."""
     steps = {k: step_basis(s, bases[k]) for k, s in sides.items()}
-    facts = _Facts(sides)
+    facts = _Facts(sides, stages)
     out: list[Caveat] = []
-    for fn in (_identical, _first_run, _feed_dict, _steps, _untraced, _program, _batch,
-               _precision, _devices, _host_masks):
+    for fn in (_identical, _first_run, _feed_dict, _steps, _untraced, _data_service, _program,
+               _batch, _precision, _devices, _host_masks):
         out += fn(sides, labels, rows, steps, facts)
     return Parity(out, steps, noise_share(list(steps.values())))
 
@@ -238,9 +246,11 @@ def _untraced(sides, labels, rows, steps, facts=None) -> list[Caveat]:
 
 def _name_matched_share(rows, side: str) -> float:
     """Of a side's model ops' time (compute, optimizer, preprocessing), the share matched by
-    node name (input waits and runtime say nothing of which program ran)."""
+    node name (input waits and runtime say nothing of which program ran); of all its ops'
+    time when it has no model op."""
     val = (lambda r: r.a_us) if side == "a" else (lambda r: r.b_us)
-    rows = [r for r in rows if r.group in _MODEL_GROUPS]
+    model = [r for r in rows if r.group in _MODEL_GROUPS and val(r) > 0]
+    rows = model or [r for r in rows if val(r) > 0]
     total = sum(val(r) for r in rows)
     named = sum(val(r) for r in rows if r.match in ("name", "scope", "xla"))
     return named / total if total else 1.0
@@ -265,7 +275,20 @@ def _identical(sides, labels, rows, steps, facts=None) -> list[Caveat]:
                    f"one): there is nothing to compare", False)]
 
 
-def _program(sides, labels, rows, steps, facts=None) -> list[Caveat]:
+def _program(sides, labels, rows, steps, facts) -> list[Caveat]:
+    """Different programs: a side holds no TensorFlow op, or the two share almost no op names
+    -- unless both run the seed pipeline's stages (the stage rules place ops by scope and type
+    too: an input pipeline moved to tf.data service workers and the rest fused by XLA keeps
+    its stages, not its names)."""
+    bare = [k for k in sides if not any((r.a_us if k == "a" else r.b_us) > 0 for r in rows)]
+    if bare:
+        who = " and ".join(labels[k] for k in bare)
+        return [Caveat("program", f"{who} hold{'s' if len(bare) == 1 else ''} no TensorFlow "
+                       "op (no event names an op type or a graph node): nothing shows that the "
+                       "two run the same program, and there is no op to compare; only the "
+                       "steps' spans and their events' names are", True, {"no_ops": bare})]
+    if _same_pipeline(facts.stages):
+        return []
     shares = {k: _name_matched_share(rows, k) for k in sides}
     if min(shares.values()) >= SAME_PROGRAM_SHARE:
         return []
@@ -273,6 +296,53 @@ def _program(sides, labels, rows, steps, facts=None) -> list[Caveat]:
                    "time, " + ", ".join(f"{labels[k]} {v:.0%}" for k, v in shares.items())
                    + " matches by name): different programs or models; ops are compared by "
                    "type", True)]
+
+
+def _same_pipeline(stages: dict[str, dict[str, float]]) -> bool:
+    """Both sides run the seed pipeline's stages, mostly the same ones (at least half of
+    either side's)."""
+    have = [set(st) for st in stages.values()]
+    if len(have) != 2 or not all(have):
+        return False
+    shared = have[0] & have[1]
+    return len(shared) >= SAME_PIPELINE_SHARE * max(len(h) for h in have)
+
+
+def _data_service(sides, labels, rows, steps, facts) -> list[Caveat]:
+    """A side whose input came from tf.data service workers: what its pipeline handed them
+    (read, decode, ...) ran in the workers' processes and is not in its trace, so its step
+    counts only the wait for their elements and its CPU time leaves theirs out."""
+    fetched = {k: _service_events(s.trace) for k, s in sides.items()}
+    served = [k for k, n in fetched.items() if n]
+    if not served:
+        return []
+    if len(served) == 2:
+        return [Caveat("data_service", f"both read their input from tf.data service workers "
+                       f"({fetched['a']:,} and {fetched['b']:,} events of its client): what "
+                       f"each pipeline handed them ran in the workers' processes, in neither "
+                       f"trace", False, {"sides": served})]
+    (k,) = served
+    other = "b" if k == "a" else "a"
+    moved = [st for st in facts.stages.get(other, {}) if not facts.stages.get(k, {}).get(st)]
+    n = sides[k].service_workers
+    workers = f"{n} tf.data service worker{'s' if n != 1 else ''}" if n else \
+        "tf.data service workers (how many, its trace does not show)"
+    gone = (f": its {listed(moved)} {'has' if len(moved) == 1 else 'have'} no time in its "
+            f"trace ({labels[other]} spends {ms(sum(facts.stages[other][st] for st in moved))} "
+            f"a step in them)" if moved else "")
+    return [Caveat("data_service", f"{labels[k]}'s input came from {workers} "
+                   f"({fetched[k]:,} events of the service's client in its trace){gone}; what "
+                   f"its pipeline handed the service ran in the workers' processes, not in this "
+                   f"trace, so {labels[k]}'s step counts only the wait for their elements and "
+                   f"its CPU time leaves the workers' out", True,
+                   {"side": k, "moved": moved, "workers": n})]
+
+
+def _service_events(trace) -> int:
+    """Events of a tf.data service client in ``trace`` (fetches, its iterator)."""
+    names = trace.strings.names
+    ids = [i for i, n in enumerate(names) if tfops.is_data_service(n)]
+    return int(np.isin(trace.events.name, ids).sum()) if ids else 0
 
 
 def _batch(sides, labels, rows, steps, facts) -> list[Caveat]:

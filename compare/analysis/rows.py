@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from compare.model.events import CAT, Trace
-from compare.model.lanes import in_lanes
+from compare.model.lanes import in_lanes, unique_pairs
 from compare.vocabulary.groups import is_collective
 from compare.vocabulary.ops import CUDA_SYNC_PREFIXES, WAIT_EVENT_PREFIXES
 from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
@@ -37,9 +37,9 @@ def lane_roles(trace: Trace) -> np.ndarray:
     ev = trace.events
     if not len(ev):
         return np.zeros(0, dtype=object)
-    lanes, inv = np.unique(np.stack([ev.pid, ev.tid], axis=1), axis=0, return_inverse=True)
-    roles = np.array([lane_role(trace, int(p), int(t)) for p, t in lanes], dtype=object)
-    return roles[inv.reshape(-1)]
+    lanes, inv, _ = unique_pairs(ev.pid, ev.tid)
+    roles = np.array([lane_role(trace, p, t) for p, t in lanes.tolist()], dtype=object)
+    return roles[inv]
 
 
 def process_roles(trace: Trace) -> dict[int, str]:
@@ -104,10 +104,9 @@ def collective_mask(trace: Trace, idx: np.ndarray) -> np.ndarray:
     ev, names = trace.events, trace.strings.names
     if not len(idx):
         return np.zeros(0, bool)
-    keys, inv = np.unique(np.stack([ev.op_type[idx], ev.name[idx]]), axis=1,
-                          return_inverse=True)
-    hit = np.array([is_collective(names[o], names[n]) for o, n in keys.T.tolist()], bool)
-    return hit[inv.ravel()]
+    keys, inv, _ = unique_pairs(ev.op_type[idx], ev.name[idx])
+    hit = np.array([is_collective(names[o], names[n]) for o, n in keys.tolist()], bool)
+    return hit[inv]
 
 
 def blocking_mask(trace: Trace) -> np.ndarray:

@@ -35,7 +35,6 @@ the facts from a trace. They are split so the thresholds can be checked on const
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
@@ -895,10 +894,18 @@ def is_seed_pipeline(trace: Trace) -> bool:
     """The trace is our own seed pipeline's (legacy or modern), by its stage name scopes: only
     then may advice name the seed's structure (its five independent crops)."""
     names = trace.strings.names
-    # only names holding a stage's word can carry its scope (a cheap test on 200,000 names)
-    words = re.compile("|".join(PIPELINE_STAGES))
-    stages = {stage_of_scope(names[i]) for i in np.unique(trace.events.tf_name)
-              if i and words.search(names[i])}
+    used = np.flatnonzero(np.bincount(trace.events.tf_name, minlength=1)[1:]) + 1
+    # only names holding a stage's word can carry its scope: the lines of all node names
+    # joined (names are kept showable: none holds a newline) where str.find meets one
+    joined = "\n".join([names[i] for i in used.tolist()])
+    stages: set[str | None] = set()
+    for word in PIPELINE_STAGES:
+        at = joined.find(word)
+        while at >= 0:
+            a, b = joined.rfind("\n", 0, at) + 1, joined.find("\n", at)
+            b = len(joined) if b < 0 else b
+            stages.add(stage_of_scope(joined[a:b]))
+            at = joined.find(word, b)
     stages.discard(None)
     return "crop" in stages and len(stages) >= SEED_STAGES_MIN
 

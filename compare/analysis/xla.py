@@ -97,8 +97,13 @@ class _Units:
         self._keys: dict[tuple[int, int], str] = {}
 
     def of(self, i: int) -> XlaUnit:
-        ev, names = self.trace.events, self.trace.strings.names
-        ids = (int(ev.tf_name[i]), int(ev.name[i]))
+        ev = self.trace.events
+        return self.named(int(ev.tf_name[i]), int(ev.name[i]))
+
+    def named(self, tf_name: int, name: int) -> XlaUnit:
+        """The unit of an event with these string ids (node name, event name)."""
+        names = self.trace.strings.names
+        ids = (tf_name, name)
         key = self._keys.get(ids)
         if key is None:
             key = self._keys[ids] = tfops.cluster_of(names[ids[0]], names[ids[1]])
@@ -167,15 +172,19 @@ def _compile_ops(found: _Units, compile_idx: np.ndarray) -> dict[str, float]:
     nested = _has_nested_compiler_work(found.trace, compile_idx)
     lookups: dict[str, list[float]] = {}
     first: dict[str, float] = {}
-    for i in compile_idx:
-        u = found.of(i)
+    is_compile = nested[compile_idx] if nested is not None else \
+        ev.dur[compile_idx] >= COMPILE_MIN_US
+    for i, tf, name, dur, compiled in zip(compile_idx.tolist(), ev.tf_name[compile_idx].tolist(),
+                                          ev.name[compile_idx].tolist(),
+                                          ev.dur[compile_idx].tolist(), is_compile.tolist()):
+        u = found.named(tf, name)
         u.calls += 1
-        first.setdefault(u.name, float(ev.dur[i]))
-        if nested[i] if nested is not None else ev.dur[i] >= COMPILE_MIN_US:
-            found.compiled(u, i, float(ev.dur[i]))
+        first.setdefault(u.name, dur)
+        if compiled:
+            found.compiled(u, i, dur)
         else:
-            lookups.setdefault(u.name, []).append(float(ev.dur[i]))
-            found.lookup_events.append(int(i))
+            lookups.setdefault(u.name, []).append(dur)
+            found.lookup_events.append(i)
     for name, durs in lookups.items():
         found.units[name].lookup_us = _median(durs)
     return first
@@ -188,13 +197,15 @@ def _run_ops(found: _Units, run_idx: np.ndarray) -> dict[str, list[int]]:
     launch_ops = {tr.strings.lookup(n) for n in tfops.XLA_LAUNCH_OPS}
     launches: dict[str, list[int]] = {}
     runs: dict[str, list[float]] = {}
-    for i in run_idx:
-        u = found.of(i)
+    for i, tf, name, op, dur in zip(run_idx.tolist(), ev.tf_name[run_idx].tolist(),
+                                    ev.name[run_idx].tolist(), ev.op_type[run_idx].tolist(),
+                                    ev.dur[run_idx].tolist()):
+        u = found.named(tf, name)
         u.runs += 1
-        u.run_us += float(ev.dur[i])
-        runs.setdefault(u.name, []).append(float(ev.dur[i]))
-        if ev.op_type[i] in launch_ops or ev.name[i] in launch_ops:
-            launches.setdefault(u.name, []).append(int(i))
+        u.run_us += dur
+        runs.setdefault(u.name, []).append(dur)
+        if op in launch_ops or name in launch_ops:
+            launches.setdefault(u.name, []).append(i)
     for name, durs in runs.items():
         u = found.units[name]
         u.run_first_us = durs[0]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from compare.load import budget
 from compare.load.errors import FORMATS_WE_READ, LoadError
 from compare.load.json_trace import load_json_file
 from compare.load.xplane import load_dir, load_xplanes
@@ -25,13 +26,15 @@ from compare.model.events import Trace
 __all__ = ["FORMATS_WE_READ", "LoadError", "load"]
 
 
-def load(path: str | os.PathLike) -> Trace:
-    """Load a trace file or folder of any supported format (from its content)."""
+def load(path: str | os.PathLike, max_memory: int | None = None) -> Trace:
+    """Load a trace file or folder of any supported format (from its content). A trace whose
+    load would take more memory than ``max_memory`` bytes (default: what the machine has
+    available) is refused before it is read (:mod:`compare.load.budget`)."""
     p = Path(path)
     if not p.exists():
         raise LoadError(f"{path}: no such file or folder")
     if p.is_dir():
-        return load_dir(p)
+        return load_dir(p, max_memory)
     try:
         with open(p, "rb") as f:
             head = f.read(4)
@@ -39,6 +42,7 @@ def load(path: str | os.PathLike) -> Trace:
         raise LoadError(f"{path}: cannot read ({e.strerror})") from None
     if not head:
         raise LoadError(f"{path}: empty file; we read {FORMATS_WE_READ}")
+    budget.check([p], str(path), max_memory)
     first = head.lstrip()[:1]
     if head[:2] == b"\x1f\x8b" or first in (b"{", b"[") or head.strip() == b"":
         return load_json_file(p)

@@ -3,10 +3,13 @@ knowing each tool's dialect (timeline.py args, xprof's long names, groups and st
 infers steps when the trace marks none."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from itertools import compress, repeat
-from operator import is_
+from operator import attrgetter, is_
+from typing import Any
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -51,6 +54,46 @@ _DTYPE_WORDS = {"FLOAT": "float32", "DOUBLE": "float64", "HALF": "float16",
                 "UINT8": "uint8", "STRING": "string"}
 #: Timestamps and durations beyond this many µs are damage, skipped (see chrome_json).
 MAX_TIME_US = chrome_json.MAX_TIME_US
+
+
+#: The fields the typed path reads of each kind of event, read at C speed.
+_X_FIELDS = attrgetter("pid", "tid", "ts", "dur", "name", "args")
+_C_FIELDS = attrgetter("pid", "ts", "name", "args")
+_FLOW_FIELDS = attrgetter("id", "pid", "tid", "ts", "name")
+_PID, _NAME, _ARGS = attrgetter("pid"), attrgetter("name"), attrgetter("args")
+
+
+class _Snapshot(msgspec.Struct):
+    tensor_description: Any
+
+
+class _SnapshotArgs(msgspec.Struct):
+    """A tensor object snapshot's args as timeline.py writes them; only the description is
+    decoded."""
+
+    snapshot: _Snapshot
+
+
+_SNAPSHOT = msgspec.json.Decoder(_SnapshotArgs)
+
+
+def _timeline_inputs(args: tuple) -> tuple[np.ndarray, list[str]]:
+    """(inputs per event, the producer node of each input in order) of timeline.py args
+    ``{name, op, input0..N}`` (see :func:`_input_name`)."""
+    pairs = [(j, v) for j, a in enumerate(args) if len(a) > 2
+             for k, v in a.items() if k[:5] == "input" and type(v) is str]
+    if not pairs:
+        return np.zeros(len(args), dtype=np.int64), []
+    owner, values = zip(*pairs)
+    lengths = np.bincount(np.asarray(owner), minlength=len(args))
+    joined = "\n".join(values)
+    if "^" in joined or joined.count("\n") != len(values) - 1:   # control inputs, odd names
+        return lengths, list(map(_input_name, values))
+    return lengths, _PORT.sub("", joined).split("\n")   # a/b:1 -> a/b, all at once
+
+
+#: An input's output port (``:1``) up to the end of its line in a joined list of inputs.
+_PORT = re.compile(":[^\n]*")
 
 
 def _int_in(value, bound: int, default):
@@ -113,6 +156,8 @@ class Builder:
         self.flow_chunks: list[tuple] = []
         self.objects: dict[int, int] = {}
         self.tensor_shapes: dict[str, list[list[str]]] = {}   # timeline.py snapshots
+        self.described: dict[str, list[str]] = {}   # a description's head -> [dtype, shape]
+        self.pair_category: dict[int, int] = {}      # (name id, op id) key -> category
         self.open_b: dict[tuple[int, int], list[dict]] = {}
         self.skipped: dict[str, int] = {}
         self.first_skipped: dict[str, int] = {}   # reason -> index of its first event
@@ -224,14 +269,26 @@ class Builder:
             desc = args()["snapshot"]["tensor_description"]
         except (TypeError, KeyError, ValueError, orjson.JSONDecodeError):
             return
+        self._shape_of(name, desc)
+
+    def _shape_of(self, name: str, desc) -> None:
+        """Keep the dtype and shape a snapshot's ``tensor_description`` gives for tensor
+        ``name``. The text before ``allocation_description`` (dtype and shape: the proto's
+        text format writes fields in field order) is read once per distinct text."""
         if not isinstance(desc, str):
             return
-        dtype = TENSOR_DTYPE.search(desc)
-        dims = TENSOR_DIM.findall(desc)
+        head = desc.partition(" allocation_description")[0]
+        shape = self.described.get(head)
+        if shape is None:
+            dtype = TENSOR_DTYPE.search(head)
+            dims = TENSOR_DIM.findall(head)
+            shape = [_DTYPE_WORDS.get(dtype.group(1), dtype.group(1).lower()) if dtype else "",
+                     "[" + ",".join(dims) + "]"] if dims else []
+            if len(self.described) < TENSOR_SHAPES_MAX:
+                self.described[head] = shape
         node = self.s.short(name.rsplit(":", 1)[0] if name.rpartition(":")[2].isdigit() else name)
-        if dims and node not in self.tensor_shapes:
-            self.tensor_shapes[node] = [[_DTYPE_WORDS.get(dtype.group(1), dtype.group(1).lower())
-                                         if dtype else "", "[" + ",".join(dims) + "]"]]
+        if shape and node not in self.tensor_shapes:
+            self.tensor_shapes[node] = [list(shape)]
 
     def _unknown_ph(self, ph) -> str:
         """Why an event of an unknown phase is skipped: each of the first few phases on a line
@@ -263,11 +320,13 @@ class Builder:
 
     # --- the fast path -------------------------------------------------------------------
 
-    def _add_typed(self, chunk: list) -> bool:
-        """Take a chunk of typed events (see :mod:`compare.load.chrome_json`) in bulk; return False
-        (having changed nothing) for the dict path to take it instead when its complete
-        events are not all timeline.py's (xprof and other tools: the dict path reads their
-        args)."""
+    def _add_typed(self, chunk: list, other_tools: bool = True) -> bool:
+        """Take a chunk of typed events (see :mod:`compare.load.chrome_json`) in bulk. Every
+        field is read by C-level maps over the chunk, not a Python loop per event: this is
+        the loader's cost per event (BENCHMARKS.md). Complete events that are not all
+        timeline.py's (xprof and other tools) go through the dialect rules of
+        :meth:`_complete` from their typed fields (no second parse); with ``other_tools``
+        False such a chunk is refused instead (False, nothing changed)."""
         cj = chrome_json
         types = list(map(type, chunk))
         present = set(types)
@@ -279,93 +338,121 @@ class Builder:
                 return chunk
             if len(classes) == 1:  # C-level selection: map(is_) then compress
                 return list(compress(chunk, map(is_, types, repeat(classes[0]))))
-            return [e for e, t in zip(chunk, types) if t in classes]
+            return [e for e, t in zip(chunk, types) if t in classes]   # in their order
 
         xs = of(cj.XEvent)
         x_cols = self._typed_complete(xs) if xs else None
-        if xs and x_cols is None:
+        if xs and x_cols is None and not other_tools:
             return False
         # commit from here on: nothing above changed the builder
         for e in of(cj.MEvent):
             self._meta({"pid": e.pid, "tid": e.tid, "name": e.name, "args": e.args})
-        # an object event's pid may be any JSON value (a list is unhashable): ints only
-        for pid, n in Counter([e.pid for e in of(cj.NEvent) if type(e.pid) is int]).items():
-            self.objects[pid] = self.objects.get(pid, 0) + n
-        for e in of(cj.OEvent):
-            if isinstance(e.name, str) and e.name not in self.tensor_shapes:
-                self._snapshot(e.name, lambda e=e: orjson.loads(bytes(e.args)))
+        if xs and x_cols is None:   # checked by their types: every one is usable
+            self._complete([(0, {"ph": "X", "pid": e.pid, "tid": e.tid, "ts": e.ts,
+                                 "dur": e.dur, "name": e.name, "args": e.args}) for e in xs],
+                           checked=True)
+        self._typed_objects(of(cj.NEvent))
+        if len(self.tensor_shapes) < TENSOR_SHAPES_MAX:
+            self._typed_snapshots(of(cj.OEvent))
         cs = of(cj.CEvent)
         if cs:
             self._typed_counters(cs)
-        fl = of(*cj.FLOWS.values())
-        if fl:
-            sid = self.s.id
-            phase = {cls: k for k, cls in enumerate(cj.FLOWS.values())}
-            self.flows.extend((e.id, phase[type(e)], e.pid, e.tid, e.ts, sid(e.name)) for e in fl)
-        self._flush()
+        self._typed_flows(of(*cj.FLOWS.values()))
         if x_cols is not None:
             self.timeline_style = True
             self.ev.extend(**x_cols)
         return True
 
+    def _typed_objects(self, ns: list) -> None:
+        """Count tensor objects (``N`` events) per pid; an object event's pid may be any JSON
+        value (a list is unhashable): ints only."""
+        if not ns:
+            return
+        pids = list(map(_PID, ns))
+        if set(map(type, pids)) != {int}:
+            pids = [p for p in pids if type(p) is int]
+        for pid, n in Counter(pids).items():
+            self.objects[pid] = self.objects.get(pid, 0) + n
+
+    def _typed_snapshots(self, os_: list) -> None:
+        """Dtype and shape of the tensors whose first snapshot is in ``os_`` (see
+        :meth:`_snapshot`), decoded by a typed decoder that reads only the description."""
+        for name, raw in zip(map(_NAME, os_), map(_ARGS, os_)):
+            if len(self.tensor_shapes) >= TENSOR_SHAPES_MAX:
+                return
+            if type(name) is str and name not in self.tensor_shapes:
+                try:
+                    desc = _SNAPSHOT.decode(raw).snapshot.tensor_description
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    continue
+                self._shape_of(name, desc)
+
+    def _typed_flows(self, fl: list) -> None:
+        if not fl:
+            return
+        self._flush()   # keep the order of rows gathered before
+        phase = {cls: k for k, cls in enumerate(chrome_json.FLOWS.values())}
+        ids, pids, tids, ts, names = zip(*map(_FLOW_FIELDS, fl))
+        self.flow_chunks.append((np.array(ids, np.int64),
+                                 np.array(list(map(phase.__getitem__, map(type, fl))), np.int8),
+                                 np.array(pids, np.int64), np.array(tids, np.int64),
+                                 np.array(ts, np.float64),
+                                 np.array(self.s.ids(list(names)), np.int32)))
+
     def _typed_complete(self, xs: list) -> dict | None:
         """Columns of timeline.py complete events (args ``{name, op, input0..}``), or None
         when any event's args are not timeline.py's."""
-        args = [e.args for e in xs]
-        ops = [a.get("op") for a in args]
+        pids, tids, ts, dur, names, args = zip(*map(_X_FIELDS, xs))
+        ops = list(map(dict.get, args, repeat("op")))
         if set(map(type, ops)) != {str}:
             return None  # not every event is timeline.py's (xprof, other tools): dict path
-        pid = np.array([e.pid for e in xs])
-        tid = np.array([e.tid for e in xs])
+        pid, tid = np.array(pids), np.array(tids)
         if pid.dtype.kind not in "iu" or tid.dtype.kind not in "iu":
             return None  # beyond 64 bits
-        ts = np.array([e.ts for e in xs], dtype=np.float64)
-        dur = np.array([e.dur for e in xs], dtype=np.float64)
-        names = [e.name for e in xs]
-        tf_names = [a.get("name") for a in args]
-        tf_names = [n if type(n) is str else "" for n in tf_names]
+        tf_names = list(map(dict.get, args, repeat("name")))
+        if set(map(type, tf_names)) != {str}:
+            tf_names = [n if type(n) is str else "" for n in tf_names]
         if XLA_GPU_KERNEL_OP in ops:  # TF1 XLA:GPU kernels: named by a whole HLO program
             tf_names = [short_instruction(n) if o == XLA_GPU_KERNEL_OP else n
                         for n, o in zip(tf_names, ops)]
-        pairs = [(j, v) for j, a in enumerate(args) if len(a) > 2
-                 for k, v in a.items() if k[:5] == "input" and type(v) is str]
-        if pairs:
-            owner, values = zip(*pairs)
-            lengths = np.bincount(np.asarray(owner), minlength=len(args))
-            # _input_name, inlined: the producer node of each input
-            inputs = [v.partition(":")[0] if v[:1] != "^" else v.lstrip("^") for v in values]
-        else:
-            lengths, inputs = np.zeros(len(args), dtype=np.int64), []
+        lengths, inputs = _timeline_inputs(args)
         sid = self.s.ids
-        name_ids, op_ids = sid(names), sid(ops)
-        return dict(pid=pid.astype(np.int64), tid=tid.astype(np.int64), ts=ts, dur=dur,
+        name_ids, op_ids = sid(list(names)), sid(ops)
+        return dict(pid=pid.astype(np.int64), tid=tid.astype(np.int64),
+                    ts=np.array(ts, np.float64), dur=np.array(dur, np.float64),
                     name=name_ids, op_type=op_ids, tf_name=sid(tf_names),
                     category=self._categories(name_ids, op_ids), input_lengths=lengths,
                     input_ids=sid(inputs))
 
     def _typed_counters(self, cs: list) -> None:
-        names = [e.name for e in cs]
-        vals = [e.args.get(n) for e, n in zip(cs, names)]
-        if set(map(len, (e.args for e in cs))) == {1} and None not in vals:
+        pids, ts, names, args = zip(*map(_C_FIELDS, cs))
+        vals = list(map(dict.get, args, names))
+        if set(map(len, args)) == {1} and None not in vals:
             # timeline.py: one value per event, keyed by the allocator that names the series
             self._flush()  # keep the order of rows gathered before
             self.counter_chunks.append((
-                np.array([e.pid for e in cs], np.int64), np.array(self.s.ids(names), np.int32),
-                np.array([e.ts for e in cs], np.float64), np.array(vals, np.float64)))
+                np.array(pids, np.int64), np.array(self.s.ids(list(names)), np.int32),
+                np.array(ts, np.float64), np.array(vals, np.float64)))
             return
         sid = self.s.id
-        for e, name in zip(cs, names):
-            for k, v in e.args.items():
+        for pid, t, name, a in zip(pids, ts, names, args):
+            for k, v in a.items():
                 series = name if k == name else f"{name}.{k}" if name else k
-                self.counters.append((e.pid, sid(series), e.ts, float(v)))
+                self.counters.append((pid, sid(series), t, float(v)))
 
     def _categories(self, name_ids: list[int], op_ids: list[int]) -> np.ndarray:
-        """``_category`` per distinct (name, op type) pair, spread back over the events."""
+        """``category_of`` per distinct (name, op type) pair, spread back over the events;
+        each pair decided once per trace."""
         key = np.asarray(name_ids, np.int64) * (1 << 31) + np.asarray(op_ids, np.int64)
         uniq, inv = np.unique(key, return_inverse=True)
-        names = self.s.names
-        cats = np.array([category_of(names[int(k >> 31)], names[int(k & ((1 << 31) - 1))], "",
-                                   False) for k in uniq], dtype=np.int8)
+        names, known = self.s.names, self.pair_category
+        cats = np.empty(len(uniq), np.int8)
+        for j, k in enumerate(uniq.tolist()):
+            c = known.get(k)
+            if c is None:
+                c = known[k] = category_of(names[k >> 31], names[k & ((1 << 31) - 1)], "",
+                                           False)
+            cats[j] = c
         return cats[inv]
 
     # --- event kinds ---------------------------------------------------------------------
@@ -453,8 +540,10 @@ class Builder:
                 self.skip("E events without a matching B", at=k)
         return out
 
-    def _complete(self, xs: list[tuple[int, dict]]) -> None:
-        good = [e for k, e in xs if self._usable(e, k)]
+    def _complete(self, xs: list[tuple[int, dict]], checked: bool = False) -> None:
+        """Complete events (with their index in the list) into columns; ``checked``: their
+        fields are known usable (the typed path validated them)."""
+        good = [e for _, e in xs] if checked else [e for k, e in xs if self._usable(e, k)]
         if not good:
             return
         names, op_types, tf_names, groups, hmods, hops, cats = [], [], [], [], [], [], []

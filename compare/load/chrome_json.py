@@ -139,7 +139,8 @@ FLOWS = {ph: _flow(ph) for ph in "stf"}
 #: Phases no analysis reads (tensor deletions, instants, async and sample events): decoded
 #: without a single field.
 IGNORED = tuple(_ignored(ph) for ph in "DiIRPbenSTFc")
-_UNION = Union[(XEvent, CEvent, MEvent, NEvent, OEvent, *FLOWS.values(), *IGNORED)]
+# A union of classes made at run time, which a type checker cannot follow.
+_UNION = Union[(XEvent, CEvent, MEvent, NEvent, OEvent) + tuple(FLOWS.values()) + IGNORED]  # type: ignore[valid-type]
 
 
 class TypedChunk(list):
@@ -149,7 +150,7 @@ class TypedChunk(list):
     text: bytes = b""
 
 
-_TYPED = msgspec.json.Decoder(list[_UNION])
+_TYPED = msgspec.json.Decoder(list[_UNION])  # type: ignore[valid-type]
 
 
 def parse_typed(data: bytes, warnings: list[str]):

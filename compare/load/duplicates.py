@@ -12,6 +12,7 @@ at the same microseconds, so nothing genuine is dropped.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
 import numpy as np
 
@@ -29,27 +30,44 @@ def _digest(*arrays: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def _per_pid(pids: np.ndarray) -> dict[int, int]:
+    """How many rows each pid has."""
+    uniq, counts = np.unique(np.asarray(pids), return_counts=True)
+    return dict(zip(uniq.tolist(), counts.tolist()))
+
+
+def _suspects(trace: Trace) -> list[int]:
+    """The processes that share their name and their numbers of events, counter samples and
+    tensor objects with another: only those can repeat one (the rest need no digest)."""
+    n_ev, n_c = _per_pid(trace.events.pid), _per_pid(trace.counters.pid)
+    cheap = {pid: (p.name, n_ev.get(pid, 0), n_c.get(pid, 0), trace.objects.get(pid, 0))
+             for pid, p in trace.processes.items()}
+    shared = Counter(cheap.values())
+    return [pid for pid, key in cheap.items() if shared[key] > 1]
+
+
 def _signatures(trace: Trace) -> dict[int, tuple]:
-    """Per process: its name and a digest of everything it recorded, in a fixed order."""
+    """Per suspect process (:func:`_suspects`): its name and a digest of everything it
+    recorded, in a fixed order."""
     ev, c = trace.events, trace.counters
-    out = {}
-    by_pid: dict[int, np.ndarray] = {}
-    if len(ev):
-        order = np.argsort(ev.pid, kind="stable")
-        pids, starts = np.unique(ev.pid[order], return_index=True)
-        for k, pid in enumerate(pids):
-            stop = starts[k + 1] if k + 1 < len(starts) else len(order)
-            by_pid[int(pid)] = order[starts[k]:stop]
-    for pid, p in trace.processes.items():
-        k = by_pid.get(pid, np.zeros(0, np.int64))
-        k = k[np.lexsort((ev.tid[k], ev.dur[k], ev.ts[k]))] if len(k) else k
+    out: dict[int, tuple] = {}
+    suspects = _suspects(trace)
+    if not suspects:
+        return out
+    by_pid = np.argsort(ev.pid, kind="stable")   # each process's events: one slice of these
+    sorted_pid = ev.pid[by_pid]
+    c_by_pid = np.argsort(c.pid, kind="stable")
+    c_sorted = c.pid[c_by_pid]
+    for pid in suspects:
+        k = by_pid[np.searchsorted(sorted_pid, pid):np.searchsorted(sorted_pid, pid, "right")]
+        k = k[np.lexsort((ev.tid[k], ev.dur[k], ev.ts[k]))]
         # string ids of one trace are one table: equal ids are equal names
         events = _digest(ev.tid[k], ev.ts[k], ev.dur[k], ev.name[k], ev.op_type[k],
                          ev.tf_name[k]) if len(k) else ""
-        m = np.flatnonzero(c.pid == pid) if len(c.ts) else np.zeros(0, np.int64)
+        m = c_by_pid[np.searchsorted(c_sorted, pid):np.searchsorted(c_sorted, pid, "right")]
         m = m[np.lexsort((c.name[m], c.ts[m]))] if len(m) else m
         counters = _digest(c.name[m], c.ts[m], c.value[m]) if len(m) else ""
-        out[pid] = (p.name, events, counters, trace.objects.get(pid, 0))
+        out[pid] = (trace.processes[pid].name, events, counters, trace.objects.get(pid, 0))
     return out
 
 

@@ -23,19 +23,23 @@ class Forked:
     """A running child computing ``fn()``; see :func:`start`."""
 
     def __init__(self, pid: int, fd: int) -> None:
-        self.pid, self.fd = pid, fd
+        self.pid: int | None = pid
+        self.fd: int | None = fd
 
     def result(self, timeout_s: float) -> Any | None:
         """The child's return value, or None if it failed, was killed or took longer than
         ``timeout_s`` seconds from now."""
         data = bytearray()
+        if self.fd is None:  # closed: collected already
+            return None
+        fd = self.fd
         deadline = time.monotonic() + timeout_s
         try:
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
                     return None
-                part = os.read(self.fd, 1 << 20)
+                part = os.read(fd, 1 << 20)
                 if not part:
                     break
                 data += part

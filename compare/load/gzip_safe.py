@@ -81,3 +81,5 @@ def gunzip(p: Path) -> bytes:
 class Truncated(bytes):
     """Bytes from a gzip stream that ended early or was damaged (``note`` says how; the loader
     adds it as a warning)."""
+
+    note: str = ""

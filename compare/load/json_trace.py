@@ -90,7 +90,7 @@ def _two_cores(buf: bytes, start: int, end: int) -> bool:
 
 def _add_typed_only(b: "Builder", chunk) -> bool:
     """Add ``chunk`` to ``b`` if it takes the typed fast path whole; else change nothing."""
-    return isinstance(chunk, chrome_json.TypedChunk) and b._add_typed(chunk)
+    return isinstance(chunk, chrome_json.TypedChunk) and b._add_typed(chunk, other_tools=False)
 
 
 def _typed_half(buf: bytes, start: int, end: int) -> "Builder | None":

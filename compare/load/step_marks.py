@@ -117,10 +117,11 @@ class Marks:
 
     @staticmethod
     def _from_rows(rows, marker_num, words, per, others) -> Found:
-        steps, group_step, names, used, top = [], {}, {}, set(), None
+        steps, group_step, names, used = [], {}, {}, set()
+        top: int | None = None
         for k, (_, _, group, name, ts, dur) in enumerate(rows):
             num = _row_num((None, None, group, name), marker_num, k)
-            if num in used:
+            if num in used and top is not None:
                 num = top + 1   # the largest so far, kept (max(used) per row is quadratic)
             used.add(num)
             top = num if top is None else max(top, num)
@@ -175,7 +176,8 @@ def _from_numbered(marks: list[tuple], words: str) -> Found:
 
 def _from_train(train: list[tuple]) -> Found:
     """One step per outermost train_function call (nested ones are the same call)."""
-    outer, reach = [], {}
+    outer: list[tuple] = []
+    reach: dict[tuple[int, int], float] = {}
     for pid, tid, group, name, ts, dur in sorted(train, key=lambda t: (t[4], -t[5])):
         if ts < reach.get((pid, tid), float("-inf")):
             continue

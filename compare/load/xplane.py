@@ -24,7 +24,7 @@ from xprof.protobuf import op_stats_pb2, trace_events_old_pb2
 from common import atomic, hlo
 from common.errors import InputError
 from common.protos import XSpaceEvents
-from compare.load import hosts
+from compare.load import budget, hosts
 from compare.load.builder import Builder, assign_steps
 from compare.load.errors import FORMATS_WE_READ, LoadError
 from compare.load.json_trace import load_json_file
@@ -39,19 +39,21 @@ HOST_TRACE_SUFFIX = ".trace.json.gz"
 TIMELINE_NAMES = ("timeline.json", "trace.json.gz")
 
 
-def load_dir(p: Path) -> Trace:
+def load_dir(p: Path, max_memory: int | None = None) -> Trace:
     """A session folder (``<host>.xplane.pb`` or ``<host>.trace.json.gz`` per host), a folder
     above one (``plugins/profile``, ``plugins``, the run folder or a logdir holding one run;
     with several sessions the latest is read and a warning names the others), or a folder
-    with a timeline."""
+    with a timeline. Refused before reading when it would not fit (:mod:`budget`,
+    ``max_memory`` bytes)."""
     session, others = _session(p)
     if session is None:
         timelines = [t for t in TIMELINE_NAMES if (p / t).is_file()]
         if timelines:
+            budget.check([p / timelines[0]], str(p), max_memory)
             return load_json_file(p / timelines[0])
         raise LoadError(f"{p}: folder holds no .xplane.pb or <host>.trace.json.gz profile (and "
                         f"no timeline.json); we read {FORMATS_WE_READ}")
-    trace = _load_session(session, p)
+    trace = _load_session(session, p, max_memory)
     if others:
         trace.warnings.append(
             f"{p} holds {len(others) + 1} profile sessions ({', '.join(o.name for o in others)}, "
@@ -61,8 +63,10 @@ def load_dir(p: Path) -> Trace:
     return trace
 
 
-def _load_session(session: Path, source: Path) -> Trace:
+def _load_session(session: Path, source: Path, max_memory: int | None = None) -> Trace:
     xplanes = sorted(session.glob("*" + XPLANE_SUFFIX))
+    budget.check(xplanes or sorted(session.glob("*" + HOST_TRACE_SUFFIX)), str(source),
+                 max_memory)
     if xplanes:
         return load_xplanes([str(x) for x in xplanes], str(source))
     files = sorted(session.glob("*" + HOST_TRACE_SUFFIX))
@@ -258,7 +262,7 @@ def _read(path: str) -> bytes:
 def _private_copies(paths: list[str], blobs: list[bytes], tmp: str) -> list[str]:
     """The xplanes copied into ``tmp`` under their own names (xprof names hosts after files):
     whatever xprof writes beside them stays there."""
-    out = []
+    out: list[str] = []
     for k, (path, blob) in enumerate(zip(paths, blobs)):
         folder = os.path.join(tmp, "hosts") if k == 0 or os.path.basename(path) not in {
             os.path.basename(o) for o in out} else os.path.join(tmp, f"hosts{k}")

@@ -442,7 +442,9 @@ def _one_line(e: BaseException) -> str:
 
 
 def _child(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="compare.migration.checkrun")
+    p = argparse.ArgumentParser(prog="python -m compare.migration.checkrun", description=(
+        "One side of compare.migrate --check, in a process of its own (compare.migrate "
+        "starts it; not meant to be run by hand)."))
     p.add_argument("side", choices=("original", "port"))
     p.add_argument("dest")
     p.add_argument("--script", required=True)

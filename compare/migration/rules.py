@@ -6,8 +6,9 @@ the scanner resolves the script's import aliases and spellings (``tf.compat.v1.t
 user's own function called ``batch`` never matches. Methods on objects a recognised call returned
 (``reader.read``, ``coord.join``) are :class:`MethodRule` s keyed by the kind of object.
 
-The pitfalls are the ones measured on TF 2.21 CPU while porting the seed script (see
-``/work/shared/design.md`` and BENCHMARKS.md); the pointers name the files of our own port.
+The pitfalls are the ones measured on TF 2.21 CPU while porting the seed script (BENCHMARKS.md,
+"XLA:CPU: what it did to the port, and what we changed"); the pointers name the files of our own
+port.
 """
 from __future__ import annotations
 

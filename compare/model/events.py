@@ -12,12 +12,16 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import re
-from typing import Iterable, Iterator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, cast
 
 import numpy as np
 
 from compare.model import nesting
 from compare.model.nesting import Nesting
+
+if TYPE_CHECKING:
+    from common.hlo import HloModule
 
 #: Process kinds (what a process row of a trace viewer shows).
 PROCESS_KINDS = ("host", "device", "compute", "allocator", "tensors", "stream", "memcpy", "merged",
@@ -118,7 +122,7 @@ class Strings:
             out = list(map(tbl.get, items))
             if None in out:  # None items
                 out = [0 if i is None else i for i in out]
-        return out
+        return cast("list[int]", out)  # every None became an id above
 
     def lookup(self, s: str) -> int | None:
         """The id of ``s`` if it was interned, else None (no insertion)."""
@@ -175,6 +179,23 @@ class Events:
     in CSR form: the inputs of event ``i`` are ``input_ids[input_ptr[i]:input_ptr[i+1]]`` (string
     ids of producer node names, from timeline ``input0..N`` args)."""
 
+    # The columns of EVENT_COLUMNS, declared for type checkers (``__init__`` makes them).
+    pid: np.ndarray
+    tid: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    name: np.ndarray
+    op_type: np.ndarray
+    tf_name: np.ndarray
+    category: np.ndarray
+    group: np.ndarray
+    hlo_module: np.ndarray
+    hlo_op: np.ndarray
+    stage: np.ndarray
+    step: np.ndarray
+    input_ptr: np.ndarray
+    input_ids: np.ndarray
+
     def __init__(self, n: int = 0) -> None:
         for col, dt in EVENT_COLUMNS.items():
             setattr(self, col, np.zeros(n, dtype=dt))
@@ -186,10 +207,25 @@ class Events:
 
     @property
     def end(self) -> np.ndarray:
-        return self.ts + self.dur
+        end: np.ndarray = self.ts + self.dur
+        return end
 
     def inputs_of(self, i: int) -> np.ndarray:
         return self.input_ids[self.input_ptr[i]:self.input_ptr[i + 1]]
+
+    def inputs_of_all(self, index: np.ndarray) -> np.ndarray:
+        """The inputs of every event of ``index``, concatenated in that order (one gather)."""
+        index = np.asarray(index, np.int64)
+        starts = self.input_ptr[index]
+        lengths = self.input_ptr[index + 1] - starts
+        total = int(lengths.sum())
+        if not total:
+            return np.zeros(0, self.input_ids.dtype)
+        # position j of the output reads input_ids[start of its event + its rank within it]
+        first = np.cumsum(lengths) - lengths
+        at = np.arange(total) - np.repeat(first, lengths) + np.repeat(starts, lengths)
+        out: np.ndarray = self.input_ids[at]
+        return out
 
     def take(self, index: np.ndarray) -> "Events":
         """A new Events holding rows ``index`` (an int array or boolean mask), inputs included."""
@@ -205,6 +241,9 @@ class Events:
         return out
 
 
+assert set(EVENT_COLUMNS) <= set(Events.__annotations__), "declare every column on Events"
+
+
 class EventBuilder:
     """Accumulates events chunk by chunk (lists or arrays per column), then freezes to numpy.
 
@@ -216,7 +255,7 @@ class EventBuilder:
         self.input_lengths: list[np.ndarray] = []
         self.input_ids: list[np.ndarray] = []
 
-    def extend(self, **cols) -> None:
+    def extend(self, **cols: Sequence[Any] | np.ndarray) -> None:
         n = len(cols["ts"])
         for c, dt in EVENT_COLUMNS.items():
             v = cols.get(c)
@@ -300,9 +339,9 @@ class Trace:
     flows: Flows = dataclasses.field(default_factory=Flows.empty)
     objects: dict[int, int] = dataclasses.field(default_factory=dict)
     steps: list[Step] = dataclasses.field(default_factory=list)
-    hlo: dict = dataclasses.field(default_factory=dict)
+    hlo: dict[str, HloModule] = dataclasses.field(default_factory=dict)
     warnings: list[str] = dataclasses.field(default_factory=list)
-    meta: dict = dataclasses.field(default_factory=dict)
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     _nesting: Nesting | None = dataclasses.field(default=None, repr=False, compare=False)
 
     # --- convenience views ---------------------------------------------------------------

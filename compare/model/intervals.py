@@ -79,4 +79,5 @@ def union_per_group(group: np.ndarray, ts: np.ndarray, end: np.ndarray, lo: floa
 
 def clipped(ts: np.ndarray, end: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Each interval's time inside ``[lo, hi]`` (0 for those outside it)."""
-    return np.maximum(0.0, np.minimum(end, hi) - np.maximum(ts, lo))
+    out: np.ndarray = np.maximum(0.0, np.minimum(end, hi) - np.maximum(ts, lo))
+    return out

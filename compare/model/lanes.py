@@ -45,3 +45,28 @@ def groups(values: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     cuts = np.flatnonzero(v[1:] != v[:-1]) + 1
     for chunk in np.split(order, cuts):
         yield values[chunk[0]].item(), chunk
+
+
+def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the distinct ``(a, b)`` pairs as an ``(n, 2)`` int64 array in ascending order, each
+    element's index into them, how many elements hold each): ``np.unique(np.stack([a, b],
+    axis=1), axis=0, return_inverse=True, return_counts=True)`` in one integer sort
+    (numpy's ``axis=0`` sorts rows as structured values, ~10x slower on a million rows)."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    if not len(a):
+        return np.zeros((0, 2), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    a0, b0 = int(a.min()), int(b.min())
+    span_a, span_b = int(a.max()) - a0 + 1, int(b.max()) - b0 + 1
+    if span_a * span_b < 1 << 62:   # one int64 key per pair keeps the pairs' order
+        key = (a - a0) * span_b + (b - b0)
+        uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+        pairs = np.stack([uniq // span_b + a0, uniq % span_b + b0], axis=1)
+        return pairs, inv.reshape(-1), counts
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    first = np.ones(len(a), bool)
+    first[1:] = (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])
+    at = np.flatnonzero(first)
+    inv = np.empty(len(a), np.int64)
+    inv[order] = np.cumsum(first) - 1
+    return np.stack([sa[at], sb[at]], axis=1), inv, np.diff(np.append(at, len(a)))

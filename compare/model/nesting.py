@@ -37,12 +37,27 @@ class Nesting:
         nested = np.flatnonzero(self.parent >= 0)
         return nested[np.argsort(self.depth[nested], kind="stable")]
 
+    def outermost(self, flags: np.ndarray) -> np.ndarray:
+        """Per event: the outermost of itself and its ancestors that is flagged, -1 for none.
+        Pointer doubling: after round k each event has seen its ancestors up to 2**k levels
+        up, so the cost is log2(depth) passes over the nested events, however deep."""
+        out = np.where(flags, np.arange(len(flags)), -1)
+        anc = self.parent.copy()           # per event, the ancestor 2**k levels up
+        todo = np.flatnonzero(anc >= 0)
+        while len(todo):
+            up = anc[todo]
+            theirs = out[up]               # outermost flagged from there on up: further out
+            out[todo] = np.where(theirs >= 0, theirs, out[todo])
+            anc[todo] = anc[up]
+            todo = todo[anc[todo] >= 0]
+        return out
+
     def nearest_in(self, index: np.ndarray) -> np.ndarray:
         """For each event of ``index``: its nearest ancestor that is also in ``index`` (-1 if
         none), i.e. its parent had only the events ``index`` been traced."""
         member = np.zeros(len(self.parent), bool)
         member[index] = True
-        anc = self.parent[index].copy()
+        anc: np.ndarray = self.parent[index].copy()
         todo = np.flatnonzero((anc >= 0) & ~member[np.maximum(anc, 0)])
         while len(todo):
             anc[todo] = self.parent[anc[todo]]
@@ -80,7 +95,8 @@ def build(pid: np.ndarray, tid: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> 
     return Nesting(parent, clipped, contained, depth, order)
 
 
-def _walk_lane(lane: np.ndarray, ts, end, parent, clipped, contained, depth) -> None:
+def _walk_lane(lane: np.ndarray, ts: np.ndarray, end: np.ndarray, parent: np.ndarray,
+               clipped: np.ndarray, contained: np.ndarray, depth: np.ndarray) -> None:
     """The call-stack walk of one lane (events by start, longer first)."""
     lts, lend = ts[lane], end[lane]
     stack: list[int] = []        # positions in ``lane``

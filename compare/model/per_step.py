@@ -17,7 +17,7 @@ DENSE_CELLS_MAX = 1 << 22
 
 
 def matrix(per_step: Sequence[Mapping[Hashable, float]],
-           keys: Iterable[Hashable] | None = None) -> tuple[list, np.ndarray]:
+           keys: Iterable[Hashable] | None = None) -> tuple[list[Hashable], np.ndarray]:
     """(keys, values): row k holds key k's value in each step (0.0 where a step lacks it).
     ``keys`` default: every key of any step, in first-seen order."""
     keys = _keys(per_step, keys)
@@ -33,7 +33,7 @@ def matrix(per_step: Sequence[Mapping[Hashable, float]],
 
 def stats(per_step: Sequence[Mapping[Hashable, float]],
           keys: Iterable[Hashable] | None = None
-          ) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+          ) -> tuple[list[Hashable], np.ndarray, np.ndarray, np.ndarray]:
     """(keys, median, mean, max): each key's statistics over the steps (at least one step);
     ``keys`` as :func:`matrix` takes them. Dense or sparse, the medians are the same."""
     keys = _keys(per_step, keys)
@@ -44,7 +44,7 @@ def stats(per_step: Sequence[Mapping[Hashable, float]],
 
 
 def medians(per_step: Sequence[Mapping[Hashable, float]],
-            keys: Iterable[Hashable] | None = None) -> dict:
+            keys: Iterable[Hashable] | None = None) -> dict[Hashable, float]:
     """Each key's median over the steps (a step without the key counts 0.0)."""
     keys = _keys(per_step, keys)
     if not len(per_step):
@@ -53,13 +53,15 @@ def medians(per_step: Sequence[Mapping[Hashable, float]],
     return dict(zip(keys, med.tolist()))
 
 
-def _keys(per_step, keys) -> list:
+def _keys(per_step: Sequence[Mapping[Hashable, float]],
+          keys: Iterable[Hashable] | None) -> list[Hashable]:
     if keys is None:
         keys = dict.fromkeys(k for step in per_step for k in step)
     return list(keys)
 
 
-def _sparse_stats(per_step, keys: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sparse_stats(per_step: Sequence[Mapping[Hashable, float]], keys: list[Hashable]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`stats` from the values present alone: per key, its values sorted, with the
     steps lacking it as zeros placed among them where they sort."""
     pos = {k: r for r, k in enumerate(keys)}

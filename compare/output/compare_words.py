@@ -27,12 +27,17 @@ TERM_WORDS = {
 }
 
 
-def p_value(p: float) -> str:
+def p_value(p: float | None) -> str:
+    if p is None:
+        return "not tested"
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def signed(us: float) -> str:
-    return ("+" if us > 0 else "-" if us < 0 else "") + ms(abs(us))
+    """A change with its sign; one under the tables' precision (0.5 us) is 0, unsigned."""
+    if abs(us) < 0.5:
+        return "0 us"
+    return ("+" if us > 0 else "-") + ms(abs(us))
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,6 +105,8 @@ def _named_words(c: Comparison, v: Verdicts) -> list[str]:
         return [("largest changes: " if v.significant else
                  "largest change, within that noise: ") + words]
     d = c.step_delta
+    if d is None:
+        return []
     top = (f"the largest op change: {op_words(c, c.ops_diff[v.top_op])} (op time; "
            f"{c.ops_diff[v.top_op].group or 'ungrouped'})") if v.top_op is not None else ""
     terms = [x for x in v.named if x.kind == "term"]
@@ -233,6 +240,18 @@ def named_list(c: Comparison) -> list[dict]:
         out.append({"kind": "op", "op": r.op, "delta_us": round(r.delta_us, 1),
                     "words": op_words(c, r)})
     return out
+
+
+def no_ops_words(c: Comparison) -> str:
+    """Why the op table is empty, or "" when it is not."""
+    if c.ops_diff:
+        return ""
+    bare: list[str] = next((x.facts.get("no_ops", []) for x in (c.parity.caveats if c.parity else [])
+                 if x.kind == "program"), [])
+    who = (" and ".join(c.label(k) for k in bare) + (" holds" if len(bare) == 1 else " hold")
+           if bare else "the traces hold")
+    return (f"No op to compare: {who} no TensorFlow op (no event names an op type or a graph "
+            f"node); the step difference's terms are by the events' names.")
 
 
 def step_delta_words(d: StepDelta, c: Comparison) -> list[str]:

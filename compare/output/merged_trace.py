@@ -25,6 +25,7 @@ import orjson
 from common import atomic
 from compare.analysis.attribution import Attribution
 from compare.analysis.groups import OP_GROUPS, GroupMap
+from compare.model.lanes import unique_pairs
 from compare.output.colors import cname, match_cname
 from compare.vocabulary.groups import GROUP, GROUPS
 from compare.vocabulary.labels import BASES, ESTIMATES, LABELS
@@ -33,9 +34,18 @@ from compare.vocabulary.rows import NOT_WORK_KINDS
 CHUNK = 20000
 
 
+#: Rows a viewer can show: past these, the busiest processes (and, among them, the busiest
+#: lanes) keep rows of their own and the rest of a run's work is summed in one row.
+MAX_PROCESSES_SHOWN = 64
+MAX_LANES_SHOWN = 256
+
+
 class _Rows:
     """The merged trace's rows for one run: a process per kept process of the run (named
-    ``merged:<run> <name>``), per lane its events' row and a ``· stages`` row under it."""
+    ``merged:<run> <name>``), per lane its events' row and a ``· stages`` row under it. Past
+    :data:`MAX_PROCESSES_SHOWN` processes or :data:`MAX_LANES_SHOWN` lanes the busiest are
+    kept and the others are folded into one process whose one row sums their stages
+    (``folded`` says so in words)."""
 
     def __init__(self, side: str, att: Attribution, pid_base: int, sort_base: int,
                  label: str | None = None, matches: dict[int, str] | None = None,
@@ -46,11 +56,21 @@ class _Rows:
         self.gmap = gmap                    # the generic view, when it is the one shown
         band = "groups" if gmap is not None else "stages"
         side = self.side
-        self.keep = [p for p in sorted(tr.processes) if tr.processes[p].kind not in NOT_WORK_KINDS]
-        self.pid = {p: pid_base + k for k, p in enumerate(self.keep)}
+        work = [p for p in sorted(tr.processes) if tr.processes[p].kind not in NOT_WORK_KINDS]
         ev = tr.events
-        lanes = sorted({(int(p), int(t)) for p, t in zip(ev.pid, ev.tid) if int(p) in self.pid})
+        pairs, self.lane_of, _ = unique_pairs(ev.pid, ev.tid)
+        busy = np.bincount(self.lane_of, weights=ev.dur, minlength=len(pairs))
+        self.keep, lanes, self.folded = _shown(tr, work, pairs, busy)
+        self.pid = {p: pid_base + k for k, p in enumerate(self.keep)}
         self.tid = {lane: 2 * k + 2 for k, lane in enumerate(lanes)}
+        # per distinct lane: its row's (pid, tid), or (-1, -1) when it is not shown at all
+        self.row_pid = np.full(len(pairs), -1, np.int64)
+        self.row_tid = np.full(len(pairs), -1, np.int64)
+        index = {lane: k for k, lane in enumerate(map(tuple, pairs.tolist()))}
+        self.shown = np.zeros(len(pairs), bool)   # per distinct lane: has a row of its own
+        for lane, tid in self.tid.items():
+            k = index[lane]
+            self.row_pid[k], self.row_tid[k], self.shown[k] = self.pid[lane[0]], tid, True
         self.meta: list[dict] = []
         for k, p in enumerate(self.keep):
             self._meta("process_name", self.pid[p], 0, name=f"merged:{side} "
@@ -61,17 +81,53 @@ class _Rows:
             for t, nm in ((tid, lname), (tid + 1, f"{lname} · {band}")):
                 self._meta("thread_name", self.pid[lane[0]], t, name=nm)
                 self._meta("thread_sort_index", self.pid[lane[0]], t, sort_index=t)
+        if self.folded:
+            self.fold_pid = pid_base + len(self.keep)
+            work_set = set(work)
+            folded = [index[lane] for lane in map(tuple, pairs.tolist())
+                      if lane[0] in work_set and lane not in self.tid]
+            self.row_pid[folded], self.row_tid[folded] = self.fold_pid, 2   # bands: tid 3
+            self._meta("process_name", self.fold_pid, 0, name=f"merged:{side} {self.folded}")
+            self._meta("process_sort_index", self.fold_pid, 0,
+                       sort_index=sort_base + len(self.keep))
+            self._meta("thread_name", self.fold_pid, 3, name=f"the rest · {band}, summed")
 
     def _meta(self, what: str, pid: int, tid: int, **args) -> None:
         self.meta.append({"ph": "M", "name": what, "pid": pid, "tid": tid, "ts": 0,
                           "args": args})
 
 
+def _shown(tr, work: list[int], pairs: np.ndarray, busy: np.ndarray
+           ) -> tuple[list[int], list[tuple[int, int]], str]:
+    """(the processes shown, in pid order; their lanes shown; what was folded, in words, or
+    ""): all of them when they fit, else the busiest by time of their events."""
+    work_set = set(work)
+    mine = np.array([p in work_set for p in pairs[:, 0].tolist()], bool)
+    lanes, lane_busy = pairs[mine], busy[mine]
+    per_pid: dict[int, float] = {}
+    for p, b in zip(lanes[:, 0].tolist(), lane_busy.tolist()):
+        per_pid[p] = per_pid.get(p, 0.0) + b
+    if len(work) <= MAX_PROCESSES_SHOWN and len(lanes) <= MAX_LANES_SHOWN:
+        return work, sorted(map(tuple, lanes.tolist())), ""
+    keep = sorted(per_pid, key=lambda p: (-per_pid[p], p))[:MAX_PROCESSES_SHOWN]
+    kept = set(keep)
+    ok = np.array([p in kept for p in lanes[:, 0].tolist()], bool)
+    order = np.lexsort((lanes[ok][:, 1], lanes[ok][:, 0], -lane_busy[ok]))[:MAX_LANES_SHOWN]
+    shown = sorted(map(tuple, lanes[ok][order].tolist()))
+    keep = sorted({p for p, _ in shown})
+    words = []
+    if len(per_pid) > len(keep):
+        words.append(f"{len(per_pid):,} processes: the {len(keep)} busiest shown")
+    if int(ok.sum()) > len(shown):   # threads of the busiest processes, past the limit
+        words.append(f"{int(ok.sum()):,} threads: the {len(shown)} busiest shown")
+    return keep, shown, "; ".join(words) + ", the rest summed in one row" if words else ""
+
+
 def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
                     sort_base: int, label: str | None = None,
                     matches: dict[int, str] | None = None,
-                    gmap: GroupMap | None = None) -> tuple[list[dict], list[dict]]:
-    """(metadata events, complete events) of one run."""
+                    gmap: GroupMap | None = None) -> tuple[list[dict], list[dict], str]:
+    """(metadata events, complete events, what was folded in words or "") of one run."""
     rows = _Rows(side, att, pid_base, sort_base, label, matches, gmap)
     side = rows.side
     out = _op_events(rows, att, shift) + _stage_bands(rows, att, shift)
@@ -82,7 +138,7 @@ def _events_of_side(side: str, att: Attribution, pid_base: int, shift: float,
         out += [{"ph": "X", "pid": pid, "tid": 1, "ts": round(st.ts + shift, 3),
                  "dur": round(st.dur, 3), "name": f"{side} step {st.num}", "cat": "step",
                  "args": {"run": side, "step": st.num}} for st in att.trace.steps]
-    return rows.meta, out
+    return rows.meta, out, rows.folded
 
 
 def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
@@ -91,10 +147,8 @@ def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
     ev, names = tr.events, tr.strings.names
     est = {i for i, b in enumerate(BASES) if b in ESTIMATES}
     out = []
-    for i in range(len(ev)):
+    for i in np.flatnonzero(rows.shown[rows.lane_of]).tolist():   # folded: only the sum
         lane = (int(ev.pid[i]), int(ev.tid[i]))
-        if lane not in rows.tid:
-            continue
         lab = LABELS[smap.label[i]]
         args = {"stage": lab, "stage_basis": BASES[smap.basis[i]], "run": rows.side}
         if rows.gmap is not None:
@@ -127,7 +181,6 @@ def _op_events(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
 def _stage_bands(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
     """Per lane, runs of one label (stage, or group) on its innermost timeline (waits left
     blank)."""
-    ev = att.trace.events
     seg_e, t0, t1 = att.segments
     if rows.gmap is None:
         labels, names, view = att.segment_labels(), LABELS, "stages"
@@ -135,29 +188,29 @@ def _stage_bands(rows: _Rows, att: Attribution, shift: float) -> list[dict]:
         labels = att.segment_labels(rows.gmap.group, OP_GROUPS, GROUP["runtime"])
         names, view = GROUPS, "groups"
     waits = att.segment_waits()
-    lane_pid, lane_tid = ev.pid[seg_e], ev.tid[seg_e]
-    order = np.lexsort((t0, lane_tid, lane_pid))
+    row_pid, row_tid = rows.row_pid[rows.lane_of[seg_e]], rows.row_tid[rows.lane_of[seg_e]]
+    order = np.lexsort((t0, row_tid, row_pid))
+    order = order[~waits[order] & (row_tid[order] >= 0)]
     out, cur = [], None
-    for k in order[~waits[order]]:
-        lane = (int(lane_pid[k]), int(lane_tid[k]))
-        if lane not in rows.tid:
-            continue
-        lab = int(labels[k])
-        if cur and cur[0] == lane and cur[1] == lab and t0[k] - cur[3] < 1.0:
-            cur[3] = float(t1[k])
+    for k, pid, tid, lab, a, b in zip(order.tolist(), row_pid[order].tolist(),
+                                      row_tid[order].tolist(), labels[order].tolist(),
+                                      t0[order].tolist(), t1[order].tolist()):
+        row = (pid, tid)
+        if cur and cur[0] == row and cur[1] == lab and a - cur[3] < 1.0:
+            cur[3] = max(cur[3], b)   # a folded row's lanes overlap: the band covers them
             continue
         if cur:
-            out.append(_band(cur, rows.pid, rows.tid, shift, names, view))
-        cur = [lane, lab, float(t0[k]), float(t1[k])]
+            out.append(_band(cur, shift, names, view))
+        cur = [row, lab, a, b]
     if cur:
-        out.append(_band(cur, rows.pid, rows.tid, shift, names, view))
+        out.append(_band(cur, shift, names, view))
     return out
 
 
-def _band(cur, new_pid, new_tid, shift, names, view: str) -> dict:
-    lane, lab, a, b = cur
+def _band(cur, shift, names, view: str) -> dict:
+    (pid, tid), lab, a, b = cur
     name = names[lab]
-    return {"ph": "X", "pid": new_pid[lane[0]], "tid": new_tid[lane] + 1,
+    return {"ph": "X", "pid": pid, "tid": tid + 1,
             "ts": round(a + shift, 3), "dur": round(b - a, 3), "name": name, "cat": name,
             "cname": cname(name, view), "args": {"stage" if view == "stages" else "group": name}}
 
@@ -180,10 +233,10 @@ def write(path: str | os.PathLike, runs: dict[str, Attribution],
     labels, matches, groups = labels or {}, matches or {}, groups or {}
     origins = {k: _origin(a) for k, a in runs.items()}
     lead = max((first - earliest) for first, earliest in origins.values()) if origins else 0.0
-    metas, events = [], []
+    metas, events, folded = [], [], {}
     for n, (side, att) in enumerate(runs.items()):
         first, _ = origins[side]
-        m, e = _events_of_side(side, att, pid_base=1000 * (n + 1), shift=lead - first,
+        m, e, folded[labels.get(side, side)] = _events_of_side(side, att, pid_base=1000 * (n + 1), shift=lead - first,
                                sort_base=100 * n, label=labels.get(side),
                                matches=matches.get(side), gmap=groups.get(side))
         metas.extend(m)
@@ -203,4 +256,8 @@ def write(path: str | os.PathLike, runs: dict[str, Attribution],
                     gz.write(b",")
                 gz.write(chunk)
             gz.write(b"]}")
-    return {"events": len(events), "metadata": len(metas), "bytes": os.path.getsize(path)}
+    out: dict[str, object] = {"events": len(events), "metadata": len(metas),
+                              "bytes": os.path.getsize(path)}
+    if any(folded.values()):
+        out["folded"] = {k: v for k, v in folded.items() if v}
+    return out

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from common import atomic
 from compare.analysis.comparison import SIDES, Comparison, Side
@@ -88,8 +89,10 @@ def _matches(c: Comparison, sides: dict[str, Side]) -> dict[str, dict[int, str]]
     return out
 
 
-def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> list[Path]:
-    """Write every artifact into ``out`` (all or nothing); returns the paths written."""
+def write(out: str | os.PathLike, report: Report, sides: dict[str, Side],
+          progress: Callable[[str], None] = lambda text: None) -> list[Path]:
+    """Write every artifact into ``out`` (all or nothing); returns the paths written.
+    ``progress`` is told each file (or pair of files) before it is written."""
     out = Path(out)
     sides = _keyed(sides)
     staging = out / f".report-staging-{os.getpid()}"
@@ -99,12 +102,16 @@ def write(out: str | os.PathLike, report: Report, sides: dict[str, Side]) -> lis
         c = report.comparison
         # the generic view's groups colour the pictures when no side shows the seed's stages
         groups = {k: s.groups for k, s in sides.items()} if c.view == "groups" else None
+        n = sum(len(s.trace.events) for s in sides.values())
+        progress(f"{FILES['merged_trace']} ({n:,} events in all) ...")
         report.merged_trace = merged_trace.write(staging / FILES["merged_trace"], runs,
                                                  c.labels, _matches(c, sides), groups)
+        progress(f"{FILES['stages_png']}, {FILES['timelines_png']} ...")
         plots.stages_png(staging / FILES["stages_png"], c)
         if c.step_delta is not None:
             plots.step_delta_png(staging / FILES["step_delta_png"], c)
         plots.timelines_png(staging / FILES["timelines_png"], runs, c.labels, groups=groups)
+        progress(f"{FILES['report_json']}, {FILES['report_md']} ...")
         atomic.write_json(staging / FILES["report_json"], report_json.to_json(report))
         atomic.write_text(staging / FILES["report_md"], report_md.render(report))
         written = atomic.move_into(staging, out)

@@ -13,7 +13,7 @@ steady step (stage cells keep their median in ``*_median_us``)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compare.analysis.comparison import (
     SIDES,
@@ -76,7 +76,7 @@ def to_json(r: "Report") -> dict:
 def _test(t: Test | None) -> dict:
     """A difference's bootstrap test: its p-value and whether it is beyond the step-to-step spread
     (both null when the sides hold too few steps to test)."""
-    if t is None or not t.tested:
+    if t is None or t.p is None:
         return {"p_value": None, "beyond_noise": None}
     return {"p_value": round(t.p, 6), "beyond_noise": bool(t.beyond)}
 
@@ -93,7 +93,7 @@ def verdict(c: Comparison) -> dict:
 
 def stage_row(row: StageRow) -> dict:
     """One stage's row; per side its cells as ``a_<field>`` / ``b_<field>`` keys."""
-    out = {"stage": row.stage, "kind": row.kind}
+    out: dict[str, Any] = {"stage": row.stage, "kind": row.kind}
     for k in SIDES:
         cell = row.cells[k]
         out[f"{k}_us"] = cell.us
@@ -111,7 +111,7 @@ def groups(c: Comparison) -> dict:
     """The generic view: rows (``compute`` per top-level scope) and what no rule places."""
     rows = []
     for r in c.groups:
-        row = {"group": r.group, "scope": r.scope}
+        row: dict[str, Any] = {"group": r.group, "scope": r.scope}
         for k in SIDES:
             cell = r.cells[k]
             row |= {f"{k}_us": cell.us, f"{k}_cpu_us": cell.cpu_us, f"{k}_busy_us": cell.busy_us,

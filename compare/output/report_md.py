@@ -8,6 +8,7 @@ from compare.fmt import duration, listed, shown, shown_words
 from compare.output import compare_words
 from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
+from compare.output.summary import summary
 from compare.vocabulary.groups import SPLIT_KEYS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
 
@@ -25,9 +26,10 @@ def ms(us: float | None) -> str:
 
 def render(r: "Report") -> str:
     c = r.comparison
-    parts = [_head(r), _verdict(c), _comparability(c), _step_delta(c), _groups(c), _ops_diff(c),
+    parts = [_title(c), summary(r), [""], _head(r), _verdict(c), _comparability(c),
+             _step_delta(c), _groups(c), _ops_diff(c),
              _stages(c) if c.has_pipeline() else _no_stages(c), _split(c), _xla(c), _how(c),
-             _questions(r), _files(c)]
+             _questions(r), _files(c, (r.merged_trace or {}).get("folded", {}))]
     # every name cut where it is shown (a 4,096-character op name made 12,000-character lines)
     return "\n".join(shown_words(line) for part in parts for line in part) + "\n"
 
@@ -47,9 +49,13 @@ def _ops(ops: list[str], n: int = 4) -> str:
     return cells + (f" (+{len(ops) - n})" if len(ops) > n else "")
 
 
+def _title(c: Comparison) -> list[str]:
+    return [f"# {c.label('a')} vs {c.label('b')}: where the time goes", ""]
+
+
 def _head(r: "Report") -> list[str]:
     c = r.comparison
-    lines = [f"# {c.label('a')} vs {c.label('b')}: where the time goes", ""]
+    lines = ["## The two traces", ""]
     for k, s in c.sides.items():
         src = s.source
         lines.append(f"- **{c.label(k)}** (side {k.upper()}): `{src.path}` ({src.format})"
@@ -144,6 +150,8 @@ OPS_SHOWN = 15
 
 
 def _ops_diff(c: Comparison) -> list[str]:
+    if not c.ops_diff:
+        return ["## Op by op", "", compare_words.no_ops_words(c), ""]
     la, lb = c.label("a"), c.label("b")
     lines = ["## Op by op", "",
              f"Per steady step, largest difference first ({len(c.ops_diff)} rows in "
@@ -347,7 +355,9 @@ def _questions(r: "Report") -> list[str]:
     return lines
 
 
-def _files(c: Comparison) -> list[str]:
+def _files(c: Comparison, folded: dict[str, str]) -> list[str]:
+    """The files, and which rows of the merged trace were folded (``folded``: per run, in
+    words)."""
     what = "stage" if c.view == "stages" else "group"
     lines = ["## Files", "",
              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
@@ -356,7 +366,8 @@ def _files(c: Comparison) -> list[str]:
              "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
              "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "
              f"`· {what}s` row shows its work by {what}; chrome://tracing colours events by "
-             f"{what}, Perfetto colours by name (so the {what} rows match across runs).", "",
+             f"{what}, Perfetto colours by name (so the {what} rows match across runs)."
+             + "".join(f" In {_code(k)}, {v}." for k, v in folded.items()), "",
              f"| {what} | colour |", "|---|---|"]
     table = STAGE_COLORS if c.view == "stages" else GROUP_COLORS
     lines += [f"| {lab} | rgb{rgb} (`{cname}`) |" for lab, (cname, rgb) in table.items()]

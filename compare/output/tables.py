@@ -6,6 +6,7 @@ from __future__ import annotations
 from compare.analysis.comparison import Comparison
 from compare.analysis.opdiff import describe
 from compare.fmt import duration, fit
+from compare.output import compare_words
 
 #: Op-diff rows printed on the terminal (report.md shows more).
 TERMINAL_OPS = 8
@@ -102,6 +103,8 @@ def group_table(c: Comparison, max_rows: int = 14) -> str:
 
 def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
     """The ``n`` largest per-op differences (per steady step)."""
+    if not c.ops_diff:
+        return compare_words.no_ops_words(c)
     w = _cw(c)
     la, lb = fit(c.label("a"), w), fit(c.label("b"), w)
     lines = [f"{'op (type)':<52} {la:>{w}} {lb:>{w}} {'delta':>10}  status",
@@ -119,6 +122,8 @@ def delta_table(c: Comparison) -> str:
     from compare.output.compare_words import TERM_WORDS, part_name, signed
 
     d, n = c.step_delta, _cw(c)
+    if d is None:
+        return ""
     a, b = fit(c.label("a"), n), fit(c.label("b"), n)
     lines = [f"{'term':<24} {a:>{n}} {b:>{n}} {'delta':>10}  ops behind it", "-" * 100]
     for t in d.terms:

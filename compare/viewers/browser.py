@@ -24,7 +24,7 @@ from typing import Any
 from common import atomic, procs
 from common.errors import InputError
 
-# As in shared/design.md ("Real components"). Without the background-networking flags Chromium
+# Headless, no sandbox (CI runs as root), no GPU. Without the background-networking flags Chromium
 # keeps trying to reach Google's hosts, which this machine's closed network refuses.
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
@@ -148,7 +148,8 @@ class Chromium:
             # (A live member keeps the group id from being reused by someone else.)
             self._end_group(self.pid)
             self.pid = None
-            self._end_marked(self._profile)
+            if self._profile:
+                self._end_marked(self._profile)
         for fd in (self._to, self._from):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -185,14 +186,14 @@ class Chromium:
 
     def leftover_pids(self) -> list[int]:
         """Live processes of the last browser this object started (none after close())."""
-        if self._last_pid is None:
+        if self._last_pid is None or self._last_profile is None:
             return []
         return sorted(set(procs.group_members(self._last_pid))
                       | set(procs.marked(MARKER, self._last_profile)))
 
     def _wait_exit(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
-        while True:
+        while self.pid is not None:
             try:
                 pid, _ = os.waitpid(self.pid, os.WNOHANG)
             except ChildProcessError:
@@ -202,8 +203,11 @@ class Chromium:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)
+        return True  # not started, or already reaped
 
     def _log_tail(self) -> str:
+        if self.log_path is None:  # not started
+            return ""
         try:
             lines = [ln for ln in self.log_path.read_text(errors="replace").splitlines()
                      if ln.strip()]
@@ -238,6 +242,7 @@ class Chromium:
                 return reply.get("result", {})
 
     def _read(self, deadline: float, waiting_for: str) -> dict:
+        assert self._from is not None, "start() opens the pipe"
         while b"\0" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:

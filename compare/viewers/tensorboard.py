@@ -178,6 +178,7 @@ class TensorBoard:
                     raise
 
     def _wait_ready(self) -> None:
+        assert self.proc is not None and self.log_path is not None, "start() sets them"
         deadline = time.monotonic() + self.startup_timeout
         while True:
             if self.proc.poll() is not None:

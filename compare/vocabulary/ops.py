@@ -112,6 +112,12 @@ TFDATA_OP = re.compile(r"^(IteratorGetNext|MakeIterator|AnonymousIterator|Iterat
 TFDATA_ASYNC_KINDS = frozenset({
     "Prefetch", "ParallelMap", "ParallelInterleave", "ParallelBatch", "MapAndBatch",
     "DataService", "ParallelFilter", "LegacyParallelInterleave", "ParallelMapV2"})
+#: A tf.data service client's fetch of an element from a worker (on tf.data's own threads,
+#: ahead of the step, like a prefetch): what the client does while the workers run the
+#: pipeline's first part. With ``Iterator::DataService`` it shows that a trace's input came
+#: from tf.data service workers.
+DATA_SERVICE_FETCH_EVENTS = frozenset({"GetDataServiceElement"})
+DATA_SERVICE_ITERATOR_KIND = "DataService"
 #: tf.data iterator kinds that are one pipeline stage's work.
 TFDATA_KIND_STAGE = {"Shuffle": "shuffle", "ShuffleAndRepeat": "shuffle", "Batch": "assemble",
                      "PaddedBatch": "assemble", "TensorSlices": "read", "TFRecord": "read",
@@ -125,6 +131,12 @@ def tfdata_kind(name: str) -> str:
     if not name.startswith(TFDATA_ITERATOR_PREFIX):
         return ""
     return re.sub(r"V\d+$", "", name.rsplit("::", 1)[-1].split("[", 1)[0])
+
+
+def is_data_service(name: str) -> bool:
+    """An event of a tf.data service client: an element fetched from a worker, or the
+    ``DataService`` iterator that hands them to the pipeline."""
+    return name in DATA_SERVICE_FETCH_EVENTS or tfdata_kind(name) == DATA_SERVICE_ITERATOR_KIND
 
 
 def is_tfdata_async(name: str) -> bool:

@@ -32,7 +32,7 @@ NOT_WORK_KINDS = frozenset({"allocator", "tensors"})
 def is_stream_all(process_name: str) -> bool:
     """The GPU tracer's ``stream:all`` row, which repeats every per-stream kernel."""
     m = STREAM.search(process_name)
-    return bool(m) and m.group(1).lower() == "all"
+    return m is not None and m.group(1).lower() == "all"
 
 
 def process_kind(name: str) -> str:
@@ -73,7 +73,8 @@ def gpu_of(process_name: str) -> str | None:
     m = GPU_DEVICE.search(process_name)
     if not m:
         return None
-    return "gpu:" + re.search(r"\d+", m.group(1)).group(0)
+    number = re.search(r"\d+", m.group(1))
+    return f"gpu:{number.group(0)}" if number else None
 
 
 def process_role(kind: str, name: str) -> str:

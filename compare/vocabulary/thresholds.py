@@ -135,6 +135,9 @@ UNIFORM_SCALE_SHARE, UNIFORM_SCALE_FACTOR = 0.80, 2.0
 MASKED_DEVICE_BUSY = 0.50
 #: Different programs: less than this share of either side's op time matches by name.
 SAME_PROGRAM_SHARE = 0.20
+#: The same pipeline whatever the op names: the two sides share at least this share of the
+#: seed pipeline's stages that either side has time in.
+SAME_PIPELINE_SHARE = 0.5
 #: The generic view shows a top-level scope with this many numbered copies or more
 #: (``clip_by_value_1`` ... ``clip_by_value_49``) as one row.
 SCOPE_VARIANTS_MERGED = 5

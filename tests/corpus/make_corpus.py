@@ -284,7 +284,9 @@ def make(dest: Path, run_dir: Path) -> dict[str, Path]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tests.corpus.make_corpus", description=(
+        "Make the bad-input corpus of the tests: broken images made from grace_hopper.jpg "
+        "and broken traces made from a real legacy run folder (--run)."))
     ap.add_argument("dest", type=Path)
     ap.add_argument("--run", type=Path, required=True,
                     help="a legacy run folder (python -m legacy.run --out DIR)")
