@@ -2,8 +2,6 @@
 over :mod:`compare.gating`); ``USAGE`` below is what ``--help`` prints."""
 from __future__ import annotations
 
-import inspect
-import sys
 from pathlib import Path
 
 from absl import flags
@@ -13,6 +11,7 @@ from common.errors import InputError, cli_main, say
 from common.tflog import quiet_python_logs
 from compare import gating
 from compare.api import compare_traces, default_labels, side_labels
+from compare.cli_flags import define_max_memory, max_memory_flag
 from compare.fmt import size
 from compare.gating import render
 from compare.gating.items import LEVELS
@@ -24,7 +23,7 @@ FLAGS = flags.FLAGS
 USAGE = """\
 usage: python -m compare.gate BASELINE NEW [--max-slowdown 5%] [--alpha 0.01]
            [--min-effect-us N] [--by step,group,op] [--labels A,B]
-           [--json FILE] [--junit FILE] [--report DIR] [--strict]
+           [--json FILE] [--junit FILE] [--report DIR] [--strict] [--max-memory SIZE]
        python -m compare.gate --save-baseline TRACE OUT.json
 
 Did NEW get slower than BASELINE beyond the noise? A performance regression gate for CI, per
@@ -75,6 +74,7 @@ def _define_flags() -> None:
                         "JSON file given as the one argument, instead of gating.")
     for name in ("max_slowdown", "min_effect_us", "save_baseline"):
         flags.DEFINE_alias(name.replace("_", "-"), name)
+    define_max_memory()
 
 
 def _main(argv: list[str]) -> int:
@@ -90,7 +90,7 @@ def _main(argv: list[str]) -> int:
     labels = side_labels(_labels(FLAGS.labels)) or default_labels(*given)
     if FLAGS.report:
         _check_report(FLAGS.report, given)
-    result = gating.gate(given[0], given[1], settings, labels)
+    result = gating.gate(given[0], given[1], settings, labels, max_memory_flag())
     for k, s in result.sides.items():
         for w in s.warnings:
             say(f"compare.gate: {s.label}: {w}")
@@ -101,7 +101,7 @@ def _main(argv: list[str]) -> int:
     for line in render.lines(result, FLAGS.strict):
         print(line, flush=True)
     if FLAGS.report:
-        print(_report(FLAGS.report, given, labels))
+        print(_report(FLAGS.report, given, labels, max_memory_flag()))
     return result.exit_code(FLAGS.strict)
 
 
@@ -110,7 +110,7 @@ def _save(trace: str, given: list[str]) -> int:
         raise InputError(f"--save-baseline TRACE takes one argument, the file to write "
                          f"(OUT.json); got {len(given)}" + (f": {' '.join(given)}" if given
                                                            else ""))
-    saved = gating.save_baseline(trace, given[0])
+    saved = gating.save_baseline(trace, given[0], max_memory_flag())
     runs = f"{saved.runs} runs, " if saved.runs > 1 else ""
     print(f"compare.gate: baseline of {trace} ({runs}{saved.steps} steady steps, {saved.terms} "
           f"groups, {saved.ops} ops) saved to {saved.path} ({size(saved.bytes)}); gate "
@@ -169,25 +169,17 @@ def _check_report(out: str, given: list[str]) -> None:
                          f"never overwritten, give a new or empty folder")
 
 
-def _report(out: str, given: list[str], labels: dict[str, str]) -> str:
+def _report(out: str, given: list[str], labels: dict[str, str], max_memory: int | None) -> str:
     """compare.run's report of the two sides (each side's last run when pooled)."""
     runs = [runs_of(p) for p in given]
-    compare_traces(runs[0][-1], runs[1][-1], out, labels=labels)
+    compare_traces(runs[0][-1], runs[1][-1], out, labels=labels, max_memory=max_memory)
     which = "" if all(len(r) == 1 for r in runs) else \
         f" (one run a side: {runs[0][-1]} against {runs[1][-1]})"
     return f"report: {Path(out) / 'report.md'}{which}"
 
 
 def main() -> None:
-    if "usage" in inspect.signature(cli_main).parameters:
-        cli_main("compare.gate", _define_flags, _main,
-                 usage=USAGE)  # type: ignore[call-arg,unused-ignore]
-    elif {"--help", "-h", "--helpfull"} & set(sys.argv[1:]):   # a cli_main without usage=
-        _define_flags()
-        sys.stdout.write(USAGE + "\nflags:\n" + flags.FLAGS.module_help(__name__) + "\n")
-        sys.exit(0)
-    else:
-        cli_main("compare.gate", _define_flags, _main)
+    cli_main("compare.gate", _define_flags, _main, usage=USAGE)
 
 
 if __name__ == "__main__":

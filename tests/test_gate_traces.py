@@ -269,6 +269,8 @@ def test_cli_help():
     (["A", "B", "--by", "step,stage"], "--by"),
     (["A", "B", "--min-effect-us", "-3"], "--min-effect-us -3"),
     (["A", "B", "--labels", "one"], "--labels"),
+    (["A", "B", "--max-memory", "lots"], "--max_memory"),
+    (["A", "B", "--max-memory", "1K"], "a.trace.json.gz: too big to load"),
     (["--save-baseline", "A"], "--save-baseline TRACE takes one argument"),
     (["--nosuchflag"], "nosuchflag"),
 ])

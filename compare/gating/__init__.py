@@ -32,11 +32,13 @@ read_side = runs.read_side
 
 
 def gate(baseline_path: str | os.PathLike, new_path: str | os.PathLike,
-         settings: Settings = Settings(), labels: dict[str, str] | None = None) -> GateResult:
+         settings: Settings = Settings(), labels: dict[str, str] | None = None,
+         max_memory: int | None = None) -> GateResult:
     """Gate ``new_path`` against ``baseline_path`` (each a trace, a profile, a folder of runs
-    or a saved baseline); ``labels``: {"a": baseline's name, "b": new's}."""
+    or a saved baseline); ``labels``: {"a": baseline's name, "b": new's}; ``max_memory``:
+    bytes each trace's load may take (default: the memory available)."""
     names = labels or {"a": "baseline", "b": "new"}
-    sides = {"a": read_side(baseline_path), "b": read_side(new_path)}
+    sides = {"a": read_side(baseline_path, max_memory), "b": read_side(new_path, max_memory)}
     info = {k: side_info(names[k], s, baseline.is_baseline(p))
             for (k, s), p in zip(sides.items(), (baseline_path, new_path))}
     return judge(sides["a"], sides["b"], settings, info)
@@ -59,8 +61,9 @@ class Saved:
     ops: int
 
 
-def save_baseline(trace: str | os.PathLike, out: str | os.PathLike) -> Saved:
+def save_baseline(trace: str | os.PathLike, out: str | os.PathLike,
+                  max_memory: int | None = None) -> Saved:
     """Keep the per-step samples of ``trace`` (any side the gate reads) in ``out``."""
-    s = read_side(trace)
+    s = read_side(trace, max_memory)
     size = baseline.write(s, out)
     return Saved(str(out), size, len(s.runs), s.steps, len(s.terms), len(s.ops))

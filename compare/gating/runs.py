@@ -70,11 +70,13 @@ def _holds_trace(p: Path) -> bool:
         any((p / t).is_file() for t in TIMELINE_NAMES)
 
 
-def read_side(path: str | os.PathLike) -> SideSamples:
-    """A side's samples: a saved baseline as saved, else its runs loaded and pooled."""
+def read_side(path: str | os.PathLike, max_memory: int | None = None) -> SideSamples:
+    """A side's samples: a saved baseline as saved, else its runs loaded and pooled (each
+    run's load refused past ``max_memory`` bytes, default the memory available)."""
     if baseline.is_baseline(path):
         return baseline.read(path)
-    return pooled([of_side(side("gate", load(run)), str(run)) for run in runs_of(path)])
+    return pooled([of_side(side("gate", load(run, max_memory)), str(run))
+                   for run in runs_of(path)])
 
 
 def is_trace(path: str | os.PathLike) -> bool:
