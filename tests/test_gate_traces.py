@@ -188,6 +188,33 @@ def test_real_first_window_against_a_later_one(real):
     assert _gate(real, "tf221_first_vs_later_window_cpu", "a", "b").outcome == PASSED
 
 
+def test_real_mixed_float16_on_cpu_is_slower_in_compute(real):
+    """TF 2.3 Keras on CPU, float32 (A) against the mixed_float16 policy (B), 18 steps a side:
+    B is slower in compute, its convolution gradients named; the other way round, improvements
+    only."""
+    r = _gate(real, "fatma_fp32_vs_mixed16_cpu_tf23", "a", "b")
+    assert r.outcome == REGRESSED
+    assert {"step", "compute"} <= {c.name for c in r.regressions}
+    ops = [c for c in r.regressions if c.level == "op"]
+    assert ops[0].op == "gradient_tape/sequential/conv2d_1/Conv2D/Conv2DBackpropFilter"
+    assert ops[0].n_a == ops[0].n_b == 18
+    back = _gate(real, "fatma_fp32_vs_mixed16_cpu_tf23", "b", "a")
+    assert back.outcome == PASSED and not back.regressions
+    # the same items the other way round (an op row's name says its direction: fused "<-",
+    # unfused "->", so ops are counted)
+    assert len(back.improvements) == len(r.regressions)
+    assert {c.name for c in back.improvements if c.level != "op"} == \
+        {c.name for c in r.regressions if c.level != "op"}
+
+
+def test_real_null_pair_passes_both_ways(real):
+    """The same TF 2.3 Keras program run twice (its folders differ only in a label): no
+    regression either way, at the defaults."""
+    for a, b in (("a", "b"), ("b", "a")):
+        r = _gate(real, "fatma_batch_label_null_cpu_tf23", a, b)
+        assert r.outcome == PASSED and not r.regressions and len(r.tested) > 10
+
+
 @pytest.mark.parametrize("pair", ["tf221_serial_vs_prefetch_input_cpu",
                                   "tf221_xla_off_vs_on_cpu"])
 def test_real_trace_against_itself_passes_with_nothing_found(real, pair):
