@@ -1,8 +1,10 @@
 """The gate's statistics: many items tested at once, the false-alarm rate held across them.
 
-- The test is compare.run's rank test (:func:`compare.analysis.noise.rank_test`: Mann–Whitney
+- The test is the project's rank test (:func:`compare.analysis.noise.rank_test`: Mann–Whitney
   U, scipy, exact where a side has at most 8 steps and no ties, else normal with tie
-  correction), one-sided in each direction and run over all items in one call.
+  correction), one-sided in each direction and run over all items in one call. (compare.run's
+  tables test means, with :func:`compare.analysis.noise.mean_test`; the gate tests medians,
+  which one odd step cannot move.)
   :func:`one_sided` gives, per item, the p of "B slower" and of "B faster".
 - Items too small to show the minimum effect are not tested (:func:`can_show`). Whether an
   item can show it is read from both sides' steps pooled, which a rank test never sees (it
