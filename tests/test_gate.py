@@ -86,7 +86,7 @@ def pair(n_a: int = 30, n_b: int = 30, factors: dict[int, float] | None = None, 
 
 @pytest.mark.parametrize("n_a,n_b,ties", [(5, 5, False), (7, 8, False), (8, 30, False),
                                           (30, 40, False), (12, 12, True), (6, 6, True)])
-def test_one_sided_tests_are_compare_runs_rank_test(n_a, n_b, ties):
+def test_one_sided_tests_are_noise_rank_test_per_direction(n_a, n_b, ties):
     """Each direction's p, doubled at the smaller, is noise.rank_test's two-sided p (the same
     Mann-Whitney U, exact or normal as scipy's 'auto' picks per item)."""
     rng = np.random.default_rng(n_a * 100 + n_b)

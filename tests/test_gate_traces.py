@@ -14,6 +14,7 @@ import pytest
 from compare.analysis.step_delta import FUSION
 from compare.api import compare_traces
 from compare.gating import Settings, gate, read_side
+from compare.gating.items import PART_MIN_US
 from compare.gating.judge import judge
 from compare.gating.model import PASSED, REGRESSED, TOO_FEW
 from compare.gating.render import SCHEMA_PATH, to_json
@@ -89,11 +90,11 @@ def test_numbers_match_compare_run(tmp_path):
                          seed=3), tmp_path / "pair")
     report = compare_traces(p.a, p.b, tmp_path / "out", labels={"a": "A", "b": "B"})
     rep = Report(json.loads((report.out / "report.json").read_text()))
-    g = to_json(gate(p.a, p.b, Settings(min_effect_us=0)))
-    _assert_same_numbers(rep, g)
+    _assert_same_numbers(rep, gate(p.a, p.b, Settings(min_effect_us=0)))
 
 
-def _assert_same_numbers(rep: Report, g: dict) -> None:
+def _assert_same_numbers(rep: Report, result) -> None:
+    g = to_json(result)
     items = {(c["level"], c["name"]): c for c in g["checked"]}
     sd = rep.step_delta()
     step = items[("step", "step")]
@@ -111,6 +112,27 @@ def _assert_same_numbers(rep: Report, g: dict) -> None:
         assert (c["baseline_mean_us"], c["new_mean_us"]) == pytest.approx((r.a_us, r.b_us),
                                                                           abs=0.06)
         assert c["status"] == r.status
+    _assert_same_parts(rep, result)
+
+
+def _assert_same_parts(rep: Report, result) -> None:
+    """What the gate's lines name behind an item, with its change, is report.json's: the
+    step's groups (step_delta's terms) and, behind each group, the ops and the time no op
+    owns that the step difference names there."""
+    checked = {(c.level, c.name): c for c in result.checked}
+    step = {p.name: p.delta_us for p in checked[("step", "step")].behind}
+    ops = 0
+    for t in rep.doc["step_delta"]["terms"]:
+        assert step[t["key"]] == pytest.approx(t["delta_us"], abs=0.06)
+        parts = {p.name: p.delta_us for p in checked[("group", t["key"])].behind}
+        for o in t.get("ops", ()):
+            if abs(o["delta_us"]) >= PART_MIN_US:
+                name = next(n for n in parts if n.startswith(f"{o['op']} ({o['type']})"))
+                assert parts[name] == pytest.approx(o["delta_us"], abs=0.06)
+                ops += 1
+        for e in t.get("events", ()):
+            assert parts[e["name"]] == pytest.approx(e["delta_us"], abs=0.06)
+    assert ops
 
 
 @pytest.mark.slow
@@ -119,8 +141,8 @@ def test_numbers_match_compare_run_on_a_real_pair(tmp_path):
     report = compare_traces(pair / "a.trace.json.gz", pair / "b.trace.json.gz", tmp_path / "o",
                             labels={"a": "A", "b": "B"})
     rep = Report(json.loads((report.out / "report.json").read_text()))
-    _assert_same_numbers(rep, to_json(gate(pair / "a.trace.json.gz", pair / "b.trace.json.gz",
-                                           Settings(min_effect_us=0))))
+    _assert_same_numbers(rep, gate(pair / "a.trace.json.gz", pair / "b.trace.json.gz",
+                                   Settings(min_effect_us=0)))
 
 
 # --------------------------------------------------------------------------------------------
