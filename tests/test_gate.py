@@ -444,6 +444,18 @@ def test_runs_of_layouts(tmp_path):
     _trace(reps / "r3" / "timeline.json")
     _trace(reps / "r4" / "plugins/profile/s/host.xplane.pb")
     assert [p.name for p in runs_of(reps)] == ["r1.json", "r2.json.gz", "r3", "r4"]
+    saved = tmp_path / "saved"     # xprof's trace files kept under names of one's own
+    for name in ("monday.trace.json.gz", "tuesday.trace.json.gz"):
+        _trace(saved / "week" / name)
+    _trace(saved / "friday" / "host.trace.json.gz")
+    assert [p.name for p in runs_of(saved / "week")] == ["monday.trace.json.gz",
+                                                         "tuesday.trace.json.gz"]
+    assert [p.name for p in runs_of(saved)] == ["friday", "monday.trace.json.gz",
+                                                "tuesday.trace.json.gz"]
+    session = tmp_path / "logs/plugins/profile/2024_01_31_12_00_00"
+    _trace(session / "host1.trace.json.gz")    # two hosts of one session: one run
+    _trace(session / "host2.trace.json.gz")
+    assert runs_of(session) == [session] and runs_of(tmp_path / "logs") == [tmp_path / "logs"]
     hosts = tmp_path / "hosts"     # several hosts' xplanes: one session, one run
     _trace(hosts / "h1.xplane.pb")
     _trace(hosts / "h2.xplane.pb")

@@ -4,11 +4,16 @@ A side is anything compare.run reads — a trace file, a profile session, a fold
 one of our run folders — or a folder of several runs of the same program (repetitions),
 whose steps are pooled:
 
-- a folder that is not itself a trace (it holds no ``<host>.xplane.pb`` or
-  ``<host>.trace.json.gz``, no ``timeline.json``) and holds more than one profile session or
-  trace: every trace file in it (``.json``, ``.json.gz``) is a run, and each folder in it is
-  read the same way (a run folder, or its own repetitions): one TensorBoard run profiled
-  several times gives one run per session.
+- a folder that is not itself a trace and holds more than one profile session or trace:
+  every trace file in it (``.json``, ``.json.gz``) is a run, and each folder in it is read the
+  same way (a run folder, or its own repetitions): one TensorBoard run profiled several times
+  gives one run per session.
+
+A folder is itself a trace when it holds a ``timeline.json`` or ``trace.json.gz`` (our run
+folders), or is a profile session: it holds ``<host>.xplane.pb`` files, or one
+``<host>.trace.json.gz``, or several in a folder named as the profiler names sessions (the time,
+``2024_01_31_12_00_00``); there, as compare.run reads it, each file is one host of the same run.
+Several ``*.trace.json.gz`` files in a folder named otherwise are repetitions.
 
 A compare.run report folder holds two sides (``legacy/``, ``modern/`` or A and B): it is
 refused with a line naming one side's folder. A baseline saved by ``--save-baseline`` is read
@@ -17,6 +22,7 @@ instead (:mod:`compare.gating.baseline`).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from common.errors import InputError
@@ -28,6 +34,8 @@ from compare.load.xplane import HOST_TRACE_SUFFIX, SESSION_PATTERNS, TIMELINE_NA
 
 #: File names a folder of repetitions may hold as traces (others are not runs).
 TRACE_SUFFIXES = (".json", ".json.gz")
+#: How the profiler names a session folder: the time it was written.
+SESSION_NAME = re.compile(r"\d{4}(_\d{2}){5}")
 
 
 def runs_of(path: str | os.PathLike) -> list[Path]:
@@ -55,7 +63,11 @@ def runs_of(path: str | os.PathLike) -> list[Path]:
 
 
 def _holds_session(p: Path) -> bool:
-    return any(p.glob("*" + XPLANE_SUFFIX)) or any(p.glob("*" + HOST_TRACE_SUFFIX))
+    """``p`` is a profile session (see the module docstring)."""
+    if any(p.glob("*" + XPLANE_SUFFIX)):
+        return True
+    hosts = list(p.glob("*" + HOST_TRACE_SUFFIX))
+    return len(hosts) == 1 or (len(hosts) > 1 and SESSION_NAME.fullmatch(p.name) is not None)
 
 
 def _sessions(p: Path) -> list[Path]:
@@ -67,7 +79,7 @@ def _sessions(p: Path) -> list[Path]:
 
 def _holds_trace(p: Path) -> bool:
     return _holds_session(p) or bool(_sessions(p)) or \
-        any((p / t).is_file() for t in TIMELINE_NAMES)
+        any(c.is_file() and c.name.endswith(TRACE_SUFFIXES) for c in p.iterdir())
 
 
 def read_side(path: str | os.PathLike, max_memory: int | None = None) -> SideSamples:
