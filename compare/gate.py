@@ -88,6 +88,8 @@ def _main(argv: list[str]) -> int:
     settings = gating.Settings(parse_share(FLAGS.max_slowdown), _alpha(FLAGS.alpha),
                                _effect(FLAGS.min_effect_us), _levels(FLAGS.by))
     labels = side_labels(_labels(FLAGS.labels)) or default_labels(*given)
+    for flag, out in (("--json", FLAGS.json), ("--junit", FLAGS.junit)):
+        _check_file(flag, out)
     if FLAGS.report:
         _check_report(FLAGS.report, given)
     result = gating.gate(given[0], given[1], settings, labels, max_memory_flag())
@@ -110,6 +112,7 @@ def _save(trace: str, given: list[str]) -> int:
         raise InputError(f"--save-baseline TRACE takes one argument, the file to write "
                          f"(OUT.json); got {len(given)}" + (f": {' '.join(given)}" if given
                                                            else ""))
+    _check_file("--save-baseline TRACE", given[0])
     saved = gating.save_baseline(trace, given[0], max_memory_flag())
     runs = f"{saved.runs} runs, " if saved.runs > 1 else ""
     print(f"compare.gate: baseline of {trace} ({runs}{saved.steps} steady steps, {saved.terms} "
@@ -155,6 +158,12 @@ def _labels(given: list[str] | None) -> dict[str, str] | None:
     if len(given) != 2:
         raise InputError(f"--labels takes two names, A,B; got {','.join(given)!r}")
     return {"a": given[0].strip(), "b": given[1].strip()}
+
+
+def _check_file(flag: str, out: str | None) -> None:
+    """An output file can be written there (checked before the traces are read)."""
+    if out is not None and Path(out).is_dir():
+        raise InputError(f"{flag} {out}: is a folder; give the file to write")
 
 
 def _check_report(out: str, given: list[str]) -> None:

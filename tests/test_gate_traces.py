@@ -321,6 +321,8 @@ def test_cli_help():
     (["A", "B", "--max-memory", "lots"], "--max_memory"),
     (["A", "B", "--max-memory", "1K"], "a.trace.json.gz: too big to load"),
     (["--save-baseline", "A"], "--save-baseline TRACE takes one argument"),
+    (["--save-baseline", "A", "tests"], "--save-baseline TRACE tests: is a folder"),
+    (["A", "B", "--junit", "tests"], "--junit tests: is a folder"),
     (["--nosuchflag"], "nosuchflag"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, args, needle):
