@@ -79,6 +79,22 @@ def test_a_folder_of_runs_pools_their_steps(tmp_path):
     assert two.ops[key].host_us == pytest.approx(one.ops[key].host_us)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("delta_us", [0.0, 90.0])
+def test_rates_on_generated_traces(tmp_path, delta_us):
+    """The sample-level rates (tests/test_gate_rates.py) on the trace path, over 20 seeds of
+    xprof traces with 31 steps and 2% noise per op: no change fails no seed; an op 90 us slower
+    (10% of dense/MatMul) is named, alone, in every seed."""
+    hits = []
+    for seed in range(20):
+        p = make_pair(Params(form="xprof", steps=31, noise=0.02, change="longer", op=0,
+                             delta_us=delta_us, seed=seed), tmp_path / str(seed))
+        r = gate(p.a, p.b, Settings(max_slowdown=0.02))
+        hits.append([c.op for c in r.regressions if c.level == "op"] == [p.truth.op]
+                    if delta_us else r.outcome == REGRESSED)
+    assert sum(hits) == (20 if delta_us else 0), hits
+
+
 # --------------------------------------------------------------------------------------------
 # the same numbers as compare.run
 
