@@ -456,6 +456,12 @@ def test_runs_of_layouts(tmp_path):
     _trace(session / "host1.trace.json.gz")    # two hosts of one session: one run
     _trace(session / "host2.trace.json.gz")
     assert runs_of(session) == [session] and runs_of(tmp_path / "logs") == [tmp_path / "logs"]
+    ours = tmp_path / "ours"       # our run folders (compare.run's DIR/legacy, DIR/modern)
+    for side, trace in (("legacy", "timeline.json"), ("modern", "trace.json.gz")):
+        _trace(ours / side / trace)
+        _trace(ours / side / "run.json")
+        _trace(ours / side / "plugins/profile/2024_01_01_00_00_00/host.xplane.pb")
+        assert runs_of(ours / side) == [ours / side]
     hosts = tmp_path / "hosts"     # several hosts' xplanes: one session, one run
     _trace(hosts / "h1.xplane.pb")
     _trace(hosts / "h2.xplane.pb")
