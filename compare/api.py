@@ -92,23 +92,28 @@ def compare_traces(a: str | os.PathLike, b: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
                    labels: dict[str, str] | None = None,
-                   max_memory: int | None = None, data_only: bool = False) -> Report:
+                   max_memory: int | None = None,
+                   origins: dict[str, str] | None = None, data_only: bool = False) -> Report:
     """Compare two existing traces (any format we read), ``a`` the baseline, and write the
     report into ``out`` (new or empty; default ``runs/<timestamp>``). A bad trace leaves
     nothing behind. ``labels``: {"a": name of A, "b": name of B} (``legacy``/``modern`` keys
     are taken for ``a``/``b``), the names every output gives the two sides (default: the
     traces' file names). ``max_memory``: bytes each trace's load may take (default: the
-    memory available when it is loaded, so the second counts the first). ``data_only``: write
-    report.json and timelines.json alone, no report.md, pictures or merged trace (what the
-    Pipeline compare tab draws from)."""
+    memory available when it is loaded, so the second counts the first). ``origins``: how
+    each trace was made, for the report, keyed like ``labels`` (default: side A / side B and
+    its name). ``data_only``: write report.json and timelines.json alone, no report.md,
+    pictures or merged trace (what the Pipeline compare tab draws from)."""
     for p in (a, b):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
     names = side_labels(labels) or default_labels(a, b)
     out = atomic.prepare_out_dir(out or default_out())
     log = None if verbose else out / "tf.log"
-    sources = {"a": (Path(a), f"side A ({names['a']})"),
-               "b": (Path(b), f"side B ({names['b']})")}
+    given = origins or {}
+    sources = {"a": (Path(a), given.get("a", given.get("legacy"))
+                     or f"side A ({names['a']})"),
+               "b": (Path(b), given.get("b", given.get("modern"))
+                     or f"side B ({names['b']})")}
     try:
         with native_stderr_to(log):
             return analyse_and_write(out, sources, Phases(progress), labels=names,

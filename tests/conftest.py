@@ -22,6 +22,12 @@ FIXTURE_TIERS: dict[str, tuple[str, ...]] = {
 }
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite the expected files under tests/golden/ with what the code "
+                          "makes now, instead of comparing (review the diff before committing)")
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Give each test the tiers of what it uses (BUILD.md, "Test tiers"): the tiers of its

@@ -169,7 +169,7 @@ def _ops_diff(c: Comparison) -> list[str]:
              f"| op | type | {la} | {lb} | delta | {la} n | {lb} n | status |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in c.ops_diff[:OPS_SHOWN]:
-        status = r.status + (f" (by {r.match})" if r.match in ("scope", "type") else "")
+        status = compare_words.status_words(r.status) + (f" (by {r.match})" if r.match in ("scope", "type") else "")
         if r.status in ("fused", "unfused"):
             apart = "a" if r.into == "b" else "b"
             status += f": {len(r.members)} ops in {c.label(apart)}, one in {c.label(r.into)}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from compare.analysis.opdiff import describe
 from compare.fmt import duration, shown, shown_words
-from compare.output.compare_words import no_ops_words
+from compare.output.compare_words import no_ops_words, status_words
 
 if TYPE_CHECKING:
     from compare.analysis.comparison import Comparison
@@ -73,7 +73,7 @@ def _changes(c: "Comparison") -> list[str]:
     for r in rows:
         sign = "+" if r.delta_us > 0 else "−"
         lines.append(f"- `{shown(describe(r)).replace('`', chr(39))}`: {_cell(r.a_us)} → "
-                     f"{_cell(r.b_us)} ({sign}{duration(abs(r.delta_us))}, {r.status})")
+                     f"{_cell(r.b_us)} ({sign}{duration(abs(r.delta_us))}, {status_words(r.status)})")
     return lines
 
 
