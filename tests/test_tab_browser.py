@@ -290,6 +290,14 @@ def test_the_profile_link_opens_the_session_in_the_trace_viewer(ours):
         f".test(t); }})()", timeout=120, what="the trace viewer of side A's session")
 
 
+#: report.json as schema 3 wrote it: per-side keys legacy / modern, labels apart
+V3_REPORT = {"schema_version": 3, "labels": {"legacy": "base", "modern": "new"},
+             "steps": {"legacy": {"median_us": 300}, "modern": {"median_us": 200}},
+             "verdict": {"comparison": "c", "legacy": "l", "modern": "m"},
+             "groups": {"rows": [{"group": "input", "scope": "", "legacy_us": 4.0,
+                                  "modern_us": 2.0}]}}
+
+
 def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(ours):
     tab, _ = ours
     tab.open()
@@ -331,7 +339,11 @@ def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(o
         const model = {{labels: m.labels, groups: m.groups, ops: m.ops, steps: m.steps,
                         verdict: m.verdict, answers: m.answers, unmapped: m.groupsUnmappedUs}};
         box.remove();
-        return {{rows, note: box.querySelector('.pc-note').textContent, model}};""")
+        const v3 = adapter.readReport({json.dumps(V3_REPORT)}, null, null);
+        const old = {{labels: v3.labels, groups: v3.groups.map(g => g.us),
+                     steps: v3.steps.map(s => s.medianUs), sides: v3.verdict.sides,
+                     stepDelta: v3.stepDelta}};
+        return {{rows, note: box.querySelector('.pc-note').textContent, model, old}};""")
     kinds = [(k, key, amount) for k, key, _, _, amount in got["rows"]]
     assert kinds == [("total", "old run", "30.0 ms"), ("term", "resize", "-8.0 ms"),
                      ("term", "saturation", "-3.8 ms"), ("term", "compute: x", "+1.2 ms"),
@@ -352,6 +364,9 @@ def test_the_waterfall_draws_a_step_delta_and_the_adapter_reads_sides_by_order(o
     assert [(s["meanUs"], s["medianUs"]) for s in m["steps"]] == [(30000, 29000), (8000, 7900)]
     assert m["verdict"]["sides"] == ["slow", "fast"] and m["unmapped"] == [2.0, 3.0]
     assert [a["summary"] for a in m["answers"]] == ["A", "B"]
+    # a report without `order` (schema 3): sides and row fields keyed legacy / modern
+    assert got["old"] == {"labels": ["base", "new"], "groups": [[4.0, 2.0]],
+                          "steps": [300, 200], "sides": ["l", "m"], "stepDelta": None}
 
 
 def test_numbers_read_as_compare_run_prints_them(ours):
