@@ -66,6 +66,9 @@ def _head(r: "Report") -> list[str]:
     if r.screenshot:
         lines += ["", f"![TensorBoard's profile tab over this run folder, both sessions listed]"
                       f"({r.screenshot})"]
+    if r.files.get("compare_tab_png"):
+        lines += ["", f"![The Pipeline compare tab in TensorBoard over this run folder (the same "
+                      f"comparison as this report)]({r.files['compare_tab_png']})"]
     return lines + [""]
 
 
@@ -362,6 +365,8 @@ def _files(c: Comparison, folded: dict[str, str]) -> list[str]:
     lines = ["## Files", "",
              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
              f"- `stages.png`, `timelines.png`: the {what} bars and one steady step of each run.",
+             "- `timelines.json`: that steady step of each run as data, lane by lane (what "
+             "`timelines.png` and TensorBoard's Pipeline compare tab draw).",
              "- `merged_trace.json.gz`: both runs in one Chrome trace. TensorBoard's profile "
              "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
              "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "
