@@ -1,8 +1,11 @@
 """``python -m benchmarks.migrate_scan [--sizes 250,500,1000,5000] [--repeat N]``: seconds
 ``compare.migrate`` takes on generated scripts of growing size, to show that the analysis grows
-linearly with the script.
+linearly with the script. ``--real NAME[,NAME]`` instead times concatenated copies of real
+pipeline modules from ``tests/fixtures/real_scripts`` (issue 30's scale target: 1 MB in 10 s,
+5 MB in 30 s on a loaded 2-core machine), and says whether the plans of the copies are the
+plans of one copy.
 
-Three kinds of script, each made to the requested size in KB:
+Three kinds of generated script, each made to the requested size in KB:
 
 - ``pipelines``: a TF1 input pipeline (producer, reader, decode, augmentation, shuffle_batch,
   session loop, FULL_TRACE) repeated under new names, so every copy is a pipeline to plan;
@@ -18,8 +21,10 @@ targets live here, not in the unit tests.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import time
+from pathlib import Path
 
 from compare.migrate import analyze_source
 
@@ -83,6 +88,47 @@ def small_functions(size: int) -> str:
 
 
 KINDS = {"pipelines": pipelines, "long_string": long_string, "small_functions": small_functions}
+REAL = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "real_scripts"
+#: The real modules timed by default: the slowest per MB among the fixtures, of each shape
+#: (methods and feeder threads, readers in methods, module-level pipelines, Python 2).
+DEFAULT_REAL = ("wavenet_audio_reader.py", "nsynth_reader.py", "cyclegan_reader.py",
+                "kwaugh_multithread_generator.py", "contextual_lstm_input_pipeline.py",
+                "py2_tfrecord_test5.py")
+
+
+def concatenated(text: str, size: int) -> str:
+    """Copies of ``text`` one after another, up to ``size`` bytes or more."""
+    text = text if text.endswith("\n") else text + "\n"
+    return text * (size // len(text) + 1)
+
+
+def same_plans(text: str, copies: str) -> bool:
+    """Are the plans of ``copies`` (concatenated ``text``) those of one copy, each copy's with
+    its lines moved down by the copies before it?"""
+    one = [_plan_text(p) for p in analyze_source(text, "bench.py").pipelines]
+    step = text.count("\n") + (not text.endswith("\n"))
+    for p in analyze_source(copies, "bench.py").pipelines:
+        k = (p.line - 1) // step
+        if _shift(_plan_text(p), -k * step) not in one:
+            return False
+    return True
+
+
+def _plan_text(p) -> str:
+    return "\n".join([p.function, str(p.line), p.chain, *p.legend, *p.notes,
+                      *(f"{u.line}: {u.what}: {u.why}" for u in p.unresolved)])
+
+
+def _shift(text: str, by: int) -> str:
+    """Every line number a plan writes (``line 12``, ``lines 3-5``, ``lines 3, 9``, the
+    pipeline's own line) moved by ``by``."""
+    def move(m: re.Match) -> str:
+        return re.sub(r"\d+", lambda n: str(int(n.group()) + by), m.group())
+    text = re.sub(r"\blines? \d+(?:(?:-|, )\d+)*", move, text)
+    head, _, rest = text.partition("\n")
+    line, _, rest = rest.partition("\n")
+    unresolved = re.sub(r"^(\d+):", lambda n: f"{int(n.group(1)) + by}:", rest, flags=re.M)
+    return "\n".join([head, str(int(line) + by), unresolved])
 
 
 def seconds(text: str, repeat: int) -> tuple[float, float]:
@@ -104,8 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="script sizes in KB, comma-separated")
     parser.add_argument("--kinds", default=",".join(KINDS), help="which kinds of script")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size (median)")
+    parser.add_argument("--real", default=None, help="time concatenated copies of these real "
+                        "scripts (names in tests/fixtures/real_scripts, comma-separated; "
+                        "'default': " + ",".join(DEFAULT_REAL) + ") instead")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.real:
+        names = DEFAULT_REAL if args.real == "default" else args.real.split(",")
+        return _real(names, sizes, args.repeat)
     print(f"{'kind':<16} {'size KB':>8} {'wall s':>7} {'CPU s':>7} {'CPU s/MB':>9}")
     for kind in args.kinds.split(","):
         make = KINDS[kind]
@@ -114,6 +166,26 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu = seconds(text, args.repeat)
             print(f"{kind:<16} {len(text) / 1000:>8.0f} {wall:>7.2f} {cpu:>7.2f} "
                   f"{cpu / (len(text) / 1e6):>9.2f}", flush=True)
+    return 0
+
+
+def _real(names: list[str], sizes: list[int], repeat: int) -> int:
+    """Concatenated copies of each real script: seconds per size, and whether the plans of
+    the largest are those of one copy."""
+    print(f"{'script':<36} {'size KB':>8} {'wall s':>7} {'CPU s':>7} {'CPU s/MB':>9} "
+          f"{'plans':>6}")
+    for name in names:
+        if not name.endswith(".py"):
+            raise SystemExit(f"--real {name}: a Python script is needed (copies of a notebook's "
+                             "JSON are no script)")
+        text = (REAL / name).read_text(encoding="utf-8")
+        for kb in sizes:
+            copies = concatenated(text, kb * 1000)
+            wall, cpu = seconds(copies, repeat)
+            same = "same" if kb == max(sizes) and same_plans(text, copies) else (
+                "-" if kb != max(sizes) else "DIFFER")
+            print(f"{name:<36} {len(copies) / 1000:>8.0f} {wall:>7.2f} {cpu:>7.2f} "
+                  f"{cpu / (len(copies) / 1e6):>9.2f} {same:>6}", flush=True)
     return 0
 
 

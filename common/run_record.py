@@ -5,6 +5,10 @@ from __future__ import annotations
 import platform
 import statistics
 
+#: Our two pipelines, run.json's ``pipeline``, in the order compare.run runs and compares them
+#: (side A, side B).
+PIPELINES = ("legacy", "modern")
+
 
 def run_record(pipeline: str, *, seed: int | None, paths: list[str], shapes: list[tuple[int, int]],
                step_name: str, walls: list[float], keys: list[str], output) -> dict:

@@ -34,11 +34,13 @@ from compare.load import LoadError, load
 from compare.model.events import Trace
 from compare.output.report_data import Report
 from compare.pipelines import PIPELINES, run_in_child
-from compare.viewers.tensorboard import screenshot_profile
+from compare.viewers.tensorboard import screenshot_tabs
 from modern.data_service import check_service
 
-#: What ``screenshot=True`` saves into the run folder.
+#: What ``screenshot=True`` saves into the run folder: TensorBoard's profile tab, and our own
+#: Pipeline compare tab.
 SCREENSHOT = "profile_tab.png"
+COMPARE_SCREENSHOT = "compare_tab.png"
 #: The traces beside an xprof run folder that are cross-checked against it.
 CROSS_CHECKS = (("timeline.json", "steady"), ("timeline_first.json", "first"))
 
@@ -89,25 +91,32 @@ def compare_traces(a: str | os.PathLike, b: str | os.PathLike,
                    out: str | os.PathLike | None = None, verbose: bool = False,
                    progress: Callable[[str], None] | None = None,
                    labels: dict[str, str] | None = None,
-                   max_memory: int | None = None) -> Report:
+                   max_memory: int | None = None,
+                   origins: dict[str, str] | None = None, data_only: bool = False) -> Report:
     """Compare two existing traces (any format we read), ``a`` the baseline, and write the
     report into ``out`` (new or empty; default ``runs/<timestamp>``). A bad trace leaves
     nothing behind. ``labels``: {"a": name of A, "b": name of B} (``legacy``/``modern`` keys
     are taken for ``a``/``b``), the names every output gives the two sides (default: the
     traces' file names). ``max_memory``: bytes each trace's load may take (default: the
-    memory available when it is loaded, so the second counts the first)."""
+    memory available when it is loaded, so the second counts the first). ``origins``: how
+    each trace was made, for the report, keyed like ``labels`` (default: side A / side B and
+    its name). ``data_only``: write report.json and timelines.json alone, no report.md,
+    pictures or merged trace (what the Pipeline compare tab draws from)."""
     for p in (a, b):  # cheap: fail on a missing file before creating anything
         if not Path(p).exists():
             raise LoadError(f"{p}: no such file or folder")
     names = side_labels(labels) or default_labels(a, b)
     out = atomic.prepare_out_dir(out or default_out())
     log = None if verbose else out / "tf.log"
-    sources = {"a": (Path(a), f"side A ({names['a']})"),
-               "b": (Path(b), f"side B ({names['b']})")}
+    given = origins or {}
+    sources = {"a": (Path(a), given.get("a", given.get("legacy"))
+                     or f"side A ({names['a']})"),
+               "b": (Path(b), given.get("b", given.get("modern"))
+                     or f"side B ({names['b']})")}
     try:
         with native_stderr_to(log):
             return analyse_and_write(out, sources, Phases(progress), labels=names,
-                                     max_memory=max_memory)
+                                     max_memory=max_memory, data_only=data_only)
     except (InputError, KeyboardInterrupt):
         _remove_if_only_log(out)
         raise
@@ -179,10 +188,14 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
     runs: dict[str, dict] = {}
     try:
         _run_sides(out, opts, log, clock, runs)
-        shot = _screenshot(out, clock) if opts.screenshot else None
+        shots = (_screenshot(out, clock) if opts.screenshot else None) or {}
+        # the compare tab's screenshot: report.md shows it, report.json lists it in its files
+        extra = {"compare_tab_png": shots["compare"]} if "compare" in shots else None
         with native_stderr_to(log):
-            report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs, shot,
-                                       side_labels(labels) or dict(zip(SIDES, PIPELINES)))
+            report = analyse_and_write(out, _run_sources(out, runs), clock, str(out), runs,
+                                       shots.get("profile"),
+                                       side_labels(labels) or dict(zip(SIDES, PIPELINES)),
+                                       files=extra)
     except BaseException as e:
         keep_runs(out, e)
         raise
@@ -289,29 +302,42 @@ def _run_sources(out: Path, runs: dict) -> dict[str, tuple[Path, str]]:
     return sources
 
 
-def _screenshot(out: Path, clock: Phases) -> str | None:
-    """TensorBoard's profile tab over the run folder, saved as ``out/profile_tab.png``; its
-    name, or None (with one line saying why) when it cannot be taken."""
-    clock.phase("screenshot", "screenshotting TensorBoard's profile tab (tensorboard + headless "
-                              "chromium) ...")
+def _screenshot(out: Path, clock: Phases) -> dict[str, str] | None:
+    """TensorBoard's profile tab and our Pipeline compare tab over the run folder, saved as
+    ``out/profile_tab.png`` and ``out/compare_tab.png``: {"profile": name, "compare": name}
+    (compare missing when that tab could not be shown), or None, each with one line saying
+    why, when none can be taken."""
+    clock.phase("screenshot", "screenshotting TensorBoard's profile and Pipeline compare tabs "
+                              "(tensorboard + headless chromium) ...")
+    saved = {}
     try:
         with tempfile.TemporaryDirectory(prefix="compare-screenshot-") as tmp:
-            png = Path(tmp) / SCREENSHOT
-            names = screenshot_profile(out, png, work_dir=tmp)
-            atomic.write_bytes(out / SCREENSHOT, png.read_bytes())
+            pngs = {"profile": Path(tmp) / SCREENSHOT, "compare": Path(tmp) / COMPARE_SCREENSHOT}
+            shots = screenshot_tabs(out, pngs["profile"], pngs["compare"], work_dir=tmp)
+            for key, png in pngs.items():
+                if png.is_file():
+                    atomic.write_bytes(out / png.name, png.read_bytes())
+                    saved[key] = png.name
     except InputError as e:
         say(f"compare.run: no screenshot: {e}")
         return None
-    clock.say(f"{out / SCREENSHOT}: the profile tab lists {', '.join(names)}")
-    return SCREENSHOT
+    clock.say(f"{out / SCREENSHOT}: the profile tab lists {', '.join(shots.sessions)}")
+    if shots.compare_error:
+        say(f"compare.run: no screenshot of the Pipeline compare tab: {shots.compare_error}")
+    else:
+        clock.say(f"{out / COMPARE_SCREENSHOT}: the Pipeline compare tab: {shots.compare}")
+    return saved
 
 
 def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Phases,
                       tensorboard_logdir: str | None = None, runs: dict | None = None,
                       screenshot: str | None = None,
                       labels: dict[str, str] | None = None,
-                      max_memory: int | None = None) -> Report:
-    """Load, analyse and compare the two sources; write the report into ``out``."""
+                      max_memory: int | None = None,
+                      files: dict[str, str] | None = None, data_only: bool = False) -> Report:
+    """Load, analyse and compare the two sources; write the report into ``out``. ``files``:
+    more files already in ``out`` for the report to list (name key -> file name);
+    ``data_only``: see :func:`compare_traces`."""
     from compare.output import report as report_mod  # lazy: matplotlib; explain stays ~1 s
 
     clock.phase("convert", "converting profiles (xprof) and loading traces ...")
@@ -328,9 +354,12 @@ def analyse_and_write(out: Path, sources: dict[str, tuple[Path, str]], clock: Ph
     clock.phase("answers", "answering the four questions for each side ...")
     report = report_mod.build(compared, sides, tensorboard_logdir, screenshot)
     report.runs = runs or None
-    clock.phase("write", "writing the report's files ...")
+    report.files.update(files or {})
+    clock.phase("write", "writing report.json and timelines.json ..." if data_only else
+                "writing the report's files ...")
     report.elapsed_s = dict(clock.marks)
-    report_mod.write(out, report, sides, progress=lambda text: clock.say(f"  {text}"))
+    report_mod.write(out, report, sides, data_only=data_only,
+                     progress=lambda text: clock.say(f"  {text}"))
     clock.end()
     report.elapsed_s = dict(clock.marks)   # the files carry the phases up to writing them
     return report

@@ -26,6 +26,7 @@ import math
 import sys
 import tokenize
 from pathlib import Path
+from typing import Any
 
 from absl import flags
 
@@ -35,7 +36,7 @@ from compare.migration import pipelines as _pipelines
 from compare.migration import plan as _plan
 from compare.migration.model import Pipeline
 from compare.migration.scan import Finding, scan
-from compare.migration.source import Parsed, parse
+from compare.migration.source import Parsed, Where, parse
 from compare.migration.values import Module
 
 #: A script larger than this is surely not a hand-written pipeline script.
@@ -83,7 +84,7 @@ class MigrationReport:
     #: The index of the script the plans were made from (for :mod:`compare.migration.emit`).
     module: Module | None = dataclasses.field(default=None, repr=False, compare=False)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict (stable keys; see :mod:`compare.migration.render`)."""
         return render.to_json(self)
 
@@ -166,7 +167,7 @@ def analyze_source(text: str, name: str = "<script>", notebook: bool = False) ->
                            _plan.upgrade_note(result.findings), found, notes, module)
 
 
-def _plan_pipelines(module: Module, where) -> tuple[list[Pipeline], list[str]]:
+def _plan_pipelines(module: Module, where: Where | None) -> tuple[list[Pipeline], list[str]]:
     """The pipelines; when planning them fails on an unforeseen construct, none, and a note
     that says so (the findings do not depend on it), rather than no report at all."""
     try:
@@ -233,7 +234,8 @@ def _main(argv: list[str]) -> int:
         else:
             sys.stdout.write(report.to_text())
         return 0
-    return cli.emit_and_check(args[0], report, f)
+    return cli.emit_and_check(args[0], report, cli.Options(
+        f.emit, f.overwrite, f.check, f.call, f.setup or "", f.batches, f.out, f.port, f.timeout))
 
 
 def main() -> None:

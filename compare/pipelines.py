@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Callable
 
 from common.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, InputError, RunFailed, run_cli, say
+from common.run_record import PIPELINES
 from common.tflog import quiet_python_logs
 from legacy.runner import run_legacy
 from modern.runner import run_modern
 
-#: Our two pipelines, in the order compare.run runs and compares them (side A, side B).
-PIPELINES = ("legacy", "modern")
 
 def run_pipeline(side: str, out: str, images: list[str] | None, steps: int, seed: int,
                  data_service: str | None = None, service_timeout: float | None = None,

@@ -13,10 +13,10 @@ service's workers (see ``python -m modern.service``). The others compare two tra
 exist (A the baseline), in any format we read, without running anything; ``--legacy`` and
 ``--modern`` are the seed pipeline's names for A and B. Either way DIR (default
 ``runs/<timestamp>``, never an existing non-empty folder) receives report.md, report.json,
-stages.png, step_delta.png, timelines.png and merged_trace.json.gz, and with ``--screenshot``
-profile_tab.png. TensorFlow's own log goes to DIR/tf.log unless ``--verbose``. ``--labels``
-names the two sides in every output, report.json's keys included (default: the traces' file
-names; legacy and modern for our own runs). A thin CLI over
+stages.png, step_delta.png, timelines.png, timelines.json and merged_trace.json.gz, and with
+``--screenshot`` profile_tab.png and compare_tab.png. TensorFlow's own log goes to DIR/tf.log
+unless ``--verbose``. ``--labels`` names the two sides in every output, report.json's keys
+included (default: the traces' file names; legacy and modern for our own runs). A thin CLI over
 :func:`compare.api.run_and_compare` and :func:`compare.api.compare_traces`.
 """
 from __future__ import annotations
@@ -35,6 +35,7 @@ from compare.fmt import shown_words
 from compare.output.report import Report
 from compare.output.summary import summary
 from compare.output.tables import delta_table, group_table, ops_table, stage_table
+from compare.viewers.tensorboard import tab_installed
 
 FLAGS = flags.FLAGS
 
@@ -84,7 +85,8 @@ def _define_flags() -> None:
                        "process, in seconds (modern.run --lost_worker_wait).", lower_bound=0.1)
     flags.DEFINE_boolean("screenshot", False, "Also open the run folder in TensorBoard and "
                          "headless Chromium (Debian's chromium) and save the profile tab, both "
-                         "sessions listed, as profile_tab.png (shown in report.md).")
+                         "sessions listed, as profile_tab.png, and the Pipeline compare tab as "
+                         "compare_tab.png (both shown in report.md).")
     flags.DEFINE_string("legacy", None, "Compare this existing trace (side A) instead of "
                                         "running the pipelines (with --modern).")
     flags.DEFINE_string("modern", None, "Compare this existing trace (side B; with --legacy).")
@@ -179,12 +181,22 @@ def _print_summary(report: Report, t0: float, tensorboard: bool, brief: bool) ->
         print(f"- {shown_words(text)}")   # names in it cut as report.md cuts them
     print()
     folder = report.out
+    shots = "".join(f", {x}" for x in (report.screenshot, report.files.get("compare_tab_png"))
+                    if x)
     print(f"report: {folder / 'report.md'} (and report.json, stages.png, step_delta.png, "
-          f"timelines.png, merged_trace.json.gz"
-          f"{', ' + report.screenshot if report.screenshot else ''})")
+          f"timelines.png, timelines.json, merged_trace.json.gz{shots})")
     if tensorboard:
-        print(f"open the profiles: tensorboard --logdir {folder}")
+        print(_tensorboard_line(folder))
     say(f"[{time.monotonic() - t0:6.1f}s] done in {time.monotonic() - t0:.1f} s")
+
+
+def _tensorboard_line(folder: Path | None) -> str:
+    """How to open the run folder in TensorBoard, its Pipeline compare tab included."""
+    if tab_installed():
+        return (f"open the profiles and their comparison (TensorBoard's Profile and Pipeline "
+                f"compare tabs): tensorboard --logdir {folder}")
+    return (f"open the profiles: tensorboard --logdir {folder} (with the Pipeline compare tab: "
+            f"python -m compare.tab.launch --logdir {folder})")
 
 
 def main() -> None:

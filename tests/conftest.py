@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from common import atomic
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,8 +26,8 @@ FIXTURE_TIERS: dict[str, tuple[str, ...]] = {
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true",
-                     help="rewrite the expected text under tests/golden/ from what the code "
-                          "says now (review the diff before committing it)")
+                     help="rewrite the expected files under tests/golden/ with what the code "
+                          "makes now, instead of comparing (review the diff before committing)")
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def golden(request: pytest.FixtureRequest):
         path = ROOT / "tests" / "golden" / name
         if update:
             path.parent.mkdir(exist_ok=True)
-            path.write_text(text)
+            atomic.write_text(path, text)
             return
         assert path.exists(), f"{path} missing: run pytest --update-golden and review it"
         assert text == path.read_text(), f"{name} differs (pytest --update-golden rewrites it)"

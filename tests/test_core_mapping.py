@@ -200,6 +200,9 @@ RULES = [
     case("tfdata_generic_with_nothing_inside", X,
          [(HOST, "tf_data_private_threadpool/1", 0, 100, "Iterator::Map", "Iterator::Model::Map")],
          "Iterator::Map", "runtime", "tf_data"),
+    case("tf_data_service_fetch", X,
+         [(HOST, "tf_data_iterator_resource", 0, 100, "GetDataServiceElement")],
+         "GetDataServiceElement", "input_wait", "tf_data"),
     case("tfdata_make_iterator", X, [(HOST, PYTHON, 0, 100, "MakeIterator::Prefetch")],
          "MakeIterator::Prefetch", "runtime", "tf_data"),
     # 8. threads named for their work

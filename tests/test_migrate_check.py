@@ -36,8 +36,7 @@ def assert_report(out: Path) -> dict:
         assert (out / name).is_file(), name
     assert list((out / "port").glob("plugins/profile/*/*.xplane.pb"))
     assert "## The port checked against the original" in (out / "report.md").read_text()
-    assert json.loads((out / "report.json").read_text())["labels"] == {
-        "legacy": "original", "modern": "port"}
+    assert json.loads((out / "report.json").read_text())["order"] == ["original", "port"]
     return json.loads((out / "check.json").read_text())
 
 
@@ -130,3 +129,54 @@ def test_cloudml_census_without_shuffle_in_file_order(tmp_path):
     assert result["ok"]
     values = [row for row in result["rows"] if row["what"].endswith("values")]
     assert len(values) == 14 and all(row["ok"] for row in values)  # 13 columns and the label
+
+
+def assert_final_paths(out: Path) -> None:
+    """report.md and report.json name the sides where --check left them (issue 30)."""
+    md = (out / "report.md").read_text()
+    assert ".check-" not in md and f"`{out / 'original' / 'timeline.json'}`" in md
+    assert ".check-" not in (out / "report.json").read_text()
+    assert "side A (" not in md and "the original built by --call" in md
+
+
+def test_queue_runner_over_a_random_op_checks(tmp_path):
+    """The TF1 book's QueueRunner([enqueue_op] * 5) of tf.random_normal([1]): the port draws
+    each element anew, with the queue's shape [1]; nothing to read, nothing to make."""
+    r, out = check(tmp_path, REAL / "caicloud_queue_runner.ipynb", "pipeline()", batches=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "'tensor'" in r.stdout and "(1,)" in r.stdout and "check passed" in r.stdout
+    assert assert_report(out)["ok"]
+    assert_final_paths(out)
+
+
+def test_tf_docs_queue_runner_fed_by_an_iterator_checks(tmp_path):
+    """TensorFlow's threading guide: 100 numbers through a RandomShuffleQueue filled by four
+    enqueue threads; the snippet never imports tf (read as if it did). Its data ends after 10
+    batches, so the timing takes what there is."""
+    r, out = check(tmp_path, REAL / "tf_docs_simple_shuffle_batch.py", "pipeline()", batches=3)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(10,)" in r.stdout and "0 .. 29" in r.stdout and "check passed" in r.stdout
+    assert assert_report(out)["ok"]
+    assert_final_paths(out)
+
+
+SESSION_SCRIPT = '''import tensorflow as tf
+
+
+def inputs(n, sess=None):
+    q = tf.FIFOQueue(100, [tf.float32], shapes=[[3]])
+    op = q.enqueue_many([tf.reshape(tf.range(30, dtype=tf.float32), [10, 3])])
+    tf.train.add_queue_runner(tf.train.QueueRunner(q, [op]))
+    threads = tf.train.start_queue_runners(sess=sess)
+    return q.dequeue_many(n)
+'''
+
+
+@pytest.mark.parametrize("call", ["inputs(4)", "inputs(4, sess)"])
+def test_a_function_that_starts_its_queue_runners_gets_a_session(tmp_path, call):
+    """start_queue_runners(sess=sess) with the session it is given: None (the default session
+    then) or ``sess`` in --call; the check provides one, no --setup needed."""
+    (tmp_path / "feeder.py").write_text(SESSION_SCRIPT)
+    r, out = check(tmp_path, tmp_path / "feeder.py", call, batches=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(4, 3)" in r.stdout and "check passed" in r.stdout

@@ -199,7 +199,8 @@ def test_a_queue_handed_to_another_module_ends_the_pipeline_there():
     assert p.line == 7 and p.end.construct == "helpers.make_batches"
     assert any(u.line == 7 and "helpers.make_batches(q, ...)" in u.what for u in p.unresolved)
     assert any("(the generator)" in u.what for u in p.unresolved)
-    assert "another module" in p.chain.split("\n")[1]
+    assert p.chain.split("\n")[1] == "ds = ds.unbatch()"  # enqueue_many: rows are elements
+    assert "another module" in p.chain.split("\n")[2]
 
 
 def test_a_placeholder_batch_size_is_unresolved():

@@ -193,7 +193,7 @@ def test_a_budget_that_runs_out_says_so():
 @pytest.mark.parametrize("call,rule", [
     ("tf.random_normal([2])", "random_normal"), ("tf.random.normal([2])", "random_normal"),
     ("tf.truncated_normal([2])", "truncated_normal"), ("tf.multinomial(l, 2)", "multinomial"),
-    ("tf.random.categorical(l, 2)", "multinomial"), ("tf.random_gamma([2], 1.)", "random_gamma"),
+    ("tf.random.categorical(l, 2)", "categorical"), ("tf.random_gamma([2], 1.)", "random_gamma"),
     ("tf.random.poisson(1., [2])", "random_poisson"), ("tf.set_random_seed(1)", "set_random_seed"),
     ("tf.contrib.data.TFRecordDataset(f)", "contrib_data"),
     ("tf.compat.v1.data.make_one_shot_iterator(d)", "make_iterator"),

@@ -316,6 +316,9 @@ PIPELINE_COUNT = {
     "py2_resnet_train_imagenet.py": 1, "ssd_train_ssd_network.py": 1,
     "aymericdamien_estimator_numpy_input_fn.py": 2, "aymericdamien_dcgan_feed_dict.py": 0,
     "aymericdamien_tensorflow_dataset_api.ipynb": 1,
+    "tacotron_datafeeder.py": 1, "contextual_lstm_input_pipeline.py": 1,
+    "caicloud_queue_runner.ipynb": 1, "tf_docs_simple_shuffle_batch.py": 1,
+    "kwaugh_multithread_generator.py": 1,
 }
 
 
@@ -778,3 +781,65 @@ def test_feed_dict_gan_has_no_chain_and_the_notebook_keeps_its_own():
     (p,) = report(nb).pipelines
     assert p.kind == "tf.data" and p.cell is not None
     assert [o.method for o in p.variants[0].stages[0].ops] == ["repeat", "batch", "prefetch"]
+
+
+# -- issue 30: pipelines built by hand (README, last rows) -----------------------------------------
+
+def test_tacotron_feeder_thread_subclass_with_a_zipped_feed_dict():
+    name = "tacotron_datafeeder.py"
+    p = pipeline(name, "DataFeeder.__init__")
+    assert p.line == line_of(name, "queue.dequeue()") and p.kind == "feeding"
+    feeder = p.variants[0].source.feeder
+    assert feeder.function == "DataFeeder._enqueue_next_group" and feeder.thread  # Thread subclass
+    assert feeder.feeds == [(line_of(name, "feed_dict = dict(zip(self._placeholders"),
+                             "_prepare_batch(batch, r) (one value per placeholder of "
+                             "self._placeholders)")]
+    assert [s for s, _ in feeder.signature] == [
+        "[None, None]", "[None]", "[None, None, hparams.num_mels]", "[None, None, hparams.num_freq]"]
+    assert "ds = ds.unbatch()" not in p.chain  # enqueue: each element is a whole batch
+    assert p.chain.startswith("ds = tf.data.Dataset.from_generator(enqueue_next_group_values, ")
+
+
+def test_contextual_lstm_feeder_thread_with_enqueue_many_then_batch():
+    name = "contextual_lstm_input_pipeline.py"
+    (p,) = report(name).pipelines
+    assert p.line == line_of(name, "data_batch, target_batch = tf.train.batch(")
+    feeder = p.variants[0].source.feeder
+    assert feeder.function == "enqueue" and feeder.thread
+    assert feeder.signature == [("[20, 4]", "tf.float32"), ("[20, 3]", "tf.float32")]  # chunks
+    assert p.chain.split("\n")[1:3] == ["ds = ds.unbatch()",
+                                        "ds = ds.batch(15, drop_remainder=True)"]
+
+
+def test_caicloud_queue_runner_over_a_random_op():
+    name = "caicloud_queue_runner.ipynb"
+    (p,) = report(name).pipelines
+    (v,) = p.variants
+    assert (p.cell, p.line) == cell_line_of(name, "out_tensor = queue.dequeue()")
+    assert v.source.kind == "computed" and v.source.endless
+    (st,) = v.maps()
+    assert st.parallel.text == "5" and [d.stateless for d in st.random] == [
+        "tf.random.stateless_normal"]
+    assert "shuffle" not in "\n".join(p.legend) and p.unresolved == []
+
+
+def test_tf_docs_queue_runner_fed_by_a_dataset_iterator_is_one_pipeline():
+    name = "tf_docs_simple_shuffle_batch.py"
+    (p,) = report(name).pipelines
+    assert p.function == "<module>" and p.line == line_of(name, "return queue.dequeue_many(")
+    assert p.chain.split("\n") == [
+        "ds = tf.data.Dataset.from_tensor_slices(input)", "ds = ds.shuffle(int(0.9 * 20))",
+        "ds = ds.batch(10, drop_remainder=True)", "ds = ds.prefetch(tf.data.AUTOTUNE)"]
+    assert p.unresolved == []
+
+
+def test_kwaugh_queue_runner_over_py_func_in_the_constructor():
+    name = "kwaugh_multithread_generator.py"
+    p = pipeline(name, "AsyncRunner.get_inputs")
+    (v,) = p.variants
+    assert v.source.kind == "computed" and v.source.data.text == "get_data_op"
+    assert calls_of(v.maps()[0].steps) == {"tensorflow.py_func"}
+    # cap and min_after are the constructor's, never kept: unresolved, not self.cap
+    assert "self.cap" not in p.chain + "\n".join(p.legend)
+    assert [u.what for u in p.unresolved] == ["cap (a parameter of AsyncRunner.__init__)",
+                                              "min_after (a parameter of AsyncRunner.__init__)"]

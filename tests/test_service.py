@@ -340,6 +340,8 @@ def test_compare_run_with_the_modern_input_on_the_service(service, tmp_path):
     for stage in ("read", "decode", "resize"):  # on the workers, not in modern's trace
         assert stages[stage]["b_us"] == 0 and stages[stage]["a_us"] > 0, stage
     assert stages["saturation"]["b_us"] > 0  # the augmentation stayed in the client
+    # the client's fetch from the service is input wait in both views, never unmapped
+    assert not [o for o in report["unmapped_ops"]["modern"] if "GetDataService" in str(o)]
     # the verdict says why the two are not like for like: the workers, not other programs
     kinds = [x["kind"] for x in report["comparability"]["caveats"]]
     assert "data_service" in kinds and "program" not in kinds, kinds

@@ -3,20 +3,22 @@ nodes (the scan's resolved names are keyed by those), the names a statement bind
 from __future__ import annotations
 
 import ast
+from typing import TypeVar
 
 from compare.migration.scan import walk
 from compare.migration.values import own_nodes
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+N = TypeVar("N", bound=ast.AST)
 
 
-def clone(node: ast.AST) -> ast.AST:
+def clone(node: N) -> N:
     """A deep copy whose nodes remember their original (``_orig``): names the scan resolved are
     keyed by the original nodes."""
     new = type(node)()
     for k, v in node.__dict__.items():
         setattr(new, k, v)
-    new._orig = getattr(node, "_orig", node)
+    new._orig = getattr(node, "_orig", node)  # type: ignore[attr-defined]  # ours, on copies
     for field, value in ast.iter_fields(node):
         if isinstance(value, list):
             setattr(new, field, [clone(v) if isinstance(v, ast.AST) else v for v in value])
@@ -72,3 +74,10 @@ def mutated(node: ast.AST) -> set[str]:
 
 
 __all__ = ["clone", "loads", "mutated", "stored_names"]
+
+
+def line_of(node: ast.AST) -> int:
+    """The line ``node`` starts on (an expression's or a statement's; 0 for a node without
+    one, such as a module)."""
+    line = getattr(node, "lineno", 0)
+    return line if isinstance(line, int) else 0

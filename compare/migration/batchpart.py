@@ -21,9 +21,10 @@ import builtins
 
 from compare.migration import tfnames
 from compare.migration.astutil import loads, mutated, stored_names
+from compare.migration.lifted import Item, Lifted
 from compare.migration.rules import canonical
 from compare.migration.scan import walk
-from compare.migration.values import Module
+from compare.migration.values import ClassInfo, FuncInfo, Module
 
 _BUILTINS = frozenset(dir(builtins))
 #: Modules whose functions only compute (sizes, shapes, ranges) in per-batch code.
@@ -54,7 +55,7 @@ def qualified(mod: Module, node: ast.AST) -> str:
 class _Judge:
     """Does a statement only transform tensors? (see module doc)"""
 
-    def __init__(self, mod: Module, cls=None):
+    def __init__(self, mod: Module, cls: ClassInfo | None = None):
         self.mod, self.cls = mod, cls
         self.memo: dict[int, bool] = {}
 
@@ -105,7 +106,7 @@ class _Judge:
             return True  # what an earlier call or index gave: its calls are judged too
         return True
 
-    def helper_ok(self, info, depth: int) -> bool:
+    def helper_ok(self, info: FuncInfo, depth: int) -> bool:
         key = id(info.node)
         if key not in self.memo:
             self.memo[key] = False  # recursion: not followed
@@ -114,13 +115,15 @@ class _Judge:
         return self.memo[key]
 
 
-def settle(mod: Module, out, cls=None) -> None:
+def settle(mod: Module, out: Lifted, cls: ClassInfo | None = None) -> None:
     """Keep of ``out.after`` (lifted items, in order) the per-batch code, and set
     ``out.output`` and ``out.entry_returns`` (see module doc)."""
     judge = _Judge(mod, cls)
     after = out.after
-    live = list(out.batch_params)
-    kept, support, stop = [], [], len(after)
+    live = list(out.batch_params or ())
+    kept: list[Item] = []
+    support: list[Item] = []
+    stop = len(after)
     made: set[str] = set()  # what statements that do not read the batch bound
     out.entry_returns = False
     for i, item in enumerate(after):
@@ -152,7 +155,7 @@ def settle(mod: Module, out, cls=None) -> None:
             names) > 1 else ast.Name(names[0], ast.Load())
 
 
-def _with_support(kept: list, support: list) -> list:
+def _with_support(kept: list[Item], support: list[Item]) -> list[Item]:
     """The per-batch statements and the ones they need, in order."""
     needed = set().union(*(loads(it[1].apply(it[0])) for it in kept)) if kept else set()
     chosen = {it[3] for it in kept}
@@ -164,7 +167,7 @@ def _with_support(kept: list, support: list) -> list:
     return sorted([it for it in kept + support if it[3] in chosen], key=lambda it: it[3])
 
 
-def _finals(live: list[str], kept: list) -> list[str]:
+def _finals(live: list[str], kept: list[Item]) -> list[str]:
     """The batch names per-batch code left: each name made from others replaces them."""
     used = set().union(*(loads(it[1].apply(it[0])) for it in kept)) if kept else set()
     made = set().union(*(stored_names(it[1].apply(it[0])) for it in kept)) if kept else set()

@@ -20,7 +20,7 @@ def targets(node: ast.AST) -> set[str]:
 
 
 class _Reads:
-    def __init__(self):
+    def __init__(self) -> None:
         self.missing: set[str] = set()
 
     def expr(self, e: ast.AST | None, bound: set[str]) -> None:
@@ -41,11 +41,11 @@ class _Reads:
                     and n.id not in inner:
                 self.missing.add(n.id)
 
-    def block(self, stmts: list, bound: set[str]) -> None:
+    def block(self, stmts: list[ast.stmt], bound: set[str]) -> None:
         for s in stmts:
             self.stmt(s, bound)
 
-    def branch(self, stmts: list, bound: set[str]) -> set[str]:
+    def branch(self, stmts: list[ast.stmt], bound: set[str]) -> set[str]:
         inner = set(bound)
         self.block(stmts, inner)
         return inner

@@ -10,6 +10,7 @@ import builtins
 from compare.migration import values
 from compare.migration.rules import ITERATOR_METHODS, canonical, rule_for
 from compare.migration.scan import walk
+from compare.migration.state import Frame, Interpreter
 from compare.migration.values import (
     ClassV,
     DatasetV,
@@ -74,7 +75,7 @@ _LISTS = frozenset({"list", "sorted", "glob.glob", "os.listdir", "tensorflow.gfi
                     "tensorflow.io.gfile.listdir"})
 
 
-def call(run, node: ast.Call, fr) -> Val:
+def call(run: Interpreter, node: ast.Call, fr: Frame) -> Val:
     qual = run.mod.scan.resolved.get(id(node), "")
     func = node.func
     if isinstance(func, ast.Name):
@@ -114,7 +115,7 @@ def is_op(qual: str) -> bool:
     return qual.startswith("tensorflow.") and not qual.startswith(_NOT_OPS)
 
 
-def _opaque(run, node: ast.Call, fr, vals: list, qual: str = "") -> Val:
+def _opaque(run: Interpreter, node: ast.Call, fr: Frame, vals: list[Val], qual: str = "") -> Val:
     """The result of a call we do not follow: a tensor from tensors (or from the entry's
     parameters, when it is a TensorFlow op), a graph tensor that joins whatever per-example
     stream it meets (a TensorFlow op on constants: ``tf.random_uniform([2])``), an ordinary
@@ -130,18 +131,18 @@ def _opaque(run, node: ast.Call, fr, vals: list, qual: str = "") -> Val:
     return out
 
 
-def tensors_in_all(vals: list) -> bool:
+def tensors_in_all(vals: list[Val]) -> bool:
     return any(tensors_in(v) for v in vals)
 
 
-def param_stream(run, name: str, node: ast.AST, fr) -> Stream:
+def param_stream(run: Interpreter, name: str, node: ast.AST, fr: Frame) -> Stream:
     if name not in run.param_streams:
         run.param_streams[name] = Stream("param", node, fr.fn.qualname, fr.path, param=name)
         run.world.streams.append(run.param_streams[name])
     return run.param_streams[name]
 
 
-def _lambdas(run, vals: list, fr) -> list:
+def _lambdas(run: Interpreter, vals: list[Val], fr: Frame) -> list[Val]:
     """Results of the argument-less lambdas a TF op was given (tf.cond branches), run so the
     script functions they call are followed."""
     out = []
@@ -153,7 +154,7 @@ def _lambdas(run, vals: list, fr) -> list:
     return out
 
 
-def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
+def tf_call(run: Interpreter, node: ast.Call, fr: Frame, qual: str) -> Val:
     rule = rule_for(qual)
     rid = rule.id if rule else ""
     last = qual.rsplit(".", 1)[-1]
@@ -194,10 +195,12 @@ def tf_call(run, node: ast.Call, fr, qual: str) -> Val:
     return out
 
 
-def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> Val:
+def _pipeline_call(run: Interpreter, node: ast.Call, fr: Frame, qual: str, rid: str,
+                   last: str) -> Val:
     """Producers, readers, queues, batchers, slim's provider, queue runners, placeholders."""
     rule = rule_for(qual)
-    params = _QUEUE_PARAMS.get(last) or _MAYBE_PARAMS.get(last) or rule.params
+    params = (_QUEUE_PARAMS.get(last) or _MAYBE_PARAMS.get(last)
+              or (rule.params if rule is not None else ()))
     pos, named = run.args_of(node, fr, params)
     text = run.render(node, fr)()
     if rid in _PRODUCERS:
@@ -242,7 +245,7 @@ def _pipeline_call(run, node: ast.Call, fr, qual: str, rid: str, last: str) -> V
     return PlaceholderV(node, named, text)  # placeholder
 
 
-def _batch_stream(run, node: ast.Call, fr) -> Stream:
+def _batch_stream(run: Interpreter, node: ast.Call, fr: Frame) -> Stream:
     stream = Stream("batch", node, fr.fn.qualname, fr.path)
     run.world.streams.append(stream)
     return stream
@@ -258,33 +261,41 @@ def batched(inputs: Val | None, stream: Stream) -> Val:
     return Tensor(stream)
 
 
-def _computed_inputs(run, node: ast.Call, fr, inputs: Val | None) -> Val | None:
+def _computed_inputs(run: Interpreter, node: ast.Call, fr: Frame, inputs: Val | None) -> Val | None:
     """The tensors a batch call takes; computed in its own arguments
     (``tf.train.batch([tf.image.decode_jpeg(v)], 4)``), its statement is a per-example step."""
     arg = next((k.value for k in node.keywords if k.arg in ("tensors", "tensors_list")),
                node.args[0] if node.args else None)
+    if inputs is None:
+        return None
     return computed_here(run, fr, [arg] if arg is not None else [], inputs)
 
 
-def computed_here(run, fr, nodes: list, val: Val | None) -> Val | None:
+_COMPUTING = (ast.Call, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+              ast.Subscript)
+
+
+def computed_here(run: Interpreter, fr: Frame, nodes: list[ast.expr], val: Val,
+                  kinds: tuple[type[ast.AST], ...] = (ast.Call,)) -> Val:
     """``val`` (what ``nodes`` evaluated to), as a step of the statement being run when they
     compute tensors in place (``parts.append(tf.reshape(x, s))``, ``d.update(y=f(x))``): the
-    container they go into would otherwise hold tensors no step made."""
-    if val is None or not any(isinstance(n, ast.Call) for a in nodes for n in walk(a)):
+    container they go into would otherwise hold tensors no step made. ``kinds``: the nodes
+    that count as computing."""
+    if not any(isinstance(n, kinds) for a in nodes for n in walk(a)):
         return val
     stmt = run.world.log[run.cur_seq].stmt if run.cur_seq >= 0 else None
     step = run.touch(stmt, fr, [val]) if stmt is not None else None
     return run.stamp(val, step) if step is not None else val
 
 
-def _iterator(run, node: ast.Call, fr, ds: DatasetV, method: str) -> Val:
+def _iterator(run: Interpreter, node: ast.Call, fr: Frame, ds: DatasetV, method: str) -> Val:
     it = IteratorV(ds, node, fr.fn.qualname, run.src.segment(node, 120))
     run.world.ends.append(End("iterator", node, fr.fn.qualname, fr.path, dataset=ds,
                               construct=method, seq=run.cur_seq))
     return it
 
 
-def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
+def method_call(run: Interpreter, node: ast.Call, fr: Frame, recv: Val, attr: str) -> Val:
     if isinstance(recv, QueueV):
         return _queue_method(run, node, fr, recv, attr)
     if isinstance(recv, ProviderV) and attr == "get":
@@ -308,7 +319,9 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
         first = run.ev(node.args[0], fr)
         if isinstance(recv, ReaderV) or isinstance(first, QueueV):
             reader = recv if isinstance(recv, ReaderV) else ReaderV(
-                "unknown", None, fr.fn.qualname, {}, _origin(run, recv, node.func.value), recv.text)
+                "unknown", None, fr.fn.qualname, {},
+                _origin(run, recv, node.func.value if isinstance(node.func, ast.Attribute)
+                        else node.func), recv.text)
             return _read(run, node, fr, reader, first)
     if isinstance(recv, ObjV):
         method = None if run.presim else run.method_of(recv, attr)
@@ -321,6 +334,11 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
             return _opaque(run, node, fr, [recv] + pos + list(kw.values()))
         if attr in recv.attrs:
             return value_call(run, node, fr, recv.attrs[attr])
+    if isinstance(recv, IteratorV) and attr == "get_next":  # the dataset's elements
+        stream = Stream("iterator", node, fr.fn.qualname, fr.path,
+                        args={"dataset": recv.dataset, "iterator": recv.node}, loop=fr.loop)
+        run.world.streams.append(stream)
+        return Tensor(stream)
     if isinstance(recv, IteratorV) or attr in ("run", "eval"):  # values out of a session
         run.args_of(node, fr)
         return Sym(run.render(node, fr), node=node)
@@ -342,7 +360,8 @@ def method_call(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
 _STACKS = frozenset({"tensorflow.stack", "tensorflow.parallel_stack", "tensorflow.concat"})
 
 
-def _restacked(run, node: ast.Call, fr, qual: str, pos: list) -> Val | None:
+def _restacked(run: Interpreter, node: ast.Call, fr: Frame, qual: str,
+               pos: list[Val]) -> Val | None:
     """``tf.parallel_stack(images)`` of a list filled in a loop over the records a RecordInput
     yielded together: the batch again; what follows is per batch, not per record."""
     if qual not in _STACKS or not pos or not isinstance(pos[0], ListV) or pos[0].loop is None:
@@ -356,7 +375,7 @@ def _restacked(run, node: ast.Call, fr, qual: str, pos: list) -> Val | None:
     return Tensor(stream)
 
 
-def queue_handed_out(run, node: ast.Call, fr, vals: list) -> Val | None:
+def queue_handed_out(run: Interpreter, node: ast.Call, fr: Frame, vals: list[Val]) -> Val | None:
     """A call defined outside this file given one of the pipeline's queues: it reads a filename
     queue (``reader.prepare_reader(filename_queue)``: records it reads and parses itself), or it
     takes a queue filled here (``facenet.create_input_pipeline(input_queue, ...)``: it dequeues
@@ -374,18 +393,19 @@ def queue_handed_out(run, node: ast.Call, fr, vals: list) -> Val | None:
                         loop=fr.loop)
         run.world.streams.append(stream)
         return Tensor(stream)
-    run.world.ends.append(End("external", node, fr.fn.qualname, fr.path, {"call": text}, queue=q,
-                              construct=run.src.segment(node.func, 80), seq=run.cur_seq))
+    run.world.ends.append(End("external", node, fr.fn.qualname, fr.path, queue=q,
+                              construct=run.src.segment(node.func, 80), seq=run.cur_seq,
+                              call=text))
     return Sym(run.render(node, fr), node=node)
 
 
-def _origin(run, recv: Val, expr: ast.AST) -> str:
+def _origin(run: Interpreter, recv: Val, expr: ast.AST) -> str:
     """How the script got an object we do not know (``dataset.reader()``, ``self.reader``)."""
     node = getattr(recv, "node", None)
     return run.src.segment(node if node is not None else expr, 80)
 
 
-def _read(run, node: ast.Call, fr, reader: ReaderV, queue: Val) -> Val:
+def _read(run: Interpreter, node: ast.Call, fr: Frame, reader: ReaderV, queue: Val) -> Val:
     stream = Stream("records", node, fr.fn.qualname, fr.path,
                     queue=queue if isinstance(queue, QueueV) else None, reader=reader,
                     loop=fr.loop)
@@ -393,15 +413,18 @@ def _read(run, node: ast.Call, fr, reader: ReaderV, queue: Val) -> Val:
         pos, kw = run.args_of(node, fr)
         stream.args["up_to"] = pos[1] if len(pos) > 1 else kw.get("num_records")
     run.world.streams.append(stream)
+    run.keys_made = True
     return ListV([Tensor(stream, key=True), Tensor(stream)], run.render(node, fr)())
 
 
-def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
+def _queue_method(run: Interpreter, node: ast.Call, fr: Frame, q: QueueV, attr: str) -> Val:
     pos, kw = run.args_of(node, fr)
     if attr in ("enqueue", "enqueue_many"):
-        values = pos[0] if pos else kw.get("vals", Sym(""))
+        arg = node.args[:1] or [k.value for k in node.keywords if k.arg == "vals"]
+        values = computed_here(run, fr, arg, pos[0] if pos else kw.get("vals", Sym("")),
+                               _COMPUTING)
         op = EnqueueV(q, values, attr == "enqueue_many", node, fr.fn.qualname,
-                      run.src.segment(node, 120), loop=fr.loop)
+                      run.src.segment(node, 120), loop=fr.loop, info=fr.fn)
         q.enqueues.append(op)
         return op
     if attr == "dequeue":
@@ -427,7 +450,7 @@ def _queue_method(run, node: ast.Call, fr, q: QueueV, attr: str) -> Val:
     return Sym(run.render(node, fr), node=node)
 
 
-def _provider_get(run, node: ast.Call, fr, provider: ProviderV) -> Val:
+def _provider_get(run: Interpreter, node: ast.Call, fr: Frame, provider: ProviderV) -> Val:
     pos, _ = run.args_of(node, fr)
     stream = Stream("provider", node, fr.fn.qualname, fr.path, args=dict(provider.args),
                     rows=pos[0] if pos else None)
@@ -440,7 +463,7 @@ def _provider_get(run, node: ast.Call, fr, provider: ProviderV) -> Val:
     return ListV([Tensor(stream) for _ in range(n)], run.render(node, fr)())
 
 
-def _dataset_method(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
+def _dataset_method(run: Interpreter, node: ast.Call, fr: Frame, recv: Val, attr: str) -> Val:
     ds = recv if isinstance(recv, DatasetV) else DatasetV(("value", recv), (), recv.text)
     if attr in ITERATOR_METHODS:
         return _iterator(run, node, fr, ds, attr)
@@ -455,10 +478,11 @@ def _dataset_method(run, node: ast.Call, fr, recv: Val, attr: str) -> Val:
 _COMBINING = frozenset({"zip", "concatenate", "sample_from_datasets", "choose_from_datasets"})
 
 
-def dataset_inputs(run, node: ast.Call, fr, combining: bool) -> tuple:
+def dataset_inputs(run: Interpreter, node: ast.Call, fr: Frame,
+                   combining: bool) -> tuple[tuple[str, DatasetV], ...]:
     """The datasets a call takes by name in its arguments (``zip((ds, counter))``); for a call
     that combines datasets, a name the run knows nothing of is a dataset made elsewhere."""
-    out = []
+    out: list[tuple[str, DatasetV]] = []
     for a in list(node.args) + [k.value for k in node.keywords]:
         for n in ast.walk(a):  # in the order written
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
@@ -470,7 +494,7 @@ def dataset_inputs(run, node: ast.Call, fr, combining: bool) -> tuple:
     return tuple(out)
 
 
-def value_call(run, node: ast.Call, fr, callee: Val) -> Val:
+def value_call(run: Interpreter, node: ast.Call, fr: Frame, callee: Val) -> Val:
     if isinstance(callee, FuncV):
         pos, kw = run.args_of(node, fr)
         out = run.call_function(callee.info, pos, kw, fr, bound=callee.bound,
@@ -504,27 +528,30 @@ _DICT_METHODS = frozenset({"items", "keys", "values", "pop", "get", "update", "c
                            "setdefault"})
 
 
-def _container(run, node: ast.Call, fr, name: str, pos: list, kw: dict) -> Val | None:
+def _container(run: Interpreter, node: ast.Call, fr: Frame, name: str, pos: list[Val],
+               kw: dict[str, Val]) -> Val | None:
     """``dict(...)``, ``zip(...)``, ``list(...)``, ``tuple(...)`` of values the run holds as
     containers, so the tensors in them keep their places; None: not such a call."""
     text = run.render(node, fr)()
     starred = len(node.args) == 1 and isinstance(node.args[0], ast.Starred)
     if name == "dict":
-        items: dict = {}
+        items: dict[object, Val] = {}
         if pos:
             first = pos[0]
             if isinstance(first, DictV):
                 items.update(first.items)
             elif isinstance(first, ListV) and first.loop is None and all(
                     isinstance(p, ListV) and len(p.items) == 2 for p in first.items):
-                items.update((dict_key(p.items[0]), p.items[1]) for p in first.items)
+                pairs = [p for p in first.items if isinstance(p, ListV)]
+                items.update((dict_key(p.items[0]), p.items[1]) for p in pairs)
             else:
                 return None
         items.update(kw)
         return DictV(items, text)
     if name == "zip":
-        columns = (pos[0].items if starred and isinstance(pos[0], ListV) else pos)
-        if not columns or not all(isinstance(c, ListV) and c.loop is None for c in columns):
+        given = (pos[0].items if starred and isinstance(pos[0], ListV) else pos)
+        columns = [c for c in given if isinstance(c, ListV) and c.loop is None]
+        if not columns or len(columns) != len(given):
             return None
         n = min(len(c.items) for c in columns)
         return ListV([ListV([c.items[i] for c in columns]) for i in range(n)], text)
@@ -537,12 +564,13 @@ def _container(run, node: ast.Call, fr, name: str, pos: list, kw: dict) -> Val |
     return None
 
 
-def _dict_method(run, node: ast.Call, fr, d: DictV, attr: str) -> Val:
+def _dict_method(run: Interpreter, node: ast.Call, fr: Frame, d: DictV, attr: str) -> Val:
     pos, kw = run.args_of(node, fr)
     if attr in ("update", "setdefault"):
-        both = computed_here(run, fr, list(node.args) + [k.value for k in node.keywords],
-                             ListV(pos + list(kw.values())))
-        pos, kw = both.items[:len(pos)], dict(zip(kw, both.items[len(pos):]))
+        given = ListV(pos + list(kw.values()))
+        both = computed_here(run, fr, list(node.args) + [k.value for k in node.keywords], given)
+        items = both.items if isinstance(both, ListV) else given.items
+        pos, kw = items[:len(pos)], dict(zip(kw, items[len(pos):]))
     text = run.render(node, fr)()
     if attr == "items":
         return ListV(d.pairs(), text)
@@ -575,13 +603,14 @@ def _unknown_entry(d: DictV, default: Val) -> Val:
 BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 
 
-def is_builtin(run, node: ast.Call, fr) -> bool:
+def is_builtin(run: Interpreter, node: ast.Call, fr: Frame) -> bool:
     """Is the callee a Python builtin (a bare name the script binds nowhere: ``zip``, ``dict``,
     ``len``)?"""
     func = node.func
     if not (isinstance(func, ast.Name) and func.id in BUILTINS):
         return False
-    name, f = func.id, fr
+    name = func.id
+    f: Frame | None = fr
     while f is not None:
         if f.get(name) is not None:
             return False
@@ -590,7 +619,8 @@ def is_builtin(run, node: ast.Call, fr) -> bool:
     return name not in mod.by_name and name not in mod.classes and name not in mod.imports
 
 
-def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
+def _builtin(run: Interpreter, node: ast.Call, fr: Frame, name: str, pos: list[Val],
+             vals: list[Val]) -> Val:
     """Builtins whose value we can tell (``len`` of a literal list, ``int`` of a number)."""
     out = _opaque(run, node, fr, vals)
     if not isinstance(out, Sym):
@@ -605,13 +635,14 @@ def _builtin(run, node: ast.Call, fr, name: str, pos: list, vals: list) -> Val:
         out.const = int(one.const) if name == "int" else float(one.const)
     elif name in ("min", "max") and pos and all(isinstance(p, Sym) and isinstance(
             p.const, (int, float)) for p in pos):
-        out.const = (min if name == "min" else max)(p.const for p in pos)
+        nums = [p.const for p in pos if isinstance(p, Sym) and isinstance(p.const, (int, float))]
+        out.const = min(nums) if name == "min" else max(nums)
     elif name in _LISTS:
         out.listish = True
     return out
 
 
-def _instance(run, node: ast.Call, fr, cls: ClassV) -> Val:
+def _instance(run: Interpreter, node: ast.Call, fr: Frame, cls: ClassV) -> Val:
     obj = ObjV({}, run.render(node, fr)(), cls.info)
     if cls.info is not None and "__init__" in cls.info.methods:
         pos, kw = run.args_of(node, fr)

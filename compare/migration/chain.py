@@ -12,6 +12,7 @@ import ast
 import copy
 import difflib
 import re
+from typing import Any, Protocol
 
 from compare.migration import legend
 from compare.migration import model as m
@@ -83,31 +84,36 @@ class _Render:
     def source(self, s: m.Source) -> list[str]:
         ds = self.ds
         if s.kind in ("files", "rows", "range"):
-            data = _tuple(s.data.text) if s.kind == "rows" and s.columns else s.data.text
+            given = m.req(s.data).text
+            data = _tuple(given) if s.kind == "rows" and s.columns else given
+            if s.order and data.endswith(",)") and m.literal_length(data) == 1:
+                data = data[1:-2]  # a queue of one component hands out the tensor itself
             head = (f"tf.data.Dataset.range({data})" if s.kind == "range" else
                     f"tf.data.Dataset.from_tensor_slices({data})")
             out = [f"{ds} = {head}"]
-            count = _count(s.data.text, ds) if s.kind == "files" or (
+            count = _count(given, ds) if s.kind == "files" or (
                 s.kind == "rows" and not s.columns) else f"{ds}.cardinality()"
-            if count != "1":
+            if count != "1" and not s.order and not s.shuffle_note:
                 out += _when(s.shuffle, [self.op(f"shuffle({count}{_seed(s.seed)})")])
             return out + self.repeat(s)
+        if s.kind == "computed":  # the enqueue op runs again for each element: a map computes it
+            return [f"{ds} = tf.data.Dataset.counter()"]
         if s.kind == "file_pattern":
             shuffle = "True" if s.shuffle is None else s.shuffle.text
-            return [f"{ds} = tf.data.Dataset.list_files({s.data.text}, shuffle={shuffle}"
+            return [f"{ds} = tf.data.Dataset.list_files({m.req(s.data).text}, shuffle={shuffle}"
                     f"{_seed(s.seed)})"] + self.repeat(s)
         if s.kind == "generator":
-            f = s.feeder
+            f = m.req(s.feeder)
             specs = [f"tf.TensorSpec(shape={shape}, dtype={dtype})" for shape, dtype in f.signature]
             sig = specs[0] if len(specs) == 1 else "(" + ", ".join(specs) + ")"
             return [f"{ds} = tf.data.Dataset.from_generator({m.generator_name(f)}, "
                     f"output_signature={sig})"]
         if s.kind == "provider":  # its reading, shuffling and decoding are stages
             shuffle = "True" if s.shuffle is None else s.shuffle.text
-            return ([f"{ds} = tf.data.Dataset.list_files({s.data.text}.data_sources, "
+            return ([f"{ds} = tf.data.Dataset.list_files({m.req(s.data).text}.data_sources, "
                      f"shuffle={shuffle}{_seed(s.seed)})"] + self.repeat(s))
         if s.kind == "dataset":
-            return [f"{ds} = {s.data.text}"]
+            return [f"{ds} = {m.req(s.data).text}"]
         return [f"{ds} = ...  # unresolved: {s.data.text if s.data else 'the elements'}"]
 
     def branches(self) -> list[str]:
@@ -117,8 +123,9 @@ class _Render:
         if v.source.kind == "dataset":  # the datasets the script's own chain takes by name
             out = []
             for b in v.branches:
-                if b.source.kind == "unknown" and b.name in self.p.params and not b.stages[
-                        0].ops:
+                first = b.stages[0]
+                if b.source.kind == "unknown" and b.name in self.p.params and isinstance(
+                        first, m.DatasetStage) and not first.ops:
                     continue  # the function's own parameter: it stays one
                 sub = self.on(b.name)
                 out += sub.source(b.source)
@@ -168,6 +175,9 @@ class _Render:
         return [self.op(f"interleave({records}, cycle_length={st.readers.text}, "
                         f"num_parallel_calls={AUTOTUNE}){note}")] + up_to
 
+    def unbatch(self, st: m.UnbatchStage) -> list[str]:
+        return [self.op("unbatch()")]
+
     def decode(self, st: m.DecodeStage) -> list[str]:
         return [self.op(f"map(...)  # unresolved: {st.decoder}.decode of the items "
                         f"provider.get asks for ({st.items or '...'})")]
@@ -188,6 +198,9 @@ class _Render:
     def queue(self, st: m.QueueStage) -> list[str]:
         if st.queue != "random_shuffle":
             return []
+        size = st.min_after_dequeue
+        if size is not None and size.default and size.is_value(1):
+            return []  # RecordInput's default buffer of one record shuffles nothing
         return _when(st.when, [self.op(f"shuffle({_text(st.min_after_dequeue, 'min_after_dequeue')}"
                                        f"{_seed(st.seed)})")])
 
@@ -217,9 +230,9 @@ class _Render:
         if st.op in _BUCKETS:
             return out + [self.op(_bucket(st, size, drop))]
         pad = a.get("dynamic_pad")
-        shapes = a.get("shapes")
-        shapes = f"padded_shapes={_tuple(shapes.text)}, " if shapes is not None and (
-            not shapes.is_value(None)) else ""
+        given = a.get("shapes")
+        shapes = f"padded_shapes={_tuple(given.text)}, " if given is not None and (
+            not given.is_value(None)) else ""
         plain, padded = (self.op(f"batch({size}, drop_remainder={drop})"),
                          self.op(f"padded_batch({size}, {shapes}drop_remainder={drop})"))
         if st.padded or pad is None or pad.known:
@@ -229,7 +242,7 @@ class _Render:
     def dataset(self, st: m.DatasetStage) -> list[str]:
         """The script's own ops; consecutive ops under the same conditions share one ``if``."""
         out: list[str] = []
-        open_guards: tuple = ()
+        open_guards: tuple[str, ...] = ()
         for o in st.ops:
             if o.guards != open_guards:
                 keep = 0
@@ -333,7 +346,13 @@ def dataset_head(text: str, qual: str) -> str:
     return text.replace("tf.contrib.data.", "tf.data.")
 
 
-def _call_args(node: ast.Call, seg, rename: dict | None = None) -> list[str]:
+class Segment(Protocol):
+    """A script's text of a node, at most ``limit`` characters (``Source.segment``)."""
+
+    def __call__(self, node: ast.AST, limit: int = ..., /) -> str: ...
+
+
+def _call_args(node: ast.Call, seg: Segment, rename: dict[str, str] | None = None) -> list[str]:
     rename = rename or {}
     out = [seg(a, 400) for a in node.args]
     out += [f"{rename.get(k.arg, k.arg)}={seg(k.value, 400)}" if k.arg else f"**{seg(k.value, 400)}"
@@ -341,7 +360,8 @@ def _call_args(node: ast.Call, seg, rename: dict | None = None) -> list[str]:
     return out
 
 
-def dataset_ops(ops: tuple, seg, resolved: dict) -> list[m.DatasetOp]:
+def dataset_ops(ops: tuple[tuple[Any, ...], ...], seg: Segment,
+                resolved: dict[int, str]) -> list[m.DatasetOp]:
     """The script's dataset method calls as TF 2 writes them."""
     out: list[m.DatasetOp] = []
     for method, node, _fr, _pos, _kw, guards in ops:
@@ -352,7 +372,8 @@ def dataset_ops(ops: tuple, seg, resolved: dict) -> list[m.DatasetOp]:
     return out
 
 
-def _dataset_op(out: list, method: str, node: ast.Call, seg, resolved: dict) -> None:
+def _dataset_op(out: list[m.DatasetOp], method: str, node: ast.Call, seg: Segment,
+                resolved: dict[int, str]) -> None:
     kws = {k.arg: k for k in node.keywords}
     if method == "map" and ("num_threads" in kws or "output_buffer_size" in kws):
         args = [a for a in _call_args(node, seg, {"num_threads": "num_parallel_calls"})
@@ -373,7 +394,7 @@ def _dataset_op(out: list, method: str, node: ast.Call, seg, resolved: dict) -> 
                            node.lineno))
 
 
-def _named_args(call: ast.Call, params: tuple[str, ...], seg) -> dict[str, str]:
+def _named_args(call: ast.Call, params: tuple[str, ...], seg: Segment) -> dict[str, str]:
     """A call's arguments by parameter name, as written."""
     out = {params[i]: seg(a, 400) for i, a in enumerate(call.args[:len(params)])
            if not isinstance(a, ast.Starred)}
@@ -381,7 +402,8 @@ def _named_args(call: ast.Call, params: tuple[str, ...], seg) -> dict[str, str]:
     return out
 
 
-def _contrib_apply(call: ast.Call, seg, resolved: dict) -> list[tuple[str, str]] | None:
+def _contrib_apply(call: ast.Call, seg: Segment,
+                   resolved: dict[int, str]) -> list[tuple[str, str]] | None:
     qual = resolved.get(id(call), "")
     if not qual.startswith("tensorflow.contrib.data."):
         return None
@@ -442,7 +464,11 @@ def _name_maps(p: m.Pipeline) -> None:
             batch.after_name = f"{base}_batch"
 
 
-def _merge(variants: list[tuple[tuple, list[str]]]) -> list[str]:
+#: What a variant was built under, (condition, value) each.
+_When = tuple[tuple[str, bool], ...]
+
+
+def _merge(variants: list[tuple[_When, list[str]]]) -> list[str]:
     """One listing for variants built under different decisions (see module doc)."""
     if len({tuple(lines) for _, lines in variants}) == 1:
         return variants[0][1]
@@ -462,7 +488,7 @@ def _merge(variants: list[tuple[tuple, list[str]]]) -> list[str]:
         out = _merge(yes or no) if not yes or not no else _diff(cond, _merge(yes), _merge(no))
         if best is None or len(out) < len(best):
             best = out
-    return best
+    return m.req(best)
 
 
 def _blocks(lines: list[str]) -> list[str]:
@@ -481,10 +507,10 @@ def _lines(blocks: list[str], indent: str = "") -> list[str]:
     return [indent + ln for b in blocks for ln in b.split("\n")]
 
 
-def _opcodes(a: list[str], b: list[str]) -> list[tuple]:
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes, with a single shared statement between two differences folded into
     them: ``ds.repeat()`` of two unrelated chains is not worth splitting both around."""
-    out: list[list] = []
+    out: list[list[Any]] = []
     codes = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
     for k, (tag, i1, i2, j1, j2) in enumerate(codes):
         lone = tag == "equal" and i2 - i1 < 2 and 0 < k < len(codes) - 1

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,7 +33,9 @@ from common.errors import InputError, say
 DEFAULT_TIMEOUT = 300
 #: Values agree when |a - b| <= ATOL + RTOL * |b| (floats; other dtypes must be equal).
 RTOL, ATOL = 1e-4, 1e-4
-LABELS = {"legacy": "original", "modern": "port"}
+LABELS = {"a": "original", "b": "port"}
+ORIGINS = {"a": "the original built by --call, one batch traced with FULL_TRACE",
+           "b": "the port built by --call, profiled"}
 #: Width of the table's value columns; longer cells are written in full below their row.
 CELL = 28
 
@@ -46,7 +49,7 @@ class Row:
     port: str
     ok: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -81,7 +84,7 @@ class CheckResult:
                         for k, v in self.batches_per_s.items())
         return "\n".join(lines + [f"speed (pipelines as written): {bps}"])
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "rows": [r.to_dict() for r in self.rows],
                 "batches_per_s": self.batches_per_s, "notes": self.notes}
 
@@ -95,8 +98,27 @@ class CheckOptions:
     timeout: float = DEFAULT_TIMEOUT
 
 
-def _run_side(side: str, dest: Path, script: str, port: str, target, opts: CheckOptions,
-              log: Path) -> None:
+class Target(Protocol):
+    """The pipeline function to check (``emit.EmittedPipeline``): its name in the port, the
+    script function it replaces (``<module>``: the script's top-level code up to
+    ``until_line``, its elements bound to ``output``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def original(self) -> str: ...
+    @property
+    def until_line(self) -> int: ...
+    @property
+    def output(self) -> str: ...
+
+
+#: One side's side.json and its batches (the arrays of each component, batch by batch).
+Side = tuple[dict[str, Any], list[list[np.ndarray]]]
+
+
+def _run_side(side: str, dest: Path, script: str, port: str, target: Target,
+              opts: CheckOptions, log: Path) -> None:
     cmd = [sys.executable, "-m", "compare.migration.checkrun", side, str(dest),
            "--script", str(Path(script).resolve()), "--port", str(Path(port).resolve()),
            "--function", target.name if side == "port" else target.original,
@@ -132,7 +154,7 @@ class _SideFailed(Exception):
         self.side, self.why = side, why
 
 
-def _load(dest: Path) -> tuple[dict, list[list]]:
+def _load(dest: Path) -> Side:
 
     side = json.loads((dest / "side.json").read_text())
     data = np.load(dest / "batches.npz")
@@ -141,7 +163,7 @@ def _load(dest: Path) -> tuple[dict, list[list]]:
     return side, [[data[f"b{i}_c{j}"] for j in range(c)] for i in range(n)]
 
 
-def compare_batches(a: tuple[dict, list], b: tuple[dict, list]) -> list[Row]:
+def compare_batches(a: Side, b: Side) -> list[Row]:
     """The table's rows: structure, then shape, dtype, value range and values per component,
     batch by batch (padded batches may differ in shape from one batch to the next)."""
     (sa, ba), (sb, bb) = a, b
@@ -165,7 +187,7 @@ def compare_batches(a: tuple[dict, list], b: tuple[dict, list]) -> list[Row]:
     return rows
 
 
-def _shapes(shapes: list[tuple]) -> str:
+def _shapes(shapes: list[tuple[int, ...]]) -> str:
     """One shape, or the shape of each batch when they differ (padded batches)."""
     distinct = list(dict.fromkeys(shapes))
     if len(distinct) == 1:
@@ -173,7 +195,7 @@ def _shapes(shapes: list[tuple]) -> str:
     return "per batch: " + ", ".join(str(s) for s in shapes)
 
 
-def _values(j: int, xa: list, xb: list) -> list[Row]:
+def _values(j: int, xa: list[np.ndarray], xb: list[np.ndarray]) -> list[Row]:
     """Value range and values over all batches, compared element by element in each batch."""
     a = np.concatenate([x.ravel() for x in xa]) if xa else np.array([])
     b = np.concatenate([x.ravel() for x in xb]) if xb else np.array([])
@@ -191,7 +213,8 @@ def _values(j: int, xa: list, xb: list) -> list[Row]:
     return [Row(f"[{j}] values", "equal" if same else "differ", "", same)]
 
 
-def run_check(script: str, port: str, target, opts: CheckOptions, out: Path) -> CheckResult:
+def run_check(script: str, port: str, target: Target, opts: CheckOptions,
+              out: Path) -> CheckResult:
     """Build, compare and profile both sides; write the report into ``out`` (new or empty)."""
     from compare.api import compare_traces  # lazy: the comparison stack, only for --check
 
@@ -209,7 +232,7 @@ def run_check(script: str, port: str, target, opts: CheckOptions, out: Path) -> 
         atomic.write_bytes(work / "port" / Path(port).name, Path(port).read_bytes())
         say("compare.migrate: comparing the profiles (compare.api.compare_traces) ...")
         compare_traces(work / "original" / "timeline.json", work / "port", out=out,
-                       labels=dict(LABELS))
+                       labels=dict(LABELS), origins=dict(ORIGINS))
         result = CheckResult(rows, bps, out)
         _finish(work, out, result)
         return result
@@ -235,6 +258,7 @@ def _finish(work: Path, out: Path, result: CheckResult) -> None:
         os.rename(work / name, staging / name)
     atomic.write_json(staging / "check.json", result.to_json())
     atomic.move_into(staging, out)
+    _final_paths(out, str(work), str(out))
     report = out / "report.md"
     if report.is_file():
         text = report.read_text(encoding="utf-8")
@@ -242,6 +266,25 @@ def _finish(work: Path, out: Path, result: CheckResult) -> None:
                    + "\n```\n\nValues compared with randomness and queue order neutralised on "
                    "both sides; speed with the pipelines as written.\n")
         atomic.write_text(report, text + section)
+
+
+def _final_paths(out: Path, work: str, final: str) -> None:
+    """report.md and report.json name the sides where they are now (``out/original``,
+    ``out/port``), not the working folder they were compared in, which is gone."""
+    md = out / "report.md"
+    if md.is_file():
+        atomic.write_text(md, md.read_text(encoding="utf-8").replace(work, final))
+    js = out / "report.json"
+    if js.is_file():
+        def fix(v: Any) -> Any:
+            if isinstance(v, str):
+                return v.replace(work, final)
+            if isinstance(v, list):
+                return [fix(x) for x in v]
+            if isinstance(v, dict):
+                return {k: fix(x) for k, x in v.items()}
+            return v
+        atomic.write_json(js, fix(json.loads(js.read_text(encoding="utf-8"))))
 
 
 __all__ = ["CheckOptions", "CheckResult", "Row", "compare_batches", "run_check"]

@@ -1,6 +1,7 @@
 """``--emit`` and ``--check`` of ``python -m compare.migrate``: plain functions over the flags."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
@@ -10,7 +11,8 @@ from common import atomic
 from common.errors import InputError
 from compare.migration.check import CheckOptions, run_check
 from compare.migration.checkrun import parse_call
-from compare.migration.emit import Emitted, emit
+from compare.migration.emit import Emitted, EmittedPipeline, emit
+from compare.migration.model import Report
 
 
 def write_port(emitted: Emitted, out: str, overwrite: bool, script: str) -> None:
@@ -30,7 +32,22 @@ def write_port(emitted: Emitted, out: str, overwrite: bool, script: str) -> None
     atomic.write_text(path, emitted.text)
 
 
-def emit_and_check(script: str, report, f) -> int:
+@dataclasses.dataclass
+class Options:
+    """``--emit`` and ``--check``'s flags, as plain values (the CLI module reads the flags)."""
+
+    emit: str | None = None
+    overwrite: bool = False
+    check: bool = False
+    call: str | None = None
+    setup: str = ""
+    batches: int = 3
+    out: str | None = None
+    port: str | None = None
+    timeout: float = 300
+
+
+def emit_and_check(script: str, report: Report, f: Options) -> int:
     """Emit (``--emit``), then check (``--check``); the exit code."""
     emitted = emit(report)
     if f.check:
@@ -46,7 +63,7 @@ def emit_and_check(script: str, report, f) -> int:
     return _check(script, emitted, f)
 
 
-def _check_flags(f, emitted: Emitted):
+def _check_flags(f: Options, emitted: Emitted) -> EmittedPipeline:
     if not f.call:
         raise InputError("--check needs --call \"FUNC(ARGS)\": the pipeline function to build "
                          "and its arguments")
@@ -67,12 +84,12 @@ def _check_flags(f, emitted: Emitted):
     return target
 
 
-def _check(script: str, emitted: Emitted, f) -> int:
+def _check(script: str, emitted: Emitted, f: Options) -> int:
     from compare.api import default_out  # lazy: the comparison stack, only for --check
 
     target = _check_flags(f, emitted)
     out = Path(f.out) if f.out else default_out()
-    opts = CheckOptions(f.call, f.setup or "", f.batches, timeout=f.timeout)
+    opts = CheckOptions(f.call or "", f.setup or "", f.batches, timeout=f.timeout)
     with tempfile.TemporaryDirectory(prefix="migrate-port-") as tmp:
         port = f.port or f.emit
         if not port:

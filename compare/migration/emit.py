@@ -27,20 +27,25 @@ import ast
 import builtins
 import dataclasses
 import textwrap
+from collections.abc import Sequence
+from typing import Any
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
 from compare.migration import portclass, porthelpers
 from compare.migration.astutil import clone, loads, stored_names
 from compare.migration.bindings import binds, reads_unbound
-from compare.migration.lift import Lifted, Lifter
+from compare.migration.lift import Lifter
+from compare.migration.lifted import Lifted
 from compare.migration.rewrite import DRAWS, Rewriter, summary_call
-from compare.migration.values import MODULE, FuncInfo, Module
+from compare.migration.values import MODULE, ClassInfo, FuncInfo, Module
 
 TODO = "# TODO(migrate): "
 INDENT = "    "
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__"}
 _SEEDING = frozenset({"random.seed", "np.random.seed", "numpy.random.seed"})
+#: A statement of the port, or a TODO of its own (a line of text).
+_Line = ast.stmt | str
 
 
 @dataclasses.dataclass
@@ -59,7 +64,7 @@ class EmittedPipeline:
     until_line: int = 0
     output: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -117,12 +122,12 @@ class _Emitter:
         self.self_attrs: set[str] = set()
         self.classes = portclass.Classes(self)
         self.pipeline_names: set[str] = set()
-        self.cls = None  # the class of the pipeline method being written
+        self.cls: ClassInfo | None = None  # the class of the pipeline method being written
         self.star = [s for s in mod.tree.body if isinstance(s, ast.ImportFrom) and any(
             a.name == "*" for a in s.names) and not (s.module or "").startswith("tensorflow")]
 
     # -- statements -------------------------------------------------------------------------
-    def code(self, stmts: list, locals_: set[str],
+    def code(self, stmts: Sequence[_Line], locals_: set[str],
              live: bool = False) -> tuple[list[str], int, set[str]]:
         """Statements rewritten to TF 2 (with their TODOs; a string is a TODO of its own), the
         number of random draws in them, and the global names they use."""
@@ -148,6 +153,8 @@ class _Emitter:
             lines += [f"{TODO}{t}" for t in dict.fromkeys(rw.todos)]
             for s in new if isinstance(new, list) else [new] if new is not None else []:
                 text = ast.unparse(ast.fix_missing_locations(s))
+                if porthelpers.TF1_ELEMENT in text:
+                    self.helpers_used.add(porthelpers.TF1_ELEMENT)
                 lines += text.split("\n")
                 used |= _free(s)
                 self.self_calls |= _self_members(s, calls=True)
@@ -177,22 +184,69 @@ class _Emitter:
                 for s in stmts:
                     if isinstance(s, ast.ClassDef):
                         draws += self.helper(name, s)
+                    elif _parses_command_line(s) and id(s) not in self.global_code:
+                        said = _one_line(ast.unparse(s))
+                        self.global_code[id(s)] = [
+                            f"{TODO}{said} (line {s.lineno}) reads the command line: the port "
+                            f"does not run it when imported; set {name} before calling a "
+                            f"pipeline function (for instance with {said})"]
+                        draws += self.need(_loads(s) - stored_names(s))
                     elif not isinstance(s, (ast.Import, ast.ImportFrom)) and \
                             id(s) not in self.global_code:
                         self.global_code[id(s)], _d, used = self.code([clone(s)], set())
                         draws += self.need(used - stored_names(s))
         return draws
 
-    def helper(self, name: str, node: ast.AST | None = None) -> int:
+    def signature(self, info: FuncInfo) -> tuple[str, list[str]]:
+        """The port function's parameters, as the script wrote them, and the lines that open
+        its body. A default that reads what the command line sets (absl / TF flags, argparse)
+        or a name this script does not define would run when the port is imported: it becomes
+        None, and the body reads the script's default when called. The names defaults read are
+        carried."""
+        args = clone(m.req(info.args))
+        positional = args.posonlyargs + args.args
+        pairs = list(zip(positional[len(positional) - len(args.defaults):],
+                         range(len(args.defaults)))) if args.defaults else []
+        late: list[tuple[str, ast.expr]] = []
+        for arg, i in pairs:
+            if self.late(args.defaults[i]):
+                late.append((arg.arg, args.defaults[i]))
+                args.defaults[i] = ast.Constant(None)
+        for i, (arg, d) in enumerate(zip(args.kwonlyargs, args.kw_defaults)):
+            if d is not None and self.late(d):
+                late.append((arg.arg, d))
+                args.kw_defaults[i] = ast.Constant(None)
+        for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            self.need(_loads(d))
+        stmts: list[_Line] = []
+        for name, d in late:
+            missing = sorted(n for n in _loads(d) if _undefined(self.mod, n))
+            if missing:
+                stmts.append(f"the default of {name} reads {', '.join(missing)}, which this "
+                             "script does not define: pass it, or define it here")
+            stmts.append(ast.If(ast.Compare(ast.Name(name, ast.Load()), [ast.Is()],
+                                            [ast.Constant(None)]),
+                                [ast.Assign([ast.Name(name, ast.Store())], d, lineno=0)], []))
+        lines, _d, used = self.code(stmts, set(info.params))
+        self.need(used)
+        return ast.unparse(args), lines
+
+    def late(self, default: ast.expr) -> bool:
+        """Does this default read a name only the command line sets, or one this script does
+        not define (so it must not run when the port is imported)?"""
+        return any(_command_line_name(self.mod, n) or _undefined(self.mod, n)
+                   for n in _loads(default))
+
+    def helper(self, name: str, node: ast.stmt | None = None) -> int:
         """Copy the script's function (or class) ``name``, rewritten; its draws (with its
         callees')."""
         if name in self.helpers:
             return self.helpers[name][1]
         self.helpers[name] = ("", 0, set())  # recursion guard
         if node is None:
-            node = self.mod.by_name[name].node
+            node = self.mod.by_name[name].definition
         copy = clone(node)
-        if getattr(copy, "decorator_list", None) and not isinstance(copy, ast.ClassDef):
+        if isinstance(copy, (ast.FunctionDef, ast.AsyncFunctionDef)) and copy.decorator_list:
             copy.decorator_list = []
         lines, draws, used = self.code([copy], stored_names(node) | _params(node))
         self.helpers[name] = ("\n".join(lines), draws, used)
@@ -216,12 +270,14 @@ class _Emitter:
         name = _unique(name, taken)
         merged = dataclasses.replace(p, variants=[v for q in ps for v in q.variants],
                                      unresolved=[u for q in ps for u in q.unresolved])
-        params = ast.unparse(info.node.args) if info is not None and p.function != MODULE else ""
+        params, opening = self.signature(info) if info is not None and p.function != MODULE \
+            else ("", [])
         doc = textwrap.wrap(f"The tf.data port of {_where(ps)}.", 92)
         head = [f"def {name}({params}):", f'{INDENT}"""' + f"\n{INDENT}".join(doc) + '"""']
+        head += [INDENT + ln for ln in opening]
         why = portclass.unsupported(info, p)
         self.self_calls, self.self_attrs = set(), set()
-        self.cls = info.cls if cls else None
+        self.cls = info.cls if cls and info is not None else None
         if why:
             body = [f"{TODO}{why}", f"raise NotImplementedError({p.function!r})"]
             lifted_first, complete = None, False
@@ -229,7 +285,7 @@ class _Emitter:
             body, lifted_first, complete = self.variants(merged, name)
         text = "\n".join(head + [INDENT + ln if ln else "" for ln in body])
         if cls:
-            complete = self.classes.add(cls, name, text, info) and complete
+            complete = self.classes.add(cls, name, text, m.req(info)) and complete
         else:
             self.functions.append(text)
         shown = f"{cls}.{name}" if cls else name
@@ -306,7 +362,7 @@ class _Emitter:
     def after_fn(self, lifted: Lifted, parts: "_Nodes", name: str,
                  locals_: set[str]) -> tuple[list[str], bool, set[str]]:
         """The per-batch map function; seeded (a seed per batch) when it draws."""
-        params = lifted.batch_params
+        params = parts.batch_params
         if not parts.after:
             return [], False, set()
         stmts = list(parts.after)
@@ -329,7 +385,8 @@ class _Emitter:
         return [f"def {name}({sig}):", doc] + [INDENT + ln for ln in body] + [""], draws > 0, \
             used
 
-    def checked_return(self, value: ast.expr, parts: "_Nodes", bound: set[str]) -> list:
+    def checked_return(self, value: ast.expr | None, parts: _Nodes,
+                       bound: set[str]) -> list[_Line]:
         """``return value``; a TODO above it (and the pipeline counted as unfinished) when it
         reads a name nothing before it binds."""
         ret = ast.Return(value)
@@ -381,7 +438,7 @@ class _Emitter:
                 "# " + ln for ln in lines] + [
                 f"raise NotImplementedError({('compare.migrate could not settle ' + what)!r})"], \
                 True, set()
-        stmts: list = []
+        stmts: list[_Line] = []
         parsed = ast.parse("\n".join(lines)).body
         bound = bound | {"ds"} | {n for s in parsed for n in binds(s)}  # ds_1, ds_2 of branches
         for s in parsed:
@@ -436,13 +493,13 @@ class _Nodes:
     """A variant's statements in the port's names, each part checked for names read before the
     port binds them (left out, with a TODO saying why)."""
 
-    setup: list
-    example: list
-    after: list
+    setup: list[_Line]
+    example: list[_Line]
+    after: list[_Line]
     params: set[str]
     script_locals: set[str]
     batch_params: list[str]
-    returns: list
+    returns: list[ast.expr]
     bound: set[str] = dataclasses.field(default_factory=set)
     example_bound: set[str] = dataclasses.field(default_factory=set)
     after_bound: set[str] = dataclasses.field(default_factory=set)
@@ -451,7 +508,7 @@ class _Nodes:
     @classmethod
     def of(cls, lifted: Lifted, params: set[str]) -> "_Nodes":
         return cls([c.apply(s) for s, c, *_ in lifted.setup],
-                   list(lifted.element) + [c.apply(s) for s, c, *_ in lifted.example],
+                   [*lifted.element, *(c.apply(s) for s, c, *_ in lifted.example)],
                    [c.apply(s) for s, c, *_ in lifted.after], params, lifted.script_locals,
                    list(lifted.batch_params or ()),
                    [x for x in (lifted.returns, lifted.output) if x is not None])
@@ -466,22 +523,25 @@ class _Nodes:
     def prune(self, chain_loads: set[str], mod: Module) -> None:
         """Setup keeps what the rest needs (and the checks on it); then each part is put in
         binding order."""
-        needed = chain_loads | set().union(*(loads(s) for s in self.example + self.after
-                                             + self.returns))
-        self.setup = _needed(self.setup, needed, self.params)
+        example, after = _stmts(self.example), _stmts(self.after)
+        needed = chain_loads | set().union(*(loads(s) for s in [*example, *after,
+                                                                *self.returns]))
+        setup = _needed(_stmts(self.setup), needed, self.params)
+        self.setup = [*setup]
         scope = self.locals() | self.script_locals
-        self.setup, bound = self.ordered(self.setup, set(self.params), scope)
+        self.setup, bound = self.ordered(setup, set(self.params), scope)
         self.bound = bound
         # a name the map function assigns is its own local: the outer binding does not count
-        own_ex = set().union(*(binds(s) for s in self.example)) if self.example else set()
-        own_af = set().union(*(binds(s) for s in self.after)) if self.after else set()
+        own_ex = set().union(*(binds(s) for s in example)) if example else set()
+        own_af = set().union(*(binds(s) for s in after)) if after else set()
         self.example, self.example_bound = self.ordered(
-            self.example, (bound - own_ex) | {"example", "seed"}, scope)
+            example, (bound - own_ex) | {"example", "seed"}, scope)
         self.after, self.after_bound = self.ordered(
-            self.after, (bound - own_af) | set(self.batch_params), scope)
+            after, (bound - own_af) | set(self.batch_params), scope)
 
-    def ordered(self, stmts: list, bound: set[str], scope: set[str]) -> tuple[list, set[str]]:
-        out = []
+    def ordered(self, stmts: list[ast.stmt], bound: set[str],
+                scope: set[str]) -> tuple[list[_Line], set[str]]:
+        out: list[_Line] = []
         bound = set(bound)
         for s in stmts:
             missing = reads_unbound(s, bound) & scope
@@ -510,9 +570,11 @@ class _ChainCode(_chain._Render):
 
     def source(self, s: m.Source) -> list[str]:
         out = super().source(s)
-        if s.kind == "range" and not (s.data.known and isinstance(s.data.value, int)):
+        data = s.data
+        if s.kind == "range" and data is not None and not (
+                data.known and isinstance(data.value, int)):
             # range_input_producer took an int32 tensor; Dataset.range wants int64
-            out[0] = f"{self.ds} = tf.data.Dataset.range(tf.cast({s.data.text}, tf.int64))"
+            out[0] = f"{self.ds} = tf.data.Dataset.range(tf.cast({data.text}, tf.int64))"
         return out
 
     def batch(self, st: m.BatchStage) -> list[str]:
@@ -546,9 +608,9 @@ def _exclusive(a: m.Variant, b: m.Variant) -> bool:
     return any(c in wa and wa[c] != val for c, val in b.when)
 
 
-def emit(report) -> Emitted:
+def emit(report: m.Report) -> Emitted:
     """The port of the script a :class:`compare.migrate.MigrationReport` describes."""
-    mod = report.module
+    mod = m.req(report.module)
     e = _Emitter(mod, report.script)
     groups = _group(report.pipelines)
     e.pipeline_names = {g[0].function for g in groups if "." not in g[0].function}
@@ -572,7 +634,12 @@ def _info(mod: Module, function: str) -> FuncInfo | None:
         (f for f in mod.functions if f.qualname == function), None)
 
 
-def _needed(stmts: list, needed: set[str], params: set[str]) -> list:
+def _stmts(lines: list[_Line]) -> list[ast.stmt]:
+    """The statements of a part not checked yet (:meth:`_Nodes.prune` adds its TODOs)."""
+    return [s for s in lines if not isinstance(s, str)]
+
+
+def _needed(stmts: list[ast.stmt], needed: set[str], params: set[str]) -> list[ast.stmt]:
     """The setup statements that bind what the rest needs, the checks and mutations of those
     names (``for f in filenames: if not exists(f): raise``), and Python's random seeding."""
     out = []
@@ -641,7 +708,7 @@ def _fill_empty_blocks(lines: list[str]) -> list[str]:
         j, code = i + 1, False
         while j < len(lines) and (not lines[j].strip() or
                                   len(lines[j]) - len(lines[j].lstrip()) > indent):
-            code = code or (lines[j].strip() and not lines[j].strip().startswith("#"))
+            code = code or bool(lines[j].strip() and not lines[j].strip().startswith("#"))
             j += 1
         if not code:
             out.append(" " * (indent + len(INDENT)) + "pass")
@@ -698,15 +765,16 @@ def _is_docstring(stmt: ast.stmt) -> bool:
         stmt.value.value, str)
 
 
-def _live(stmts: list) -> list:
+def _live(stmts: Sequence[_Line]) -> list[_Line]:
     """Leave out assignments of plain names that nothing after them reads and that call no
     TensorFlow op (a helper's ``num_preprocess_threads = cpu_count()`` that only sized a queue
     runner)."""
-    out, needed = [], set()
+    out: list[_Line] = []
+    needed: set[str] = set()
     for s in reversed(stmts):
         if not isinstance(s, str) and (
                 isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) for t in s.targets)
-                and not {t.id for t in s.targets} & needed and "tf." not in ast.unparse(s.value)
+                and not {getattr(t, "id", "") for t in s.targets} & needed and "tf." not in ast.unparse(s.value)
                 and not isinstance(getattr(s.value, "func", None), ast.Attribute)):
             continue
         if not isinstance(s, str):
@@ -731,7 +799,7 @@ def _params(node: ast.AST) -> set[str]:
 def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
     """The top-level statements of the script that bind ``name`` (its ``__main__`` block
     excluded), in order."""
-    out = []
+    out: list[ast.stmt] = []
     for s in mod.tree.body:
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and _root(
                 s.value.func) == name:
@@ -752,6 +820,35 @@ def _module_bindings(mod: Module, name: str) -> list[ast.stmt]:
             s.value.func.attr.startswith("DEFINE_")]
         out.sort(key=lambda s: s.lineno)
     return out
+
+
+_PARSERS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "docopt"})
+
+
+def _parses_command_line(s: ast.stmt) -> bool:
+    """``a = parser.parse_args()`` (or docopt): what it binds comes from the command line."""
+    value = getattr(s, "value", None)
+    return isinstance(s, (ast.Assign, ast.AnnAssign)) and value is not None and any(
+        isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or getattr(n.func, "id", ""))
+        in _PARSERS for n in ast.walk(value))
+
+
+def _command_line_name(mod: Module, name: str) -> bool:
+    """A module-level name the command line fills: argparse's result, or TF / absl FLAGS
+    (which raise when read before the flags are parsed)."""
+    for s in _module_bindings(mod, name):
+        if _parses_command_line(s):
+            return True
+        value = getattr(s, "value", None)
+        if isinstance(s, ast.Assign) and value is not None and ast.unparse(value).endswith(
+                "FLAGS"):
+            return True
+    return False
+
+
+def _undefined(mod: Module, name: str) -> bool:
+    return name not in _BUILTINS and name != "tf" and not _module_bindings(mod, name) and \
+        name not in mod.by_name and name not in mod.classes and not mod.scan.assumed_tf
 
 
 def _root(node: ast.AST) -> str:

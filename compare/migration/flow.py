@@ -21,16 +21,19 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+from typing import Any, Callable, cast
 
 from compare.migration import calls
 from compare.migration.rules import canonical
 from compare.migration.scan import walk
+from compare.migration.state import Budget, Exit, Frame, Render, Stop, World
 from compare.migration.values import (
     NOCONST,
     ClassInfo,
     ClassV,
     DatasetV,
     DictV,
+    End,
     EnqueueV,
     Exec,
     FrameRec,
@@ -49,6 +52,7 @@ from compare.migration.values import (
     Sym,
     Tensor,
     Val,
+    clone,
     dict_key,
     fold,
     key_val,
@@ -62,95 +66,36 @@ MAX_WORLDS = 8
 #: How deep calls into the script's own functions are followed.
 MAX_DEPTH = 8
 
-class Budget:
-    """Statements the whole analysis may still run."""
+_UNPARSER = getattr(ast, "_Unparser", None)
 
-    def __init__(self, statements: int):
-        self.left = statements
+if _UNPARSER is not None:
+    class _Renaming(_UNPARSER):  # type: ignore[misc, valid-type]
+        """ast's unparser writing some names as other text."""
 
-    def spend(self) -> bool:
-        self.left -= 1
-        return self.left >= 0
+        def __init__(self, texts: dict[str, str]):
+            super().__init__()
+            self.texts = texts
 
-
-class _Stop(Exception):
-    """The budget ran out."""
-
-
-@dataclasses.dataclass
-class _Exit:
-    """How a block ended: a return (with its value) or a raise."""
-
-    kind: str
-    value: Val | None = None
+        def visit_Name(self, n: ast.Name) -> None:
+            self.write(self.texts.get(n.id, n.id))
 
 
-@dataclasses.dataclass(eq=False)
-class Frame:
-    """One function's run: names bound with the clock time they were bound (so a value's text
-    can be rendered as of when it was made), the call stack, the undecided conditions around."""
-
-    fn: FuncInfo
-    env: dict
-    depth: int
-    parent: Frame | None
-    path: tuple[str, ...]
-    guards: tuple[str, ...] = ()
-    loop: Sym | None = None
-    me: ObjV | None = None
-    fid: int = 0
-
-    def bind(self, name: str, val: Val, clock: int) -> None:
-        self.env.setdefault(name, []).append((clock, val))
-
-    def get(self, name: str, at: int | None = None):
-        hist = self.env.get(name)
-        if not hist:
-            return None
-        if at is None:
-            return hist[-1][1]
-        for t, v in reversed(hist):
-            if t <= at:
-                return v
-        return None
-
-
-@dataclasses.dataclass
-class World:
-    """What one run of an entry found."""
-
-    entry: FuncInfo
-    decisions: dict
-    ends: list
-    steps: dict
-    streams: list
-    queues: list
-    forks: list
-    stopped: bool = False
-    log: list = dataclasses.field(default_factory=list)  # Exec, in the order run
-    frames: dict = dataclasses.field(default_factory=dict)  # fid -> FrameRec
-    decided: set = dataclasses.field(default_factory=set)  # seqs of ifs this world decided
-    #: What the entry hands out: its return value and, for a method, ``self`` (per-batch code
-    #: is what makes these from the batches).
-    returned: object = None
-    me: object = None
-
-
-def _unparse_with(node: ast.AST, texts: dict) -> str:
+def _unparse_with(node: ast.AST, texts: dict[str, str]) -> str:
     """``node`` unparsed with names replaced by their text in the pipeline function (a helper's
     parameters by what was passed, its locals by their definitions), without copying it."""
-    base = getattr(ast, "_Unparser", None)
-    if base is None:  # not in this Python: copy and rename
+    if _UNPARSER is None:  # not in this Python: copy and rename
         tree = copy.deepcopy(node)
         for n in walk(tree):
             if isinstance(n, ast.Name) and n.id in texts:
                 n.id = texts[n.id]
         return ast.unparse(tree)
+    return str(_Renaming(texts).visit(node))
 
-    class _Renaming(base):  # type: ignore[misc, valid-type]
-        def visit_Name(self, n: ast.Name) -> None:
-            self.write(texts.get(n.id, n.id))
-    return _Renaming().visit(node)
+
+def _constant(value: object) -> ast.Constant:
+    """A constant node of a value the run folded (ast's own signature is narrower than what
+    ``ast.Constant`` holds at run time)."""
+    return ast.Constant(cast(Any, value))
 
 
 def _paren(text: str) -> str:
@@ -162,24 +107,31 @@ def _paren(text: str) -> str:
 class Run:
     """One world of one entry function (see module doc)."""
 
-    def __init__(self, mod: Module, entry: FuncInfo, decisions: dict, budget: Budget):
+    def __init__(self, mod: Module, entry: FuncInfo, decisions: dict[str, bool], budget: Budget,
+                 shared: dict[str, Val] | None = None):
         self.mod, self.entry, self.decisions, self.budget = mod, entry, decisions, budget
+        #: The module body's pipeline objects by name (see :attr:`World.shared`); each run
+        #: takes its own copy of a queue the first time it reads it.
+        self.shared = shared or {}
+        self.copies: dict[str, Val] = {}
         self.src = mod.scan.source
         self.clock = 0
         self.world = World(entry, dict(decisions), [], {}, [], [], [])
         self.stack: list[FuncInfo] = []
-        self.cur_calls: list = []
-        self.cur_external: list = []
-        self.param_streams: dict = {}
+        self.cur_calls: list[tuple[str, ast.Call]] = []
+        self.cur_external: list[str] = []
+        self.param_streams: dict[str, Stream] = {}
         self.followed: set[int] = set()
         self.presim = False  # running __init__ for self: its calls to methods are not followed
+        self.keys_made = False  # a reader's key (file name) was read in this run
+        self.consulted: dict[str, bool] | None = None  # the decisions __init__'s run met (instance)
         self.floating = Stream("float", entry.node, entry.qualname, (entry.qualname,))
         self.fresh: int = 0  # streams made before the current statement began
         self.cur_seq = -1  # the statement being executed (its Exec's seq)
         self.parent_seq = -1  # the compound statement around it, in the same frame
 
     # -- text -------------------------------------------------------------------------------
-    def render(self, node: ast.AST, fr: Frame) -> object:
+    def render(self, node: ast.AST, fr: Frame) -> Render:
         """A callable giving ``node``'s text in the pipeline function's terms."""
         seg = self.src.segment
         if fr.depth == 0:
@@ -187,9 +139,8 @@ class Run:
         at = self.clock
 
         def text() -> str:
-            names = {n.id for n in walk(node) if isinstance(n, ast.Name)} if (
-                getattr(node, "end_lineno", node.lineno) - node.lineno < 10) else set()
-            subs = {}
+            names = self.mod.names_in(node)
+            subs: dict[str, str] = {}
             for name in names:
                 val = self._lookup_at(name, fr, at)
                 if val is not None and val.text and val.text != name:
@@ -219,7 +170,7 @@ class Run:
             v = f.get(name)
             if v is not None:
                 if fr.depth == 0 and f is fr and isinstance(v, Sym):
-                    return dataclasses.replace(v, render=name)
+                    return v.written(name)
                 if fr.depth == 0 and isinstance(v, Tensor):  # named as the pipeline function does
                     return Tensor(v.stream, v.deps, name, v.key)
                 return v
@@ -228,6 +179,10 @@ class Run:
 
     def global_name(self, name: str, node: ast.AST) -> Val:
         mod = self.mod
+        if name in self.shared:
+            if name not in self.copies:
+                self.copies[name] = _own_copy(self.shared[name])
+            return self.copies[name]
         if name in mod.by_name:
             return FuncV(mod.by_name[name], text=name)
         if name in mod.classes:
@@ -270,12 +225,11 @@ class Run:
             elif isinstance(owner, ListV) and owner.loop is not None and len(owner.items) == 1:
                 owner.items[0] = val  # lists[i] = ... of a list made by a comprehension
 
-    def unpack(self, val: Val, n: int) -> list:
+    def unpack(self, val: Val, n: int) -> list[Val]:
         if isinstance(val, ListV) and len(val.items) == n:
             return list(val.items)
         if isinstance(val, Tensor):
-            parts = [Tensor(val.stream, val.deps, val.text) for _ in range(n)]
-            return parts
+            return [Tensor(val.stream, val.deps, val.text) for _ in range(n)]
         if isinstance(val, ListV) and val.items:
             return [merge(val.items)] * n
         param = getattr(val, "param", "")
@@ -285,20 +239,21 @@ class Run:
     def ev(self, node: ast.AST | None, fr: Frame) -> Val:
         if node is None:
             return Sym("None", None)
-        method = getattr(self, "ev_" + type(node).__name__, None)
+        method = _EV.get(type(node))
         if method is not None:
-            return method(node, fr)
+            return method(self, node, fr)
         vals = [self.ev(c, fr) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)]
         return self.combine(node, vals, fr)
 
-    def combine(self, node: ast.AST, vals: list, fr: Frame, const: object = NOCONST) -> Val:
+    def combine(self, node: ast.AST, vals: list[Val], fr: Frame,
+                const: object = NOCONST) -> Val:
         """A value computed from ``vals``: a tensor when any of them is one (of the first
         stream that is not floating: a graph tensor joins the stream it is combined with)."""
         tensors = [t for v in vals for t in tensors_in(v)]
         if tensors:
             return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)))
         params = [v.param for v in vals if isinstance(v, Sym) and v.param]
-        text = self.render(node, fr)
+        text: str | Render = self.render(node, fr)
         if fr.depth and isinstance(const, (bool, int, float, str, type(None))) and not (
                 isinstance(const, str) and len(const) > 80):
             text = repr(const)  # a helper's computed constant: its value reads best
@@ -317,6 +272,8 @@ class Run:
                 val = base.attrs[node.attr]
                 if fr.depth == 0 and isinstance(val, Tensor):
                     return Tensor(val.stream, val.deps, self.src.segment(node, 120), val.key)
+                if self.presim and isinstance(val, Sym) and not val.known:
+                    return val.written(self.src.segment(node, 120))
                 return val
             method = self.method_of(base, node.attr)
             if method is not None:
@@ -361,7 +318,7 @@ class Run:
     ev_Tuple = ev_List
 
     def ev_Dict(self, node: ast.Dict, fr: Frame) -> Val:
-        items: dict = {}
+        items: dict[object, Val] = {}
         for k, v in zip(node.keys, node.values):
             val = self.ev(v, fr)
             if k is None:  # {**other}
@@ -378,22 +335,22 @@ class Run:
             return ListV(list(left.items), self.render(node, fr)(), loop=right)  # [op] * n
         const = NOCONST
         if isinstance(left, Sym) and isinstance(right, Sym) and left.known and right.known:
-            const = fold(ast.BinOp(ast.Constant(left.const), node.op, ast.Constant(right.const)),
-                         {})
+            const = fold(ast.BinOp(_constant(left.const), node.op, _constant(right.const)), {})
         return self.combine(node, [left, right], fr, const)
 
     def ev_UnaryOp(self, node: ast.UnaryOp, fr: Frame) -> Val:
         v = self.ev(node.operand, fr)
         const = NOCONST
         if isinstance(v, Sym) and v.known:
-            const = fold(ast.UnaryOp(node.op, ast.Constant(v.const)), {})
+            const = fold(ast.UnaryOp(node.op, _constant(v.const)), {})
         return self.combine(node, [v], fr, const)
 
     def ev_Compare(self, node: ast.Compare, fr: Frame) -> Val:
         vals = [self.ev(node.left, fr)] + [self.ev(c, fr) for c in node.comparators]
         const = NOCONST
-        if len(vals) == 2 and all(isinstance(v, Sym) and v.known for v in vals):
-            a, b = vals[0].const, vals[1].const
+        known = [v for v in vals if isinstance(v, Sym) and v.known]
+        if len(vals) == 2 and len(known) == 2:
+            a, b = known[0].const, known[1].const
             try:
                 const = {ast.Eq: a == b, ast.NotEq: a != b, ast.Is: a is b,
                          ast.IsNot: a is not b}.get(type(node.ops[0]), NOCONST)
@@ -407,14 +364,15 @@ class Run:
 
     def ev_BoolOp(self, node: ast.BoolOp, fr: Frame) -> Val:
         vals = [self.ev(v, fr) for v in node.values]
-        const = NOCONST
-        if all(isinstance(v, Sym) and v.known for v in vals):
-            truth = [bool(v.const) for v in vals]
+        const: object = NOCONST
+        known = [v for v in vals if isinstance(v, Sym) and v.known]
+        if len(known) == len(vals):
+            truth = [bool(v.const) for v in known]
             const = all(truth) if isinstance(node.op, ast.And) else any(truth)
         elif isinstance(node.op, ast.Or):  # x or default: the first known-true operand
-            known = [v for v in vals if isinstance(v, Sym) and v.known and v.const]
-            if known and vals.index(known[0]) == 0:
-                const = known[0].const
+            true = [v for v in known if v.const]
+            if true and vals.index(true[0]) == 0:
+                const = true[0].const
         return self.combine(node, vals, fr, const)
 
     def ev_IfExp(self, node: ast.IfExp, fr: Frame) -> Val:
@@ -442,10 +400,11 @@ class Run:
     def ev_Starred(self, node: ast.Starred, fr: Frame) -> Val:
         return self.ev(node.value, fr)
 
-    def ev_JoinedStr(self, node: ast.AST, fr: Frame) -> Val:
+    def ev_JoinedStr(self, node: ast.JoinedStr, fr: Frame) -> Val:
         return Sym(self.render(node, fr), node=node)
 
-    def ev_ListComp(self, node: ast.AST, fr: Frame) -> Val:
+    def ev_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                    fr: Frame) -> Val:
         first = node.generators[0]
         count = self.loop_count(first.iter, self.ev(first.iter, fr), fr)
         inner = Frame(fr.fn, {}, fr.depth, fr, fr.path, fr.guards,
@@ -453,11 +412,13 @@ class Run:
         for i, gen in enumerate(node.generators):
             it = self.ev(gen.iter, fr) if i else None
             it = it if it is not None else self.ev(first.iter, fr)
+            over = self.render(gen.iter, fr)() if isinstance(gen.target, ast.Name) else ""
             item = (Tensor(it.stream, it.deps) if isinstance(it, Tensor) else
                     merge(it.items) if isinstance(it, ListV) and it.items and tensors_in(it)
-                    else Sym(self.render(gen.target, fr)))
+                    else Sym(self.render(gen.target, fr), param=getattr(it, "param", ""),
+                             over=over))
             self.assign(gen.target, item, inner)
-        elt = node.elt if hasattr(node, "elt") else node.value
+        elt = node.value if isinstance(node, ast.DictComp) else node.elt
         val = self.ev(elt, inner)
         if tensors_in(val) or isinstance(val, (ListV, DictV)) and not isinstance(
                 node, ast.DictComp):  # [read(q) for _ in range(n)]: n copies; [[] for ...]
@@ -470,7 +431,8 @@ class Run:
     def ev_Call(self, node: ast.Call, fr: Frame) -> Val:
         return calls.call(self, node, fr)
 
-    def args_of(self, node: ast.Call, fr: Frame, params: tuple = ()) -> tuple[list, dict]:
+    def args_of(self, node: ast.Call, fr: Frame,
+                params: tuple[str, ...] = ()) -> tuple[list[Val], dict[str, Val]]:
         pos = [self.ev(a.value if isinstance(a, ast.Starred) else a, fr) for a in node.args]
         kw = {k.arg: self.ev(k.value, fr) for k in node.keywords if k.arg}
         named = dict(kw)
@@ -480,19 +442,19 @@ class Run:
         return pos, named
 
     # -- statements -------------------------------------------------------------------------
-    def block(self, body: list, fr: Frame) -> _Exit | None:
+    def block(self, body: list[ast.stmt], fr: Frame) -> Exit | None:
         for stmt in body:
             out = self.stmt(stmt, fr)
             if out is not None:
                 return out
         return None
 
-    def stmt(self, node: ast.stmt, fr: Frame) -> _Exit | None:
+    def stmt(self, node: ast.stmt, fr: Frame) -> Exit | None:
         if not self.budget.spend():
-            raise _Stop()
+            raise Stop()
         log = self.world.log
         log.append(Exec(len(log), fr.fid, node, self.parent_seq))
-        method = getattr(self, "st_" + type(node).__name__, None)
+        method = _ST.get(type(node))
         if method is None:
             return None
         saved = self.cur_calls, self.cur_external, self.fresh, self.cur_seq, self.parent_seq
@@ -500,21 +462,22 @@ class Run:
         self.fresh = len(self.world.streams)
         self.cur_seq = self.parent_seq = len(log) - 1
         try:
-            return method(node, fr)
+            return method(self, node, fr)
         finally:
-            if isinstance(node, ast.Assign):
-                for s in self.world.streams[self.fresh:]:
-                    if not s.target and s.kind != "param":
+            streams = self.world.streams
+            if len(streams) > self.fresh:  # the streams this statement began
+                for s in streams[self.fresh:]:
+                    if isinstance(node, ast.Assign) and not s.target and s.kind != "param":
                         s.target = self.src.segment(node.targets[0], 120)
-            for s in self.world.streams[self.fresh:]:
-                if s.seq < 0:
-                    s.seq = self.cur_seq
+                    if s.seq < 0:
+                        s.seq = self.cur_seq
             (self.cur_calls, self.cur_external, self.fresh, self.cur_seq,
              self.parent_seq) = saved
 
-    def touch(self, node: ast.stmt, fr: Frame, vals: list) -> StepRec | None:
+    def touch(self, node: ast.stmt, fr: Frame, vals: list[Val]) -> StepRec | None:
         """Record ``node`` as a per-example step when it computed from per-example tensors."""
-        if isinstance(getattr(node, "value", None), ast.Call) and id(node.value) in self.followed:
+        value = getattr(node, "value", None)
+        if isinstance(value, ast.Call) and id(value) in self.followed:
             return None  # the followed function's own statements are the steps
         made_here = {id(s) for s in self.world.streams[self.fresh:] if s.kind != "param"}
         tensors = [t for v in vals for t in tensors_in(v)
@@ -535,9 +498,9 @@ class Run:
         """The reader keys (``key, value = reader.read(q)``: the file name) a statement reads
         by name: a step computing from a key uses it, though what it computes is no key."""
         value = getattr(node, "value", None)
-        names = [n.id for n in ast.walk(value) if isinstance(n, ast.Name)
-                 and isinstance(n.ctx, ast.Load)] if value is not None else []
-        found = (self._lookup_at(name, fr, self.clock) for name in names)
+        if value is None or not self.keys_made:
+            return []
+        found = (self._lookup_at(name, fr, self.clock) for name in self.mod.loads_in(value))
         return [v for v in found if isinstance(v, Tensor) and v.key]
 
     def stamp(self, val: Val, step: StepRec) -> Val:
@@ -565,9 +528,9 @@ class Run:
         for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                 owner = fr.get(t.value.id)
-                if isinstance(owner, ObjV):
-                    owner.origins.setdefault(t.attr, (fr.fn.qualname, t.lineno,
-                                                      self.src.segment(value, 80)))
+                if isinstance(owner, ObjV) and t.attr not in owner.origins:
+                    owner.origins[t.attr] = (fr.fn.qualname, t.lineno,
+                                             self.src.segment(value, 80))
 
     def st_AnnAssign(self, node: ast.AnnAssign, fr: Frame) -> None:
         if node.value is not None:
@@ -596,21 +559,21 @@ class Run:
             return  # graph bookkeeping (add_to_collection, summaries, logging): no data
         self.touch(node, fr, [val] if not isinstance(val, (QueueV, EnqueueV)) else [])
 
-    def st_Return(self, node: ast.Return, fr: Frame) -> _Exit:
+    def st_Return(self, node: ast.Return, fr: Frame) -> Exit:
         val = self.ev(node.value, fr) if node.value is not None else Sym("None", None)
         if not _plain_move(node.value):
             step = self.touch(node, fr, [val])
             if step is not None:
                 val = self.stamp(val, step)
-        return _Exit("return", val)
+        return Exit("return", val)
 
-    def st_Raise(self, node: ast.Raise, fr: Frame) -> _Exit:
-        return _Exit("raise")
+    def st_Raise(self, node: ast.Raise, fr: Frame) -> Exit:
+        return Exit("raise")
 
     def st_Assert(self, node: ast.Assert, fr: Frame) -> None:
         self.ev(node.test, fr)
 
-    def st_Import(self, node: ast.AST, fr: Frame) -> None:
+    def st_Import(self, node: ast.Import | ast.ImportFrom, fr: Frame) -> None:
         for a in node.names:
             if isinstance(node, ast.Import):
                 name = a.asname or a.name.split(".")[0]
@@ -637,7 +600,7 @@ class Run:
         fr.bind(node.name, ClassV(ClassInfo(node, node.name, {}, []), text=node.name),
                 self.clock)
 
-    def st_With(self, node: ast.With, fr: Frame) -> _Exit | None:
+    def st_With(self, node: ast.With, fr: Frame) -> Exit | None:
         for item in node.items:
             val = self.ev(item.context_expr, fr)
             if item.optional_vars is not None:
@@ -646,7 +609,7 @@ class Run:
 
     st_AsyncWith = st_With
 
-    def st_Try(self, node: ast.Try, fr: Frame) -> _Exit | None:
+    def st_Try(self, node: ast.Try, fr: Frame) -> Exit | None:
         out = self.block(node.body, fr)
         if out is not None and out.kind == "return":
             return out
@@ -654,7 +617,7 @@ class Run:
 
     st_TryStar = st_Try
 
-    def st_For(self, node: ast.For, fr: Frame) -> _Exit | None:
+    def st_For(self, node: ast.For, fr: Frame) -> Exit | None:
         it = self.ev(node.iter, fr)
         if isinstance(it, DictV):  # a dict iterates over its keys
             it = ListV([key_val(k) for k in it.items], it.text)
@@ -691,12 +654,12 @@ class Run:
             return Sym(self.render(it_node.args[0], fr))
         return Sym(lambda: f"len({it.text})" if it.text else "")
 
-    def st_While(self, node: ast.While, fr: Frame) -> _Exit | None:
+    def st_While(self, node: ast.While, fr: Frame) -> Exit | None:
         self.ev(node.test, fr)
         out = self.block(node.body, fr)
         return out if out is not None and out.kind == "return" else None
 
-    def st_If(self, node: ast.If, fr: Frame) -> _Exit | None:
+    def st_If(self, node: ast.If, fr: Frame) -> Exit | None:
         test = self.ev(node.test, fr)
         if isinstance(test, Sym) and test.known:
             return self.block(node.body if test.const else node.orelse, fr)
@@ -712,9 +675,11 @@ class Run:
         if key not in self.world.decisions:
             self.world.forks.append(key)
             self.world.decisions[key] = self.decisions.get(key, True)
+        if self.consulted is not None:
+            self.consulted.setdefault(key, self.world.decisions[key])
         return self.world.decisions[key] == value
 
-    def both(self, node: ast.If, cond: str, fr: Frame) -> _Exit | None:
+    def both(self, node: ast.If, cond: str, fr: Frame) -> Exit | None:
         """Run both branches of an undecidable, non-structural ``if`` and merge the names."""
         saved = {k: list(v) for k, v in fr.env.items()}
         outer = fr.guards
@@ -737,7 +702,7 @@ class Run:
                 self.clock += 1
                 fr.bind(name, merge([va, vb] if vb is not None else [va]), self.clock)
         if out_a is not None and out_b is not None:
-            return _Exit("return", merge([out_a.value, out_b.value]))
+            return Exit("return", merge([out_a.value, out_b.value]))
         return None
 
     # -- running an entry -------------------------------------------------------------------
@@ -748,7 +713,7 @@ class Run:
                                           self.cur_seq if caller else -1, call)
         return fid
 
-    def call_function(self, info: FuncInfo, pos: list, kw: dict, fr: Frame,
+    def call_function(self, info: FuncInfo, pos: list[Val], kw: dict[str, Val], fr: Frame,
                       bound: Val | None = None, closure: Frame | None = None,
                       call: ast.AST | None = None) -> Val | None:
         """Run the script's own function with these arguments; None when it is not followed
@@ -778,7 +743,7 @@ class Run:
             self.parent_seq = outer
         return out.value if out is not None and out.kind == "return" else Sym("None", None)
 
-    def bind_params(self, info: FuncInfo, args: list, kw: dict, callee: Frame,
+    def bind_params(self, info: FuncInfo, args: list[Val], kw: dict[str, Val], callee: Frame,
                     caller: Frame) -> None:
         a = info.args
         if a is None:
@@ -820,7 +785,7 @@ class Run:
         """For a nested function run on its own: the functions around it, their parameters
         known by name only (what the caller of the outer function passes)."""
         outer = None
-        chain = []
+        chain: list[FuncInfo] = []
         parent = info.parent
         while parent is not None and len(chain) < MAX_DEPTH:
             chain.append(parent)
@@ -834,18 +799,41 @@ class Run:
 
     def instance(self, cls: ClassInfo, me_name: str) -> ObjV:
         """``self`` for a method run on its own: the attributes ``__init__`` sets (run without
-        following its calls to other methods)."""
+        following its calls to other methods). Every method of a class, in every world, begins
+        with the same run of ``__init__`` when the decisions it meets are the same: it runs
+        once, and the others take a copy of what it made (:class:`_Presim`)."""
         me = ObjV({}, me_name, cls)
         init = self.method_of(me, "__init__")
         if init is None or init.args is None or init is self.entry:
             return me
+        w = self.world
+        fresh = list(w.frames) == [0] and not (
+            w.log or w.streams or w.steps or w.forks or w.decided or w.queues or w.ends or
+            self.copies or self.param_streams or self.followed or self.clock)
+        key = (id(init), me_name)
+        if fresh:
+            made: list[_Presim] = self.mod.presims.get(key, [])
+            for pre in made:
+                if pre.fits(self.decisions):
+                    return pre.replay(self)
+        consulted: dict[str, bool] = {}
+        self.consulted = consulted
+        try:
+            me = self.simulate_init(me, init, me_name)
+        finally:
+            self.consulted = None
+        if fresh:
+            self.mod.presims.setdefault(key, []).append(_Presim.take(self, me, consulted))
+        return me
+
+    def simulate_init(self, me: ObjV, init: FuncInfo, me_name: str) -> ObjV:
         fr = Frame(init, {}, 1, None, (self.entry.qualname, init.qualname), me=me,
                    fid=self.new_frame(init, None, None))
         self.clock += 1
         fr.bind(init.params[0], me, self.clock)
         for name in init.params[1:]:
             self.clock += 1
-            fr.bind(name, Sym(f"{me_name}.{name}"), self.clock)
+            fr.bind(name, Sym(name), self.clock)  # what the constructor was given
         self.stack.append(init)
         self.presim = True
         try:
@@ -867,11 +855,94 @@ class Run:
             out = self.block(self.entry.body, fr)
             if out is not None and out.kind == "return":
                 self.world.returned = out.value
-        except _Stop:
+            if self.entry is self.mod.module:
+                self.world.shared = {k: h[-1][1] for k, h in fr.env.items()
+                                     if h and _shareable(h[-1][1])}
+        except Stop:
             self.world.stopped = True
         except RecursionError:
             self.world.stopped = True
         return self.world
+
+
+#: Run's handlers by node type: ``ev_<Type>`` for expressions, ``st_<Type>`` for statements.
+#: ``Run.ev_X`` and ``Run.st_X`` by the node type ``ast.X`` they evaluate or run.
+_EV: dict[type[ast.AST], Callable[[Run, Any, Frame], Val]] = {
+    getattr(ast, n[3:]): f for n, f in vars(Run).items()
+    if n.startswith("ev_") and hasattr(ast, n[3:])}
+_ST: dict[type[ast.AST], Callable[[Run, Any, Frame], Exit | None]] = {
+    getattr(ast, n[3:]): f for n, f in vars(Run).items()
+    if n.startswith("st_") and hasattr(ast, n[3:])}
+
+
+@dataclasses.dataclass
+class _Records:
+    """What a run of ``__init__`` for ``self`` left in the world and the run."""
+
+    me: ObjV
+    frames: dict[int, FrameRec]
+    log: list[Exec]
+    streams: list[Stream]
+    queues: list[QueueV]
+    ends: list[End]
+    steps: dict[int, StepRec]
+    forks: list[str]
+    decided: set[int]
+    copies: dict[str, Val]
+    followed: set[int]
+    clock: int
+    keys_made: bool
+
+    def copy(self, memo: dict[int, object]) -> _Records:
+        """A copy made with :func:`.values.clone` (its fields through one ``memo``, in order)."""
+        new = object.__new__(_Records)
+        new.__dict__.update({k: clone(v, memo) for k, v in self.__dict__.items()})
+        return new
+
+
+@dataclasses.dataclass
+class _Presim:
+    """What one run of a class's ``__init__`` for ``self`` made at the start of a world (see
+    :meth:`Run.instance`): the decisions it met, copies of the world's records and of the run's
+    state after it, and how many statements it spent. ``replay`` puts a fresh copy of them into
+    another run at the same point, as if it had run ``__init__`` itself."""
+
+    consulted: dict[str, bool]
+    records: _Records
+    entry: str  # the qualname of the entry it ran for (the first part of its objects' paths)
+
+    def fits(self, decisions: dict[str, bool]) -> bool:
+        return all(decisions.get(k, True) == v for k, v in self.consulted.items())
+
+    @classmethod
+    def take(cls, run: Run, me: ObjV, consulted: dict[str, bool]) -> _Presim:
+        w = run.world
+        records = _Records(me, {k: f for k, f in w.frames.items() if k}, w.log, w.streams,
+                           w.queues, w.ends, w.steps, w.forks, w.decided, run.copies,
+                           run.followed, run.clock, run.keys_made).copy({})
+        return cls(dict(consulted), records, run.entry.qualname)
+
+    def replay(self, run: Run) -> ObjV:
+        """Its records in ``run``, copied, with the paths of what they made starting at
+        ``run``'s entry; the statements it ran are spent from the budget again."""
+        spent = len(self.records.log)
+        if run.budget.left - spent < 0:
+            raise Stop()
+        run.budget.left -= spent
+        memo: dict[int, object] = {}
+        r = self.records.copy(memo)
+        for obj in memo.values():  # streams, queues and ends were made under the entry
+            path = getattr(obj, "path", None)
+            if isinstance(path, tuple) and path[:1] == (self.entry,):
+                setattr(obj, "path", (run.entry.qualname,) + path[1:])
+        w = run.world
+        w.frames.update(r.frames)
+        w.log, w.streams, w.queues, w.ends = r.log, r.streams, r.queues, r.ends
+        w.steps, w.forks, w.decided = r.steps, r.forks, r.decided
+        w.decisions.update(self.consulted)
+        run.copies, run.followed = r.copies, r.followed
+        run.clock, run.keys_made = r.clock, r.keys_made
+        return r.me
 
 
 def _is_range(node: ast.AST) -> bool:
@@ -914,14 +985,40 @@ def _pipeline_val(val: Val) -> bool:
     return isinstance(val, Sym) and bool(val.param)
 
 
-def run_entry(mod: Module, entry: FuncInfo, budget: Budget) -> list[World]:
+def _shareable(val: Val, depth: int = 0) -> bool:
+    """A value the module body made that functions may read as a global: a pipeline object, or
+    a list or dict holding one (``placeholders = [tf.placeholder(...), ...]``)."""
+    if isinstance(val, (QueueV, EnqueueV, PlaceholderV, ReaderV, DatasetV)):
+        return True
+    if isinstance(val, ListV) and depth < 2:
+        return any(_shareable(v, depth + 1) for v in val.items[:16])
+    if isinstance(val, DictV) and depth < 2:
+        return any(_shareable(v, depth + 1) for v in list(val.items.values())[:16])
+    return False
+
+
+def _own_copy(val: Val) -> Val:
+    """A module-level pipeline object as one run sees it: a queue copied (what the run enqueues
+    into it, closes or runs it with stays in that run), the rest as they are."""
+    if isinstance(val, QueueV):
+        return dataclasses.replace(val, enqueues=list(val.enqueues))
+    if isinstance(val, ListV):
+        return ListV([_own_copy(v) for v in val.items], val.text, val.loop)
+    if isinstance(val, DictV):
+        return DictV({k: _own_copy(v) for k, v in val.items.items()}, val.text)
+    return val
+
+
+def run_entry(mod: Module, entry: FuncInfo, budget: Budget,
+              shared: dict[str, Val] | None = None) -> list[World]:
     """Every world of an entry: one run per combination of the structural conditions it meets
-    (depth-first, each new condition first True then False), at most :data:`MAX_WORLDS`."""
+    (depth-first, each new condition first True then False), at most :data:`MAX_WORLDS`.
+    ``shared``: the module body's pipeline objects (:attr:`World.shared`), read as globals."""
     worlds: list[World] = []
-    todo: list[dict] = [{}]
+    todo: list[dict[str, bool]] = [{}]
     while todo and len(worlds) < MAX_WORLDS and budget.left > 0:
         decisions = todo.pop()
-        world = Run(mod, entry, decisions, budget).go()
+        world = Run(mod, entry, decisions, budget, shared).go()
         worlds.append(world)
         for i, key in enumerate(world.forks):
             if key in decisions:

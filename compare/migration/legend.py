@@ -3,6 +3,8 @@ source, the per-example functions (the script's own statements, by function and 
 random draws and their seeds, and where each argument of the chain came from."""
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from compare.migration import model as m
 from compare.migration.rules import rule_for
 
@@ -10,7 +12,7 @@ from compare.migration.rules import rule_for
 MAX_STEP_LINES = 14
 
 
-def at(obj) -> str:
+def at(obj: m.Located) -> str:
     """``line 12``, or ``cell 3 line 12`` in a notebook."""
     cell = getattr(obj, "cell", None)
     return f"cell {cell} line {obj.line}" if cell else f"line {obj.line}"
@@ -23,10 +25,14 @@ def _short_call(qual: str) -> str:
     return f"{short} (TF 2: {rule.tf2})" if rule is not None and rule.tf2 else short
 
 
-def _groups(steps: list[m.Step]) -> list[tuple]:
+#: A run of steps: (function, first line, last line, guards, TF calls, times, cell, loop).
+_Group = tuple[str, int, int, tuple[str, ...], list[str], int, int | None, str]
+
+
+def _groups(steps: list[m.Step]) -> list[_Group]:
     """Consecutive steps of one function under the same conditions, as
     (function, first line, last line, guards, TF calls, times, cell, loop)."""
-    out: list = []
+    out: list[_Group] = []
     for s in steps:
         calls = [_short_call(c) for c in s.calls]
         if out and out[-1][0] == s.function and out[-1][3] == s.guards and (
@@ -78,7 +84,7 @@ def _random_lines(st: m.MapStage, root: m.Code | None) -> list[str]:
         if d.shares_seed_with and d.line not in shared_done:
             lines = sorted({d.line, *d.shares_seed_with})
             shared_done.update(lines)
-            out.append(f"  lines {', '.join(map(str, lines))} share seed={d.seed.text} on "
+            out.append(f"  lines {', '.join(map(str, lines))} share seed={m.req(d.seed).text} on "
                        "purpose: give them one and the same per-example seed, so what they "
                        "draw stays aligned (the same flip and crop for every tensor they touch)")
     alone = [d for d in st.random if not d.shares_seed_with]
@@ -92,54 +98,82 @@ def _random_lines(st: m.MapStage, root: m.Code | None) -> list[str]:
     return out
 
 
+def _given(name: str, code: m.Code | None, default: object) -> str:
+    """``name=value`` as the script gives it, or TF1's default, said to be one."""
+    if code is None:
+        return f"{name}={default!r} by default"
+    return f"{name}={code.text}" + (" by default" if code.default else "")
+
+
+def _shuffled(s: m.Source) -> str:
+    if s.shuffle is None or (s.shuffle.default and s.shuffle.value is True):
+        return f"shuffled each epoch ({_given('shuffle', s.shuffle, True)})"
+    if not s.shuffle.known:
+        return "shuffled only when " + s.shuffle.text
+    return "shuffled each epoch" if s.shuffle.value else "shuffled never (shuffle=False)"
+
+
+def _repeated(s: m.Source) -> str:
+    e = s.num_epochs
+    if e is None or e.is_value(None):
+        return f"repeated forever ({_given('num_epochs', e, None)})"
+    if e.is_value(1):
+        return f"repeated once ({_given('num_epochs', e, None)})"
+    return f"repeated {e.value} times" if e.known else f"repeated {e.text} times (None: forever)"
+
+
+def _queue_source_lines(s: m.Source, where: str) -> list[str]:
+    """Elements an enqueue op puts into an explicit queue: rows it enqueues, or what it
+    computes each time it runs."""
+    data = m.req(s.data).text
+    what = (f"rows of {data}" if s.kind == "rows" else
+            f"what the enqueue op computes each time it runs, {data}")
+    runs = ("its QueueRunner runs the op again and again" if s.repeat or s.endless else
+            "the script runs the op itself (no QueueRunner in this file runs it)")
+    return [f"source: {what}{where}; {s.order}; {runs}"]
+
+
 def _source_lines(s: m.Source) -> list[str]:
     where = f" ({s.site.construct}, {at(s.site)})" if s.site else ""
     if s.kind == "generator":
-        f = s.feeder
+        f = m.req(s.feeder)
         by_line: dict[int, list[str]] = {}
         for ln, v in f.feeds:
             by_line.setdefault(ln, []).append(v)
         fed = "; ".join(f"{', '.join(vs)} at line {ln}" for ln, vs in by_line.items()) or (
             "nothing found")
-        who = f"{f.function} ({'a thread target' if f.thread else 'Python code'})"
+        who = f"{f.function} ({'a thread' if f.thread else 'Python code'})"
         return [f"{m.generator_name(f)}: a generator made of {who}: its loop yields what it fed "
                 f"through feed_dict ({fed}) instead of running the enqueue op{where}"]
+    if s.order or s.kind == "computed":
+        return _queue_source_lines(s, where)
     if s.kind in ("files", "file_pattern", "rows", "range"):
         what = {"files": "files", "file_pattern": "files matching", "rows": "rows of",
                 "range": "the numbers below"}[s.kind]
-        bits = [f"source: {what} {s.data.text}{where}"]
+        data = m.req(s.data).text
+        bits = [f"source: {what} {data}{where}"]
         single = s.kind == "files" or (s.kind == "rows" and not s.columns)
-        if single and not s.shuffle_note and m.literal_length(s.data.text) == 1:
+        if single and not s.shuffle_note and m.literal_length(data) == 1:
             bits.append("one element: nothing to shuffle")
         elif s.shuffle_note:
             bits.append(f"shuffled {s.shuffle_note}")
         elif s.kind != "file_pattern" or s.shuffle is not None:
-            bits.append("shuffled " + ("each epoch (shuffle=True by default)" if s.shuffle is None
-                                       else "only when " + s.shuffle.text
-                                       if not s.shuffle.known else "each epoch"
-                                       if s.shuffle.value else "never (shuffle=False)"))
+            bits.append(_shuffled(s))
         if s.repeat:
-            bits.append("repeated " + ("forever (num_epochs=None)" if s.num_epochs is None
-                                       or s.num_epochs.is_value(None)
-                                       else "once (num_epochs=1)" if s.num_epochs.is_value(1)
-                                       else f"{s.num_epochs.value} times" if s.num_epochs.known
-                                       else f"{s.num_epochs.text} times (None: forever)"))
+            bits.append(_repeated(s))
         if s.capacity is not None:
-            bits.append(f"capacity={s.capacity.text} only sized the queue")
+            bits.append(f"{_given('capacity', s.capacity, 32)} only sized the queue")
         return ["; ".join(bits)]
     if s.kind == "dataset":
-        return [f"source: {s.data.text}{where}"]
+        return [f"source: {m.req(s.data).text}{where}"]
     if s.kind == "provider":
-        shuffled = ("shuffled only when " + s.shuffle.text if not s.shuffle.known else
-                    "shuffled each epoch" if s.shuffle.value else "shuffled never (shuffle=False)")
-        repeated = ("forever (num_epochs=None)" if s.num_epochs is None or
-                    s.num_epochs.is_value(None) else f"{s.num_epochs.text} times")
-        return [f"source: the files of {s.data.text}.data_sources{where}; {shuffled}; repeated "
-                f"{repeated}"]
+        return [f"source: the files of {m.req(s.data).text}.data_sources{where}; {_shuffled(s)}; "
+                f"{_repeated(s)}"]
     return []
 
 
-def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str]:
+def _stage_lines(st: m.Stage, root: m.Code | None,
+                 seeded: Collection[str] = frozenset()) -> list[str]:
     if isinstance(st, m.ReadStage):
         if st.external:
             return [f"records: {st.origin} at {at(st.read)} reads the filename queue and makes "
@@ -149,6 +183,9 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
         many = (f"; {st.readers.text} readers at once" if st.readers is not None and
                 not st.readers.is_value(1) else "")
         return [f"records: {st.origin} read at {at(st.read)}{made}{key}{many}"]
+    if isinstance(st, m.UnbatchStage):
+        return [f"unbatch: {st.site.construct} at {at(st.site)} put whole batches into the queue "
+                "(enqueue_many): each row is an element"]
     if isinstance(st, m.DecodeStage):
         return [f"decoding: {st.decoder} turns each record into {st.items or 'the items'} "
                 f"(provider.get at {at(st.site)}): set where the dataset is made"]
@@ -165,21 +202,26 @@ def _stage_lines(st, root: m.Code | None, seeded: set = frozenset()) -> list[str
                 st.site.construct.endswith("DatasetDataProvider")):
             if st.when.known and not st.when.value:
                 return []
-            cap = f"; common_queue_capacity={st.capacity.text} only bounded it" if (
-                st.capacity) else ""
+            cap = f"; {_given('common_queue_capacity', st.capacity, 256)} only bounded it" \
+                if st.capacity else ""
             flag = "" if st.when.known else f" when {st.when.text}"
-            return [f"shuffle buffer {st.min_after_dequeue.text}{flag}: common_queue_min of the "
+            return [f"shuffle buffer {m.req(st.min_after_dequeue).text}{flag}: "
+                    f"{_given('common_queue_min', st.min_after_dequeue, 128)} of the "
                     f"DatasetDataProvider at {at(st.site)} (its records' RandomShuffleQueue)"
                     f"{cap}"]
         if st.queue == "random_shuffle" and st.when is not None:
             flag = "shuffle=True" if st.when.known else f"shuffle={st.when.text} is true"
             if st.when.known and not st.when.value:
                 return []  # the source line says it is never shuffled
-            return [f"shuffle buffer {st.min_after_dequeue.text}: when {flag}, "
+            return [f"shuffle buffer {m.req(st.min_after_dequeue).text}: when {flag}, "
                     f"{st.site.construct} at {at(st.site)} shuffled in a RandomShuffleQueue "
                     "keeping a quarter of queue_capacity (1000 by default)"]
         if st.queue == "random_shuffle" and st.site.construct.endswith("RecordInput"):
-            return [f"shuffle buffer: buffer_size of the RecordInput at {at(st.site)}"]
+            size = _given("buffer_size", st.min_after_dequeue, 1)
+            if st.min_after_dequeue is None or st.min_after_dequeue.is_value(1):
+                return [f"no shuffle: {size} of the RecordInput at {at(st.site)} keeps one "
+                        "record at a time"]
+            return [f"shuffle buffer: {size} of the RecordInput at {at(st.site)}"]
         if st.queue == "random_shuffle":
             cap = f"; capacity={st.capacity.text} only bounded it" if st.capacity else ""
             return [f"shuffle buffer: min_after_dequeue of the RandomShuffleQueue at "
@@ -262,11 +304,12 @@ def _branch_lines(v: m.Variant) -> list[str]:
     shared = v.source.kind != "zip"
     if shared:
         s = v.source
-        lists = " and ".join(f"{b.source.data.text} ({at(b.source.site)})" for b in v.branches)
+        lists = " and ".join(f"{m.req(b.source.data).text} ({at(m.req(b.source.site))})"
+                             for b in v.branches)
         out += [f"source: the file lists {lists}, zipped; " + _source_lines(
             m.Source("files", None, m.Code("[]"), s.num_epochs, s.shuffle, None, s.capacity,
                      s.repeat))[0].split("; ", 1)[-1],
-                f"  the producers share seed={s.seed.text}: their lists are zipped and shuffled "
+                f"  the producers share seed={m.req(s.seed).text}: their lists are zipped and shuffled "
                 "once, so each element keeps its items together (as the shared seed did for the "
                 "queues); each stream below reads its item, and both see one order because the "
                 "shuffle has that seed"]
@@ -314,11 +357,11 @@ def legend(p: m.Pipeline) -> list[str]:
                                              for b in blocks):
             tail += 1
     out += [ln for e in blocks[0][:head] for ln in e]
-    said: dict[tuple, str] = {}  # entry -> the condition it was first listed under
-    for v, block in zip(p.variants, blocks):
+    said: dict[tuple[str, ...], str] = {}  # entry -> the condition it was first listed under
+    for v, entries in zip(p.variants, blocks):
         when = " and ".join(c if val else f"not {c}" for c, val in v.when)
-        own = []
-        for e in block[head:len(block) - tail]:
+        own: list[str] = []
+        for e in entries[head:len(entries) - tail]:
             if e in said and len(e) > 1:  # listed in full under another condition
                 own.append(f"{e[0].rstrip(':')} (as when {said[e]})")
             else:

@@ -17,15 +17,28 @@ import ast
 import collections
 import dataclasses
 import itertools
+from collections.abc import Iterator
 
 from compare.migration import batchpart as _batchpart
 from compare.migration import model as m
+from compare.migration import porthelpers as _porthelpers
 from compare.migration.astutil import clone, stored_names
 from compare.migration.astutil import loads as _loads
 from compare.migration.astutil import mutated as _mutated
+from compare.migration.lifted import DONE, Ctx, Lifted
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
-from compare.migration.values import Exec, FrameRec, Module, QueueV, Stream, own_nodes, tensors_in
+from compare.migration.values import (
+    End,
+    Exec,
+    FrameRec,
+    FuncInfo,
+    Module,
+    QueueV,
+    Stream,
+    own_nodes,
+    tensors_in,
+)
 
 #: Rule categories of TF1 runtime plumbing: the port leaves out their uses (XLA scopes are
 #: unwrapped by :mod:`.rewrite`, the others' statements dropped with the pipeline's).
@@ -33,29 +46,6 @@ RUNTIME_CATEGORIES = frozenset({"queue_runner", "session", "tracing", "xla_jit"}
 DROPPED_CATEGORIES = RUNTIME_CATEGORIES - {"xla_jit"}
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-@dataclasses.dataclass
-class Lifted:
-    """One variant's statements, each (statement, its frame's :class:`_Ctx`, depth of its frame
-    below the entry, order met); ``ctx.apply(stmt)`` gives it in the port's names. ``element``: how the map function's input binds (statements); ``returns``: the
-    map function's result (None: no per-example stage); ``batch_params`` / ``output``: the
-    per-batch function's parameters and result (None: no per-batch stage);
-    ``entry_returns``: the pipeline function returns its batches (else they are bound to
-    ``output``, the names the script gave them); ``todos``: what could not be lifted;
-    ``script_locals``: the names the script's pipeline code bound (in the port's names)."""
-
-    setup: list = dataclasses.field(default_factory=list)
-    element: list = dataclasses.field(default_factory=list)
-    example: list = dataclasses.field(default_factory=list)
-    after: list = dataclasses.field(default_factory=list)
-    returns: ast.expr | None = None
-    batch_params: list[str] | None = None
-    output: ast.expr | None = None
-    entry_returns: bool = False
-    end_line: int = 0
-    todos: list[str] = dataclasses.field(default_factory=list)
-    script_locals: set[str] = dataclasses.field(default_factory=set)
 
 
 def _header_nodes(stmt: ast.stmt) -> list[ast.AST]:
@@ -72,7 +62,7 @@ def _header_nodes(stmt: ast.stmt) -> list[ast.AST]:
     return [stmt]
 
 
-def _calls(stmt: ast.stmt):
+def _calls(stmt: ast.stmt) -> Iterator[ast.Call]:
     for root in _header_nodes(stmt):
         stack = [root]
         while stack:
@@ -83,55 +73,13 @@ def _calls(stmt: ast.stmt):
                 stack.extend(ast.iter_child_nodes(n))
 
 
-class _Renamer(ast.NodeTransformer):
-    """A frame's names as the port writes them: locals renamed, parameters replaced."""
-
-    def __init__(self, names: dict[str, str], subs: dict[str, ast.expr]):
-        self.names, self.subs = names, subs
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if isinstance(node.ctx, ast.Load) and node.id in self.subs:
-            return clone(self.subs[node.id])
-        if node.id in self.names:
-            node.id = self.names[node.id]
-        return node
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        inner = {a.arg for a in node.args.args}
-        saved = self.names, self.subs
-        self.names = {k: v for k, v in self.names.items() if k not in inner}
-        self.subs = {k: v for k, v in self.subs.items() if k not in inner}
-        self.generic_visit(node)
-        self.names, self.subs = saved
-        return node
-
-
-@dataclasses.dataclass
-class _Ctx:
-    """How one executed frame is written in the port."""
-
-    fid: int
-    names: dict[str, str]
-    subs: dict[str, ast.expr]
-    result: ast.expr | None = None  # the value its executed return gave
-
-    def rename(self, node: ast.AST) -> ast.AST:
-        return _Renamer(self.names, self.subs).visit(clone(node))
-
-    def apply(self, node: ast.AST) -> ast.AST:
-        """``node`` in the port's names (a statement recorded under :data:`_DONE` already is)."""
-        return node if self.fid < 0 else self.rename(node)
-
-
-_DONE = _Ctx(-1, {}, {})  # for statements made or renamed already
-
-
 class Lifter:
     """Lifts one variant (see module doc)."""
 
     def __init__(self, mod: Module, pipeline: m.Pipeline, variant: m.Variant):
         self.mod, self.p, self.v = mod, pipeline, variant
-        world, self.end = variant.origin.world, variant.origin.end
+        origin = m.req(variant.origin)
+        world, self.end = origin.world, origin.end
         self.log: list[Exec] = world.log
         self.frames: dict[int, FrameRec] = world.frames
         self.kids: dict[int, list[Exec]] = collections.defaultdict(list)
@@ -144,9 +92,13 @@ class Lifter:
                 self.called[f.caller_seq].append(f)
         self.map_seqs = {s for st in variant.maps() for s in st.seqs}
         self.source, self.relays = _root_stream(self.end)
+        if variant.source.kind == "computed" and self.source is not None and \
+                self.source.kind == "dequeue":  # each element is what the enqueue op computes
+            self.relays[self.source.seq] = self.source
+            self.source = None
         self.sources = _branch_streams(self.end, self.relays) if getattr(
-            variant, "branches", None) else []  # several streams zipped: by their seq
-        queues = [r.queue for r in self.relays.values()] + (
+            variant, "branches", None) else {}  # several streams zipped: by their seq
+        queues = [r.queue for r in self.relays.values() if r.queue is not None] + (
             [self.end.queue] if self.end.queue is not None else [])
         self.enqueue_calls = {id(op.node): q for q in queues for op in q.enqueues}
         self.enqueued: dict[int, tuple[ast.expr, bool]] = {}  # id(queue) -> (values, many)
@@ -159,7 +111,7 @@ class Lifter:
         self.taken: set[str] = set()
         self.out = Lifted()
         self.phase = "setup"
-        self.batch_ctx: _Ctx | None = None
+        self.batch_ctx: Ctx | None = None
         self.order = itertools.count()
         self.deferred: set[int] = set()  # orders of setup items met after the element binding
 
@@ -196,7 +148,7 @@ class Lifter:
         self.out.script_locals |= self.taken if entry.info.name != "<module>" else {
             n for st in entry.info.body if not isinstance(st, (ast.Import, ast.ImportFrom, *_DEFS))
             for n in stored_names(st)}  # the module's imports and defs are the port's globals
-        ctx = _Ctx(0, {}, {})
+        ctx = Ctx(0, {}, {})
         for x in self.top[0]:
             if self.past_end(x):
                 break
@@ -208,13 +160,14 @@ class Lifter:
         """Entry statements after the pipeline is complete (the training loop, the session)."""
         return self.phase == "done"
 
-    def statement(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def statement(self, x: Exec, ctx: Ctx, depth: int) -> None:
         stmt = x.stmt
         if x.seq == self.end.seq and self.end.kind not in ("stream", "queue"):
             self.batch_point(x, ctx, depth)
             return
         if id(stmt) in self.copies.skip:
-            if id(stmt) in self.copies.appends and self.copies.element is None:
+            if id(stmt) in self.copies.appends and self.copies.element is None and isinstance(
+                    stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 self.copies.element = ctx.rename(stmt.value.args[0])
             return
         if x.seq in self.copies.loops:
@@ -245,13 +198,13 @@ class Lifter:
             self.inline(x, ctx, depth)
         # else a producer, reader, queue, enqueue or session statement: the chain replaces it
 
-    def walk_kids(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def walk_kids(self, x: Exec, ctx: Ctx, depth: int) -> None:
         for k in self.kids.get(x.seq, ()):
             self.statement(k, ctx, depth)
             if self.phase == "done":
                 return
 
-    def flatten(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def flatten(self, x: Exec, ctx: Ctx, depth: int) -> None:
         stmt = x.stmt
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
@@ -266,11 +219,13 @@ class Lifter:
                 "(the plan makes its copies one parallel map)")
         self.walk_kids(x, ctx, depth)
 
-    def copy_loop(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def copy_loop(self, x: Exec, ctx: Ctx, depth: int) -> None:
         """The loop that makes the copies a ``*_join`` batcher takes: one copy (the plan runs
         them as one parallel map). When the copies differ by the loop variable, the port keeps
         the first copy's."""
         stmt = x.stmt
+        if not isinstance(stmt, (ast.For, ast.AsyncFor)):
+            raise TypeError(f"line {stmt.lineno}: the copies' loop is not a for loop")
         targets = [n.id for n in walk(stmt.target) if isinstance(n, ast.Name)]
         loads = {n.id for s in stmt.body for n in walk(s) if isinstance(n, ast.Name)}
         used = [t for t in targets if t in loads]
@@ -282,7 +237,7 @@ class Lifter:
                 f"has no copy number, so the port keeps the copy with {ast.unparse(first)}")
         self.walk_kids(x, ctx, depth)
 
-    def plain(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def plain(self, x: Exec, ctx: Ctx, depth: int) -> None:
         """A statement that builds no pipeline part: once, per example or per batch."""
         stmt = x.stmt
         if depth == 0 and self.frames[0].info.name == "<module>" and isinstance(
@@ -317,35 +272,37 @@ class Lifter:
             self.contains_seq(y, seq) for f in self.called.get(x.seq, ()) for y in self.top[f.fid])
 
     # -- the element: read, relayed through queues, batched ---------------------------------
-    def bind_element(self, x: Exec, ctx: _Ctx) -> None:
+    def bind_element(self, x: Exec, ctx: Ctx) -> None:
         """The read / dequeue / slice statement: its targets take the map function's input."""
         self.phase = "example"
         stmt = x.stmt
         targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        kind = self.source.kind if self.source is not None else "the streams"
         if len(targets) != 1:
-            self.out.todos.append(f"line {stmt.lineno}: the element of {self.source.kind} "
+            self.out.todos.append(f"line {stmt.lineno}: the element of {kind} "
                                   "is not bound to names here; bind it by hand")
             return
         target = ctx.rename(targets[0])
         example: ast.expr = ast.Name("example", ast.Load())
         if self.sources:  # one of several zipped streams: its item of the element
-            item, kind = self.sources[x.seq]
+            item, item_kind = self.sources[x.seq]
             example = ast.Subscript(example, ast.Constant(item), ast.Load())
-            if isinstance(target, ast.Tuple) and len(target.elts) == 2 and kind == "records":
+            if isinstance(target, ast.Tuple) and len(target.elts) == 2 and \
+                    item_kind == "records":
                 target = target.elts[1]
             self.out.element.append(ast.Assign([target], example, lineno=stmt.lineno))
             return
         key_used = self.key_used()
-        if self.source.kind == "records" and isinstance(target, ast.Tuple) and len(
+        if kind == "records" and isinstance(target, ast.Tuple) and len(
                 target.elts) == 2 and not key_used:
             target = target.elts[1]
-        elif self.source.kind == "records" and not isinstance(target, ast.Tuple) and not key_used:
+        elif kind == "records" and not isinstance(target, ast.Tuple) and not key_used:
             self.out.element.append(ast.parse(f"{ast.unparse(target)} = (None, example)").body[0])
             return
         self.out.element.append(ast.Assign([target], ast.Name("example", ast.Load()),
                                            lineno=stmt.lineno))
 
-    def capture_enqueue(self, x: Exec, ctx: _Ctx) -> None:
+    def capture_enqueue(self, x: Exec, ctx: Ctx) -> None:
         """What an enqueue into a queue the element passes through puts in, in the port's
         names: the dequeue on the other side gives it back."""
         for call in _calls(x.stmt):
@@ -357,7 +314,7 @@ class Lifter:
                 many = isinstance(call.func, ast.Attribute) and call.func.attr == "enqueue_many"
                 self.enqueued[id(q)] = (ctx.rename(values), many)
 
-    def relay(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def relay(self, x: Exec, ctx: Ctx, depth: int) -> None:
         """A dequeue from a queue between two parts of the pipeline: the tf.data chain has no
         queue there, so the dequeued names take what was enqueued."""
         stream = self.relays[x.seq]
@@ -372,16 +329,19 @@ class Lifter:
             self.out.todos.append(f"line {stmt.lineno}: the queue was filled with "
                                   "enqueue_many: its elements are the rows of these tensors")
         rest = _Substitute({id(stream.node): _as_tuple(values)}).visit(ctx.rename(stmt))
+        if self.phase == "setup":  # no reader before it: the enqueue op computes each element
+            self.phase = "example"
         if isinstance(rest, ast.Return) and depth:
             ctx.result = rest.value
             return
         self.put(rest, depth)
+        self.mark_end(x, depth)
 
     def put(self, stmt: ast.stmt, depth: int) -> None:
         """A statement already in the port's names, in the current phase."""
         bucket = {"example": self.out.example, "after": self.out.after}.get(self.phase,
                                                                              self.out.setup)
-        bucket.append((stmt, _DONE, depth, next(self.order)))
+        bucket.append((stmt, DONE, depth, next(self.order)))
 
     def key_used(self) -> bool:
         for st in self.v.stages:
@@ -389,7 +349,7 @@ class Lifter:
                 return st.key_used
         return False
 
-    def batch_point(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def batch_point(self, x: Exec, ctx: Ctx, depth: int) -> None:
         """The batch call: the map function returns what it batched; its targets become the
         per-batch function's parameters."""
         stmt = x.stmt
@@ -425,10 +385,12 @@ class Lifter:
                                     ast.Load()) if isinstance(target, ast.Tuple) else \
             ast.Name(self.out.batch_params[0], ast.Load())
 
-    def batch_tensors(self, x: Exec, ctx: _Ctx, depth: int) -> ast.expr | None:
+    def batch_tensors(self, x: Exec, ctx: Ctx, depth: int) -> ast.expr | None:
         """What the batcher was given, per example, in the port's names: a dequeue_many's
         queue gives back what was enqueued; a ``*_join`` batcher's copies are one."""
         end = self.end
+        if end.kind in ("dequeue_many", "dequeue_up_to") and self.rows_of(end.queue):
+            return None  # the rows the chain slices are the elements: no map before the batch
         if end.kind in ("dequeue_many", "dequeue_up_to"):
             value = self.enqueued.get(id(end.queue)) if end.queue is not None else None
             if value is not None and value[1]:
@@ -448,6 +410,13 @@ class Lifter:
             val = self.one_copy(val, x.stmt.lineno)
         return _as_tuple(val)
 
+    def rows_of(self, q: QueueV | None) -> bool:
+        """Is the plan's source the rows ``enqueue_many`` put into queue ``q`` (sliced by the
+        chain itself)?"""
+        s = self.v.source
+        return q is not None and s.kind == "rows" and s.site is not None and any(
+            op.node.lineno == s.site.line and op.many for op in q.enqueues)
+
     def one_copy(self, val: ast.expr, line: int) -> ast.expr:
         if self.copies.element is not None:
             return self.copies.element
@@ -466,7 +435,7 @@ class Lifter:
             return val.elt
         return ast.Subscript(val, ast.Constant(0), ast.Load())
 
-    def iterator_output(self, x: Exec, ctx: _Ctx) -> None:
+    def iterator_output(self, x: Exec, ctx: Ctx) -> None:
         """A pipeline ending in a TF1 iterator: its elements are what ``get_next()`` gives."""
         target = x.stmt.targets[0] if isinstance(x.stmt, ast.Assign) and len(
             x.stmt.targets) == 1 else None
@@ -476,16 +445,17 @@ class Lifter:
             if name and y.fid == x.fid and isinstance(s, ast.Assign) and len(s.targets) == 1 \
                     and isinstance(s.value, ast.Call) and ast.unparse(s.value.func) == \
                     f"{name}.get_next":
-                self.out.output = ctx.rename(s.targets[0])
-                self.out.output.ctx = ast.Load()
-                for n in walk(self.out.output):
+                output = ctx.rename(s.targets[0])
+                setattr(output, "ctx", ast.Load())
+                self.out.output = output
+                for n in walk(output):
                     if isinstance(n, ast.Name):
                         n.ctx = ast.Load()
                 self.out.end_line = s.end_lineno or s.lineno
                 return
         self.out.output = ctx.rename(target) if target is not None else None
 
-    def run_frames(self, x: Exec, ctx: _Ctx, depth: int) -> dict | None:
+    def run_frames(self, x: Exec, ctx: Ctx, depth: int) -> dict[int, ast.expr | None] | None:
         """Inline the helpers a statement calls; each call's result by call (None: the
         pipeline ended inside one)."""
         results = {}
@@ -499,7 +469,7 @@ class Lifter:
                 results[id(f.call)] = sub.result
         return results
 
-    def inline(self, x: Exec, ctx: _Ctx, depth: int) -> None:
+    def inline(self, x: Exec, ctx: Ctx, depth: int) -> None:
         """A call of a helper that builds pipeline parts: its statements here, its result where
         the call was."""
         results = self.run_frames(x, ctx, depth)
@@ -513,7 +483,7 @@ class Lifter:
             return
         self.put(rest, depth)
 
-    def frame_ctx(self, f: FrameRec, caller: _Ctx) -> _Ctx:
+    def frame_ctx(self, f: FrameRec, caller: Ctx) -> Ctx:
         """Names of an inlined frame: parameters replaced by simple arguments (bound otherwise),
         locals renamed where they clash."""
         info = f.info
@@ -531,7 +501,8 @@ class Lifter:
         call = f.call
         if info.cls is not None and info.params and isinstance(call, ast.Call) and isinstance(
                 call.func, ast.Attribute) and info.params[0] not in assigned and not any(
-                getattr(d, "id", "") == "staticmethod" for d in info.node.decorator_list):
+                getattr(d, "id", "") == "staticmethod"
+                for d in getattr(info.node, "decorator_list", ())):
             subs[info.params[0]] = caller.rename(call.func.value)  # self.m(...): self is self
             names.pop(info.params[0], None)
         for param, arg in _bound_args(f, info).items():
@@ -543,11 +514,11 @@ class Lifter:
                 subs[param] = value
             else:
                 target = ast.Name(names.get(param, param), ast.Store())
-                self.put(ast.Assign([target], value, lineno=info.node.lineno), 1)
-        return _Ctx(f.fid, names, subs)
+                self.put(ast.Assign([target], value, lineno=getattr(info.node, "lineno", 0)), 1)
+        return Ctx(f.fid, names, subs)
 
     # -- after the walk ---------------------------------------------------------------------
-    def finish(self, ctx: _Ctx) -> None:
+    def finish(self, ctx: Ctx) -> None:
         out = self.out
         if out.returns is None and self.phase in ("example", "done") and \
                 self.end.kind != "iterator":
@@ -555,8 +526,25 @@ class Lifter:
         self.settle_deferred()
         if out.batch_params is not None:
             _batchpart.settle(self.mod, out, self.frames[0].info.cls)
-        if not out.end_line:
-            out.end_line = getattr(self.end.node, "end_lineno", self.end.node.lineno)
+        if not out.end_line:  # the entry's statement that reached the end, and what follows
+            top = self.top_exec(self.end.seq) if self.end.seq >= 0 else None
+            node = top.stmt if top is not None else self.end.node
+            lines: list[int] = [_last_line(node)] + [
+                _last_line(it[0]) for it in out.after if it[2] == 0]
+            out.end_line = max(lines)
+
+    def top_exec(self, seq: int) -> Exec:
+        """The statement of the entry's own body that ran statement ``seq`` (itself, or the
+        compound statement or call that led to it)."""
+        x = self.log[seq]
+        for _ in range(len(self.log)):
+            if x.parent >= 0:
+                x = self.log[x.parent]
+            elif self.frames[x.fid].caller_seq >= 0:
+                x = self.log[self.frames[x.fid].caller_seq]
+            else:
+                break
+        return x
 
     def settle_deferred(self) -> None:
         """Setup statements that belong to each example: met after the element was bound and
@@ -623,7 +611,7 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
-def _root_stream(end) -> tuple[Stream | None, dict[int, Stream]]:
+def _root_stream(end: End) -> tuple[Stream | None, dict[int, Stream]]:
     """The stream the element starts as (a reader's records, a producer's rows), followed back
     through explicit queues between parts of the pipeline; those queues' dequeue streams by the
     statement that dequeues (``relays``)."""
@@ -644,7 +632,7 @@ def _root_stream(end) -> tuple[Stream | None, dict[int, Stream]]:
     return stream, relays
 
 
-def _branch_streams(end, relays: dict) -> dict[int, tuple[int, str]]:
+def _branch_streams(end: End, relays: dict[int, Stream]) -> dict[int, tuple[int, str]]:
     """The streams a pipeline zips (an image and its camera file), in the order the plan's
     branches take them: the seq of each stream's read -> (its item of the element, its
     kind)."""
@@ -652,9 +640,12 @@ def _branch_streams(end, relays: dict) -> dict[int, tuple[int, str]]:
     streams = list({id(t.stream): t.stream for t in tensors}.values())
     out = {}
     for i, s in enumerate(streams):
-        while s.kind == "dequeue" and s.queue is not None and _enqueued_stream(s.queue):
+        while s.kind == "dequeue" and s.queue is not None:
+            inner = _enqueued_stream(s.queue)
+            if inner is None:
+                break
             relays[s.seq] = s
-            s = _enqueued_stream(s.queue)
+            s = inner
         out[s.seq] = (i, s.kind)
     return out
 
@@ -666,7 +657,7 @@ def _enqueued_stream(q: QueueV) -> Stream | None:
     return tensors[0].stream if tensors else None
 
 
-def _dataset_calls(end) -> set[int]:
+def _dataset_calls(end: End) -> set[int]:
     """The calls that build the tf.data pipeline a TF1 iterator reads: the chain replaces
     them."""
     ds = end.dataset
@@ -683,9 +674,9 @@ class _Copies:
     """The copies a ``*_join`` batcher is given, built in a loop: the loop's executed
     statement(s), the list's ``= []`` and ``.append(x)`` statements, and the first ``x``."""
 
-    loops: set = dataclasses.field(default_factory=set)
-    skip: set = dataclasses.field(default_factory=set)
-    appends: set = dataclasses.field(default_factory=set)
+    loops: set[int] = dataclasses.field(default_factory=set)  # seqs
+    skip: set[int] = dataclasses.field(default_factory=set)  # ids of statements
+    appends: set[int] = dataclasses.field(default_factory=set)  # ids of statements
     element: ast.expr | None = None
 
 
@@ -696,7 +687,7 @@ def _appends_to(stmt: ast.AST, name: str) -> bool:
         stmt.value.args) == 1
 
 
-def _find_copies(log: list[Exec], end) -> _Copies:
+def _find_copies(log: list[Exec], end: End) -> _Copies:
     out = _Copies()
     if not end.kind.endswith("join") or end.seq < 0 or not isinstance(end.node, ast.Call):
         return out
@@ -739,11 +730,17 @@ def _first_item(it: ast.expr) -> ast.expr:
 
 def _as_tuple(val: ast.expr) -> ast.expr:
     """A list of tensors given to a queue as the element tf.data makes of it: a tuple, or the
-    one tensor (a TF1 queue of one component hands out the tensor itself)."""
+    one tensor (a TF1 queue of one component hands out the tensor itself). Given as a name (a
+    list, a dict or a tensor the script built), the port applies TF1's rule when it runs
+    (:data:`.porthelpers.TF1_ELEMENT`)."""
     if isinstance(val, (ast.List, ast.Tuple)) and len(val.elts) == 1 and not isinstance(
             val.elts[0], ast.Starred):
         return val.elts[0]
-    return ast.Tuple(val.elts, ast.Load()) if isinstance(val, ast.List) else val
+    if isinstance(val, (ast.List, ast.Tuple)):
+        return ast.Tuple(val.elts, ast.Load())
+    if isinstance(val, (ast.Dict, ast.DictComp, ast.Constant, ast.BinOp)):
+        return val
+    return ast.Call(ast.Name(_porthelpers.TF1_ELEMENT, ast.Load()), [val], [])
 
 
 _CONTAINERS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
@@ -759,18 +756,26 @@ def _mutable_init(node: ast.AST) -> bool:
         isinstance(e, _CONTAINERS) for e in v.elts))
 
 
-def _arg(call: ast.Call, names: tuple[str, ...]) -> ast.expr | None:
+def _last_line(node: ast.AST) -> int:
+    end: int | None = getattr(node, "end_lineno", None)
+    start: int = getattr(node, "lineno", 0)
+    return end or start
+
+
+def _arg(call: ast.AST, names: tuple[str, ...]) -> ast.expr | None:
+    if not isinstance(call, ast.Call):
+        return None
     for k in call.keywords:
         if k.arg in names:
             return k.value
     return call.args[0] if call.args else None
 
 
-def _is_call_value(stmt: ast.stmt, call: ast.Call) -> bool:
+def _is_call_value(stmt: ast.stmt, call: ast.AST) -> bool:
     return getattr(stmt, "value", None) is call
 
 
-def _bound_args(f: FrameRec, info) -> dict[str, ast.expr | None]:
+def _bound_args(f: FrameRec, info: FuncInfo) -> dict[str, ast.expr | None]:
     """Each parameter of the inlined function and the argument the call gave it."""
     call = f.call
     params = list(info.params)

@@ -16,26 +16,44 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Union
+import re
+from typing import Any, Protocol, TypeVar, Union
+
+from compare.migration.rules import TF1_DEFAULTS
+from compare.migration.scan import Finding
+from compare.migration.source import Where
+from compare.migration.state import Origin
+from compare.migration.values import Module
 
 
 @dataclasses.dataclass(frozen=True)
 class Code:
     """An expression in the pipeline function's terms. ``value`` holds the Python value when
-    ``known`` (a literal, or a name the script binds to one)."""
+    ``known`` (a literal, or a name the script binds to one). ``default``: the script does not
+    give it; it is TF1's default for the argument (:data:`.rules.TF1_DEFAULTS`), and the plan
+    says so wherever it shows it."""
 
     text: str
     known: bool = False
     value: object = None
+    default: bool = False
 
     def is_value(self, value: object) -> bool:
         return self.known and self.value is value
 
-    def to_dict(self) -> dict:
-        out: dict = {"text": self.text}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"text": self.text}
         if self.known and isinstance(self.value, (bool, int, float, str, type(None))):
             out["value"] = self.value
+        if self.default:
+            out["default"] = True
         return out
+
+
+def tf1_default(rule: str, param: str) -> Code:
+    """TF1's default of ``param`` of the construct ``rule``, as a :class:`Code` marked so."""
+    value = TF1_DEFAULTS[rule][param]
+    return Code(repr(value), True, value, default=True)
 
 
 @dataclasses.dataclass
@@ -48,8 +66,8 @@ class Site:
     construct: str
     cell: int | None = None
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -61,8 +79,8 @@ class Unresolved:
     why: str
     cell: int | None = None
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -75,8 +93,10 @@ class Feeder:
     feeds: list[tuple[int, str]]
     signature: list[tuple[str, str]]  # (shape, dtype) per component, as tf.TensorSpec takes them
     placeholders: tuple[str, ...] = ()
+    #: Its sess.run(..., feed_dict=...) (tells apart feeders of one name; not in the JSON).
+    line: int = 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "thread": self.thread,
                 "placeholders": list(self.placeholders),
                 "feeds": [{"line": ln, "value": v} for ln, v in self.feeds],
@@ -87,6 +107,7 @@ class Feeder:
 class Source:
     """Where elements come from. ``kind``: ``files`` (a file list), ``file_pattern`` (a glob),
     ``rows`` (rows of tensors), ``range``, ``generator`` (Python code feeding placeholders),
+    ``computed`` (what an enqueue op computes each time it runs: ``data`` is what it enqueues),
     ``provider`` (slim's DatasetDataProvider), ``dataset`` (a tf.data source the script already
     builds) or ``unknown`` (a parameter or another module: see the pipeline's unresolved)."""
 
@@ -105,10 +126,17 @@ class Source:
     columns: bool = True
     #: How it is shuffled when not per epoch by the source itself (numpy_input_fn: in a queue).
     shuffle_note: str = ""
+    #: The order its elements keep when no producer shuffles them (a queue filled by an
+    #: enqueue op keeps the order it was filled in); the plan states no shuffle argument then.
+    order: str = ""
+    #: ``computed``: the enqueue op is run again for each element by a QueueRunner (False: the
+    #: script runs it itself, as often as it likes).
+    endless: bool = False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {"kind": self.kind, "site": self.site.to_dict() if self.site else None,
-               "repeat": self.repeat, "target": self.target, "columns": self.columns}
+               "repeat": self.repeat, "target": self.target, "columns": self.columns,
+               "order": self.order, "endless": self.endless}
         for k in ("data", "num_epochs", "shuffle", "seed", "capacity"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
@@ -137,7 +165,7 @@ class ReadStage:
     external: bool = False
     kind: str = "read"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "reader": self.reader, "origin": self.origin,
                 "target": self.target,
                 "read": self.read.to_dict(), "made": self.made.to_dict() if self.made else None,
@@ -165,8 +193,8 @@ class Step:
     cell: int | None = None
     loop: str = ""
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -185,8 +213,8 @@ class RandomDraw:
     shares_seed_with: tuple[int, ...] = ()
     cell: int | None = None
 
-    def to_dict(self) -> dict:
-        out = dataclasses.asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(vars(self))
         out["seed"] = self.seed.to_dict() if self.seed else None
         return out
 
@@ -205,7 +233,7 @@ class MapStage:
     kind: str = "map"
     seqs: tuple[int, ...] = ()  # the executed statements (values.Exec) of its steps
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "steps": [s.to_dict() for s in self.steps],
                 "parallel": self.parallel.to_dict() if self.parallel else None,
                 "parallel_from": self.parallel_from,
@@ -226,8 +254,9 @@ class QueueStage:
     when: Code | None = None
     kind: str = "queue"
 
-    def to_dict(self) -> dict:
-        out = {"kind": self.kind, "queue": self.queue, "site": self.site.to_dict()}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "queue": self.queue,
+                               "site": self.site.to_dict()}
         for k in ("capacity", "min_after_dequeue", "seed", "when"):
             v = getattr(self, k)
             out[k] = v.to_dict() if v is not None else None
@@ -258,7 +287,7 @@ class BatchStage:
     def arg(self, name: str) -> Code | None:
         return self.args.get(name)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "op": self.op, "site": self.site.to_dict(),
                 "args": {k: v.to_dict() for k, v in self.args.items()}, "padded": self.padded,
                 "copies": self.copies.to_dict() if self.copies else None,
@@ -279,8 +308,8 @@ class DatasetOp:
     guards: tuple[str, ...] = ()
     cell: int | None = None
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -290,8 +319,20 @@ class DatasetStage:
     ops: list[DatasetOp]
     kind: str = "dataset"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "ops": [o.to_dict() for o in self.ops]}
+
+
+@dataclasses.dataclass
+class UnbatchStage:
+    """What was put into a queue with ``enqueue_many`` at ``site``: whole batches, whose rows are
+    the elements (``Dataset.unbatch``)."""
+
+    site: Site
+    kind: str = "unbatch"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "site": self.site.to_dict()}
 
 
 @dataclasses.dataclass
@@ -304,7 +345,7 @@ class DecodeStage:
     items: str
     kind: str = "decode"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "site": self.site.to_dict(), "decoder": self.decoder,
                 "items": self.items}
 
@@ -318,12 +359,12 @@ class ExternalStage:
     call: str
     kind: str = "external"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "site": self.site.to_dict(), "call": self.call}
 
 
 Stage = Union[ReadStage, MapStage, QueueStage, BatchStage, DatasetStage, ExternalStage,
-              DecodeStage]
+              DecodeStage, UnbatchStage]
 
 
 @dataclasses.dataclass
@@ -335,11 +376,11 @@ class Branch:
     the stream before the streams are zipped (reading, per-stream queues)."""
 
     source: Source
-    stages: list
+    stages: list[Stage]
     component: int = 0
     name: str = ""  # its dataset variable in the chain (set by the renderer)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "component": self.component,
                 "source": self.source.to_dict(), "stages": [s.to_dict() for s in self.stages]}
 
@@ -353,7 +394,7 @@ class Variant:
     source: Source
     stages: list[Stage]
     root_seed: Code | None = None
-    origin: object = None  # the symbolic run it came from (pipelines.Origin): for the emitter
+    origin: Origin | None = None  # the symbolic run it came from: for the emitter
     #: Several streams zipped before ``stages`` (see :class:`Branch`); ``source`` is then their
     #: shared source, or kind ``zip`` when each branch has its own.
     branches: list[Branch] = dataclasses.field(default_factory=list)
@@ -364,7 +405,7 @@ class Variant:
     def batch(self) -> BatchStage | None:
         return next((s for s in self.stages if isinstance(s, BatchStage)), None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"when": [{"condition": c, "value": v} for c, v in self.when],
                 "source": self.source.to_dict(), "stages": [s.to_dict() for s in self.stages],
                 "branches": [b.to_dict() for b in self.branches],
@@ -382,8 +423,8 @@ class Attribute:
     value: str
     cell: int | None = None
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))  # its fields are plain values (asdict is slow)
 
 
 @dataclasses.dataclass
@@ -411,7 +452,7 @@ class Pipeline:
     #: A method's pipeline: the attributes of its object the plan uses, and where they are set.
     attributes: list[Attribute] = dataclasses.field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "params": list(self.params), "line": self.line,
                 "cell": self.cell, "kind": self.kind, "end": self.end.to_dict(),
                 "ends": [e.to_dict() for e in self.ends],
@@ -432,18 +473,22 @@ def literal_length(text: str) -> int | None:
     return len(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else None
 
 
-def relocate(p: Pipeline, where) -> None:
+def relocate(p: Pipeline, where: Where) -> None:
     """Turn the lines of a plan made from a notebook's joined cells into (cell, line in the
     cell); ``where(line) -> (cell, line)``."""
-    def fix(obj) -> None:
+    def fix(obj: object) -> None:
         if obj is None:
             return
-        if dataclasses.is_dataclass(obj) and hasattr(obj, "cell") and getattr(obj, "line", None):
-            obj.cell, obj.line = where(obj.line)
+        line = getattr(obj, "line", None)
+        if dataclasses.is_dataclass(obj) and hasattr(obj, "cell") and line:
+            cell, line = where(line)
+            setattr(obj, "cell", cell)
+            setattr(obj, "line", line)
             if hasattr(obj, "end_line"):
-                obj.end_line = where(obj.end_line)[1]
-            if getattr(obj, "shares_seed_with", ()):
-                obj.shares_seed_with = tuple(where(ln)[1] for ln in obj.shares_seed_with)
+                setattr(obj, "end_line", where(getattr(obj, "end_line"))[1])
+            shared = getattr(obj, "shares_seed_with", ())
+            if shared:
+                setattr(obj, "shares_seed_with", tuple(where(ln)[1] for ln in shared))
         if dataclasses.is_dataclass(obj):
             for f in dataclasses.fields(obj):
                 if f.name not in ("cell", "line"):
@@ -467,6 +512,24 @@ def relocate(p: Pipeline, where) -> None:
     fix(p.attributes)
 
 
+_T = TypeVar("_T")
+
+
+def req(x: _T | None) -> _T:
+    """``x``, a field the plan's kind always sets (a source's data, a dequeue's site): a
+    ValueError when a plan breaks that."""
+    if x is None:
+        raise ValueError("a plan left out a field its kind always sets")
+    return x
+
+
+class Located(Protocol):
+    """Anything of a plan with a line (and, in a notebook, a cell)."""
+
+    @property
+    def line(self) -> int | None: ...
+
+
 def short_name(qualname: str) -> str:
     """The last part of a qualified function name; top-level code is ``pipeline``."""
     parts = qualname.split(".")
@@ -476,8 +539,28 @@ def short_name(qualname: str) -> str:
 
 
 def generator_name(f: Feeder) -> str:
-    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder."""
-    base = short_name(f.function) if f.function else "feeder"
-    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else "values"
-    fed = fed.replace("_placeholder", "").replace("placeholder", "") or "values"
-    return f"{base}_{fed}"
+    """``<feeding function>_<what it fed>``: ``thread_main_sample`` for self.sample_placeholder,
+    ``enqueue_next_group_values`` for self._placeholders; always an identifier."""
+    base = short_name(f.function).strip("_") if f.function else "feeder"
+    fed = f.placeholders[0].rsplit(".", 1)[-1] if f.placeholders else ""
+    words = [w for w in re.split(r"\W+|_", fed) if w and w.lower() not in _PLACEHOLDER_WORDS]
+    name = f"{base}_{'_'.join(words) or 'values'}"
+    return re.sub(r"\W", "_", name) if name.isidentifier() else "feeder_values"
+
+
+#: Words naming a placeholder itself, left out of a generator's name.
+_PLACEHOLDER_WORDS = frozenset({"placeholder", "placeholders", "ph", "phs", "pl", "input",
+                                "inputs"})
+
+
+class Report(Protocol):
+    """What a migration report holds (``compare.migrate.MigrationReport``): what the text, the
+    JSON, the port and the check are made from."""
+
+    script: str
+    findings: list[Finding]
+    plan: str
+    tf_upgrade_v2: str
+    pipelines: list[Pipeline]
+    notes: list[str]
+    module: Module | None

@@ -14,16 +14,23 @@ import ast
 import collections
 import dataclasses
 import re
+from collections.abc import Iterable
 
 from compare.migration import chain as _chain
 from compare.migration import model as m
-from compare.migration.flow import Budget, World, run_entry
+from compare.migration.astutil import line_of
+from compare.migration.flow import run_entry
 from compare.migration.rules import rule_for
 from compare.migration.scan import walk
+from compare.migration.source import Where
+from compare.migration.state import Budget, Origin, World
 from compare.migration.values import (
+    MODULE,
     DatasetV,
     End,
     EnqueueV,
+    FeedRun,
+    FuncInfo,
     ListV,
     Module,
     PlaceholderV,
@@ -32,7 +39,9 @@ from compare.migration.values import (
     StepRec,
     Stream,
     Sym,
+    Tensor,
     Val,
+    feed_owner,
     tensors_in,
 )
 
@@ -44,6 +53,7 @@ STATELESS: dict[str, str] = {
     "random_normal": "tf.random.stateless_normal",
     "truncated_normal": "tf.random.stateless_truncated_normal",
     "multinomial": "tf.random.stateless_categorical",
+    "categorical": "tf.random.stateless_categorical",
     "random_gamma": "tf.random.stateless_gamma",
     "random_poisson": "tf.random.stateless_poisson",
     "dropout": "tf.nn.experimental.stateless_dropout",
@@ -65,21 +75,13 @@ def budget_for(statements: int) -> Budget:
     return Budget(BUDGET_FLOOR + BUDGET_PER_STATEMENT * statements)
 
 
-class Origin:
-    """The symbolic run a variant was built from (its world and end), kept for the code emitter
-    (:mod:`.emit`); not part of the plan's data."""
-
-    def __init__(self, world: World, end: End):
-        self.world, self.end = world, end
-
-
 @dataclasses.dataclass
 class _Found:
     world: World
     end: End
     source_path: tuple[str, ...]
     known_source: bool
-    touched: set
+    touched: set[int]
 
 
 class _Builder:
@@ -90,7 +92,7 @@ class _Builder:
         self.seg = mod.scan.source.segment
         self.unresolved: list[m.Unresolved] = []
         self.notes: list[str] = []
-        self.stages: list = []
+        self.stages: list[m.Stage] = []
         self.branches: list[m.Branch] = []
         self.owner = world.entry
 
@@ -105,17 +107,25 @@ class _Builder:
         return m.Code(text)
 
     def site(self, node: ast.AST, fn: str, construct: str = "") -> m.Site:
-        return m.Site(fn, node.lineno, construct or self.seg(getattr(node, "func", node), 80))
+        return m.Site(fn, line_of(node), construct or self.seg(getattr(node, "func", node), 80))
 
     # -- steps ------------------------------------------------------------------------------
-    def steps_for(self, streams: tuple, deps: frozenset | None) -> list[StepRec]:
+    def steps_for(self, streams: tuple[Stream, ...],
+                  deps: frozenset[int] | None) -> list[StepRec]:
+        """The steps of these streams (``deps``: only those, and the graph constants' among
+        them)."""
         ids = {id(s) for s in streams}
-        recs = [s for s in self.world.steps.values()
-                if (id(s.stream) in ids or s.stream.kind == "float") and (
-                    deps is None and id(s.stream) in ids or deps is not None and s.id in deps)]
+        steps = self.world.steps
+        if deps is not None:
+            recs = [steps[d] for d in deps if d in steps and (
+                id(steps[d].stream) in ids or steps[d].stream.kind == "float")]
+        else:
+            by_stream = self.world.steps_by_stream()
+            recs = [r for i in ids for r in by_stream.get(i, ())]
         return sorted(recs, key=lambda s: s.id)
 
-    def map_stage(self, streams: tuple, deps: frozenset | None, parallel: m.Code | None,
+    def map_stage(self, streams: tuple[Stream, ...], deps: frozenset[int] | None,
+                  parallel: m.Code | None,
                   parallel_from: str) -> m.MapStage | None:
         recs = self.steps_for(streams, deps)
         if not recs:
@@ -127,7 +137,8 @@ class _Builder:
 
     def steps(self, recs: list[StepRec], per: str) -> list[m.Step]:
         """The recorded statements as plan steps (one per statement, however often run)."""
-        steps, by_stmt = [], collections.OrderedDict()
+        steps: list[m.Step] = []
+        by_stmt: dict[int, list[StepRec]] = {}
         for r in recs:
             by_stmt.setdefault(id(r.stmt), []).append(r)
         for group in by_stmt.values():
@@ -152,8 +163,8 @@ class _Builder:
         steps = self.world.steps
         deps = frozenset().union(*(t.deps for v in out for t in tensors_in(v) if (
             t.stream is end.batch or any(steps[d].stream is end.batch for d in t.deps))))
-        recs = [r for r in self.world.steps.values() if r.id in deps and (
-            r.stream is end.batch or r.stream.kind == "float")]
+        recs = [steps[d] for d in deps if d in steps and (
+            steps[d].stream is end.batch or steps[d].stream.kind == "float")]
         if recs and not all(self.packing(r.stmt) for r in recs):
             recs.sort(key=lambda r: r.id)
             batch.after = self.steps(recs, "batch")
@@ -192,7 +203,7 @@ class _Builder:
         if decorated is not None:
             return m.Unresolved(
                 f"{name} (called on each example, through {decorated.decorator})", line,
-                f"defined at line {decorated.node.lineno}, but the decorator decides what the "
+                f"defined at line {line_of(decorated.node)}, but the decorator decides what the "
                 "call does (a library's own producer or wrapper): port the body by hand inside "
                 "the map (Python code such as NumPy through tf.numpy_function), and check it "
                 "for randomness")
@@ -214,7 +225,7 @@ class _Builder:
                 seed = _arg(call, "seed", rule.params)
                 stateless = STATELESS.get(rule.id, f"tf.image.stateless_{rule.id.split('.')[-1]}")
                 draws[id(call)] = m.RandomDraw(
-                    self.seg(call.func, 80), qual, stateless, r.fn, call.lineno,
+                    self.seg(call.func, 80), qual, stateless, r.fn, line_of(call),
                     m.Code(self.seg(seed, 80), isinstance(seed, ast.Constant),
                            getattr(seed, "value", None)) if seed is not None else None)
         out = list(draws.values())
@@ -240,7 +251,7 @@ class _Builder:
                     "behaviour, or draw it per example"))
 
     # -- sources ----------------------------------------------------------------------------
-    def from_stream(self, stream: Stream, deps: frozenset | None, parallel: m.Code | None,
+    def from_stream(self, stream: Stream, deps: frozenset[int] | None, parallel: m.Code | None,
                     parallel_from: str) -> m.Source:
         """The source of ``stream`` (stages before it appended first), then its map stage."""
         source = self.stream_source(stream)
@@ -249,7 +260,8 @@ class _Builder:
             self.stages.append(stage)
         return source
 
-    def from_tensors(self, tensors: list, parallel: m.Code | None, how: str) -> m.Source:
+    def from_tensors(self, tensors: list[Tensor], parallel: m.Code | None,
+                     how: str) -> m.Source:
         """The source of the streams ``tensors`` come from: one stream as :meth:`from_stream`;
         several (an image and its camera file) as branches zipped before the map that
         combines them."""
@@ -277,45 +289,64 @@ class _Builder:
 
     def stream_source(self, stream: Stream) -> m.Source:
         if stream.kind == "records":
+            reader = getattr(stream.node, "func", stream.node)
             source = self.queue_source(stream.queue, stream) if stream.queue else self.unknown(
-                f"the filename queue given to {self.seg(stream.node.func, 60)}", stream.node,
+                f"the filename queue given to {self.seg(reader, 60)}", stream.node,
                 "it is made outside this function (a parameter or another module)")
             self.stages.append(self.read_stage(stream))
-            if stream.reader.kind == "record_input":
+            if m.req(stream.reader).kind == "record_input":
                 self.stages.append(self.record_input_shuffle(stream))
             return source
         if stream.kind == "rows":
             a = stream.args
+            rows = stream.rows
+            if isinstance(rows, Sym) and rows.over and not rows.known:  # one producer per item
+                return self.unknown(
+                    f"{rows.text} (the loop variable over {rows.over})", stream.node,
+                    f"each value of it makes a producer of its own: one dataset per value of "
+                    f"{rows.over}, combined (tf.data.Dataset.sample_from_datasets([tf.data."
+                    f"Dataset.from_tensor_slices({rows.text}) for {rows.text} in "
+                    f"{rows.over}])), with the producer's shuffle and repeat on each")
             return m.Source("rows", self.site(stream.node, stream.fn), self.code(stream.rows),
                             self.code(a.get("num_epochs")), self.code(a.get("shuffle")),
                             self.code(a.get("seed")), self.code(a.get("capacity")),
                             target=stream.target)
         if stream.kind == "dequeue":
-            source = self.queue_source(stream.queue, stream)
-            self.stages.append(self.queue_stage(stream.queue))
+            queue = m.req(stream.queue)
+            source = self.queue_source(queue, stream)
+            self.stages.append(self.queue_stage(queue))
             return source
         if stream.kind == "provider":
             return self.provider_source(stream)
-        return self.unknown(f"{stream.param} (a parameter of {self.owner.qualname})",
-                            stream.node, "its elements are made by the caller, outside this "
-                            "function: start the dataset there")
+        if stream.kind == "iterator":  # a tf.data pipeline's elements, enqueued
+            return self.dataset_variant(stream.args["dataset"])
+        if stream.kind == "batch":  # batches of another batch call, enqueued again
+            upstream = next((e for e in self.world.ends if e.batch is stream), None)
+            if upstream is not None and upstream is not self.end:
+                return self.batch_variant(upstream)
+        if stream.kind == "param" and stream.param:
+            return self.unknown(f"{stream.param} (a parameter of {self.owner.qualname})",
+                                stream.node, "its elements are made by the caller, outside this "
+                                "function: start the dataset there")
+        return self.unknown(f"the elements of {self.seg(stream.node, 60)}", stream.node,
+                            "this plan cannot follow where they come from")
 
     def unknown(self, what: str, node: ast.AST, why: str) -> m.Source:
-        self.unresolved.append(m.Unresolved(what, node.lineno, why))
+        self.unresolved.append(m.Unresolved(what, line_of(node), why))
         return m.Source("unknown", None, m.Code(what))
 
     def read_stage(self, stream: Stream) -> m.ReadStage:
-        r = stream.reader
+        r = m.req(stream.reader)
         kind = _READER_KIND.get(r.kind, "other")
         if r.kind == "external":
             self.unresolved.append(m.Unresolved(
-                f"{r.origin} (reads the filename queue)", stream.node.lineno,
+                f"{r.origin} (reads the filename queue)", line_of(stream.node),
                 "defined outside this file: it reads the records and turns each into tensors "
                 "itself; its record format decides the record dataset (TFRecordDataset for a "
                 "TFRecordReader, ...) and what it does per record the map after it"))
         elif kind == "unknown":
             self.unresolved.append(m.Unresolved(
-                f"{r.origin} (the reader)", stream.node.lineno,
+                f"{r.origin} (the reader)", line_of(stream.node),
                 "made outside this file (a parameter, another module or an attribute): its "
                 "record format decides the record dataset (TFRecordDataset for a TFRecordReader, "
                 "FixedLengthRecordDataset, TextLineDataset, ...)"))
@@ -323,14 +354,15 @@ class _Builder:
         options = self.code(r.args.get("options"))
         if options is not None and not _chain.compression_type(options):
             self.unresolved.append(m.Unresolved(
-                f"options={options.text} of the reader", r.node.lineno,
+                f"options={options.text} of the reader", line_of(r.node or stream.node),
                 "its compression is not written out here: pass it to TFRecordDataset as "
                 "compression_type (\"GZIP\" or \"ZLIB\")"))
         key_used = bool(stream.key_ids) or any(
             t.key and t.stream is stream for t in tensors_in(self.end.inputs))
         readers = self.code(stream.loop) if stream.loop is not None else None
         if r.kind == "record_input":  # its parallelism readers (16 by default)
-            readers = self.code(r.args.get("parallelism")) or m.Code("16", True, 16)
+            readers = self.code(r.args.get("parallelism")) or m.tf1_default("record_input",
+                                                                              "parallelism")
             r.args = {}
         return m.ReadStage(kind, r.origin, self.site(stream.node, stream.fn), made,
                            {k: c for k, v in r.args.items() if (c := self.code(v)) is not None},
@@ -350,60 +382,112 @@ class _Builder:
                               f"the first (line {op.node.lineno})")
         values = op.values
         if any(isinstance(v, PlaceholderV) for v in _flat(values)):
-            return self.generator_source(q, op, values)
-        tensors = [t for t in tensors_in(values) if t.stream.kind != "float"]
-        params = _params_in(values)
+            source = self.generator_source(q, op, values)
+            self.unbatch(op)
+            return source
+        tensors = [t for t in tensors_in(values) if t.stream.kind not in ("float", "param")]
+        params = _params_in(values) + [t.stream.param for t in tensors_in(values)
+                                       if t.stream.kind == "param"]
         if not tensors and params and not op.many:  # one example, made by the caller
-            return self.unknown(f"{', '.join(params)} (a parameter of {self.owner.qualname})",
+            names = ", ".join(dict.fromkeys(params))
+            return self.unknown(f"{names} (a parameter of {self.owner.qualname})",
                                 op.node, "the caller makes the examples enqueued here, outside "
                                 "this function: plan the caller's pipeline, with this "
                                 "function's code in its per-example map")
-        if not tensors:  # a queue runner repeats the enqueue until the queue closes
-            return m.Source("rows", self.site(op.node, op.fn), self.code(values),
-                            repeat=q.copies is not None and not q.closed,
-                            shuffle=m.Code("False", True, False),
-                            target=stream.target if stream is not None else "")
+        if not tensors:
+            return self.computed_source(q, op, stream)
         copies = q.copies or op.loop
-        how = (f"the queue runner's {copies.text} enqueue ops" if q.copies is not None else
+        how = (_runner_ops(q.copies) if q.copies is not None else
                f"the {copies.text} enqueue calls" if copies is not None else "")
-        return self.from_tensors(tensors, self.code(copies) if copies else None, how)
+        source = self.from_tensors(tensors, self.code(copies) if copies else None, how)
+        self.unbatch(op)
+        return source
+
+    def unbatch(self, op: EnqueueV) -> None:
+        """``enqueue_many`` put batches into the queue: their rows are its elements."""
+        if op.many:
+            self.stages.append(m.UnbatchStage(self.site(op.node, op.fn)))
+
+    def computed_source(self, q: QueueV, op: EnqueueV, stream: Stream | None) -> m.Source:
+        """A queue filled with what its enqueue op computes from constants or the function's
+        parameters, not from a reader: each run of the op makes its elements anew (random ops
+        draw again). Rows the op puts in whole and the same each time (``enqueue_many`` of
+        data) are sliced; anything else is computed per element in a map."""
+        site = self.site(op.node, op.fn)
+        endless = q.copies is not None and not q.closed
+        order = "in the order enqueued (a FIFOQueue keeps it)" if q.kind != "random_shuffle" \
+            else "shuffled by the RandomShuffleQueue (its buffer below)"
+        deps = frozenset().union(*(t.deps for t in tensors_in(op.values)))
+        recs = sorted((r for r in self.world.steps.values() if r.id in deps),
+                      key=lambda r: r.id)
+        draws = self.random_draws(recs)
+        target = stream.target if stream is not None else ""
+        if op.many and not draws:
+            return m.Source("rows", site, self._enqueued(op), repeat=endless, order=order,
+                            target=target)
+        how = _runner_ops(q.copies) if q.copies is not None else ""
+        self.stages.append(m.MapStage("", self.steps(recs, "element"),
+                                      self.code(q.copies) if q.copies is not None else None,
+                                      how, draws, seqs=tuple(r.seq for r in recs)))
+        self.unbatch(op)
+        if not endless:
+            self.unresolved.append(m.Unresolved(
+                f"how often {self.seg(op.node.func, 60)} runs", op.node.lineno,
+                "no QueueRunner in this file runs the enqueue op, so the script runs it itself "
+                "as often as it likes: end the dataset after that many elements (.take(n))"))
+        return m.Source("computed", site, self._enqueued(op), repeat=False, order=order,
+                        endless=endless, target=target)
+
+    def _enqueued(self, op: EnqueueV) -> m.Code:
+        """What an enqueue op puts in, in the function's terms (as written when that is all)."""
+        code = self.code(op.values)
+        if code is not None and code.text:
+            return code
+        arg = op.node.args[0] if op.node.args else next(
+            (k.value for k in op.node.keywords if k.arg == "vals"), op.node)
+        return m.Code(self.seg(arg, 200))
 
     def producer_source(self, q: QueueV, copies: Sym | None = None) -> m.Source:
         """A producer's source; made in a loop of copies over data (``for f in names:
         string_input_producer([f])``, each copy reading its own files), the loop's data."""
         a = q.args
         site = self.site(q.node, q.fn)
-        common = dict(num_epochs=self.code(a.get("num_epochs")), shuffle=self.code(
-            a.get("shuffle")), seed=self.code(a.get("seed")), capacity=self.code(a.get("capacity")))
-        if q.rule == "range_input_producer":
-            return m.Source("range", site, self.code(a.get("limit")), **common)
+        seed = self.code(a.get("seed"))
         if q.rule == "record_input":  # its files in random order, read in parallel, shuffled
             return m.Source("file_pattern", site, self.code(a.get("file_pattern")),
-                            shuffle=m.Code("True", True, True), seed=common["seed"])
+                            shuffle=m.Code("True", True, True), seed=seed)
+
+        def source(kind: str, data: m.Code | None, columns: bool = True,
+                   shuffle_note: str = "") -> m.Source:
+            return m.Source(kind, site, data, self.code(a.get("num_epochs")),
+                            self.code(a.get("shuffle")), seed, self.code(a.get("capacity")),
+                            columns=columns, shuffle_note=shuffle_note)
+        if q.rule == "range_input_producer":
+            return source("range", self.code(a.get("limit")))
         if q.rule == "input_producer":
-            return m.Source("rows", site, self.code(a.get("input_tensor")), **common,
-                            columns=False)
+            return source("rows", self.code(a.get("input_tensor")), columns=False)
         files = a.get("string_tensor")
         pattern = _pattern(files)
         if pattern is not None:
-            return m.Source("file_pattern", site, m.Code(self.seg(pattern, 200)), **common)
+            return source("file_pattern", m.Code(self.seg(pattern, 200)))
         one = files.items[0] if isinstance(files, ListV) and len(files.items) == 1 else files
         if copies is not None and isinstance(one, Sym) and one.over:
-            if one is not files:  # each copy's queue held one file: nothing was shuffled
-                common["shuffle"] = m.Code("False", True, False)
-            return m.Source("files", site, m.Code(one.over), **common)
-        return m.Source("files", site, self.code(files), **common)
+            note = "never: each copy's queue held one file" if one is not files else ""
+            return source("files", m.Code(one.over), shuffle_note=note)
+        return source("files", self.code(files))
 
     def record_input_shuffle(self, stream: Stream) -> m.QueueStage:
-        a = stream.queue.args
-        return m.QueueStage("random_shuffle", self.site(stream.queue.node, stream.queue.fn),
-                            min_after_dequeue=self.code(a.get("buffer_size")) or m.Code(
-                                "10000", True, 10000), seed=self.code(a.get("seed")))
+        queue = m.req(stream.queue)
+        a = queue.args
+        return m.QueueStage("random_shuffle", self.site(queue.node, queue.fn),
+                            min_after_dequeue=self.code(a.get("buffer_size")) or
+                            m.tf1_default("record_input", "buffer_size"),
+                            seed=self.code(a.get("seed")))
 
     def record_input_batch(self, stream: Stream) -> None:
         """get_yield_op gave batch_size records at once; the script split them and ran its
         per-record code on each, in a loop: one map before a batch of that size."""
-        q = stream.queue
+        q = m.req(stream.queue)
         size = self.code(q.args.get("batch_size"))
         self.stages.append(m.BatchStage("get_yield_op", self.site(stream.node, stream.fn),
                                         {"batch_size": size} if size else {}))
@@ -411,7 +495,7 @@ class _Builder:
         if loops:
             self.unresolved.append(m.Unresolved(
                 f"the per-record code's loop over the batch ({', '.join(sorted(loops))})",
-                stream.node.lineno,
+                line_of(stream.node),
                 "the script runs it once per position in the batch; one Dataset.map has no "
                 "position: where the code uses it (to pick a method or a seed), draw it per "
                 "example or number the records with .enumerate()"))
@@ -431,34 +515,52 @@ class _Builder:
             "its data_sources, reader and decoder are set where it is made (another module): "
             "they decide the files, the record dataset and the decoding map"))
         site = self.site(p.node, p.fn)
-        shuffle = self.code(a.get("shuffle")) or m.Code("True", True, True)  # slim's defaults
-        readers = self.code(a.get("num_readers")) or m.Code("1", True, 1)
+        shuffle = self.code(a.get("shuffle")) or m.tf1_default("slim_provider", "shuffle")
+        readers = self.code(a.get("num_readers")) or m.tf1_default("slim_provider", "num_readers")
         self.stages.append(m.ReadStage("unknown", f"{name}.reader", site, readers=readers))
         self.stages.append(m.QueueStage(
-            "random_shuffle", site, self.code(a.get("common_queue_capacity")) or m.Code(
-                "256", True, 256), self.code(a.get("common_queue_min")) or m.Code(
-                "128", True, 128), self.code(a.get("seed")), when=shuffle))
+            "random_shuffle", site, self.code(a.get("common_queue_capacity")) or m.tf1_default(
+                "slim_provider", "common_queue_capacity"), self.code(a.get("common_queue_min"))
+            or m.tf1_default("slim_provider", "common_queue_min"), self.code(a.get("seed")),
+            when=shuffle))
         items = stream.rows.text if stream.rows is not None else ""
         self.stages.append(m.DecodeStage(self.site(stream.node, stream.fn), f"{name}.decoder",
                                          items))
         return m.Source("provider", site, m.Code(name), self.code(a.get("num_epochs")), shuffle,
                         self.code(a.get("seed")), repeat=True)
 
+    def feed_runs(self, keys: list[str], op: EnqueueV) -> list[FeedRun]:
+        """The ``sess.run(..., feed_dict=...)`` calls that run the enqueue op or feed its
+        placeholders: those in its own class (or the module functions their names call) when
+        there are any, else any of that name."""
+        owner = feed_owner(op.info, self.mod.by_name)
+        index = self.mod.feeds_by_key
+        for where in (owner, "any"):
+            runs = list({id(r): r for k in keys for r in index.get((k, where), ())}.values())
+            if runs:
+                return runs
+        return []
+
     def generator_source(self, q: QueueV, op: EnqueueV, values: Val) -> m.Source:
         holders = [v for v in _flat(values) if isinstance(v, PlaceholderV)]
         names = {h.stored or h.text for h in holders}
+        given = self.seg(op.node.args[0], 80) if op.node.args else ""  # enqueue(self._phs)
         fetch = op.stored or op.text
-        runs = [r for r in self.mod.feeds if r.fetch == fetch or any(k in names for k, _, _ in
-                                                                        r.feeds)]
-        feeds = sorted({(ln, v) for r in runs for k, v, ln in r.feeds if k in names})
+        runs = self.feed_runs([fetch, given, *names], op)
+        feeds = sorted({(ln, v) for r in runs for k, v, ln in r.feeds if k in names} | {
+            (ln, f"{v} (one value per placeholder of {k})") for r in runs for k, v, ln in r.whole})
         fn = runs[0].fn if runs else ""
-        signature = _signature(q, holders, self.seg)
+        signature = _signature(q, holders, op.many)
         if not runs:
             self.unresolved.append(m.Unresolved(
-                f"what is fed to {', '.join(sorted(names))}", op.node.lineno,
+                f"what is fed to {given or ', '.join(sorted(names))}", op.node.lineno,
                 "no sess.run(..., feed_dict=...) in this file feeds it"))
-        thread = fn.rsplit(".", 1)[-1] in self.mod.threads
-        feeder = m.Feeder(fn, thread, feeds, signature, tuple(sorted(names)))
+        short = fn.rsplit(".", 1)[-1]
+        thread = short in self.mod.threads or fn.rsplit(".", 1)[0] in self.mod.thread_classes
+        stored = [n for n in (h.stored or h.text for h in holders) if n.replace(".", "_")
+                  .isidentifier()]
+        feeder = m.Feeder(fn, thread, feeds, signature, tuple(stored or [given]),
+                          runs[0].node.lineno if runs else 0)
         if runs:
             self.unresolved.append(m.Unresolved(
                 f"{m.generator_name(feeder)} (the generator)", op.node.lineno,
@@ -473,21 +575,25 @@ class _Builder:
     def build(self) -> m.Variant:
         end = self.end
         if end.kind == "iterator":
-            source = self.dataset_variant(end.dataset)
+            source = self.dataset_variant(m.req(end.dataset))
         elif end.kind in ("dequeue_many", "dequeue_up_to"):
-            source = self.queue_source(end.queue, None)
-            self.stages.append(self.queue_stage(end.queue))
+            queue = m.req(end.queue)
+            source = self.queue_source(queue, None)
+            self.stages.append(self.queue_stage(queue))
+            size = self.code(end.args["batch_size"])
             self.stages.append(m.BatchStage(end.kind, self.site(end.node, end.fn, end.construct),
-                                            {"batch_size": self.code(end.args["batch_size"])},
-                                            padded=end.queue.kind == "padding_fifo"))
+                                            {"batch_size": size} if size is not None else {},
+                                            padded=queue.kind == "padding_fifo"))
         elif end.kind == "stream":
-            source = self.from_stream(end.stream, None, None, "")
-            if end.stream.reader is not None and end.stream.reader.kind == "record_input":
-                self.record_input_batch(end.stream)
+            stream = m.req(end.stream)
+            source = self.from_stream(stream, None, None, "")
+            if stream.reader is not None and stream.reader.kind == "record_input":
+                self.record_input_batch(stream)
         elif end.kind in ("queue", "external"):
-            source = self.queue_source(end.queue, None)
-            if end.queue.kind != "producer":
-                self.stages.append(self.queue_stage(end.queue))
+            queue = m.req(end.queue)
+            source = self.queue_source(queue, None)
+            if queue.kind != "producer":
+                self.stages.append(self.queue_stage(queue))
             if end.kind == "external":
                 self.handed_out(end)
         elif end.kind in _INPUT_FNS:
@@ -504,41 +610,44 @@ class _Builder:
         with dequeue_many when it repeats forever, dequeue_up_to otherwise."""
         a = end.args
         site = self.site(end.node, end.fn, end.construct)
-        params = rule_for(self.mod.scan.resolved.get(id(end.node), "")).params
+        rule_ = rule_for(self.mod.scan.resolved.get(id(end.node), ""))
+        params = rule_.params if rule_ is not None else ()
         x_node, y_node = _arg(end.node, "x", params), _arg(end.node, "y", params)
         x = self.seg(x_node, 200) if x_node is not None else "x"
         if end.kind == "pandas_input_fn":
             x = f"dict({x})"
         has_y = y_node is not None and not (isinstance(y_node, ast.Constant)
                                             and y_node.value is None)
-        data = m.Code(f"({x}, {self.seg(y_node, 200)})" if has_y else x)
-        epochs = self.code(a.get("num_epochs")) or m.Code("1", True, 1)
+        data = m.Code(f"({x}, {self.seg(y_node, 200)})" if y_node is not None and has_y else x)
+        rule = end.kind
+        epochs = self.code(a.get("num_epochs")) or m.tf1_default(rule, "num_epochs")
         capacity = self.code(a.get("queue_capacity"))
-        buffer = m.Code(f"{capacity.text} // 4") if capacity is not None and not capacity.known \
-            else m.Code(str((capacity.value if capacity is not None else 1000) // 4), True,
-                        (capacity.value if capacity is not None else 1000) // 4)
+        full = capacity or m.tf1_default(rule, "queue_capacity")
+        buffer = m.Code(f"{full.text} // 4") if not (
+            full.known and isinstance(full.value, int)) else m.Code(
+            str(full.value // 4), True, full.value // 4, default=full.default)
         shuffle = self.code(a.get("shuffle"))
         self.stages.append(m.QueueStage("random_shuffle", site, capacity, buffer,
                                         self.code(a.get("seed")),
-                                        when=shuffle or m.Code("None", True, None)))
+                                        when=shuffle or m.tf1_default(rule, "shuffle")))
         forever = epochs.is_value(None)
         small = m.Code(str(not forever), True, not forever) if epochs.known else m.Code(
             f"{epochs.text} is not None")
-        args = {"batch_size": self.code(a.get("batch_size")) or m.Code("128", True, 128),
+        args = {"batch_size": self.code(a.get("batch_size")) or m.tf1_default(rule, "batch_size"),
                 "allow_smaller_final_batch": small}
         threads = self.code(a.get("num_threads"))
         if threads is not None:
             args["num_threads"] = threads
         self.stages.append(m.BatchStage(end.kind, site, args))
         never = shuffle is not None and shuffle.known and not shuffle.value
-        return m.Source("rows", site, data, epochs, m.Code("False", True, False), columns=False,
+        return m.Source("rows", site, data, epochs, shuffle if never else None, columns=False,
                         shuffle_note="" if never else "in the queue below, not per epoch")
 
     def handed_out(self, end: End) -> None:
-        call = end.args.get("call") or self.seg(end.node, 80)
+        call = end.call or self.seg(end.node, 80)
         self.stages.append(m.ExternalStage(self.site(end.node, end.fn, end.construct), call))
         self.unresolved.append(m.Unresolved(
-            f"{call} (takes the queue)", end.node.lineno,
+            f"{call} (takes the queue)", line_of(end.node),
             "defined outside this file (another module builds the batch): it dequeues the "
             "queue and makes the rest of the pipeline, its per-example code and its batching; "
             "port that part there, continuing this dataset"))
@@ -574,7 +683,7 @@ class _Builder:
         what = f"the tensors given to {end.construct}"
         parts = _flat(inputs) if isinstance(inputs, ListV) else [inputs]
         params = [p.param for p in parts if isinstance(p, Sym) and p.param]
-        calls = [p.node for p in parts if isinstance(getattr(p, "node", None), ast.Call)]
+        calls = [n for p in parts if isinstance(n := getattr(p, "node", None), ast.Call)]
         if calls:
             call = calls[0]
             name = inputs.text if inputs is not None and inputs.text.isidentifier() else (
@@ -597,7 +706,7 @@ class _Builder:
             return
         value = end.args.get(arg)
         self.unresolved.append(m.Unresolved(
-            f"{arg}={value.text if value is not None else '...'} (per example)", end.node.lineno,
+            f"{arg}={value.text if value is not None else '...'} (per example)", line_of(end.node),
             "the script computed it with the example's tensors; the Dataset method takes a "
             "function of the element: write it to compute the same value from the element"))
 
@@ -607,10 +716,11 @@ class _Builder:
             if not isinstance(v, PlaceholderV):
                 continue
             names = {v.stored, v.text} - {""}
-            lines = sorted({ln for r in self.mod.feeds for key, _, ln in r.feeds if key in names})
+            lines = sorted({ln for name in names for r in self.mod.feeds_by_key.get(
+                (name, "any"), ()) for key, _, ln in r.feeds if key in names})
             fed = f" ({_lines_text(lines)})" if lines else ""
             self.unresolved.append(m.Unresolved(
-                f"{k}={v.text} (a placeholder)", end.node.lineno,
+                f"{k}={v.text} (a placeholder)", line_of(end.node),
                 f"the script feeds it at each sess.run{fed}; a tf.data chain takes a Python "
                 f"value: make {k} an argument of the function that builds the dataset (one "
                 "dataset per value it takes)"))
@@ -668,12 +778,19 @@ def _shared_source(sources: list[m.Source]) -> m.Source | None:
         if s.kind != "files" or not all(same(getattr(s, k), getattr(first, k))
                                         for k in ("seed", "shuffle", "num_epochs")):
             return None
-    data = m.Code("[" + ", ".join(s.data.text for s in sources) + "]")
+    data = m.Code("[" + ", ".join(s.data.text for s in sources if s.data is not None) + "]")
     return m.Source("rows", first.site, data, first.num_epochs, first.shuffle, first.seed,
                     first.capacity, first.repeat)
 
 
-def _lines_text(lines) -> str:
+def _runner_ops(copies: Val) -> str:
+    """``the queue runner's 4 enqueue ops`` (``its one enqueue op``)."""
+    if isinstance(copies, Sym) and copies.const == 1:
+        return "the queue runner's one enqueue op"
+    return f"the queue runner's {copies.text} enqueue ops"
+
+
+def _lines_text(lines: Iterable[int]) -> str:
     """``line 3`` or ``lines 3, 9``."""
     distinct = list(dict.fromkeys(lines))
     return ("line " if len(distinct) == 1 else "lines ") + ", ".join(map(str, distinct))
@@ -686,7 +803,11 @@ def _mentions(var: str, rec: StepRec) -> bool:
     return any(var in g.replace("(", " ").replace(")", " ").split() for g in rec.guards)
 
 
-def _arg(call: ast.Call, name: str, params: tuple) -> ast.AST | None:
+def _arg(call: ast.AST, name: str, params: tuple[str, ...]) -> ast.expr | None:
+    """The argument ``call`` gives parameter ``name`` (by keyword or position), if it is a call
+    that gives one."""
+    if not isinstance(call, ast.Call):
+        return None
     for k in call.keywords:
         if k.arg == name:
             return k.value
@@ -697,7 +818,7 @@ def _arg(call: ast.Call, name: str, params: tuple) -> ast.AST | None:
     return None
 
 
-def _flat(val: Val, depth: int = 0) -> list:
+def _flat(val: Val, depth: int = 0) -> list[Val]:
     if isinstance(val, ListV) and depth < 4:
         return [x for v in val.items for x in _flat(v, depth + 1)]
     return [val]
@@ -712,18 +833,38 @@ def _pattern(files: Val | None) -> ast.AST | None:
     return None
 
 
-def _signature(q: QueueV, holders: list, seg) -> list[tuple[str, str]]:
-    """(shape, dtype) per component, from the queue's shapes/dtypes or the placeholders."""
+#: TensorFlow's dtype names that are not ``tf.<name>`` (``FIFOQueue(100, "float")``).
+_DTYPE_ALIASES = {"float": "float32", "double": "float64", "half": "float16"}
+
+
+def _signature(q: QueueV, holders: list[PlaceholderV], many: bool) -> list[tuple[str, str]]:
+    """(shape, dtype) per component of what the generator yields: the queue's shapes and dtypes,
+    else the placeholders'. Fed with ``enqueue_many``, a value is a batch of rows: the
+    placeholder's shape, or the queue's shape after a batch dimension."""
     dtypes, shapes = q.args.get("dtypes"), q.args.get("shapes")
+    one = len(holders) == 1
     out = []
     for i, h in enumerate(holders):
-        dtype = _item(dtypes, i) or h.args.get("dtype")
-        shape = _item(shapes, i) or h.args.get("shape")
+        dtype = _item(dtypes, i) or (dtypes if one and isinstance(dtypes, Sym) else None) or \
+            h.args.get("dtype")
+        queue_shape = _item(shapes, i)
+        shape = h.args.get("shape") if many else queue_shape or h.args.get("shape")
         d = dtype.text if dtype is not None else "None"
         if isinstance(dtype, Sym) and isinstance(dtype.const, str):
-            d = f"tf.{dtype.const}"
-        out.append((shape.text if shape is not None else "None", d))
+            d = f"tf.{_DTYPE_ALIASES.get(dtype.const, dtype.const)}"
+        text = shape.text if shape is not None else "None"
+        if many and shape is None and queue_shape is not None:
+            text = _batched_shape(queue_shape.text)
+        out.append((text, d))
     return out
+
+
+def _batched_shape(text: str) -> str:
+    """A shape with a batch dimension of any size in front: ``[3]`` -> ``[None, 3]``."""
+    if text.startswith(("[", "(")) and text.endswith(("]", ")")):
+        inner = text[1:-1].strip().rstrip(",")
+        return f"[None, {inner}]" if inner else "[None]"
+    return f"[None, *{text}]"
 
 
 def _item(val: Val | None, i: int) -> Val | None:
@@ -739,10 +880,10 @@ def _source_path(end: End, depth: int = 0) -> tuple[tuple[str, ...], bool]:
     if depth > 6:
         return end.path, False
     if end.kind == "iterator":
-        head = end.dataset.head
+        head = m.req(end.dataset).head
         return (head[3].path, True) if head[0] == "call" else (end.path, False)
     if end.kind in ("dequeue_many", "dequeue_up_to", "queue", "external"):
-        return _queue_path(end.queue, depth)
+        return _queue_path(m.req(end.queue), depth)
     if end.kind in _INPUT_FNS:  # the arrays it is given are its source
         return end.path, True
     stream = end.stream if end.kind == "stream" else next(
@@ -756,7 +897,7 @@ def _stream_path(stream: Stream, depth: int) -> tuple[tuple[str, ...], bool]:
             return stream.path, False
         return _queue_path(stream.queue, depth + 1)
     if stream.kind == "dequeue":
-        return _queue_path(stream.queue, depth + 1)
+        return _queue_path(m.req(stream.queue), depth + 1)
     return stream.path, stream.kind not in ("param",)
 
 
@@ -809,7 +950,10 @@ def _implicit_ends(world: World, dequeued: set[str]) -> list[End]:
 
 def _owned(entry_path: tuple[str, ...], end: End, source_path: tuple[str, ...]) -> bool:
     """True unless both the end and the source were made inside the same callee of the entry
-    (then that callee owns the pipeline)."""
+    (then that callee owns the pipeline). A source the module body made (a queue at the top of
+    the script) is every function's: the function that makes the end owns the pipeline."""
+    if source_path[:1] == (MODULE,) and entry_path != (MODULE,):
+        source_path = end.path
     common = 0
     for a, b in zip(end.path, source_path):
         if a != b:
@@ -818,25 +962,67 @@ def _owned(entry_path: tuple[str, ...], end: End, source_path: tuple[str, ...]) 
     return common < 2 or len(end.path) < 2
 
 
-def find(mod: Module, budget: Budget) -> tuple[list[list[_Found]], bool]:
-    """Every end of every entry's worlds, grouped by (entry, end call); and whether the budget
-    ran out."""
-    groups: dict[tuple, list[_Found]] = collections.OrderedDict()
+def _run_all(mod: Module, budget: Budget) -> tuple[list[tuple[FuncInfo, World]], bool]:
+    """Every world of every entry, the module body's first: the pipeline objects it leaves in
+    its names (a queue made at the top of the script) are what the functions read."""
+    entries = sorted(mod.entries(), key=lambda e: e is not mod.module)
+    out: list[tuple[FuncInfo, World]] = []
+    shared: dict[str, Val] = {}
     stopped = False
-    for entry in mod.entries():
+    for entry in entries:
         if budget.left <= 0:
             stopped = True
             break
-        for world in run_entry(mod, entry, budget):
-            stopped = stopped or world.stopped
-            if world.stopped:  # half a run: its pipelines would be half planned
+        worlds = run_entry(mod, entry, budget, shared)
+        if entry is mod.module and worlds:
+            shared = worlds[0].shared
+        out += [(entry, w) for w in worlds]
+    return out, stopped
+
+
+def _consumed(runs: list[tuple[FuncInfo, World]]) -> tuple[set[int], set[int]]:
+    """The queues some end or dequeue reads (by their constructor call), and the batch calls
+    whose batches are enqueued into another queue (``enqueue_many(batch)``: that queue's
+    pipeline continues them)."""
+    read: set[int] = set()
+    rebatched: set[int] = set()
+    for _entry, world in runs:
+        for end in world.ends:
+            if end.queue is not None:
+                read.add(id(end.queue.node))
+        for s in world.streams:
+            if s.kind == "dequeue" and s.queue is not None:
+                read.add(id(s.queue.node))
+        for q in world.queues:
+            for op in q.enqueues:
+                for t in tensors_in(op.values):
+                    if t.stream.kind == "batch":
+                        rebatched.add(id(t.stream.node))
+                    elif t.stream.kind == "iterator":
+                        rebatched.add(id(t.stream.args["iterator"]))
+    return read, rebatched
+
+
+def find(mod: Module, budget: Budget) -> tuple[list[list[_Found]], bool]:
+    """Every end of every entry's worlds, grouped by (entry, end call); and whether the budget
+    ran out."""
+    groups: dict[tuple[str, int], list[_Found]] = collections.OrderedDict()
+    runs, stopped = _run_all(mod, budget)
+    read, rebatched = _consumed(runs)
+    for entry, world in runs:
+        stopped = stopped or world.stopped
+        if world.stopped:  # half a run: its pipelines would be half planned
+            continue
+        for end in world.ends + _implicit_ends(world, mod.dequeued):
+            if end.kind == "queue" and id(m.req(end.queue).node) in read:
+                continue  # filled here, dequeued by a function: that function's pipeline
+            if id(end.node) in rebatched:
+                continue  # its batches are enqueued again: part of that queue's pipeline
+            path, known = _source_path(end)
+            if not _owned((entry.qualname,), end, path):
                 continue
-            for end in world.ends + _implicit_ends(world, mod.dequeued):
-                path, known = _source_path(end)
-                if not _owned((entry.qualname,), end, path):
-                    continue
-                groups.setdefault((entry.qualname, id(end.node)), []).append(
-                    _Found(world, end, path, known, _touched(end)))
+            groups.setdefault((entry.qualname, id(end.node)), []).append(
+                _Found(world, end, path, known, _touched(end)))
     return list(groups.values()), stopped
 
 
@@ -873,7 +1059,8 @@ def _drop_covered(groups: list[list[_Found]]) -> list[list[_Found]]:
             or id(g[0].end.node) not in known]
 
 
-def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m.Pipeline],
+def build(mod: Module, budget: Budget | None = None,
+          where: Where | None = None) -> tuple[list[m.Pipeline],
                                                                           list[str]]:
     """The script's pipelines, in source order of their ends, and notes on the analysis.
     ``where(line) -> (cell, line)`` relocates the lines of a notebook's joined cells."""
@@ -892,6 +1079,7 @@ def build(mod: Module, budget: Budget | None = None, where=None) -> tuple[list[m
             v.root_seed = root
         p.chain, p.legend = _chain.render(p)
         p.attributes = _attributes(p)
+        p.unresolved += _constructor_params(p)
         if where is not None:
             m.relocate(p, where)
             p.chain, p.legend = _chain.render(p)
@@ -905,18 +1093,26 @@ def _merge_alternatives(built: list[tuple[m.Pipeline, list[_Found]]]) -> list[m.
     ``if use_datasets: <tf.data> else: <RecordInput>``); each call's plan becomes a variant,
     under its condition."""
     out: list[tuple[m.Pipeline, list[_Found]]] = []
+    # per entry: the indices (in out) of its pipelines, and of those each world reaches
+    of_entry: dict[int, set[int]] = collections.defaultdict(set)
+    of_world: dict[int, set[int]] = collections.defaultdict(set)
     for p, group in built:
         worlds = {id(f.world) for f in group}
-        for q, other in out:
-            if q.function == p.function and not worlds & {id(f.world) for f in other}:
-                q.variants += p.variants
-                q.ends.append(p.end)
-                q.unresolved += [u for u in p.unresolved if u not in q.unresolved]
-                q.notes += [n for n in p.notes if n not in q.notes]
-                other += group
-                break
+        free = of_entry[id(group[0].world.entry)].difference(*(of_world[w] for w in worlds))
+        if free:
+            i = min(free)
+            q, other = out[i]
+            q.variants += p.variants
+            q.ends.append(p.end)
+            q.unresolved += [u for u in p.unresolved if u not in q.unresolved]
+            q.notes += [n for n in p.notes if n not in q.notes]
+            other += group
         else:
+            i = len(out)
             out.append((p, list(group)))
+            of_entry[id(group[0].world.entry)].add(i)
+        for w in worlds:
+            of_world[w].add(i)
     for q, _ in out:
         q.ends.sort(key=lambda s: s.line)
         if len(q.ends) > 1:
@@ -939,6 +1135,31 @@ def _attributes(p: m.Pipeline) -> list[m.Attribute]:
             and not isinstance(me.attrs.get(a), pipeline_parts)]
 
 
+def _constructor_params(p: m.Pipeline) -> list[m.Unresolved]:
+    """A method's pipeline built from what its class's constructor was given but did not keep
+    (``RandomShuffleQueue(cap, min_after, ...)`` in ``__init__``, dequeued in a method): the
+    method cannot read those names; each is unresolved, on the line that uses it."""
+    me = next((v.origin.world.me for v in p.variants if v.origin is not None
+               and v.origin.world.me is not None), None)
+    init = next((f.info for v in p.variants if v.origin is not None
+                 for f in v.origin.world.frames.values() if f.info.name == "__init__"
+                 and me is not None and f.info.cls is me.cls), None)
+    if init is None:
+        return []
+    said = set(re.findall(r"(?<![\w.])\w+", "\n".join([p.chain, *p.legend])))
+    out = []
+    for name in init.params[1:]:
+        if name not in said:
+            continue
+        line = next((n.lineno for n in walk(init.node) if isinstance(n, ast.Name)
+                     and n.id == name and isinstance(n.ctx, ast.Load)), line_of(init.node))
+        out.append(m.Unresolved(
+            f"{name} (a parameter of {init.qualname})", line,
+            f"{m.short_name(p.function)} uses what the constructor was given, which it does not "
+            f"keep: store it (self.{name} = {name}) and read self.{name}, or pass it"))
+    return out
+
+
 def _attribute_lines(p: m.Pipeline) -> list[str]:
     if not p.attributes:
         return []
@@ -953,12 +1174,12 @@ def _attribute_lines(p: m.Pipeline) -> list[str]:
 def _same_feeder_notes(found: list[m.Pipeline]) -> None:
     """Queues one Python loop fills together are dequeued together: say so, so the port makes
     one generator of tuples rather than generators that drift apart."""
-    by_feeder: dict[str, list[m.Pipeline]] = collections.defaultdict(list)
+    by_feeder: dict[tuple[str, int], list[m.Pipeline]] = collections.defaultdict(list)
     for p in found:
         feeder = p.variants[0].source.feeder
-        if feeder is not None and feeder.function:
-            by_feeder[feeder.function].append(p)
-    for fn, group in by_feeder.items():
+        if feeder is not None and feeder.function:  # by its name and where it is
+            by_feeder[(feeder.function, feeder.line)].append(p)
+    for (fn, _line), group in by_feeder.items():
         if len(group) < 2:
             continue
         names = ", ".join(p.function for p in group)
@@ -986,10 +1207,10 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
         notes += [n for n in b.notes if n not in notes]
     variants = _distinct(variants)
     end = first.end
-    line = min((_end_line(f.end) for f in group), key=lambda ln: (ln == end.node.lineno, ln))
-    site = m.Site(end.fn, end.node.lineno, end.construct or mod.scan.source.segment(
+    line = min((_end_line(f.end) for f in group), key=lambda ln: (ln == line_of(end.node), ln))
+    site = m.Site(end.fn, line_of(end.node), end.construct or mod.scan.source.segment(
         getattr(end.node, "func", end.node), 80))
-    if end.kind == "iterator" and line != end.node.lineno:
+    if end.kind == "iterator" and line != line_of(end.node):
         site = m.Site(end.fn, line, f".{_batch_op(group)}, then {end.construct}")
     if entry.parent is not None and entry.name in mod.structural and (
             entry.name not in mod.callees.get(entry.parent.name, ())):
@@ -1001,7 +1222,7 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
         notes.insert(0, f"its {site.construct} is in {end.fn} (line {site.line}), called from "
                         f"{entry.qualname}")
     kind = {"iterator": "tf.data"}.get(end.kind, "queue")
-    if end.kind == "stream" and end.stream.kind == "records":
+    if end.kind == "stream" and m.req(end.stream).kind == "records":
         kind = "reader"
     if any(v.source.kind == "generator" for v in variants):
         kind = "feeding"
@@ -1011,6 +1232,8 @@ def _pipeline(mod: Module, group: list[_Found]) -> m.Pipeline:
 
 def _distinct(variants: list[m.Variant]) -> list[m.Variant]:
     """One variant per distinct way of building, under the decisions all its worlds share."""
+    if len(variants) < 2:
+        return variants
     by_shape: dict[str, list[m.Variant]] = collections.OrderedDict()
     for v in variants:
         shape = repr({k: val for k, val in v.to_dict().items() if k != "when"})
@@ -1034,18 +1257,18 @@ def _distinct(variants: list[m.Variant]) -> list[m.Variant]:
 
 def _batch_op(group: list[_Found]) -> str:
     for f in group:
-        for op in f.end.dataset.ops:
+        for op in m.req(f.end.dataset).ops:
             if op[0] in ("batch", "padded_batch"):
-                return op[0]
+                return str(op[0])
     return "batch"
 
 
 def _end_line(end: End) -> int:
     if end.kind == "iterator":
-        batch = [op for op in end.dataset.ops if op[0] in ("batch", "padded_batch")]
+        batch = [op for op in m.req(end.dataset).ops if op[0] in ("batch", "padded_batch")]
         if batch:
-            return batch[-1][1].lineno
-    return end.node.lineno
+            return line_of(batch[-1][1])
+    return line_of(end.node)
 
 
 __all__ = ["build", "budget_for", "find", "STATELESS"]

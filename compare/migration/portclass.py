@@ -8,22 +8,37 @@ it. What is not ported (a pipeline built in ``__init__``, one in a nested functi
 from __future__ import annotations
 
 import ast
-import typing
+from typing import Protocol
 
 from compare.migration.astutil import clone, stored_names
 from compare.migration.lift import DROPPED_CATEGORIES
+from compare.migration.model import Pipeline
 from compare.migration.rewrite import Rewriter
 from compare.migration.rules import rule_for
-from compare.migration.values import MODULE, ClassInfo, FuncInfo
+from compare.migration.values import MODULE, ClassInfo, FuncInfo, Module
 
-if typing.TYPE_CHECKING:
-    from compare.migration.emit import _Emitter
+
+class Writer(Protocol):
+    """What :class:`Classes` needs of the code writer that fills it (``emit``'s): statements
+    rewritten to TF 2, the globals they read carried, and what the last code written called
+    and read through ``self``."""
+
+    mod: Module
+    #: How many statements so far cannot run as written (a name TF 2 lacks, ...).
+    blocked: int
+    self_calls: set[str]
+    self_attrs: set[str]
+
+    def code(self, stmts: list[ast.stmt | str], locals_: set[str],
+             live: bool = False) -> tuple[list[str], int, set[str]]: ...
+
+    def need(self, names: set[str]) -> int: ...
 
 INDENT = "    "
 _KEPT_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
 
 
-def unsupported(info: FuncInfo | None, p) -> str:
+def unsupported(info: FuncInfo | None, p: Pipeline) -> str:
     """Why a pipeline's function is not ported (""; it is)."""
     if info is None:
         return (f"{p.function} is not a function of this script the port can find: port it "
@@ -44,8 +59,8 @@ def unsupported(info: FuncInfo | None, p) -> str:
 class Classes:
     """The port's classes, one per script class with pipeline methods."""
 
-    def __init__(self, emitter: "_Emitter"):
-        self.e = emitter
+    def __init__(self, writer: Writer):
+        self.writer = writer
         self.members: dict[str, list[tuple[str, str]]] = {}
         self.todos: dict[str, list[str]] = {}
         self.emitted: set[str] = set()
@@ -58,21 +73,23 @@ class Classes:
         """Add a ported pipeline method (and what it calls through ``self``); False when the
         class cannot give it what it reads."""
         ci = info.cls
+        if ci is None:
+            raise ValueError(f"{info.qualname} is not a method")
         first = cls not in self.members
         self.members.setdefault(cls, [])
         self.todos.setdefault(cls, [])
         self.emitted.add(cls)
-        before = self.e.blocked
+        before = self.writer.blocked
         if first:
-            self.e.need({b for b in ci.bases if b and b != "object"})
+            self.writer.need({b for b in ci.bases if b and b != "object"})
             self.init(ci)
-            self.blocked_init[cls] = self.e.blocked - before
+            self.blocked_init[cls] = self.writer.blocked - before
         self.members[cls].append((name, text))
-        calls, attrs = set(self.e.self_calls), set(self.e.self_attrs)
-        copied = self.e.blocked
+        calls, attrs = set(self.writer.self_calls), set(self.writer.self_attrs)
+        copied = self.writer.blocked
         self.copy_methods(ci, calls | (attrs & set(ci.methods)))  # self.parse given to map
         self.copy_methods(ci, self.setters(ci, attrs))
-        runs = self.e.blocked == copied and not self.blocked_init.get(cls)
+        runs = self.writer.blocked == copied and not self.blocked_init.get(cls)
         return self.check_attrs(ci, calls | attrs) and runs
 
     def setters(self, ci: ClassInfo, attrs: set[str]) -> set[str]:
@@ -94,23 +111,23 @@ class Classes:
         info = ci.methods.get("__init__")
         if info is None:
             return
-        body: list = []
-        for s in info.node.body:
+        body: list[ast.stmt | str] = []
+        for s in info.definition.body:
             if self.structural(s):  # the original nodes: the scan's names are keyed by them
                 body.append(f"# (left out: {ast.unparse(s).splitlines()[0][:70]}: the tf.data "
                             "chain replaces it)")
             else:
                 body.append(clone(s))
-        head = clone(info.node)
+        head = clone(info.definition)
         head.body = [ast.Pass()]
-        head_lines, _d, used = self.e.code([head], set(info.params))
-        lines, _d, used_body = self.e.code(body, stored_names(info.node) | set(info.params))
-        self.e.need(used | used_body)
+        head_lines, _d, used = self.writer.code([head], set(info.params))
+        lines, _d, used_body = self.writer.code(body, stored_names(info.node) | set(info.params))
+        self.writer.need(used | used_body)
         self.members[ci.name].insert(0, ("__init__", "\n".join(
             head_lines[:-1] + [INDENT + ln for ln in (lines or ["pass"])])))
 
     def structural(self, s: ast.stmt) -> bool:
-        mod = self.e.mod
+        mod = self.writer.mod
         for n in ast.walk(s):
             if isinstance(n, ast.Call):
                 if mod.call_is_structural(n):
@@ -127,16 +144,16 @@ class Classes:
             info = ci.methods.get(name)
             if info is None or name in self.names(ci.name):
                 continue
-            node = clone(info.node)
+            node = clone(info.definition)
             node.decorator_list = [d for d in node.decorator_list if isinstance(
                 d, ast.Name) and d.id in _KEPT_DECORATORS]
-            before = set(self.e.self_calls)
-            self.e.self_calls = set()
-            lines, _d, used = self.e.code([node], stored_names(info.node) | set(info.params))
-            self.e.need(used)
-            todo += sorted(self.e.self_calls - calls)
-            calls |= self.e.self_calls
-            self.e.self_calls = before | self.e.self_calls
+            before = set(self.writer.self_calls)
+            self.writer.self_calls = set()
+            lines, _d, used = self.writer.code([node], stored_names(info.node) | set(info.params))
+            self.writer.need(used)
+            todo += sorted(self.writer.self_calls - calls)
+            calls |= self.writer.self_calls
+            self.writer.self_calls = before | self.writer.self_calls
             self.members[ci.name].append((name, "\n".join(lines)))
 
     def check_attrs(self, ci: ClassInfo, read: set[str]) -> bool:
@@ -150,7 +167,7 @@ class Classes:
             have |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and
                      isinstance(n.value, ast.Name) and n.value.id == "self" and isinstance(
                          n.ctx, ast.Store)}
-        if any(b in self.e.mod.classes or b not in ("", "object") for b in ci.bases):
+        if any(b in self.writer.mod.classes or b not in ("", "object") for b in ci.bases):
             return True  # a base class may set them: not judged here
         missing = sorted(read - have)
         for name in missing:
@@ -169,9 +186,9 @@ class Classes:
             info = ci.methods.get(name)
             if info is None:
                 continue
-            rw = Rewriter(self.e.mod, stored_names(info.node) | set(info.params))
+            rw = Rewriter(self.writer.mod, stored_names(info.node) | set(info.params))
             new = rw.visit(clone(info.node))
-            total += rw.draws + self.e.need(_free_names(new))
+            total += rw.draws + self.writer.need(_free_names(new))
             total += self.draws(ci, {n.func.attr for n in ast.walk(new) if isinstance(
                 n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(
                 n.func.value, ast.Name) and n.func.value.id == "self"}, seen)
@@ -187,7 +204,7 @@ class Classes:
     def texts(self) -> list[str]:
         out = []
         for cls, members in sorted(self.members.items(), key=lambda kv: self.line(kv[0])):
-            ci = self.e.mod.classes[cls]
+            ci = self.writer.mod.classes[cls]
             bases = ", ".join(ast.unparse(b) for b in ci.node.bases)
             head = [f"class {cls}({bases}):" if bases else f"class {cls}:",
                     f'{INDENT}"""The tf.data port of {cls}: its pipeline methods, __init__ and '
@@ -195,8 +212,8 @@ class Classes:
             head += [f"{INDENT}# TODO(migrate): {t}" for t in dict.fromkeys(self.todos[cls])]
             attrs = [s for s in ci.node.body if isinstance(s, (ast.Assign, ast.AnnAssign))]
             if attrs:
-                lines, _d, used = self.e.code([clone(s) for s in attrs], set())
-                self.e.need(used)
+                lines, _d, used = self.writer.code([clone(s) for s in attrs], set())
+                self.writer.need(used)
                 head += [INDENT + ln for ln in lines]
             body = ["\n".join(INDENT + ln if ln else "" for ln in text.split("\n"))
                     for _n, text in members]
@@ -204,7 +221,7 @@ class Classes:
         return out
 
     def line(self, cls: str) -> int:
-        return self.e.mod.classes[cls].node.lineno
+        return self.writer.mod.classes[cls].node.lineno
 
 
 def _free_names(node: ast.AST) -> set[str]:

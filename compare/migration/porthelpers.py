@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import gzip
 import os
+from typing import Any
 
 import numpy
 
@@ -18,6 +19,7 @@ DRAWS = "_draws"
 RESIZE_V1 = "_resize_images_v1"
 MNIST = "_mnist_read_data_sets"
 INDEX_TABLE = "_index_table_from_tensor"
+TF1_ELEMENT = "_tf1_element"
 
 DRAWS_HELPER = f'''
 class _ExampleDraws:
@@ -163,6 +165,15 @@ def {INDEX_TABLE}(vocabulary_list, num_oov_buckets=0, vocab_size=None, default_v
     return tf.lookup.StaticHashTable(init, default_value)
 '''
 
+TF1_ELEMENT_HELPER = f'''
+def {TF1_ELEMENT}(tensors):
+    """An element as TF1's queues and batchers hand it out: a list or tuple of one tensor as
+    that tensor, of several as a tuple, a dict as a dict."""
+    if isinstance(tensors, (list, tuple)) and len(tensors) == 1:
+        return tensors[0]
+    return tuple(tensors) if isinstance(tensors, list) else tensors
+'''
+
 #: TF1 functions the port calls a helper for instead (canonical name -> helper).
 REPLACED: dict[str, str] = {
     "tensorflow.examples.tutorials.mnist.input_data.read_data_sets": MNIST,
@@ -175,6 +186,7 @@ _HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     RESIZE_V1: (RESIZE_HELPER, ()),
     MNIST: (MNIST_HELPER, ("import collections", "import gzip", "import os", "import numpy")),
     INDEX_TABLE: (INDEX_TABLE_HELPER, ()),
+    TF1_ELEMENT: (TF1_ELEMENT_HELPER, ()),
 }
 NAMES = frozenset(_HELPERS) | {DRAWS}
 
@@ -188,7 +200,7 @@ def imports(used: set[str]) -> list[str]:
     return list(dict.fromkeys(i for n in _HELPERS if n in used for i in _HELPERS[n][1]))
 
 
-def mnist_module_namespace(tf) -> dict:
+def mnist_module_namespace(tf: Any) -> dict[str, Any]:
     """The MNIST reader as a module namespace (``input_data``), for ``--check``'s TF1 side."""
     namespace = {"tf": tf, "collections": collections, "gzip": gzip, "os": os, "numpy": numpy}
     exec(compile(MNIST_HELPER, "<mnist reader>", "exec"), namespace)  # noqa: S102 - our code
@@ -196,5 +208,6 @@ def mnist_module_namespace(tf) -> dict:
     return namespace
 
 
-__all__ = ["DRAWS", "INDEX_TABLE", "MNIST", "NAMES", "REPLACED", "RESIZE_V1", "imports",
+__all__ = ["DRAWS", "INDEX_TABLE", "MNIST", "NAMES", "REPLACED", "RESIZE_V1", "TF1_ELEMENT",
+           "imports",
            "mnist_module_namespace", "texts"]

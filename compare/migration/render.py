@@ -6,21 +6,32 @@ call, ``chain``, ``unresolved``, and the typed model behind them), ``notes``, ``
 finding's ``cell`` (notebooks). Later additions to version 2, keys only added: a pipeline's
 ``ends`` (every batch call it chooses between) and ``attributes`` (a method's ``self.x`` and where
 they are set), a variant's ``branches`` (streams zipped), a batch stage's ``after`` (the per-batch
-map), the stages ``external`` and ``decode``, a source's ``columns`` and a queue stage's
-``when``.
+map), the stages ``external``, ``decode`` and ``unbatch`` (``enqueue_many``), a source's
+``columns``, ``order`` and ``endless`` and its kind ``computed`` (what an enqueue op computes each
+time it runs), a queue stage's ``when``, and a code value's ``default`` (TF1's default for an
+argument the script does not give).
 """
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
-from compare.migration.rules import CATEGORIES, CATEGORY_NOTES, CATEGORY_TITLES, PITFALLS, SEE_ALSO
+from compare.migration.model import Pipeline, Report
+from compare.migration.rules import (
+    CATEGORIES,
+    CATEGORY_NOTES,
+    CATEGORY_TITLES,
+    PITFALLS,
+    SEE_ALSO,
+    Rule,
+)
 from compare.migration.scan import Finding
 
 FORMAT = "compare.migrate/2"
 WIDTH = 100
 
 
-def summary(findings: list[Finding]) -> dict:
+def summary(findings: list[Finding]) -> dict[str, Any]:
     """``{"total": n, "by_category": {category: n}}`` with every category present."""
     by = {c: 0 for c in CATEGORIES}
     for f in findings:
@@ -28,7 +39,7 @@ def summary(findings: list[Finding]) -> dict:
     return {"total": len(findings), "by_category": by}
 
 
-def finding_dict(f: Finding) -> dict:
+def finding_dict(f: Finding) -> dict[str, Any]:
     """One finding as plain data."""
     return {
         "line": f.line,
@@ -48,7 +59,7 @@ def finding_dict(f: Finding) -> dict:
     }
 
 
-def to_json(report) -> dict:
+def to_json(report: Report) -> dict[str, Any]:
     """The whole report as one JSON-ready dict."""
     return {
         "format": FORMAT,
@@ -84,7 +95,7 @@ def _finding_line(f: Finding) -> str:
     return text
 
 
-def _pipeline_lines(p, i: int, n: int) -> list[str]:
+def _pipeline_lines(p: Pipeline, i: int, n: int) -> list[str]:
     ends = p.ends or [p.end]
     calls = "; ".join((f"cell {e.cell}, line {e.line}" if e.cell else f"line {e.line}")
                       + f": {e.construct}" for e in ends)
@@ -109,7 +120,8 @@ def _pipeline_lines(p, i: int, n: int) -> list[str]:
 def _category_lines(cat: str, group: list[Finding]) -> list[str]:
     out = [f"{CATEGORY_TITLES[cat]} [{cat}, {len(group)}]"]
     out += [_finding_line(f) for f in group]
-    rules, labels = [], {}
+    rules: list[Rule] = []
+    labels: dict[str, list[str]] = {}
     for f in group:
         if f.rule.id not in labels:
             rules.append(f.rule)
@@ -129,7 +141,7 @@ def _category_lines(cat: str, group: list[Finding]) -> list[str]:
     return out + [""]
 
 
-def to_text(report) -> str:
+def to_text(report: Report) -> str:
     """The report for people: header, notes, tf_upgrade_v2, plan, the pipelines, then one section
     per category in source order, and one "see also" line."""
     findings = report.findings

@@ -11,12 +11,13 @@ from the example's seed and the draw's number; a draw the script gave a seed tak
 from __future__ import annotations
 
 import ast
+from typing import Iterable
 
 from compare.migration import tfnames
 from compare.migration.lift import RUNTIME_CATEGORIES
 from compare.migration.pipelines import STATELESS
 from compare.migration.porthelpers import DRAWS, REPLACED, RESIZE_V1
-from compare.migration.rules import canonical, rule_for
+from compare.migration.rules import Rule, canonical, rule_for
 from compare.migration.values import Module
 
 #: Positional parameters of the stateful ops whose rule lists none.
@@ -55,7 +56,7 @@ class Rewriter(ast.NodeTransformer):
     """Rewrites one statement (or function) in place; ``todos`` and ``draws`` tell what it
     found. ``locals_`` are names the code binds itself (they shadow imports)."""
 
-    def __init__(self, mod: Module, locals_: set[str] = frozenset()):
+    def __init__(self, mod: Module, locals_: Iterable[str] = ()):
         self.mod = mod
         self.locals = set(locals_)
         self.todos: list[str] = []
@@ -130,7 +131,7 @@ class Rewriter(ast.NodeTransformer):
         return node
 
     # -- statements -------------------------------------------------------------------------
-    def visit_With(self, node: ast.With) -> ast.AST | list:
+    def visit_With(self, node: ast.With) -> ast.AST | list[ast.stmt]:
         """``with jit_scope():`` goes (XLA in a port is ``jit_compile=True`` on a function
         outside the map); the body stays."""
         if all(self.runtime(i.context_expr) for i in node.items):
@@ -212,7 +213,7 @@ class Rewriter(ast.NodeTransformer):
         node.keywords = [k for k in node.keywords if not (k.arg in renames and
                                                           renames[k.arg] is None)]
 
-    def stateless(self, node: ast.Call, rule) -> ast.AST:
+    def stateless(self, node: ast.Call, rule: Rule) -> ast.AST:
         """A stateful draw as its stateless op, all arguments by keyword, seeded per example."""
         if rule.id == "dropout":
             self.todos.append("tf.nn.dropout draws a stateful mask: use "
@@ -229,13 +230,13 @@ class Rewriter(ast.NodeTransformer):
                 self.generic_visit(node)
                 return node
             kws[params[i]] = a
-        for k in node.keywords:
-            if k.arg is None:
+        for kwd in node.keywords:
+            if kwd.arg is None:
                 self.todos.append(f"{ast.unparse(node)[:80]}: **kwargs; make the draw "
                                   "stateless by hand")
                 self.generic_visit(node)
                 return node
-            kws[k.arg] = k.value
+            kws[kwd.arg] = kwd.value
         seed = kws.pop("seed", None)
         for k in ("seed2", "name"):
             kws.pop(k, None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any, Mapping
 
 #: The report's categories, in the order the report lists them.
 CATEGORIES: tuple[str, ...] = (
@@ -76,7 +77,7 @@ PORT: dict[str, tuple[str, str]] = {
                          "runners, FULL_TRACE + timeline)"),
 }
 
-_CATEGORY_DEFAULTS: dict[str, dict] = {
+_CATEGORY_DEFAULTS: dict[str, dict[str, Any]] = {
     "queue_input": dict(pitfalls=(), modern="modern/pipeline.py", legacy="legacy/pipeline.py"),
     "reader": dict(pitfalls=("resize_static",), modern="modern/pipeline.py",
                    legacy="legacy/pipeline.py"),
@@ -141,7 +142,8 @@ class Rule:
         """The rule's pitfalls, or its category's."""
         if self.pitfalls is not None:
             return self.pitfalls
-        return _CATEGORY_DEFAULTS[self.category]["pitfalls"]
+        pitfalls: tuple[str, ...] = _CATEGORY_DEFAULTS[self.category]["pitfalls"]
+        return pitfalls
 
     def port(self) -> dict[str, dict[str, str] | None]:
         """``{"modern": {path, what}, "legacy": {path, what} | None}`` for this construct."""
@@ -374,9 +376,12 @@ RULES: tuple[Rule, ...] = (
           ("truncated_normal", ("truncated_normal", "random.truncated_normal"),
            "tf.random.stateless_truncated_normal(shape, seed=seed, mean=..., stddev=...)",
            ("shape", "mean", "stddev", "dtype", "seed")),
-          ("multinomial", ("multinomial", "random.multinomial", "random.categorical"),
+          ("multinomial", ("multinomial", "random.multinomial"),
            "tf.random.stateless_categorical(logits, num_samples, seed=seed)",
            ("logits", "num_samples", "seed")),
+          ("categorical", ("random.categorical",),
+           "tf.random.stateless_categorical(logits, num_samples, seed=seed)",
+           ("logits", "num_samples", "dtype", "seed")),
           ("random_gamma", ("random_gamma", "random.gamma"),
            "tf.random.stateless_gamma(shape, seed=seed, alpha=...)",
            ("shape", "alpha", "beta", "dtype", "seed")),
@@ -548,6 +553,36 @@ def applicable_pitfalls(categories: set[str], called: set[str]) -> frozenset[str
 
 
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES + METHOD_RULES}
+
+_PRODUCER_DEFAULTS: Mapping[str, object] = {"num_epochs": None, "shuffle": True, "seed": None,
+                                         "capacity": 32}
+_INPUT_FN_DEFAULTS: Mapping[str, object] = {"batch_size": 128, "num_epochs": 1, "shuffle": None,
+                                         "queue_capacity": 1000, "num_threads": 1}
+#: TF1's defaults of the arguments a plan may state though the script does not give them, by
+#: rule id and parameter: TF 1.15's signatures (``tests/test_migrate_rules.py`` checks those
+#: still in ``tf.compat.v1`` against it). A plan shows such a value only marked as the default.
+TF1_DEFAULTS: dict[str, Mapping[str, object]] = {
+    "string_input_producer": _PRODUCER_DEFAULTS,
+    "slice_input_producer": _PRODUCER_DEFAULTS,
+    "range_input_producer": _PRODUCER_DEFAULTS,
+    "input_producer": _PRODUCER_DEFAULTS,
+    "batch": {"num_threads": 1, "capacity": 32, "enqueue_many": False, "shapes": None,
+              "dynamic_pad": False, "allow_smaller_final_batch": False},
+    "shuffle_batch": {"num_threads": 1, "seed": None, "enqueue_many": False, "shapes": None,
+                      "allow_smaller_final_batch": False},
+    "batch_join": {"capacity": 32, "enqueue_many": False, "shapes": None, "dynamic_pad": False,
+                   "allow_smaller_final_batch": False},
+    "shuffle_batch_join": {"seed": None, "enqueue_many": False, "shapes": None,
+                           "allow_smaller_final_batch": False},
+    "record_input": {"batch_size": 1, "buffer_size": 1, "parallelism": 1, "shift_ratio": 0,
+                     "seed": 0},
+    # tf.contrib.slim's DatasetDataProvider (TF 1.15; not in tf.compat.v1)
+    "slim_provider": {"num_readers": 1, "shuffle": True, "num_epochs": None,
+                      "common_queue_capacity": 256, "common_queue_min": 128, "seed": None},
+    # tf.estimator.inputs (TF 1.15; tf.estimator is gone from TF 2.21)
+    "numpy_input_fn": _INPUT_FN_DEFAULTS,
+    "pandas_input_fn": _INPUT_FN_DEFAULTS,
+}
 _BY_PATH: dict[str, Rule] = {p: r for r in RULES for p in r.paths}
 
 # Module spellings that are the same API under another path. Applied until nothing changes.

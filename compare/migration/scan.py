@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+from typing import Iterator
 
 from compare.migration.rules import (
     ITERATOR_METHODS,
@@ -112,6 +113,8 @@ class SourceText:
         for i, ln in enumerate(self.lines):
             self.starts[i + 1] = self.starts[i] + len(ln) + 1
         self._ascii: dict[int, bool] = {}
+        #: (node, segment) by (node id, limit).
+        self._segments: dict[tuple[int, int], tuple[ast.AST, str]] = {}
 
     def line(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
@@ -127,12 +130,22 @@ class SourceText:
 
     def segment(self, node: ast.AST, limit: int = SEGMENT_LIMIT) -> str:
         """``node`` as written, on one line (whitespace collapsed; a multi-line expression, which
-        may hold comments, is unparsed instead), cut to ``limit`` characters with "..."."""
-        end_line = getattr(node, "end_lineno", None)
-        if end_line is None or not 0 < node.lineno <= end_line <= len(self.lines):
+        may hold comments, is unparsed instead), cut to ``limit`` characters with "...".
+        Computed once per node and limit (the symbolic run asks again for every world)."""
+        key = (id(node), limit)
+        hit = self._segments.get(key)
+        if hit is None:  # the node is kept with its text, so its id is never reused meanwhile
+            hit = self._segments[key] = (node, self._segment(node, limit))
+        return hit[1]
+
+    def _segment(self, node: ast.AST, limit: int) -> str:
+        line: int = getattr(node, "lineno", 0)
+        end_line: int | None = getattr(node, "end_lineno", None)
+        if end_line is None or not 0 < line <= end_line <= len(self.lines):
             return cut(" ".join(unparse(node).split()), limit)
-        start = self.starts[node.lineno - 1] + self.char_col(node.lineno, node.col_offset)
-        end = self.starts[end_line - 1] + self.char_col(end_line, node.end_col_offset)
+        start = self.starts[line - 1] + self.char_col(line, getattr(node, "col_offset", 0))
+        end = self.starts[end_line - 1] + self.char_col(end_line, getattr(node, "end_col_offset",
+                                                                            0))
         if end - start > 8 * limit:  # long: a prefix is all we show, whatever it holds
             return cut(" ".join(self.norm[start:start + 2 * limit].split()), limit, True)
         seg = self.norm[start:end]
@@ -229,7 +242,7 @@ def _upgrade(rule: Rule, qual: str, via: str | None) -> str:
     return "unchanged" if rule.upgrade == "contrib_error" else rule.upgrade
 
 
-def walk(node: ast.AST):
+def walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node under ``node`` (itself included), in no particular order: :func:`ast.walk`
     without its per-node field iteration, which is most of its time."""
     stack = [node]
@@ -244,25 +257,52 @@ def walk(node: ast.AST):
                 stack.append(v)
 
 
-def binds_tf(tree: ast.Module) -> tuple[bool, bool, int]:
-    """(the script uses the name ``tf``, the script binds ``tf`` somewhere, its statements)."""
-    used = bound = False
-    statements = 0
+@dataclasses.dataclass
+class Census:
+    """What one walk over the whole tree tells: whether the script uses and binds the name
+    ``tf``, its statements, the modules it imports as ``tf`` that are not TensorFlow, and its
+    functions by name."""
+
+    used_tf: bool = False
+    bound_tf: bool = False
+    statements: int = 0
+    tf_modules: set[str] = dataclasses.field(default_factory=set)
+    defs: dict[str, list[ast.AST]] = dataclasses.field(
+        default_factory=lambda: collections.defaultdict(list))
+
+
+def census(tree: ast.Module) -> Census:
+    """:class:`Census` of ``tree``, in one pass."""
+    c = Census()
     for node in walk(tree):
         if isinstance(node, ast.stmt):
-            statements += 1
-        if isinstance(node, ast.Name) and node.id == "tf":
+            c.statements += 1
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                c.defs[node.name].append(node)
+                c.bound_tf = c.bound_tf or node.name == "tf"
+            elif isinstance(node, ast.ClassDef):
+                c.bound_tf = c.bound_tf or node.name == "tf"
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    if (a.asname or a.name.split(".")[0]) == "tf":
+                        c.bound_tf = True
+                        if isinstance(node, ast.Import) and a.asname and \
+                                a.name.split(".")[0] != "tensorflow":
+                            c.tf_modules.add(a.name)
+        elif isinstance(node, ast.Name) and node.id == "tf":
             if isinstance(node.ctx, ast.Load):
-                used = True
+                c.used_tf = True
             else:
-                bound = True
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound = bound or any((a.asname or a.name.split(".")[0]) == "tf" for a in node.names)
+                c.bound_tf = True
         elif isinstance(node, ast.arg) and node.arg == "tf":
-            bound = True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound = bound or node.name == "tf"
-    return used, bound, statements
+            c.bound_tf = True
+    return c
+
+
+def binds_tf(tree: ast.Module) -> tuple[bool, bool, int]:
+    """(the script uses the name ``tf``, the script binds ``tf`` somewhere, its statements)."""
+    c = census(tree)
+    return c.used_tf, c.bound_tf, c.statements
 
 
 def _runs_feeding(fn: ast.AST) -> bool:
@@ -287,7 +327,9 @@ class _Scanner:
         self.resolved: dict[int, str] = {}
         self.consumed: set[int] = set()
         self.threads: list[tuple[ast.Call, ast.expr]] = []
-        self.pending: collections.deque[tuple[ast.AST, _Scope, SelfObj | None]] = \
+        self.defs: dict[str, list[ast.AST]] | None = None  # the script's functions by name
+        self.pending: collections.deque[tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Scope,
+                                              SelfObj | None]] = \
             collections.deque()
 
     # -- findings ---------------------------------------------------------------------------
@@ -296,8 +338,9 @@ class _Scanner:
 
     def _add(self, node: ast.AST, rule: Rule, construct: str, qual: str,
              via: str | None) -> Finding:
-        line = self.src.line(node.lineno)
-        f = Finding(node.lineno, self.src.char_col(node.lineno, node.col_offset) + 1, rule,
+        lineno: int = getattr(node, "lineno", 0)
+        line = self.src.line(lineno)
+        f = Finding(lineno, self.src.char_col(lineno, getattr(node, "col_offset", 0)) + 1, rule,
                     construct, canonical(qual), via, line.strip(), _upgrade(rule, qual, via))
         self.findings.append(f)
         return f
@@ -391,23 +434,26 @@ class _Scanner:
                                  f"{base.qual}.{attrs[0]}", None)
         return None
 
-    def _special_call(self, node: ast.Call, base, kw: dict, scope: _Scope) -> Finding | None:
+    def _special_call(self, node: ast.Call, base: Ref | Obj | SelfObj | None,
+                      kw: dict[str, ast.keyword], scope: _Scope) -> Finding | None:
         """Calls whose finding depends on their arguments: a jit level, a traced or fed run, an
         iterator made from any dataset, a feeder thread (kept for later)."""
-        rule = rule_for(base.qual) if isinstance(base, Ref) else None
+        ref = base if isinstance(base, Ref) else None
+        rule = rule_for(ref.qual) if ref is not None else None
         func = node.func
-        if rule is not None and rule.id == "config_proto" and base.qual.endswith(
+        if ref is not None and rule is not None and rule.id == "config_proto" and ref.qual.endswith(
                 "OptimizerOptions") and "global_jit_level" in kw:
             value = kw["global_jit_level"].value
             self.consumed.update((id(func), id(value)))
             return self._add(func, RULES_BY_ID["global_jit_level"],
-                             f"{base.written}(global_jit_level={self._segment(value)})",
-                             base.qual + ".global_jit_level", base.via)
-        if rule is not None and rule.id == "run_options" and "trace_level" in kw:
+                             f"{ref.written}(global_jit_level={self._segment(value)})",
+                             ref.qual + ".global_jit_level", ref.via)
+        if ref is not None and rule is not None and rule.id == "run_options" and \
+                "trace_level" in kw:
             value = kw["trace_level"].value
             self.consumed.update((id(func), id(value)))
-            return self._add(func, rule, f"{base.written}(trace_level={self._segment(value)})",
-                             base.qual, base.via)
+            return self._add(func, rule, f"{ref.written}(trace_level={self._segment(value)})",
+                             ref.qual, ref.via)
         if self._is_traced_run(node, scope, kw):
             return self._add(func, RULES_BY_ID["traced_run"],
                              self._segment(func) + "(" + ", ".join(
@@ -423,7 +469,8 @@ class _Scanner:
             self._method_call(node, func, kw, scope)
         return None
 
-    def _method_call(self, node: ast.Call, func: ast.Attribute, kw: dict, scope: _Scope) -> None:
+    def _method_call(self, node: ast.Call, func: ast.Attribute, kw: dict[str, ast.keyword],
+                     scope: _Scope) -> None:
         """``anything.make_one_shot_iterator()`` and ``x.run(..., feed_dict=...)``."""
         if func.attr in ITERATOR_METHODS:
             self._add(func, RULES_BY_ID["make_iterator"],
@@ -467,7 +514,7 @@ class _Scanner:
         for k in node.keywords:
             self.expr(k.value, scope)
 
-    def _is_traced_run(self, node: ast.Call, scope: _Scope, kw: dict) -> bool:
+    def _is_traced_run(self, node: ast.Call, scope: _Scope, kw: dict[str, ast.keyword]) -> bool:
         """``sess.run(..., options=..., run_metadata=...)`` on a session or with our objects."""
         if not (isinstance(node.func, ast.Attribute) and node.func.attr == "run"):
             return False
@@ -496,7 +543,8 @@ class _Scanner:
             pairwise = (values is not None and len(values) == len(target.elts)
                         and not any(isinstance(e, ast.Starred) for e in target.elts + values))
             for i, elt in enumerate(target.elts):
-                self._bind_target(elt, values[i] if pairwise else None, scope)
+                self._bind_target(elt, values[i] if values is not None and pairwise else None,
+                                  scope)
         elif isinstance(target, ast.Starred):
             self._bind_target(target.value, None, scope)
         else:  # attribute or subscript target: scan what it hangs off
@@ -507,9 +555,9 @@ class _Scanner:
                      self_obj: SelfObj | None = None) -> None:
         for a in args.posonlyargs + args.args + args.kwonlyargs:
             scope.names[a.arg] = None
-        for a in (args.vararg, args.kwarg):
-            if a is not None:
-                scope.names[a.arg] = None
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                scope.names[extra.arg] = None
         first = (args.posonlyargs + args.args)[:1]
         if self_obj is not None and first:
             scope.names[first[0].arg] = self_obj
@@ -579,7 +627,7 @@ class _Scanner:
             scope.names[local] = (Ref(f"{node.module}.{a.name}", local)
                                   if not node.level and node.module else None)
 
-    def _assign(self, node: ast.stmt, scope: _Scope) -> None:
+    def _assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, scope: _Scope) -> None:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 self._jit_level_store(t, node.value, scope)
@@ -662,10 +710,7 @@ class _Scanner:
         an enqueue: a Python feeder thread."""
         if not self.threads:
             return
-        defs: dict[str, list[ast.AST]] = collections.defaultdict(list)
-        for node in walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defs[node.name].append(node)
+        defs = self.defs if self.defs is not None else census(tree).defs
         for call, target in self.threads:
             name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
             if any(_runs_feeding(fn) for fn in defs.get(name, ())):
@@ -694,12 +739,13 @@ class _Scanner:
                           lookalikes=self.lookalikes)
 
 
-def tf_lookalikes(tree: ast.Module) -> tuple[str, ...]:
+def tf_lookalikes(tree: ast.Module, modules: set[str] | None = None) -> tuple[str, ...]:
     """Modules imported as ``tf`` that are not TensorFlow (``import sugartensor as tf``) when
     the script calls TF1 pipeline functions through them (``tf.train.batch``): such a library
-    re-exports TensorFlow, so they are read as TensorFlow's (the report says so)."""
-    modules = {a.name for node in walk(tree) if isinstance(node, ast.Import)
-               for a in node.names if a.asname == "tf" and a.name.split(".")[0] != "tensorflow"}
+    re-exports TensorFlow, so they are read as TensorFlow's (the report says so). ``modules``:
+    those imported as ``tf`` (:class:`Census`), when known."""
+    if modules is None:
+        modules = census(tree).tf_modules
     if not modules:
         return ()
     for node in walk(tree):
@@ -715,7 +761,9 @@ def scan(tree: ast.Module, text: str) -> ScanResult:
     """All legacy constructs used in ``tree`` (parsed from ``text``), in source order. A script
     that uses ``tf`` without ever binding it is read with ``tf`` meaning TensorFlow; one that
     imports a TensorFlow look-alike as ``tf`` with it meaning TensorFlow (:func:`tf_lookalikes`)."""
-    used, bound, statements = binds_tf(tree)
-    result = _Scanner(SourceText(text), tf_lookalikes(tree)).run(tree, used and not bound)
-    result.statements = statements
+    c = census(tree)
+    scanner = _Scanner(SourceText(text), tf_lookalikes(tree, c.tf_modules))
+    scanner.defs = c.defs
+    result = scanner.run(tree, c.used_tf and not c.bound_tf)
+    result.statements = c.statements
     return result

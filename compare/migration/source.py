@@ -18,8 +18,12 @@ import collections
 import dataclasses
 import json
 import re
+from typing import Any, Callable
 
 from common.errors import InputError
+
+#: Where a line of the joined code of a notebook is: (cell number, line in the cell).
+Where = Callable[[int], tuple[int | None, int]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,7 +64,7 @@ _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug",
 _MAGIC_LINE = re.compile(r"^(\s*)(?:[%!?]|[\w.]+\s*=\s*[%!])")
 
 
-def _cell_source(cell: dict) -> str:
+def _cell_source(cell: dict[str, Any]) -> str:
     src = cell.get("source", cell.get("input", ""))
     return "".join(src) if isinstance(src, list) else str(src)
 
@@ -76,8 +80,12 @@ def _cell_lines(source: str) -> tuple[list[str], bool]:
     out = []
     for ln in lines:
         m = _MAGIC_LINE.match(ln)
-        out.append(m.group(1) + "pass" if m or ln.rstrip().endswith("?") and not
-                   ln.lstrip().startswith("#") else ln)
+        if m is not None:
+            out.append(m.group(1) + "pass")
+        elif ln.rstrip().endswith("?") and not ln.lstrip().startswith("#"):
+            out.append(ln[:len(ln) - len(ln.lstrip())] + "pass")
+        else:
+            out.append(ln)
     return out, True
 
 
@@ -138,6 +146,8 @@ def _tokens(text: str) -> list[_Tok]:
     depth, pos = 0, 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
+        if m is None or m.lastgroup is None:  # the pattern's last branch takes any character
+            break
         kind, tok = m.lastgroup, m.group()
         pos = m.end()
         if kind in ("ws", "cont", "comment") or (kind == "nl" and depth):
@@ -157,7 +167,8 @@ _COMPOUND = frozenset({"if", "elif", "else", "for", "while", "try", "except", "f
 def _statements(toks: list[_Tok]) -> list[list[_Tok]]:
     """Simple statements: split at logical line ends, ``;`` and the ``:`` of a compound
     header that has its body on the same line (``if x: print y``)."""
-    out, cur = [], []
+    out: list[list[_Tok]] = []
+    cur: list[_Tok] = []
     for t in toks:
         if t.kind == "nl" or (t.kind == "op" and t.text == ";" and not t.depth):
             out.append(cur)
@@ -175,9 +186,9 @@ def _statements(toks: list[_Tok]) -> list[list[_Tok]]:
 class _Edits:
     """Replacements by offset, applied right to left so earlier offsets stay valid."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.items: list[tuple[int, int, str]] = []
-        self.count: collections.Counter = collections.Counter()
+        self.count: collections.Counter[str] = collections.Counter()
 
     def put(self, start: int, end: int, new: str, what: str | None = None) -> None:
         self.items.append((start, end, new))
@@ -185,9 +196,15 @@ class _Edits:
             self.count[what] += 1
 
     def apply(self, text: str) -> str:
+        """The text with every edit made (edits at one offset in the order they were put,
+        as when applied right to left one by one), in one pass."""
+        parts, pos = [], len(text)
         for start, end, new in sorted(self.items, key=lambda e: (e[0], e[1]), reverse=True):
-            text = text[:start] + new + text[end:]
-        return text
+            parts.append(text[end:pos])
+            parts.append(new)
+            pos = start
+        parts.append(text[:pos])
+        return "".join(reversed(parts))
 
 
 def _end(t: _Tok) -> int:
@@ -226,9 +243,9 @@ def _rewrite_statement(stmt: list[_Tok], edits: _Edits) -> None:
             tight = k + 1 < len(stmt) and stmt[k + 1].start == _end(comma)  # except E,e:
             edits.put(comma.start, _end(comma), " as " if tight else " as", "except E, e")
     elif head.text == "raise":
-        comma = next((t for t in stmt if t.text == "," and t.depth == 0), None)
-        if comma is not None:
-            edits.put(comma.start, _end(comma), "(", "raise E, message")
+        sep = next((t for t in stmt if t.text == "," and t.depth == 0), None)
+        if sep is not None:
+            edits.put(sep.start, _end(sep), "(", "raise E, message")
             edits.put(_end(stmt[-1]), _end(stmt[-1]), ")")
 
 

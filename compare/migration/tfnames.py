@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 #: ``tf.to_<type>(x)`` -> ``tf.cast(x, tf.<dtype>)`` (tf_upgrade_v2's cast transformer).
 CASTS: dict[str, str] = {
@@ -29,7 +30,7 @@ CASTS: dict[str, str] = {
 
 #: Constants of TF1 modules that TF 2 removed, which input pipelines read (the MNIST tutorial's
 #: image size): the port writes the value, the check's TF1 shim serves the module.
-REMOVED_CONSTANTS: dict[str, dict[str, object]] = {
+REMOVED_CONSTANTS: dict[str, dict[str, str | int | float]] = {
     "tensorflow.examples.tutorials.mnist.mnist": {"IMAGE_SIZE": 28, "IMAGE_PIXELS": 784,
                                                   "NUM_CLASSES": 10},
 }
@@ -68,9 +69,9 @@ class Tables:
     """``renames``: TF1 name -> TF2 name; ``keywords``: name -> {old kw: new kw};
     ``reorders``: name -> the old positional parameter names (None: unchanged position)."""
 
-    renames: dict
-    keywords: dict
-    reorders: dict
+    renames: dict[str, str]
+    keywords: dict[str, dict[str, str | None]]
+    reorders: dict[str, list[str | None]]
     api_root: Path | None
 
 
@@ -84,7 +85,7 @@ def _tf_root() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _literal(path: Path, name: str) -> dict:
+def _literal(path: Path, name: str) -> dict[str, Any]:
     """The dict literal assigned to ``name`` (a plain or ``self.`` name) in ``path``."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -128,7 +129,7 @@ def _module_names(package: str) -> frozenset[str] | None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
-    names = set()
+    names: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom):
             names.update(a.asname or a.name for a in node.names)

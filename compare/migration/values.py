@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import collections
 import dataclasses
+from collections.abc import Sequence
+from typing import Any, Callable, Iterator, TypeGuard
 
 from compare.migration.rules import ITERATOR_METHODS, rule_for
 from compare.migration.scan import ScanResult, walk
@@ -38,25 +40,38 @@ class Sym(Val):
     ``listish``: known to be a Python list; ``over``: what the loop whose variable it is
     iterates (``for f in names``: ``names``). Its text is rendered on demand by ``render``."""
 
-    render: object = None  # callable () -> str, or a str
+    render: str | Callable[[], str] | None = None  # its text, or what makes it when asked
     const: object = NOCONST
     qual: str = ""
     param: str = ""
     listish: bool = False
     node: ast.AST | None = None
-    loop_vars: tuple = ()
-    alts: tuple = ()
+    loop_vars: tuple[str, ...] = ()
+    alts: tuple[str, ...] = ()
     over: str = ""  # a for loop's variable over data: the text of what the loop iterates
 
     @property
-    def text(self) -> str:  # type: ignore[override]
+    def text(self) -> str:
+        """Made when first asked for (most values are never shown)."""
         if callable(self.render):
             self.render = self.render()
         return self.render or ""
 
+    @text.setter
+    def text(self, value: str) -> None:
+        self.render = value
+
     @property
     def known(self) -> bool:
         return self.const is not NOCONST
+
+    def written(self, render: str | Callable[[], str] | None) -> Sym:
+        """The same value written otherwise (``render``: a str or a callable giving one);
+        cheaper than dataclasses.replace, which the symbolic run would call per name read."""
+        new = object.__new__(Sym)
+        new.__dict__.update(self.__dict__)
+        new.render = render
+        return new
 
 
 @dataclasses.dataclass(eq=False)
@@ -72,10 +87,12 @@ class Stream:
     queue: "QueueV | None" = None
     reader: ReaderV | None = None
     rows: Val | None = None
-    args: dict = dataclasses.field(default_factory=dict)
+    #: What else the source took: read_up_to's ``up_to``, slice_input_producer's arguments, a
+    #: provider, an iterator's dataset (values of several kinds, by name).
+    args: dict[str, Any] = dataclasses.field(default_factory=dict)
     loop: Sym | None = None
     param: str = ""
-    key_ids: set = dataclasses.field(default_factory=set)
+    key_ids: set[int] = dataclasses.field(default_factory=set)
     target: str = ""  # what the script binds the elements to (``_, serialized_example``)
     seq: int = -1  # the executed statement (:class:`Exec`) that began the stream
 
@@ -85,7 +102,7 @@ class Tensor(Val):
     """A per-example tensor: the stream it derives from and the ids of the steps computing it."""
 
     stream: Stream
-    deps: frozenset = frozenset()
+    deps: frozenset[int] = frozenset()
     text: str = ""
     key: bool = False
 
@@ -94,7 +111,7 @@ class Tensor(Val):
 class ListV(Val):
     """A list or tuple; ``loop`` is the iteration count when it was filled in a loop."""
 
-    items: list
+    items: list[Val]
     text: str = ""
     loop: Sym | None = None
 
@@ -105,10 +122,10 @@ class DictV(Val):
     tensors flow through ``d['image'] = image``, ``dict(zip(names, tensors))`` and
     ``zip(*d.items())`` as they do through lists."""
 
-    items: dict
+    items: dict[object, Val]
     text: str = ""
 
-    def pairs(self) -> list:
+    def pairs(self) -> list[Val]:
         """``d.items()``: (key, value) for each entry, in order."""
         return [ListV([key_val(k), v]) for k, v in self.items.items()]
 
@@ -135,11 +152,11 @@ def dict_key(index: Val) -> object:
 class ObjV(Val):
     """An object with attributes we follow (``self``, a local record class)."""
 
-    attrs: dict
+    attrs: dict[str, Val]
     text: str = ""
     cls: ClassInfo | None = None
     #: Where each attribute was first set: (function, line, the value as written).
-    origins: dict = dataclasses.field(default_factory=dict)
+    origins: dict[str, tuple[str, int, str]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(eq=False)
@@ -152,8 +169,8 @@ class QueueV(Val):
     node: ast.Call
     fn: str
     path: tuple[str, ...]
-    args: dict
-    enqueues: list = dataclasses.field(default_factory=list)
+    args: dict[str, Val]
+    enqueues: list[EnqueueV] = dataclasses.field(default_factory=list)
     copies: Val | None = None
     closed: bool = False
     text: str = ""
@@ -170,6 +187,7 @@ class EnqueueV(Val):
     text: str = ""
     stored: str = ""
     loop: Sym | None = None
+    info: FuncInfo | None = None  # the function that made it
 
 
 @dataclasses.dataclass(eq=False)
@@ -177,7 +195,7 @@ class ReaderV(Val):
     kind: str
     node: ast.AST | None
     fn: str
-    args: dict
+    args: dict[str, Val]
     origin: str
     text: str = ""
 
@@ -186,7 +204,7 @@ class ReaderV(Val):
 class ProviderV(Val):
     node: ast.Call
     fn: str
-    args: dict
+    args: dict[str, Val]
     text: str = ""
 
 
@@ -195,12 +213,15 @@ class DatasetV(Val):
     """A tf.data pipeline the script builds: its head (the source call, or an unknown value) and
     the method calls after it, each (method, call node, frame, positional vals, keyword vals)."""
 
-    head: object
-    ops: tuple = ()
+    #: ("call", canonical name, call node, frame, positional vals, keyword vals), or ("value",
+    #: the value it continues[, the node that reads it])
+    head: tuple[Any, ...]
+    #: (method, call node, frame, positional vals, keyword vals, guards) per method call
+    ops: tuple[tuple[Any, ...], ...] = ()
     text: str = ""
     #: Datasets the head or an op takes by name (``tf.data.Dataset.zip((ds, counter))``,
     #: ``ds.concatenate(extra)``): (name as written, the dataset it was).
-    inputs: tuple = ()
+    inputs: tuple[tuple[str, DatasetV], ...] = ()
 
 
 @dataclasses.dataclass(eq=False)
@@ -214,7 +235,7 @@ class IteratorV(Val):
 @dataclasses.dataclass(eq=False)
 class PlaceholderV(Val):
     node: ast.Call
-    args: dict
+    args: dict[str, Val]
     text: str = ""
     stored: str = ""
 
@@ -222,7 +243,7 @@ class PlaceholderV(Val):
 @dataclasses.dataclass(eq=False)
 class FuncV(Val):
     info: FuncInfo
-    closure: object = None  # the Frame a nested def was made in
+    closure: Frame | None = None  # the frame a nested def was made in
     bound: Val | None = None
     text: str = ""
 
@@ -231,6 +252,36 @@ class FuncV(Val):
 class ClassV(Val):
     info: ClassInfo | None
     text: str = ""
+
+
+@dataclasses.dataclass(eq=False)
+class Frame:
+    """One function's run: names bound with the clock time they were bound (so a value's text
+    can be rendered as of when it was made), the call stack, the undecided conditions around."""
+
+    fn: FuncInfo
+    env: dict[str, list[tuple[int, Val]]]
+    depth: int
+    parent: Frame | None
+    path: tuple[str, ...]
+    guards: tuple[str, ...] = ()
+    loop: Sym | None = None
+    me: ObjV | None = None
+    fid: int = 0
+
+    def bind(self, name: str, val: Val, clock: int) -> None:
+        self.env.setdefault(name, []).append((clock, val))
+
+    def get(self, name: str, at: int | None = None) -> Val | None:
+        hist = self.env.get(name)
+        if not hist:
+            return None
+        if at is None:
+            return hist[-1][1]
+        for t, v in reversed(hist):
+            if t <= at:
+                return v
+        return None
 
 
 @dataclasses.dataclass
@@ -243,8 +294,8 @@ class StepRec:
     fn: str
     stream: Stream
     guards: tuple[str, ...]
-    calls: list = dataclasses.field(default_factory=list)  # (canonical name, call node)
-    external: list = dataclasses.field(default_factory=list)
+    calls: list[tuple[str, ast.Call]] = dataclasses.field(default_factory=list)  # (name, call)
+    external: list[str] = dataclasses.field(default_factory=list)
     loop: str = ""  # the iteration count of the loop around it, if any
     seq: int = -1  # the executed statement (:class:`Exec`) it is
 
@@ -258,7 +309,7 @@ class End:
     node: ast.AST
     fn: str
     path: tuple[str, ...]
-    args: dict = dataclasses.field(default_factory=dict)
+    args: dict[str, Val] = dataclasses.field(default_factory=dict)
     inputs: Val | None = None
     queue: QueueV | None = None
     dataset: DatasetV | None = None
@@ -268,6 +319,8 @@ class End:
     #: The stream of the batches it hands out (their tensors, so the per-batch code after it
     #: is recorded as steps of it).
     batch: Stream | None = None
+    #: A queue handed to a function defined elsewhere: that call, as the script writes it.
+    call: str = ""
 
 
 @dataclasses.dataclass(eq=False)
@@ -299,10 +352,10 @@ class FrameRec:
 class FuncInfo:
     """A function, method or the module body: ``qualname`` (``Class.method``, ``outer.inner``)."""
 
-    node: ast.AST
+    node: ast.AST  # a def, a lambda or the module
     qualname: str
     name: str
-    body: list
+    body: list[ast.stmt]
     params: list[str]
     cls: ClassInfo | None = None
     parent: FuncInfo | None = None
@@ -312,7 +365,16 @@ class FuncInfo:
 
     @property
     def args(self) -> ast.arguments | None:
-        return getattr(self.node, "args", None)
+        args: ast.arguments | None = getattr(self.node, "args", None)
+        return args
+
+    @property
+    def definition(self) -> ast.FunctionDef | ast.AsyncFunctionDef:
+        """The def statement (of a function or a method; not the module's body, a lambda)."""
+        node = self.node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise TypeError(f"{self.qualname} is not a def")
+        return node
 
 
 #: Decorators that leave a call running the body as written.
@@ -321,7 +383,7 @@ TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "
                                     "setter", "getter", "override", "overload"})
 
 
-def changing_decorator(node: ast.AST, seg) -> str:
+def changing_decorator(node: ast.AST, seg: Callable[[ast.AST, int], str]) -> str:
     """The first decorator of a def that is not one of :data:`TRANSPARENT_DECORATORS`."""
     for d in getattr(node, "decorator_list", ()):
         target = d.func if isinstance(d, ast.Call) else d
@@ -335,18 +397,23 @@ def changing_decorator(node: ast.AST, seg) -> str:
 class ClassInfo:
     node: ast.ClassDef
     name: str
-    methods: dict
+    methods: dict[str, FuncInfo]
     bases: list[str]
 
 
 @dataclasses.dataclass
 class FeedRun:
-    """A ``.run(fetch, feed_dict={placeholder: value})`` in the script."""
+    """A ``.run(fetch, feed_dict=...)`` in the script: ``feeds`` for a dict written out
+    ({placeholder: value}), ``whole`` for one built over a container of placeholders
+    (``dict(zip(placeholders, values))``, a dict comprehension)."""
 
     node: ast.Call
     fetch: str
     feeds: list[tuple[str, str, int]]  # (placeholder text, value text, line)
     fn: str
+    info: FuncInfo | None = None  # the function running it
+    whole: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)  # (container,
+    #                                                              values as written, line)
 
 
 class Module:
@@ -363,19 +430,28 @@ class Module:
         self.consts: dict[str, object] = {}
         self.imports: dict[str, str] = {}
         self.feeds: list[FeedRun] = []
+        #: The feeds by what they name (the op they run, the placeholders they feed) and where
+        #: they are (:func:`feed_owner`; "any": anywhere).
+        self.feeds_by_key: dict[tuple[str, object], list[FeedRun]] = {}
         self.threads: set[str] = set()
+        self.thread_classes: set[str] = set()
         self.dequeued: set[str] = set()  # receivers of .dequeue*() calls, as written
         self.record_types: set[str] = set()  # module names bound to a namedtuple class
         self._structural_stmt: dict[int, bool] = {}
-        body = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                             ast.ClassDef))]
+        self._names: dict[int, tuple[ast.AST, frozenset[str]]] = {}
+        #: Runs of each class's ``__init__`` for ``self``, kept to be replayed (flow._Presim).
+        self.presims: dict[tuple[int, str], list[Any]] = {}
+        self._loads: dict[int, tuple[ast.AST, tuple[str, ...]]] = {}
+        # the functions it defines are bound as it runs (a name defined twice calls the
+        # definition made before the call); classes are looked up in ``classes``
+        body = [s for s in tree.body if not isinstance(s, ast.ClassDef)]
         self.module = FuncInfo(tree, MODULE, MODULE, body, [])
         self._index(tree.body, None, None, "")
         self._module_names()
         self.structural = self._index_calls()
 
     # -- index ------------------------------------------------------------------------------
-    def _index(self, body: list, cls: ClassInfo | None, parent: FuncInfo | None,
+    def _index(self, body: list[ast.stmt], cls: ClassInfo | None, parent: FuncInfo | None,
                prefix: str) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -395,6 +471,8 @@ class Module:
             elif isinstance(node, ast.ClassDef):
                 ci = ClassInfo(node, node.name, {}, [getattr(b, "id", getattr(b, "attr", ""))
                                                      for b in node.bases])
+                if "Thread" in ci.bases:  # a threading.Thread subclass: its methods feed
+                    self.thread_classes.add(prefix + node.name)
                 if parent is None:
                     self.classes.setdefault(node.name, ci)
                 self._index(node.body, ci, None, prefix + node.name + ".")
@@ -410,7 +488,7 @@ class Module:
 
     def _module_names(self) -> None:
         """Module-level imports and names bound once to a constant (``IMAGE_SIZE = 24``)."""
-        counts: collections.Counter = collections.Counter()
+        counts: collections.Counter[str] = collections.Counter()
         for node in self.tree.body:
             if isinstance(node, ast.Assign):
                 for t in node.targets:
@@ -434,6 +512,26 @@ class Module:
                 if _is_record_type(node.value):
                     self.record_types.add(node.targets[0].id)
 
+    def names_in(self, node: ast.AST) -> frozenset[str]:
+        """The names an expression reads (none for one of ten lines or more, which is shown as
+        written), computed once per node."""
+        hit = self._names.get(id(node))
+        if hit is None:  # kept with the node, so that its id is not reused meanwhile
+            first = getattr(node, "lineno", 0)
+            names = frozenset(n.id for n in walk(node) if isinstance(n, ast.Name)) if (
+                (getattr(node, "end_lineno", None) or first) - first < 10) else frozenset()
+            hit = self._names[id(node)] = (node, names)
+        return hit[1]
+
+    def loads_in(self, node: ast.AST) -> tuple[str, ...]:
+        """The names an expression reads, in no order, computed once per node."""
+        hit = self._loads.get(id(node))
+        if hit is None:  # kept with the node, so that its id is not reused meanwhile
+            names = tuple(dict.fromkeys(n.id for n in walk(node) if isinstance(n, ast.Name)
+                                        and isinstance(n.ctx, ast.Load)))
+            hit = self._loads[id(node)] = (node, names)
+        return hit[1]
+
     # -- which functions build pipelines ----------------------------------------------------
     def call_is_structural(self, call: ast.Call) -> bool:
         qual = self.scan.resolved.get(id(call), "")
@@ -449,7 +547,8 @@ class Module:
     def _index_calls(self) -> set[str]:
         """One pass over every function's own calls: which functions build pipeline parts
         (directly, or through calls: the names returned), and where placeholders are fed."""
-        direct, calls = set(), {}
+        direct: set[str] = set()
+        calls: dict[str, set[str]] = {}
         for fi in [self.module] + self.functions:
             names = calls.setdefault(fi.name, set())
             for n in own_nodes(fi.node):
@@ -486,16 +585,20 @@ class Module:
     def entries(self) -> list[FuncInfo]:
         """The functions worth running: those that build pipeline parts, and the module body
         when it does. A nested function runs inside its parent, unless the parent never calls
-        it (``create_input_fn`` returning its ``input_fn``): then it is an entry of its own."""
+        it (``create_input_fn`` returning its ``input_fn``): then it is an entry of its own. A
+        function defined again further down is not one (its name calls the later one; the
+        module body, which binds definitions as it runs, follows it where it calls it)."""
         out = [fi for fi in self.functions if fi.name in self.structural and (
-            fi.parent is None or fi.name not in self.callees.get(fi.parent.name, ()))]
-        if any(self.is_structural(s) for s in self.module.body):
+            fi.parent is None or fi.name not in self.callees.get(fi.parent.name, ())) and not (
+            fi.parent is None and fi.cls is None and self.by_name.get(fi.name) is not fi)]
+        if any(self.is_structural(s) for s in self.module.body
+               if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))):
             out.append(self.module)
         return out
 
     # -- feeding ----------------------------------------------------------------------------
     def _feeding(self, node: ast.Call, f: ast.Attribute, fi: FuncInfo) -> None:
-        """Note dequeued receivers, thread targets and ``.run(fetch, feed_dict={...})``."""
+        """Note dequeued receivers, thread targets and ``.run(fetch, feed_dict=...)``."""
         seg = self.scan.source.segment
         if f.attr in ("dequeue", "dequeue_many", "dequeue_up_to"):
             self.dequeued.add(seg(f.value, 80))
@@ -505,12 +608,63 @@ class Module:
                     self.threads.add(getattr(k.value, "attr", getattr(k.value, "id", "")))
         if f.attr != "run" or not node.args:
             return
-        feed = next((k.value for k in node.keywords if k.arg == "feed_dict"),
-                    node.args[1] if len(node.args) > 1 else None)
+        feed: ast.AST | None = next((k.value for k in node.keywords if k.arg == "feed_dict"),
+                                    node.args[1] if len(node.args) > 1 else None)
+        if isinstance(feed, ast.Name):  # feed_dict = {...}; sess.run(op, feed_dict=feed_dict)
+            feed = _bound_before(fi, feed.id, node.lineno)
+        run = FeedRun(node, seg(node.args[0], 80), [], fi.qualname, info=fi)
         if isinstance(feed, ast.Dict):
-            pairs = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys, feed.values)
-                     if k]
-            self.feeds.append(FeedRun(node, seg(node.args[0], 80), pairs, fi.qualname))
+            run.feeds = [(seg(k, 80), seg(v, 80), v.lineno) for k, v in zip(feed.keys,
+                                                                              feed.values) if k]
+        elif isinstance(feed, ast.DictComp):  # {ph: batch[name] for name, ph in phs.items()}
+            gen = feed.generators[0]
+            run.whole = [(_container(gen.iter, seg), seg(feed, 120), feed.lineno)]
+        elif _is_call_of(feed, "dict") and len(feed.args) == 1 and _is_call_of(
+                feed.args[0], "zip") and len(feed.args[0].args) == 2:  # dict(zip(phs, values))
+            keys, values = feed.args[0].args
+            run.whole = [(seg(keys, 80), seg(values, 80), values.lineno)]
+        else:
+            return
+        self.feeds.append(run)
+        owner = feed_owner(fi, self.by_name)
+        for key in {run.fetch} | {k for k, _, _ in run.feeds + run.whole}:
+            self.feeds_by_key.setdefault((key, owner), []).append(run)
+            self.feeds_by_key.setdefault((key, "any"), []).append(run)
+
+
+def feed_owner(fi: FuncInfo | None, by_name: dict[str, FuncInfo]) -> object:
+    """Where code runs, for telling apart same-named copies: its class (a method), "module"
+    (a module function that its name calls: the last definition of it), else "shadowed"."""
+    if fi is None:
+        return "module"
+    if fi.cls is not None:
+        return id(fi.cls.node)
+    return "module" if fi.parent is not None or by_name.get(fi.name, fi) is fi else "shadowed"
+
+
+def _bound_before(fi: FuncInfo, name: str, line: int) -> ast.AST | None:
+    """What ``name`` was last assigned in ``fi`` before ``line`` (None: not assigned there)."""
+    found = None
+    for n in own_nodes(fi.node):
+        if isinstance(n, ast.Assign) and n.lineno < line and any(
+                isinstance(t, ast.Name) and t.id == name for t in n.targets) and (
+                found is None or n.lineno > found.lineno):
+            found = n
+    return found.value if found is not None else None
+
+
+def _is_call_of(node: ast.AST | None, name: str) -> TypeGuard[ast.Call]:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+
+
+def _container(node: ast.AST, seg: Callable[[ast.AST, int], str]) -> str:
+    """The placeholders a dict comprehension walks, as written: ``phs`` of ``phs.items()``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("items", "keys", "values") and not node.args:
+        node = node.func.value
+    elif _is_call_of(node, "zip") and node.args:
+        node = node.args[0]
+    return seg(node, 80)
 
 
 def _is_record_type(value: ast.AST) -> bool:
@@ -525,7 +679,7 @@ def _is_record_type(value: ast.AST) -> bool:
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def own_nodes(node: ast.AST):
+def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function (or module) body, not those of the functions and classes defined
     in it: every node of a script is visited once over all its functions."""
     stack = list(ast.iter_child_nodes(node))
@@ -538,7 +692,7 @@ def own_nodes(node: ast.AST):
             stack.extend(getattr(sub, "decorator_list", []))
 
 
-def tensors_in(val: Val | None, depth: int = 0) -> list:
+def tensors_in(val: Val | None, depth: int = 0) -> list[Tensor]:
     """The per-example tensors inside a value (lists, objects, enqueued values)."""
     if isinstance(val, Tensor):
         return [val]
@@ -558,49 +712,53 @@ def tensors_in(val: Val | None, depth: int = 0) -> list:
 _STREAM_RANK = {"float": 2, "param": 1}
 
 
-def primary(tensors: list) -> Stream:
+def primary(tensors: list[Tensor]) -> Stream:
     """The stream of a value computed from these tensors (see :data:`_STREAM_RANK`)."""
     return min(tensors, key=lambda t: _STREAM_RANK.get(t.stream.kind, 0)).stream
 
 
-def merge(vals: list) -> Val:
+def merge(alternatives: Sequence[Val | None]) -> Val:
     """One value for several alternatives (both branches of an ``if``)."""
-    vals = [v for v in vals if v is not None]
+    vals = [v for v in alternatives if v is not None]
     if not vals:
         return Sym("None", None)
     tensors = [t for v in vals for t in tensors_in(v)]
     first = vals[0]
     if all(v is first for v in vals):
         return first
-    if all(isinstance(v, DatasetV) for v in vals):  # one branch added (guarded) ops: keep them
-        longest = max(vals, key=lambda v: len(v.ops))
-        if all(longest.ops[:len(v.ops)] == v.ops for v in vals):
+    datasets = [v for v in vals if isinstance(v, DatasetV)]
+    if len(datasets) == len(vals):  # one branch added (guarded) ops: keep them
+        longest = max(datasets, key=lambda v: len(v.ops))
+        if all(longest.ops[:len(v.ops)] == v.ops for v in datasets):
             return longest
-    if all(isinstance(v, DictV) for v in vals):  # both branches' keys, values merged per key
-        keys = list(dict.fromkeys(k for v in vals for k in v.items))
-        return DictV({k: merge([v.items[k] for v in vals if k in v.items]) for k in keys},
+    dicts = [v for v in vals if isinstance(v, DictV)]
+    if len(dicts) == len(vals):  # both branches' keys, values merged per key
+        keys = list(dict.fromkeys(k for v in dicts for k in v.items))
+        return DictV({k: merge([v.items[k] for v in dicts if k in v.items]) for k in keys},
                      first.text)
-    if all(isinstance(v, ListV) for v in vals) and len({len(v.items) for v in vals}) == 1:
-        return ListV([merge([v.items[i] for v in vals]) for i in range(len(first.items))],
-                     first.text, first.loop or next((v.loop for v in vals if v.loop), None))
+    lists = [v for v in vals if isinstance(v, ListV)]
+    if len(lists) == len(vals) and len({len(v.items) for v in lists}) == 1:
+        return ListV([merge([v.items[i] for v in lists]) for i in range(len(lists[0].items))],
+                     first.text, lists[0].loop or next((v.loop for v in lists if v.loop), None))
     if tensors and (isinstance(first, Tensor) or not isinstance(first, (ListV, ObjV))):
-        return Tensor(primary(tensors), frozenset().union(*(t.deps for t in tensors)),
+        return Tensor(primary(tensors), frozenset[int]().union(*(t.deps for t in tensors)),
                       first.text)
-    if all(isinstance(v, Sym) for v in vals):
-        quals = [v.qual for v in vals if v.qual]
-        alts = tuple(dict.fromkeys(q for v in vals for q in (v.alts or (v.qual,)) if q))
+    syms = [v for v in vals if isinstance(v, Sym)]
+    if len(syms) == len(vals):
+        quals = [v.qual for v in syms if v.qual]
+        alts = tuple(dict.fromkeys(q for v in syms for q in (v.alts or (v.qual,)) if q))
         return Sym(first.text, qual=quals[0] if quals else "", alts=alts,
-                   param=next((v.param for v in vals if v.param), ""),
-                   listish=all(v.listish for v in vals))
+                   param=next((v.param for v in syms if v.param), ""),
+                   listish=all(v.listish for v in syms))
     return first
 
 
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-           ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
-           ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
+_BINOPS: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b, ast.Div: lambda a, b: a / b, ast.Mod: lambda a, b: a % b}
 
 
-def fold(node: ast.AST, consts: dict) -> object:
+def fold(node: ast.AST, consts: dict[str, object]) -> object:
     """The value of a small constant expression (numbers, strings, names in ``consts``, + - * /
     // %, unary minus, tuples/lists of those), or NOCONST."""
     if isinstance(node, ast.Constant):
@@ -622,3 +780,40 @@ def fold(node: ast.AST, consts: dict) -> object:
             except (ZeroDivisionError, OverflowError):
                 return NOCONST
     return NOCONST
+
+
+#: Value classes :func:`clone` copies (their fields copied in turn); everything else (AST
+#: nodes, FuncInfo, ClassInfo, frames, callables, strings) is shared.
+_CLONED = (Sym, Stream, Tensor, ListV, DictV, ObjV, QueueV, EnqueueV, ReaderV, ProviderV,
+           DatasetV, IteratorV, PlaceholderV, FuncV, ClassV, StepRec, End)
+
+
+def clone(obj: object, memo: dict[int, object]) -> object:
+    """A copy of the values reachable from ``obj`` (one copy per object, through ``memo``: id
+    of the original -> copy), so that a symbolic run can go on with them while the originals
+    stay as they were. AST nodes, function and class infos and frames are shared: nothing
+    changes them once they are made."""
+    key = id(obj)
+    if key in memo:
+        return memo[key]
+    if isinstance(obj, _CLONED):
+        new = object.__new__(type(obj))
+        memo[key] = new
+        new.__dict__.update({k: clone(v, memo) for k, v in obj.__dict__.items()})
+        return new
+    if isinstance(obj, list):
+        out: list[object] = []
+        memo[key] = out
+        out.extend(clone(v, memo) for v in obj)
+        return out
+    if isinstance(obj, dict):
+        d: dict[object, object] = {}
+        memo[key] = d
+        d.update((k, clone(v, memo)) for k, v in obj.items())
+        return d
+    if isinstance(obj, tuple):
+        items = tuple(clone(v, memo) for v in obj)
+        return items if any(a is not b for a, b in zip(items, obj)) else obj
+    if isinstance(obj, set):
+        return {clone(v, memo) for v in obj}
+    return obj

@@ -13,6 +13,7 @@ from compare.fmt import duration as ms
 from compare.fmt import listed
 from compare.output import caveat_words
 from compare.vocabulary.thresholds import (
+    OP_SAME_SHARE,
     RUNTIME_NOTABLE,
     UNMAPPED_NOTABLE,
     UNTRACED_NOTABLE,
@@ -242,6 +243,12 @@ def named_list(c: Comparison) -> list[dict]:
         out.append({"kind": "op", "op": r.op, "delta_us": round(r.delta_us, 1),
                     "words": op_words(c, r)})
     return out
+
+
+def status_words(status: str) -> str:
+    """An op row's status as printed: "same" says what it means (the row may still be among the
+    largest differences in absolute time)."""
+    return f"same (within {OP_SAME_SHARE:.0%})" if status == "same" else status
 
 
 def no_ops_words(c: Comparison) -> str:

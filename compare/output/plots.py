@@ -11,12 +11,11 @@ from matplotlib.figure import Figure  # no pyplot: no backend, nothing global ch
 from matplotlib.patches import Patch
 
 from common import atomic
-from compare.analysis.attribution import Attribution
-from compare.analysis.groups import OP_GROUPS, GroupMap
 from compare.analysis.result import Comparison
 from compare.fmt import duration, fit
 from compare.output.colors import rgb01
-from compare.vocabulary.groups import GROUP, GROUPS
+from compare.output.step_timeline import StepTimeline
+from compare.vocabulary.groups import GROUPS
 from compare.vocabulary.labels import LABELS
 
 _ORDER = [s for s in LABELS if s != "unmapped"] + ["unmapped"]
@@ -183,84 +182,39 @@ def _fit(name: str) -> str:
     return fit(name, 38)   # a bar label's width
 
 
-#: Labels whose waits timelines.png draws (faint): a thread waiting for input.
-_INPUT_WAITS = frozenset({"input_wait", "input"})
-
-
-def _segment_names(att: Attribution, gmap: GroupMap | None) -> tuple[np.ndarray, tuple]:
-    """Per segment its label index, and the names of the labels: stages, or groups."""
-    if gmap is None:
-        return att.segment_labels(), LABELS
-    return att.segment_labels(gmap.group, OP_GROUPS, GROUP["runtime"]), GROUPS
-
-
-def _lanes_of_step(att: Attribution, st, max_lanes: int, labels: np.ndarray, idle: int,
-                   shown_waits: set[int]):
-    """The lanes the step's picture shows: the busiest (work, and waits for input, which the
-    picture draws) first, at most ``max_lanes``."""
-    e, t0, t1 = att.segments
-    ev = att.trace.events
-    m = (t1 > st.ts) & (t0 < st.ts + st.dur) & (labels != idle)
-    idx = np.flatnonzero(m)
-    lanes: dict[tuple[int, int], list[int]] = {}
-    for k in idx:
-        lanes.setdefault((int(ev.pid[e[k]]), int(ev.tid[e[k]])), []).append(int(k))
-    waits = att.segment_waits()
-    busy = {ln: sum(min(t1[k], st.ts + st.dur) - max(t0[k], st.ts) for k in ks
-                    if not waits[k] or labels[k] in shown_waits) for ln, ks in lanes.items()}
-    chosen = sorted((ln for ln in lanes if busy[ln] > 0), key=lambda ln: -busy[ln])[:max_lanes]
-    chosen.sort(key=lambda ln: _lane_label(att.trace, ln))
-    return [(ln, lanes[ln]) for ln in chosen], t0, t1
-
-
-def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
-                  names: dict[str, str] | None = None, max_lanes: int = 14,
-                  groups: dict[str, GroupMap] | None = None) -> None:
+def timelines_png(path: str | os.PathLike, timelines: dict[str, StepTimeline | None],
+                  names: dict[str, str] | None = None) -> None:
     """One steady step (the one closest to the median) of each run, one row per thread/lane,
-    the runs stacked on a shared time axis (ms from the step's start); a thread waiting for
-    others is left blank, one waiting for input drawn faint. Coloured by stage, or with
-    ``groups`` (per run its generic view) by group."""
+    the runs stacked on a shared time axis (ms from the step's start), as
+    :mod:`compare.output.step_timeline` laid it out (the tab in TensorBoard draws the same
+    data): a thread waiting for others is left blank, one waiting for input drawn faint;
+    coloured by stage, or by group in the generic view."""
     side_names = names or {}
-    view = "groups" if groups else "stages"
-    picked = {side: att.representative() for side, att in runs.items()}
-    data = {}
-    for side, att in runs.items():
-        if picked[side] is None:
-            continue
-        seg_labels, label_names = _segment_names(att, (groups or {}).get(side))
-        idle = label_names.index("idle")
-        shown = {label_names.index(x) for x in _INPUT_WAITS if x in label_names}
-        data[side] = (*_lanes_of_step(att, picked[side], max_lanes, seg_labels, idle, shown),
-                      seg_labels, label_names)
-    heights = [max(len(d[0]), 1) for d in data.values()] or [1]
+    data = {side: tl for side, tl in timelines.items() if tl is not None}
+    view = next((tl.view for tl in data.values()), "stages")
+    heights = [max(len(tl.lanes), 1) for tl in data.values()] or [1]
     fig = Figure(figsize=(12, 1.4 + 0.32 * sum(heights) + 0.9 * len(heights)))
     axes = fig.subplots(len(heights), 1, sharex=True, gridspec_kw={"height_ratios": heights},
                         squeeze=False)
     used = set()
-    for ax, (side, (lanes, t0, t1, labels, label_names)) in zip(axes[:, 0], data.items()):
-        att, st = runs[side], picked[side]
-        waits = att.segment_waits()
-        for row, (ln, ks) in enumerate(lanes):
-            bars = {}
-            for k in ks:
-                a = max(t0[k], st.ts) - st.ts
-                b = min(t1[k], st.ts + st.dur) - st.ts
-                lab = label_names[labels[k]]
-                if waits[k] and lab not in _INPUT_WAITS:
-                    continue  # a waiting thread: leave the row empty there
-                bars.setdefault((lab, bool(waits[k])), []).append((a / 1e3, (b - a) / 1e3))
+    for ax, (side, tl) in zip(axes[:, 0], data.items()):
+        for row, lane in enumerate(tl.lanes):
+            bars: dict[tuple[str, bool], list] = {}
+            for b in lane.bars:
+                bars.setdefault((b.label, b.wait), []).append((b.start_us / 1e3, b.dur_us / 1e3))
             for (lab, wait), spans in bars.items():
                 # waiting for input is drawn faint: the step's own time, not work
                 ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=rgb01(lab, view),
                                alpha=0.3 if wait else 1.0)
                 used.add((lab, wait) if wait else lab)
-        lane_names = _dedupe([_short(_lane_label(att.trace, ln)) for ln, _ in lanes])
+        lane_names = [lane.short for lane in tl.lanes]
         ax.set_yticks(range(len(lane_names)), lane_names, fontsize=7)
         ax.set_ylim(len(lane_names) - 0.5, -0.5)
-        ax.set_title(f"{side_names.get(side, side)}: step {st.num}, {st.dur / 1e3:.1f} ms (one "
-                     f"real step: the steady step closest to the median, not an average)",
-                     fontsize=9, loc="left")
-        ax.axvline(st.dur / 1e3, color="black", linewidth=0.8, linestyle=":")
+        folded = tl.folded()
+        ax.set_title(f"{side_names.get(side, side)}: step {tl.step}, {tl.dur_us / 1e3:.1f} ms "
+                     f"(one real step: the steady step closest to the median, not an average)"
+                     + (f"; {folded}" if folded else ""), fontsize=9, loc="left")
+        ax.axvline(tl.dur_us / 1e3, color="black", linewidth=0.8, linestyle=":")
     axes[-1, 0].set_xlabel("ms from the step's start")
     order = [s for s in _ORDER] if view == "stages" else list(GROUPS[1:]) + ["unmapped"]
     handles = [Patch(color=rgb01(s, view), label=s) for s in order if s in used]
@@ -270,31 +224,3 @@ def timelines_png(path: str | os.PathLike, runs: dict[str, Attribution],
                frameon=False, bbox_to_anchor=(0.5, -0.01))
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     _save(fig, path)
-
-
-def _lane_label(trace, lane: tuple[int, int]) -> str:
-    """A lane's name; a lane that is only a number (timelines: one per process) is named for
-    its process (``GPU:0 stream:14``, ``CPU:0 Compute``)."""
-    name = trace.lane_name(*lane)
-    proc = trace.processes.get(lane[0])
-    if name.isdigit() and proc is not None and proc.name:
-        return proc.name.rsplit("/device:", 1)[-1].lstrip("/")
-    return name
-
-
-def _short(name: str, n: int = 34) -> str:
-    base = name.split("/")[0] if name.startswith("tf_") else name
-    return base if len(base) <= n else base[: n - 1] + "…"
-
-
-def _dedupe(names: list[str]) -> list[str]:
-    """Number repeated lane names (two ``tf_Compute`` threads -> ``tf_Compute #1``, ``#2``)."""
-    counts = {n: names.count(n) for n in names}
-    seen: dict[str, int] = {}
-    out = []
-    for n in names:
-        if counts[n] > 1:
-            seen[n] = seen.get(n, 0) + 1
-            n = f"{n} #{seen[n]}"
-        out.append(n)
-    return out

@@ -7,10 +7,13 @@ import dataclasses
 from pathlib import Path
 
 from compare.analysis.result import Comparison
+from compare.output import step_timeline
 
 FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
          "step_delta_png": "step_delta.png", "timelines_png": "timelines.png",
-         "merged_trace": "merged_trace.json.gz"}
+         "merged_trace": "merged_trace.json.gz", "timelines_json": "timelines.json"}
+#: What ``write(..., data_only=True)`` writes: the data, which the Pipeline compare tab draws.
+DATA_FILES = ("report_json", "timelines_json")
 
 
 @dataclasses.dataclass
@@ -30,3 +33,4 @@ class Report:
     out: Path | None = None                 # the folder it was written into
     #: the verdict in words: "comparison" (the two together), "sides" (side -> its sentences)
     words: dict = dataclasses.field(default_factory=dict)
+    timelines: dict[str, step_timeline.StepTimeline | None] | None = None  # one step per side

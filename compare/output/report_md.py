@@ -62,6 +62,9 @@ def _head(r: Report) -> list[str]:
     if r.screenshot:
         lines += ["", f"![TensorBoard's profile tab over this run folder, both sessions listed]"
                       f"({r.screenshot})"]
+    if r.files.get("compare_tab_png"):
+        lines += ["", f"![The Pipeline compare tab in TensorBoard over this run folder (the same "
+                      f"comparison as this report)]({r.files['compare_tab_png']})"]
     return lines + [""]
 
 
@@ -162,7 +165,7 @@ def _ops_diff(c: Comparison) -> list[str]:
              f"| op | type | {la} | {lb} | delta | {la} n | {lb} n | status |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in c.ops_diff[:OPS_SHOWN]:
-        status = r.status + (f" (by {r.match})" if r.match in ("scope", "type") else "")
+        status = compare_words.status_words(r.status) + (f" (by {r.match})" if r.match in ("scope", "type") else "")
         if r.status in ("fused", "unfused"):
             apart = "a" if r.into == "b" else "b"
             status += f": {len(r.members)} ops in {c.label(apart)}, one in {c.label(r.into)}"
@@ -358,6 +361,8 @@ def _files(c: Comparison, folded: dict[str, str]) -> list[str]:
     lines = ["## Files", "",
              "- `report.json`: every number above (schema: `compare/output/report.schema.json`).",
              f"- `stages.png`, `timelines.png`: the {what} bars and one steady step of each run.",
+             "- `timelines.json`: that steady step of each run as data, lane by lane (what "
+             "`timelines.png` and TensorBoard's Pipeline compare tab draw).",
              "- `merged_trace.json.gz`: both runs in one Chrome trace. TensorBoard's profile "
              "tab shows only its own profiles, so open this one in https://ui.perfetto.dev "
              "(*Open trace file*) or chrome://tracing (*Load*). Under every thread a "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from compare.analysis.result import Comparison
 from compare.fmt import duration, shown, shown_words
 from compare.output import caveat_words
-from compare.output.compare_words import no_ops_words
+from compare.output.compare_words import no_ops_words, status_words
 from compare.output.report_data import Report
 from compare.output.tables import describe
 
@@ -70,7 +70,7 @@ def _changes(c: Comparison) -> list[str]:
     for r in rows:
         sign = "+" if r.delta_us > 0 else "−"
         lines.append(f"- `{shown(describe(r)).replace('`', chr(39))}`: {_cell(r.a_us)} → "
-                     f"{_cell(r.b_us)} ({sign}{duration(abs(r.delta_us))}, {r.status})")
+                     f"{_cell(r.b_us)} ({sign}{duration(abs(r.delta_us))}, {status_words(r.status)})")
     return lines
 
 

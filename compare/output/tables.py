@@ -129,7 +129,7 @@ def ops_table(c: Comparison, n: int = TERMINAL_OPS) -> str:
     for r in c.ops_diff[:n]:
         sign = "+" if r.delta_us > 0 else "-" if r.delta_us < 0 else ""
         lines.append(f"{_op_cell(r, 52):<52} {cell(r.a_us):>{w}} {cell(r.b_us):>{w}} "
-                     f"{sign + duration(abs(r.delta_us)):>10}  {r.status}"
+                     f"{sign + duration(abs(r.delta_us)):>10}  {compare_words.status_words(r.status)}"
                      + (f" by {r.match}" if r.match in ("scope", "type") else ""))
     return "\n".join(lines)
 

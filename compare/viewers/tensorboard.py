@@ -23,6 +23,7 @@ says how to open it in Perfetto or chrome://tracing instead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
 import json
 import os
@@ -36,6 +37,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,8 @@ from common.errors import InputError
 from compare.viewers.browser import BrowserError, Chromium
 
 PLUGIN = "profile"
+#: Our own tab's plugin (compare/tab/plugin.py): its name in URLs and TensorBoard's listing.
+TAB_PLUGIN = "pipeline_compare"
 STARTUP_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 REQUEST_TIMEOUT_S = 120.0
@@ -120,6 +124,19 @@ def _tail(path: Path, n: int = 3) -> str:
     return " | ".join(lines[-n:])[-400:]
 
 
+def tab_installed() -> bool:
+    """Whether the installed distribution declares the Pipeline compare tab's entry point, so
+    that plain ``tensorboard`` shows the tab (not so in a source checkout on PYTHONPATH)."""
+    return any(ep.name == TAB_PLUGIN
+               for ep in metadata.entry_points(group="tensorboard_plugins"))
+
+
+def _launcher() -> str:
+    """``tensorboard.main``, which finds our tab through its entry point when this package is
+    installed; else ``compare.tab.launch``, which adds it (a source checkout on PYTHONPATH)."""
+    return "tensorboard.main" if tab_installed() else "compare.tab.launch"
+
+
 class TensorBoardError(InputError):
     """TensorBoard did not start, died, or answered an API call with an error (one line naming
     the log file)."""
@@ -163,7 +180,7 @@ class TensorBoard:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         for attempt in range(3):  # another process may take the free port before we bind it
             self.port = free_port()
-            argv = [sys.executable, "-m", "tensorboard.main", "--logdir", str(self.logdir),
+            argv = [sys.executable, "-m", _launcher(), "--logdir", str(self.logdir),
                     "--host", "127.0.0.1", "--port", str(self.port)]
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
@@ -326,19 +343,69 @@ def show_sessions(page, base_url: str, timeout: float = 90.0) -> list[str]:
     return names
 
 
+# Our Pipeline compare tab (compare/tab/) lives in an iframe too (plugin_entry.html?name=...);
+# its root element says in data-state when the first comparison is shown ("done") or failed
+# ("error", the sentence in #pc-status).
+_TAB_FRAME = "document.querySelector('iframe[src*=\"name=%s\"]')" % TAB_PLUGIN
+_TAB_JS = """(() => {
+  const frame = %s;
+  const doc = frame && frame.contentDocument;
+  const root = doc && doc.querySelector('#pc-root');
+  if (!root || !['done', 'error'].includes(root.dataset.state)) return null;
+  const status = doc.querySelector('#pc-status');
+  return {state: root.dataset.state, text: status ? status.innerText.trim() : ''};
+})()""" % _TAB_FRAME
+#: The compare tab's screenshot is taller than the window: verdict, steps and both timelines.
+COMPARE_SHOT_HEIGHT = 1700
+#: The longest the compare tab may take to show its first comparison (computed on first view).
+COMPARE_TAB_TIMEOUT_S = 300.0
+
+
+def show_compare_tab(page, base_url: str, timeout: float = COMPARE_TAB_TIMEOUT_S) -> str:
+    """Load the Pipeline compare tab in ``page``, wait (bounded) until it shows the comparison
+    of its default pair (TensorBoard computes it on first view), and return what its status
+    line says; BrowserError with the tab's own sentence if it shows an error instead."""
+    page.navigate(f"{base_url}/#{TAB_PLUGIN}")
+    got = page.wait_for(_TAB_JS, timeout=timeout, what="the Pipeline compare tab's comparison")
+    if got["state"] == "error":
+        raise BrowserError(f"the Pipeline compare tab says: {got['text']}")
+    return got["text"]
+
+
+@dataclasses.dataclass
+class TabShots:
+    """What :func:`screenshot_tabs` saw: the Profile tab's sessions, and the compare tab's
+    status line or why it has no screenshot."""
+
+    sessions: list[str]
+    compare: str | None = None
+    compare_error: str | None = None
+
+
 def screenshot_profile(logdir: str | os.PathLike, png_path: str | os.PathLike,
                        work_dir: str | os.PathLike | None = None, width: int = 1400,
                        height: int = 900) -> list[str]:
+    """:func:`screenshot_tabs` of the Profile tab alone; the session names it listed."""
+    return screenshot_tabs(logdir, png_path, None, work_dir, width, height).sessions
+
+
+def screenshot_tabs(logdir: str | os.PathLike, png_path: str | os.PathLike,
+                    compare_png: str | os.PathLike | None = None,
+                    work_dir: str | os.PathLike | None = None, width: int = 1400,
+                    height: int = 900) -> TabShots:
     """Start TensorBoard over ``logdir``, open its profile tab in headless Chromium, open the
     Sessions list, check that every session of :func:`profile_runs` is listed, and save a PNG
-    of the page to ``png_path``. Returns the session names the page listed.
+    of the page to ``png_path``; with ``compare_png``, then open the Pipeline compare tab, wait
+    for its comparison and save it there (a failure there is said in ``compare_error``, the
+    Profile tab's PNG is kept).
 
     It takes tens of seconds and needs Debian's ``chromium`` (:class:`compare.viewers.browser.BrowserError`,
     an InputError, says so in one line if it is missing). TensorBoard's and Chromium's logs and Chromium's profile go to ``work_dir``
     (default: a temporary folder, removed afterwards). Both processes are always stopped.
     Note that TensorBoard's profile plugin writes its caches (``.cached_tools.json``,
     ``cache_version.txt``, ``*.hlo_proto.pb``, ``*.SSTABLE``) into the session folders it
-    serves, as it does for any user."""
+    serves, as it does for any user, and the compare tab its comparison into
+    ``LOGDIR/.pipeline_compare``."""
     expected = profile_runs(logdir)
     if not expected:
         raise InputError(f"{logdir}: no profile sessions (no plugins/profile/*/*.xplane.pb)")
@@ -350,10 +417,19 @@ def screenshot_profile(logdir: str | os.PathLike, png_path: str | os.PathLike,
         browser = stack.enter_context(Chromium(width=width, height=height,
                                                log_path=work / "chromium.log"))
         page = browser.new_page()
-        names = show_sessions(page, tb.url)
+        shots = TabShots(show_sessions(page, tb.url))
         page.screenshot(png_path)
-    missing = [r for r in expected if r not in names]
+        if compare_png is not None:
+            try:
+                page.send("Emulation.setDeviceMetricsOverride", {
+                    "width": width, "height": COMPARE_SHOT_HEIGHT, "deviceScaleFactor": 1,
+                    "mobile": False})
+                shots.compare = show_compare_tab(page, tb.url)
+                page.screenshot(compare_png)
+            except BrowserError as e:
+                shots.compare_error = str(e)
+    missing = [r for r in expected if r not in shots.sessions]
     if missing:
         raise BrowserError(f"profile tab of {logdir} does not list {', '.join(missing)} "
-                           f"(it lists {', '.join(names) or 'nothing'})")
-    return names
+                           f"(it lists {', '.join(shots.sessions) or 'nothing'})")
+    return shots

@@ -152,3 +152,13 @@ MEMBERS_LISTED = 200
 #: Ops fused into several clusters at once (the trace does not say which holds what) are
 #: one row named after its clusters: up to this many by name, then their count.
 CLUSTERS_NAMED = 3
+
+# --- the regression gate (compare.gate) --------------------------------------------------------
+#: Defaults of ``python -m compare.gate``: a regression is a median slowdown above
+#: GATE_MAX_SLOWDOWN (of the baseline's median) that the one-sided rank test puts beyond the
+#: step-to-step spread at GATE_ALPHA (Holm-adjusted over every item tested), and at least
+#: ``--min-effect-us`` long; by default that is GATE_MIN_EFFECT_SHARE of the median step of
+#: both sides' steps pooled (a change smaller than that does not move the step).
+GATE_MAX_SLOWDOWN = 0.05
+GATE_ALPHA = 0.01
+GATE_MIN_EFFECT_SHARE = 0.01
