@@ -157,12 +157,14 @@ ROWS = (("null", "default"), ("null", "pure statistics (max-slowdown 0, min-effe
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--ops", type=int, default=500)
-    ap.add_argument("--noise", type=float, default=0.02)
-    ap.add_argument("--slowdown", type=float, default=0.03)
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.gate_rates", description=(
+        "How often compare.gate raises a false alarm, and how often it finds a planted "
+        "slowdown, over many seeds of generated per-step samples."))
+    ap.add_argument("--seeds", type=int, default=1000, help="seeds per scenario")
+    ap.add_argument("--steps", type=int, default=50, help="steps per side")
+    ap.add_argument("--ops", type=int, default=500, help="ops in the generated program")
+    ap.add_argument("--noise", type=float, default=0.02, help="per-step shared factor (the machine's load), as a share")
+    ap.add_argument("--slowdown", type=float, default=0.03, help="the planted slowdown")
     ap.add_argument("--json", help="also write the rows to this file")
     args = ap.parse_args()
     rows = []

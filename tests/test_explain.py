@@ -511,7 +511,22 @@ def test_modern_profile_explains_jit_functions(modern_run):
     out, _ = modern_run
     trace, e = explained(out)
     assert e.xla.launch_style == "function" and e.xla.compiles >= 1
-    assert e.xla_step.run_us > 0 and e.xla_step.compile_us == 0
+    assert e.xla_step.run_us > 0 or e.xla_step.compile_us > 0
+    # compiling happens on the first calls only: a later step holds compile time only where a
+    # compile that began in an earlier step is still running (a tf.data map's function compiles
+    # on tf.data's threads while the next step starts); some later step holds none and runs
+    from compare.analysis.mapping import LABEL, map_stages
+    labels = map_stages(trace).label
+    ev = trace.events
+    compiling = np.flatnonzero(labels == LABEL["xla_compile"])
+    runs_only = 0
+    for st in sorted(trace.steps, key=lambda s: s.ts)[1:]:
+        x = explain(trace, st.num).xla_step
+        if x.compile_us > 0:
+            spill = compiling[(ev.ts[compiling] < st.ts) & (ev.end[compiling] > st.ts)]
+            assert len(spill), (st.num, x)
+        runs_only += x.compile_us == 0 and x.run_us > 0
+    assert runs_only >= 1
     assert e.xla.run_events
     text = explain_text.to_text(e)
     assert "jit_compile=True" in text and "No XLA in this trace" not in text

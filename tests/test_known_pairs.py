@@ -437,16 +437,17 @@ def test_campaign_every_change(change, data):
     _campaign(data.draw(pairs((change,))), check)
 
 
-@pytest.mark.fuzz
-@pytest.mark.slow
-@pytest.mark.parametrize("k", [pytest.param(k, id=f"{k.prop}-{k.name}", marks=xfail(k.reason))
-                               for k in KNOWN])
-@given(data=st.data())
-@FAILING
-def test_campaign_known_failure(k, data):
-    """Each known failure, on the pairs it concerns: fails today, passes once fixed."""
-    _campaign(data.draw(pairs(**k.region)), lambda pair, rep: PROPERTIES[k.prop](rep, pair),
-              when=k.applies)
+if KNOWN:  # an empty table would be a parametrize over nothing: a skip, which CI refuses
+    @pytest.mark.fuzz
+    @pytest.mark.slow
+    @pytest.mark.parametrize("k", [pytest.param(k, id=f"{k.prop}-{k.name}",
+                                                marks=xfail(k.reason)) for k in KNOWN])
+    @given(data=st.data())
+    @FAILING
+    def test_campaign_known_failure(k, data):
+        """Each known failure, on the pairs it concerns: fails today, passes once fixed."""
+        _campaign(data.draw(pairs(**k.region)), lambda pair, rep: PROPERTIES[k.prop](rep, pair),
+                  when=k.applies)
 
 
 EXPLAIN_STRATEGIES = {
