@@ -20,23 +20,22 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from common import atomic
 from common.errors import InputError, say, signals_deferred
 from common.inputs import checked_images
 from common.tflog import native_stderr_to
 from compare.analysis import comparison
-from compare.analysis.comparison import SIDES, Side
 from compare.analysis.explanation import Explanation, explain
+from compare.analysis.result import SIDES
+from compare.analysis.side import Side
 from compare.load import LoadError, load
 from compare.model.events import Trace
+from compare.output.report_data import Report
 from compare.pipelines import PIPELINES, run_in_child
 from compare.viewers.tensorboard import screenshot_tabs
 from modern.data_service import check_service
-
-if TYPE_CHECKING:
-    from compare.output.report import Report
 
 #: What ``screenshot=True`` saves into the run folder: TensorBoard's profile tab, and our own
 #: Pipeline compare tab.

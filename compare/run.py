@@ -28,7 +28,7 @@ from absl import flags
 
 from common.errors import InputError, cli_main, say
 from common.tflog import quiet_python_logs
-from compare.analysis.comparison import SIDES
+from compare.analysis.result import SIDES
 from compare.api import RunOptions, compare_traces, run_and_compare
 from compare.cli_flags import define_max_memory, max_memory_flag
 from compare.fmt import shown_words

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from common import atomic
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +28,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true",
                      help="rewrite the expected files under tests/golden/ with what the code "
                           "makes now, instead of comparing (review the diff before committing)")
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):
+    """``golden(name, text)``: ``text`` must equal ``tests/golden/<name>`` exactly; with
+    ``--update-golden`` the file is (re)written instead."""
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = ROOT / "tests" / "golden" / name
+        if update:
+            path.parent.mkdir(exist_ok=True)
+            atomic.write_text(path, text)
+            return
+        assert path.exists(), f"{path} missing: run pytest --update-golden and review it"
+        assert text == path.read_text(), f"{name} differs (pytest --update-golden rewrites it)"
+    return check
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker

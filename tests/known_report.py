@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from compare.api import compare_traces, explain_trace
+from compare.output import verdict_words
 
 LABELS = ("A", "B")
 
@@ -137,4 +138,4 @@ def explain(path: Path) -> Explained:
     e = explain_trace(path)
     v = e.verdict
     order = sorted(v.findings, key=lambda f: f.level != "high")
-    return Explained(v.bottleneck, v.headline, tuple(f.kind for f in order))
+    return Explained(v.bottleneck, verdict_words.headline(v), tuple(f.kind for f in order))

@@ -11,6 +11,7 @@ from compare.analysis.compare_verdict import first_op
 from compare.analysis.mapping import stage_of_op
 from compare.analysis.opdiff import OpStat, diff, scope_key
 from compare.analysis.opkeys import normalise
+from compare.output import caveat_words
 from compare.vocabulary.groups import group_of_op, is_model_side, strip_wrappers, top_scope
 
 # --- the generic vocabulary -----------------------------------------------------------------
@@ -229,7 +230,9 @@ def test_first_run_against_a_steady_step(tmp_path):
     first = [(n, t, s + (199_000 if s >= 1000 else 0), d, i) for n, t, s, d, i in first]
     c = _compare(tmp_path, first, MODEL3).comparison
     assert [x.kind for x in c.parity.caveats if x.breaks] == ["first_run"]
-    assert "layer_1/MatMul" in next(x.text for x in c.parity.caveats if x.kind == "first_run")
+    x = next(x for x in c.parity.caveats if x.kind == "first_run")
+    assert x.detail["signs"]["a"].one_time.outlier_node == "layer_1/MatMul"
+    assert "layer_1/MatMul" in caveat_words.text(x, c.labels)
     assert c.ops_diff[0].op == "layer_1/MatMul"
 
 
@@ -296,7 +299,8 @@ def test_name_normalisation(name, normal, scoped):
 def test_noise_is_the_uncertainty_of_the_medians_not_the_spread_of_steps():
     # 19 steady steps each side varying by an interquartile range of 50 % (a loaded machine):
     # a 4x speed-up is far beyond what that spread makes uncertain
-    from compare.analysis.parity import StepBasis, noise_share
+    from compare.analysis.parity import noise_share
+    from compare.analysis.result import StepBasis
 
     noisy = noise_share([StepBasis(16_800, 0.5, 19, 0.0), StepBasis(4_100, 0.5, 19, 0.0)])
     assert 0.05 <= noisy < 0.25

@@ -16,11 +16,12 @@ from common.protos import XSpaceEvents
 from compare.analysis import comparison, workload
 from compare.analysis.compare_verdict import first_op
 from compare.analysis.comparison import scope_aliases
-from compare.analysis.opdiff import OpStat, describe, diff, scope_key
+from compare.analysis.opdiff import OpStat, diff, scope_key
 from compare.api import compare_traces
 from compare.load import load
 from compare.load.xplane import op_shapes
-from compare.output import compare_words
+from compare.output import caveat_words, compare_words, step_words
+from compare.output.tables import describe
 from tests.synthetic import CPU, HOST, PYTHON, document, trace, write
 
 W1, W2 = "tf_Compute/1", "tf_Compute/2"
@@ -85,8 +86,11 @@ def test_a_uniform_slowdown_with_dtype_evidence_is_a_precision_change():
     assert not x.breaks and x.facts["side"] == "b"
     assert x.facts["casts"] == {"a": 0, "b": 20}
     assert x.facts["loss_scale"] == {"a": 0, "b": 4}
-    assert " all take " not in x.text           # counted, never "all"
-    assert "of the op time matched by name" in x.text
+    scale = x.detail["scale"]
+    assert scale is not None and scale.scaled == scale.matched and scale.factor == 10.0
+    text = caveat_words.text(x, c.labels)
+    assert " all take " not in text           # counted, never "all"
+    assert "of the op time matched by name" in text
 
 
 def test_a_uniform_slowdown_without_dtype_evidence_suggests_the_batch():
@@ -112,7 +116,9 @@ def test_recorded_shapes_decide_the_batch():
     c = _compare(_with_shapes(_xprof(MODEL), 64), _with_shapes(_xprof(MODEL, scale=1.5), 32))
     x = next(x for x in c.parity.caveats if x.kind == "batch")
     assert x.breaks and x.facts == {"a": 64, "b": 32, "from": "shapes"}
-    assert "per example" in x.text
+    per = x.detail["per_example"]
+    assert per["b"] / per["a"] == pytest.approx(1.5 * 64 / 32, rel=0.05)
+    assert "per example" in caveat_words.text(x, c.labels)
 
 
 def test_equal_recorded_shapes_rule_the_batch_out():
@@ -199,7 +205,9 @@ def test_one_call_far_longer_than_its_others_is_one_time_work():
     c = _compare(_xprof(first, steps=1), _xprof(MODEL, steps=1))
     x = next(x for x in c.parity.caveats if x.kind == "first_run")
     assert x.breaks and set(x.facts) == {"a"} and x.facts["a"] > 0.5
-    assert "model/dense/MatMul" in x.text
+    o = x.detail["signs"]["a"]
+    assert "outlier" in o.signs and o.one_time.outlier_node == "model/dense/MatMul"
+    assert "model/dense/MatMul" in caveat_words.text(x, c.labels)
 
 
 # --- a thread waiting inside its step function ------------------------------------------------
@@ -373,8 +381,11 @@ def test_group_rows_pair_scopes_that_differ_by_a_suffix():
 def test_explain_does_not_call_a_windows_first_step_a_first_run():
     from compare.analysis.steps import choose
 
-    assert "window of a longer run" in choose(_xprof(MODEL, first_num=500)).reason
-    assert "one-time work" in choose(_xprof(MODEL, first_num=0)).reason
+    c = choose(_xprof(MODEL, first_num=500))
+    assert c.why == "steady" and c.window_of_run and c.first_num == 500
+    assert "window of a longer run" in step_words.reason(c)
+    c = choose(_xprof(MODEL, first_num=0))
+    assert not c.window_of_run and "one-time work" in step_words.reason(c)
 
 
 def test_untraced_edges_of_each_step_equal_a_mask_per_step():
@@ -494,7 +505,8 @@ def test_a_tf_data_service_run_says_what_moved_to_the_workers():
     (svc,) = [x for x in c.parity.caveats if x.kind == "data_service"]
     assert svc.breaks and svc.facts == {"side": "b", "moved": ["decode", "resize"],
                                         "workers": 2}
-    assert svc.text.startswith("modern's input came from 2 tf.data service workers (8 events "
+    assert svc.detail["events"]["b"] == 8 and svc.detail["moved_us"] == pytest.approx(5000)
+    assert caveat_words.text(svc, c.labels).startswith("modern's input came from 2 tf.data service workers (8 events "
                                "of the service's client in its trace): its decode, resize have "
                                "no time in its trace (legacy spends 5.0 ms a step in them)")
     assert _text(c).startswith("Not like for like: modern's input came from 2 tf.data service")
@@ -509,4 +521,6 @@ def test_a_tf_data_service_run_says_what_moved_to_the_workers():
     b.service_workers = None
     c = comparison.compare(a, b, {"a": "legacy", "b": "modern"})
     (svc,) = [x for x in c.parity.caveats if x.kind == "data_service"]
-    assert "tf.data service workers (how many, its trace does not show)" in svc.text
+    assert svc.facts["workers"] is None
+    assert "tf.data service workers (how many, its trace does not show)" in \
+        caveat_words.text(svc, c.labels)

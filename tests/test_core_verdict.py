@@ -7,6 +7,7 @@ import pytest
 
 from compare.analysis import verdict
 from compare.analysis.explanation import explain
+from compare.output import verdict_words
 from compare.vocabulary import thresholds as th
 from compare.vocabulary.thresholds import (
     COMPILE_MIN_US,
@@ -137,11 +138,14 @@ def test_a_dominant_op_is_the_verdict_and_mixed_causes_are_named():
     v = verdict.judge(facts(top_op="_XlaRun", top_op_where="host", top_op_share=0.6,
                             top_op_category="xla_run", top_op_name="cluster_3_1/xla_run",
                             top_op_count=1))
-    assert v.bottleneck == "compute" and "_XlaRun" in v.headline
+    assert v.bottleneck == "compute" and v.lead == "lead"
+    assert v.findings[v.leader].case == "xla" and "_XlaRun" in verdict_words.headline(v)
     v = verdict.judge(facts(top_op="DecodeJpeg", top_op_where="host", top_op_share=0.3,
                             top_op_name="decode", top_op_count=1, idle_us=1500.0,
                             input_wait_us=1000.0, input_ops=["ReaderReadV2"]))
-    assert v.headline.startswith("No single bottleneck") and "idle gaps 15%" in v.headline
+    assert v.lead == "several" and "idle" in [v.findings[i].kind for i in v.named]
+    said = verdict_words.headline(v)
+    assert said.startswith("No single bottleneck") and "idle gaps 15%" in said
     assert v.bottleneck == "compute"
 
 
@@ -245,7 +249,7 @@ def test_idle_gaps_measured_with_the_ops_around_them():
     f = e.verdict.facts
     assert f.idle_us == pytest.approx(4000)
     assert f.gaps[0] == {"start_us": 2000, "dur_us": 4000, "after": "decode/DecodeJpeg_1000",
-                         "before": "resize/R"}
+                         "before": "resize/R", "next_step": False}
     assert kinds(e.verdict)["idle"] == "high"
 
 

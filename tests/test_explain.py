@@ -13,7 +13,14 @@ import pytest
 from compare.analysis import sequence, steps, verdict, xla
 from compare.analysis.explanation import explain
 from compare.load import load
-from compare.output import explain_json, explain_text
+from compare.output import (
+    explain_json,
+    explain_text,
+    legend_words,
+    sequence_words,
+    step_words,
+    verdict_words,
+)
 from tests.conftest import assert_one_line_error, run_module
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -74,20 +81,23 @@ def test_gpu_rows_are_named_launch_on_the_host_and_execution_on_the_streams():
     procs = {p.name: p for p in e.legend.processes}
     launch = procs["/job:localhost/replica:0/task:0/gpu:0 Compute"]
     assert launch.role == "gpu_launch"
-    assert "launched" in launch.meaning and "not the GPU running them" in launch.meaning
+    said = legend_words.process(launch)
+    assert launch.has_streams and "launched" in said and "not the GPU running them" in said
     every = procs["/gpu:0/stream:all Compute"]
-    assert every.role == "gpu_stream_all" and "actually ran" in every.meaning
+    assert every.role == "gpu_stream_all" and "actually ran" in legend_words.process(every)
     s14 = procs["/gpu:0/stream:14 Compute"]
-    assert s14.role == "gpu_stream" and "GPU kernels" in s14.meaning and "not launch" in s14.meaning
-    assert "copies" in procs["/gpu:0/stream:15 Compute"].meaning
+    said = legend_words.process(s14)
+    assert s14.role == "gpu_stream" and "GPU kernels" in said and "not launch" in said
+    assert procs["/gpu:0/stream:15 Compute"].copies_only
+    assert "copies" in legend_words.process(procs["/gpu:0/stream:15 Compute"])
     assert procs["/gpu:0/memcpy Compute"].role == "gpu_memcpy"
     assert procs["/job:localhost/replica:0/task:0/cpu:0 Compute"].role == "cpu_ops"
-    assert "empty" in procs["/gpu:0/stream:all Tensors"].meaning
+    assert "empty" in legend_words.process(procs["/gpu:0/stream:all Tensors"])
     assert procs["/job:localhost/replica:0/task:0/gpu:0 Tensors"].tensors > 0
     assert procs["Allocators"].role == "allocator"
     assert {m.allocator for m in e.legend.memory} == {"gpu_bfc", "cpu"}
     assert all(m.peak_bytes > 0 for m in e.legend.memory)
-    assert e.legend.tids_are == "lanes" and "not a thread" in e.legend.tids_words
+    assert e.legend.tids_are == "lanes" and "not a thread" in legend_words.tids_words(e.legend)
     # busy shares are unions of the rows' own boxes in the step
     ev, c = trace.events, e.choice
     for p in (launch, every, s14):
@@ -139,11 +149,14 @@ def test_gpu_verdict_is_input_bound_with_an_underused_gpu():
     assert v.input_class == "highly input-bound" and v.bottleneck == "input"
     kinds = {f.kind: f for f in v.findings}
     # the idle GPU is the input wait's effect: said so, not judged as a cause of its own
-    assert kinds["gpu_idle"].level == "info" and "input" in kinds["gpu_idle"].text
+    assert kinds["gpu_idle"].level == "info" and kinds["gpu_idle"].cause == "input"
+    assert "input" in verdict_words.text(v, kinds["gpu_idle"])
     assert v.facts.gpu_busy_share == pytest.approx(
         next(p.busy_share for p in e.legend.processes if p.role == "gpu_stream_all"))
-    assert "QueueDequeueManyV2" in kinds["input"].text
-    assert "tf.data" in kinds["input"].try_next
+    assert "QueueDequeueManyV2" in v.facts.input_ops
+    assert "QueueDequeueManyV2" in verdict_words.text(v, kinds["input"])
+    assert kinds["input"].detail["advice"] == "queues"
+    assert "tf.data" in verdict_words.try_next(v, kinds["input"])
 
 
 def test_gpu_text_answers_the_four_questions():
@@ -181,13 +194,14 @@ def test_tf1_xla_launch_first_call_versus_steady():
 
 def test_tf1_xla_first_step_is_a_first_run_that_compiles():
     trace, e = explained(CPU_XLA, step=0)
-    assert e.choice.reason == "you asked for step 0"
+    assert e.choice.why == "asked" and step_words.reason(e.choice) == "you asked for step 0"
     v = e.verdict
     # the first step's compile is one-time work: the first-run finding leads, with the compile
     # as its evidence and the compile finding beside it
     assert v.bottleneck == "one_time"
     lead = next(f for f in v.findings if f.kind == "one_time")
-    assert "XLA compilation" in lead.text and lead.level == "high"
+    assert "compile" in lead.detail["signs"] and lead.level == "high"
+    assert "XLA compilation" in verdict_words.text(v, lead)
     assert any(f.kind == "compile" and f.level == "high" for f in v.findings)
     assert v.facts.compile_us / e.choice.step.dur >= verdict.COMPILE_DOMINATES
     assert e.xla_step.compile_us == pytest.approx(v.facts.compile_us)
@@ -256,7 +270,7 @@ def test_legacy_profile_explained_in_every_form(legacy_run, tmp_path):
         trace, e = explained(path)
         check_critical_path(trace, e)
         assert e.legend.tids_are == "threads" and not e.sequence.inputs_recorded
-        assert "per-thread order" in e.sequence.basis
+        assert not e.sequence.timeline and "per-thread order" in sequence_words.basis(e.sequence)
         assert e.choice.count == run["steps"] and e.choice.step.num != 0
         lanes = {ln.role for p in e.legend.processes for ln in p.lanes}
         assert {"python", "inter_op", "eigen"} <= lanes
@@ -386,7 +400,7 @@ def test_step_choice_is_a_steady_median_step():
     later = sorted(s.dur for s in spans[1:])
     assert c.step.dur == later[len(later) // 2] and c.step.num != 0
     assert all(s.dur <= t.dur for s, t in zip(spans, sorted(tr.steps, key=lambda s: s.ts)))
-    assert "steady" in c.reason and "median" in c.reason
+    assert c.why == "steady" and "median" in step_words.reason(c)
     with pytest.raises(steps.InputError, match="no step 9"):
         steps.choose(tr, 9)
 

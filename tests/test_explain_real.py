@@ -21,7 +21,8 @@ from compare.analysis import verdict
 from compare.analysis.evidence import Communication, Launch, OneTime
 from compare.analysis.explanation import explain
 from compare.load import load
-from compare.output import explain_json
+from compare.output import explain_json, legend_words, step_words, verdict_words
+from compare.output.legend_words import LANE_WORDS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CORPUS = FIXTURES / "real_traces"
@@ -108,7 +109,7 @@ def test_real_trace_lead_and_json(explained, name, tmp_path):
         assert e.choice.step.num != min(s.num for s in load(_unpacked(name, tmp_path)).steps)
         assert _kinds(e)["one_time"].level == "info"  # the first step is named, not explained
     else:
-        assert e.verdict.bottleneck == lead, e.verdict.headline
+        assert e.verdict.bottleneck == lead, verdict_words.headline(e.verdict)
     d = explain_json.to_json(e)
     _shares_at_most_one(d)
     assert d["verdict"]["bottleneck"] == e.verdict.bottleneck
@@ -186,7 +187,8 @@ def test_xprof_steps_from_xplane_and_from_its_json(tmp_path):
     assert "step rows" in rows_json.meta["steps_from"] and len(rows_json.steps) == 21
     eager = load(_unpacked("hoon_yolo_eager_cpu", tmp_path))
     e = explain(eager)
-    assert e.choice.step.name == "whole trace" and "marks no steps" in e.choice.reason
+    assert e.choice.step.name == "whole trace" and e.choice.why == "no_steps"
+    assert "marks no steps" in step_words.reason(e.choice)
     assert e.verdict.bottleneck == "compute"  # eager ops on the Python thread are work
 
 
@@ -312,12 +314,14 @@ def test_rows_that_recorded_nothing_are_never_judged():
 @pytest.mark.parametrize("idle,word", [(0.38, "much of the time"), (0.6, "mostly")])
 def test_mostly_means_most(idle, word):
     v = verdict.judge(facts(idle_us=idle * 10_000.0))
-    assert word in v.headline
+    assert v.mostly_idle == (word == "mostly") and word in verdict_words.headline(v)
 
 
 def test_feed_dict_is_said_to_be_outside_the_trace():
     v = verdict.judge(facts(feeds=["_arg_Placeholder_0_0"]))
-    text = _kinds(type("E", (), {"verdict": v}))["input"].text
+    x = _kinds(type("E", (), {"verdict": v}))["input"]
+    assert x.case == "none" and not x.detail["judged"]
+    text = verdict_words.text(v, x)
     assert "feed_dict" in text and "_arg_Placeholder_0_0" in text
 
 
@@ -344,7 +348,8 @@ def test_a_consumer_blocked_on_a_prefetch_buffer_is_input_bound_not_serial(expla
 def test_advice_names_the_seed_only_in_the_seeds_traces(explained, name):
     e = explained(name)
     assert not e.verdict.facts.seed_pipeline   # none of these is our pipeline
-    assert "five crops" not in " ".join(f.try_next for f in e.verdict.findings)
+    assert "five crops" not in " ".join(verdict_words.try_next(e.verdict, f)
+                                        for f in e.verdict.findings)
 
 
 def test_a_long_cpu_source_is_per_run_overhead(explained):
@@ -354,9 +359,11 @@ def test_a_long_cpu_source_is_per_run_overhead(explained):
     assert e.verdict.bottleneck == "overhead" == _spec()[name]["lead"]
     assert e.verdict.facts.run_start.us == pytest.approx(c["first_run_evidence"]["sources"]["cpu"])
     assert "one_time" not in _kinds(e)
-    assert not any("TF_CUDNN" in f.try_next for f in e.verdict.findings)  # no GPU here
+    assert not any("TF_CUDNN" in verdict_words.try_next(e.verdict, f)
+                   for f in e.verdict.findings)  # no GPU here
     kitti = explained("kittibox_first_run_gpu")
-    assert "TF_CUDNN_USE_AUTOTUNE" in _kinds(kitti)["one_time"].try_next  # autotuning there
+    assert "TF_CUDNN_USE_AUTOTUNE" in verdict_words.try_next(  # autotuning there
+        kitti.verdict, _kinds(kitti)["one_time"])
 
 
 def test_a_first_runs_rest_is_judged_without_its_one_time_work(explained):
@@ -380,7 +387,9 @@ def test_a_tf2_step_window_is_the_device_step_and_says_the_hosts_beside_it(expla
     host, window = c["host_window"], c["step"]
     assert e.choice.step.dur == pytest.approx(host["device_step_us"], rel=0.001)
     assert e.choice.host_us == pytest.approx(host["train_function_us"], rel=0.01)
-    assert "began" in e.choice.window and "outside the window" in e.choice.window
+    assert e.choice.host_outside[0] > 0
+    words = step_words.window(e.choice)
+    assert "began" in words and "outside the window" in words
     f = e.verdict.facts
     assert f.input_wait_us / f.wall_us == pytest.approx(window["input_wait_share"], abs=0.002)
     copies = window["copies"]
@@ -437,20 +446,19 @@ def test_one_run_written_five_times_counts_once(explained):
 
 
 def test_one_python_main_thread_and_empty_allocators(explained):
-    from compare.analysis.legend import _LANE_WORDS
-
+    
     name = "mholmes_resnet_volta_tf24"
     c = _computed(name)
     e = explained(name)
     python = [ln for p in e.legend.processes for ln in p.lanes if ln.role == "python"]
     assert len(python) == len(c["python_threads_events"]) == 2
-    assert [ln.meaning == _LANE_WORDS["python"] for ln in python].count(True) == 1
+    assert [legend_words.lane(ln) == LANE_WORDS["python"] for ln in python].count(True) == 1
     for name in ("anna_queue_conv_cpu", "lczero_compute_gpu"):
         if _computed(name)["processes"]["Allocators"]["recorded"]:
             continue
         alloc = next(p for p in explained(name).legend.processes
                      if p.name == "Allocators")
-        assert alloc.meaning.startswith("empty")
+        assert legend_words.process(alloc).startswith("empty")
 
 
 @pytest.mark.parametrize("name", sorted(_all()))

@@ -30,9 +30,10 @@ from common.hlo import short_instruction
 from compare.analysis import verdict
 from compare.analysis.evidence import OneTime
 from compare.analysis.explanation import explain
-from compare.analysis.legend import _LANE_WORDS
 from compare.load import load
+from compare.output import legend_words, step_words, verdict_words
 from compare.output.explain_text import to_text
+from compare.output.legend_words import LANE_WORDS
 from tests.synthetic import CPU, GPU, GPU_ALL, HOST, PYTHON, document, trace
 
 GET_NEXT = "tf_data_iterator_get_next"
@@ -112,7 +113,7 @@ def test_the_seeds_advice_only_in_the_seeds_trace(scopes, seed):
     events.append((CPU, 0, 9000, 1000, "AddN", "done", names))
     e = explain(trace(events, steps=(0,)))
     assert e.verdict.facts.seed_pipeline == seed
-    advice = kinds(e)["serialised"].try_next
+    advice = verdict_words.try_next(e.verdict, kinds(e)["serialised"])
     assert ("five crops" in advice) == seed and "inter_op_parallelism_threads" in advice
 
 
@@ -128,7 +129,7 @@ def test_a_long_cpu_source_is_per_run_overhead_not_a_first_run():
     assert e.verdict.bottleneck == "overhead" and "one_time" not in found
     assert e.verdict.facts.run_start.us == pytest.approx(1200)
     assert e.verdict.facts.top_op == "MatMul"   # a NoOp computes nothing
-    assert not any("TF_CUDNN" in f.try_next for f in e.verdict.findings)
+    assert not any("TF_CUDNN" in verdict_words.try_next(e.verdict, f) for f in e.verdict.findings)
 
 
 @pytest.mark.parametrize("source_us,first_run", [(12_000, True), (2_000, False)])
@@ -152,8 +153,8 @@ def test_cudnn_advice_only_for_autotuning():
     for o, advised in ((tuned, True), (outlier, False)):
         v = verdict.judge(verdict.Facts(wall_us=10_000.0, one_time=o))
         assert v.bottleneck == "one_time"
-        assert ("TF_CUDNN_USE_AUTOTUNE" in next(f for f in v.findings
-                                                if f.kind == "one_time").try_next) == advised
+        x = next(f for f in v.findings if f.kind == "one_time")
+        assert ("TF_CUDNN_USE_AUTOTUNE" in verdict_words.try_next(v, x)) == advised
 
 
 def _first_run_with_outlier() -> list[tuple]:
@@ -178,7 +179,8 @@ def test_a_first_runs_other_findings_are_judged_without_its_one_time_work():
     assert rest.launch.busy_share == pytest.approx(0.8, abs=0.05)  # 200 of every 250 us
     assert rest.gpu_busy_share == pytest.approx(0.02, abs=0.01)
     launch = kinds(e)["launch"]
-    assert launch.level == "moderate" and "Without the one-time work" in launch.text
+    assert launch.level == "moderate" and launch.context == "rest" and not launch.advised
+    assert "Without the one-time work" in verdict_words.text(e.verdict, launch)
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,7 +208,8 @@ def test_a_tf2_step_window_is_the_devices_step_with_the_hosts_call_beside_it():
     c = e.choice
     assert c.lo == pytest.approx(1000) and c.hi == pytest.approx(9000)
     assert c.step.dur == pytest.approx(8000)
-    assert c.host_us == pytest.approx(5000) and "began 1.0 ms before it" in c.window
+    assert c.host_us == pytest.approx(5000) and c.host_outside == pytest.approx((1000, 0))
+    assert "began 1.0 ms before it" in step_words.window(c)
     assert e.verdict.facts.input_wait_us == pytest.approx(0)
 
 
@@ -217,7 +220,7 @@ def test_a_step_whose_host_and_device_windows_agree_is_not_widened():
               (GPU_PLANE, "Stream #13(Compute)", 1000, 7000, "k", "",
                {"tf_op": "d/MatMul:MatMul", "group_id": 0})]
     e = explain(trace(events, "xprof"))
-    assert e.choice.host is not None and not e.choice.window
+    assert e.choice.host is not None and not step_words.window(e.choice)
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,7 +238,8 @@ def test_copies_are_not_kernels_and_have_their_own_finding():
     assert c.exposed_share == pytest.approx(6000 / e.choice.step.dur, rel=0.01)
     copy_finding = kinds(e)["copy"]
     assert copy_finding.level == "high" and e.verdict.bottleneck == "copy"
-    assert "keep that tensor on the GPU" in copy_finding.try_next
+    assert copy_finding.case == "host"
+    assert "keep that tensor on the GPU" in verdict_words.try_next(e.verdict, copy_finding)
     assert not e.verdict.facts.top_op.upper().startswith("MEMCPY")
     assert next(t for t in e.legend.top_ops if t.op == "MEMCPYHtoD").copy
 
@@ -339,12 +343,12 @@ def test_empty_allocators_rows_are_said_empty(tmp_path):
     path = tmp_path / "timeline.json"
     path.write_text(json.dumps(doc))
     alloc = next(p for p in explain(load(path)).legend.processes if p.name == "Allocators")
-    assert alloc.meaning.startswith("empty")
+    assert legend_words.process(alloc).startswith("empty")
     doc["traceEvents"].append({"ph": "C", "pid": 0, "ts": 10, "name": "cpu",
                                "args": {"cpu": 1024}})
     path.write_text(json.dumps(doc))
     alloc = next(p for p in explain(load(path)).legend.processes if p.name == "Allocators")
-    assert alloc.meaning.startswith("memory counters")
+    assert legend_words.process(alloc).startswith("memory counters")
 
 
 def test_one_python_main_thread(tmp_path):
@@ -357,7 +361,8 @@ def test_one_python_main_thread(tmp_path):
     e = explain(load(tmp_path / "trace.json"))
     python = [ln for p in e.legend.processes for ln in p.lanes if ln.role == "python"]
     assert len(python) == 2
-    assert [ln.meaning == _LANE_WORDS["python"] for ln in python].count(True) == 1
+    assert [ln.main_tid is None for ln in python].count(True) == 1
+    assert [legend_words.lane(ln) == LANE_WORDS["python"] for ln in python].count(True) == 1
 
 
 def test_the_busy_table_is_sorted_and_one_step_needs_no_step_hint():
@@ -377,7 +382,8 @@ def test_gpu_idle_caused_by_input_is_said_as_its_effect():
                       get_next_us=8000.0, gpu_busy_share=0.1)
     v = verdict.judge(f)
     idle = next(x for x in v.findings if x.kind == "gpu_idle")
-    assert v.bottleneck == "input" and idle.level == "info" and not idle.try_next
+    assert v.bottleneck == "input" and idle.level == "info" and idle.cause == "input"
+    assert not idle.advised and not verdict_words.try_next(v, idle)
     assert np.isclose(idle.share, 0.9)
 
 

@@ -152,7 +152,7 @@ def test_explain_and_compare_agree_on_first_runs(reports, pair):
         k = r.comparison.label(k)
         findings = explain(load(s.source.path)).verdict.findings
         high = any(f.kind == "one_time" and f.level == "high" for f in findings)
-        assert high == (k in flagged), (pair, k, [f.text[:80] for f in findings
+        assert high == (k in flagged), (pair, k, [f.detail for f in findings
                                                   if f.kind == "one_time"])
 
 

@@ -9,11 +9,11 @@ import dataclasses
 import pytest
 
 from compare.analysis import comparison
-from compare.analysis.opdiff import describe
-from compare.analysis.parity import Caveat
+from compare.analysis.result import Caveat
 from compare.output import report as report_mod
 from compare.output import report_md
 from compare.output.summary import CAVEATS, CHANGES, MAX_LINES, summary
+from compare.output.tables import describe
 from tests.conftest import ROOT, assert_one_line_error, run_module
 from tests.test_core_comparison import LEGACY, MODERN, STEPS, _trace
 
@@ -58,17 +58,27 @@ def test_the_largest_changes_come_in_the_op_diffs_order(report):
 
 def test_caveats_breaking_ones_first_and_the_rest_counted(report):
     c = report.comparison
-    planted = [Caveat("steps", f"note {i}", False) for i in range(3)] + \
-              [Caveat("batch", "different batch sizes: 32 against 64", True),
-               Caveat("program", "no op names in common", True)]
+    planted = [Caveat("untraced", False, {}, "", {"side": "a", "untraced_us": 1000.0 * i,
+                                                  "traced_us": 9000.0}) for i in range(3)] + \
+              [Caveat("batch", True, {"a": 32, "b": 64}, "shapes",
+                      {"differ": 3, "compared": 4, "example": ["MatMul", "(32,)", "(64,)"],
+                       "per_example": {}}),
+               Caveat("program", True, {"no_ops": ["a"]}, "no_ops")]
     parity = dataclasses.replace(c.parity, caveats=planted)
     r = dataclasses.replace(report, comparison=dataclasses.replace(c, parity=parity))
     lines = summary(r)
     start = lines.index("Caveats:")
     assert lines[start + 1:start + 1 + CAVEATS] == [
-        "- **Not like for like**: different batch sizes: 32 against 64",
-        "- **Not like for like**: no op names in common",
-        "- note 0", "- note 1"]
+        "- **Not like for like**: different batch sizes: 32 in old, 64 in new (the leading "
+        "dimension of 3 of the 4 ops whose output shapes both traces record, e.g. MatMul (32,) "
+        "vs (64,)) — compare per example, not per step",
+        "- **Not like for like**: old holds no TensorFlow op (no event names an op type or a "
+        "graph node): nothing shows that the two run the same program, and there is no op to "
+        "compare; only the steps' spans and their events' names are",
+        "- old's steps include 0 us with nothing traced between session runs (Python work the "
+        "trace does not show); its steps are compared by their traced span (9.0 ms)",
+        "- old's steps include 1.0 ms with nothing traced between session runs (Python work "
+        "the trace does not show); its steps are compared by their traced span (9.0 ms)"]
     assert lines[start + 1 + CAVEATS] == "- 1 more under \"Can these two traces be compared?\""
     assert len(lines) <= MAX_LINES
 

@@ -34,14 +34,18 @@ same quantity is the same number wherever it is printed. Tables are means over s
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable, Hashable, TypeVar
 
 import numpy as np
 
 from compare.analysis.analyse import TraceAnalysis
+from compare.analysis.attribution import StepTimes
 from compare.analysis.groups import GroupMap
 from compare.analysis.opkeys import EventOps, Key, op_events
 from compare.analysis.rows import on_gpu
+from compare.model.events import Trace
 from compare.model.intervals import union_per_group
+from compare.vocabulary.groups import IDLE_WORKERS
 from compare.vocabulary.labels import LABEL
 
 #: Rows of the generic view that hold no event: time nothing traced runs.
@@ -50,9 +54,9 @@ IDLE, UNTRACED = "idle", "untraced"
 RUNTIME = "runtime"
 #: The input row: also every instant the step waits for or reads its input.
 INPUT = "input"
-#: What that worker time is called among the runtime row's events.
-IDLE_WORKERS = "(worker-thread regions with no op traced in or beside them)"
 
+#: What cells are grouped by (:meth:`Account.ids`).
+K = TypeVar("K", bound=Hashable)
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
@@ -114,9 +118,9 @@ class Account:
     def first(self) -> StepAccount | None:
         return self.steps[0] if len(self.steps) >= 2 else None
 
-    def ids(self, of) -> tuple[np.ndarray, list]:
+    def ids(self, of: Callable[[Cell], K]) -> tuple[np.ndarray, list[K]]:
         """(per cell an id, the distinct values): cells grouped by ``of(cell)``."""
-        seen: dict = {}
+        seen: dict[K, int] = {}
         ids = np.array([seen.setdefault(of(c), len(seen)) for c in self.cells], np.int64)
         return ids, list(seen)
 
@@ -221,7 +225,7 @@ def _positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     if not total:
         return np.zeros(0, np.int64)
     offs = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(starts, counts) + offs
+    return np.asarray(np.repeat(starts, counts) + offs)
 
 
 @dataclasses.dataclass
@@ -238,8 +242,9 @@ def _single_ops(eo: EventOps) -> _Single:
     return _Single(eo.idx[single], eo.keys[eo.ptr[:-1][single]])
 
 
-def _step(st, ptr, ent_cells, ent_frac, extra: dict[str, int], single: _Single, tr, dev
-          ) -> StepAccount:
+def _step(st: StepTimes, ptr: np.ndarray, ent_cells: tuple[np.ndarray, np.ndarray],
+          ent_frac: np.ndarray, extra: dict[str, int], single: _Single, tr: Trace,
+          dev: np.ndarray) -> StepAccount:
     """One step's cells from its per-event times (:class:`~compare.analysis.attribution.
     StepTimes`); ``ent_cells``: each entry's cell, and its cell in the input row (the wall
     share it had while the step waited for or read its input)."""
@@ -248,7 +253,9 @@ def _step(st, ptr, ent_cells, ent_frac, extra: dict[str, int], single: _Single, 
     pos = _positions(ptr[e], counts)
     cell, cell_in = ent_cells[0][pos], ent_cells[1][pos]
     frac = ent_frac[pos]
-    rep = (lambda v: np.repeat(v, counts) * frac)
+    def rep(v: np.ndarray) -> np.ndarray:
+        return np.asarray(np.repeat(v, counts) * frac)
+
     z_n = np.zeros(len(cell))
     parts = [(cell, rep(st.ev_wall - st.ev_input), rep(st.ev_self), rep(st.ev_cpu),
               np.ones(len(cell))),
@@ -274,7 +281,12 @@ def _step(st, ptr, ent_cells, ent_frac, extra: dict[str, int], single: _Single, 
                        count[keep], untraced_us=untraced)
 
 
-def _overlap_once(st, single: _Single, tr, dev, ev_cell: np.ndarray):
+#: A part of a step's account: (cells, wall, busy, cpu, count), one value per cell.
+Part = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _overlap_once(st: StepTimes, single: _Single, tr: Trace, dev: np.ndarray,
+                  ev_cell: np.ndarray) -> Part | None:
     """The busy correction that counts an op's time once where its host events and its
     device events overlap: per op with both in the step, its host cell gives up the overlap
     (host union + device union - union of both). ``ev_cell``: the cell of each event of the

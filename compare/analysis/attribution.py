@@ -35,7 +35,7 @@ import numpy as np
 
 from compare.analysis.mapping import StageMap
 from compare.analysis.rows import duplicate_pids, lane_roles
-from compare.model.events import CAT, Trace
+from compare.model.events import CAT, Step, Trace
 from compare.model.lanes import in_lanes
 from compare.vocabulary.labels import BASIS, ESTIMATES, LABEL, LABELS, PIPELINE, UNMAPPED
 from compare.vocabulary.rows import NOT_WORK_KINDS
@@ -94,7 +94,7 @@ class Attribution:
 
     def segment_waits(self) -> np.ndarray:
         """Per segment: the thread is waiting (a wait event, or executor time found blocked)."""
-        return self.smap.wait[self.segments[0]] | self.blocked
+        return np.asarray(self.smap.wait[self.segments[0]] | self.blocked)
 
     def median_blocked_us(self) -> float:
         """TF-thread runtime with no op inside counted as waiting, per steady step (median)."""
@@ -114,8 +114,8 @@ class Attribution:
         labels = per_event[e].astype(np.int64)
         orph = np.flatnonzero(self.smap.orphan[e])
         if not len(orph):
-            return labels
-        ops = np.flatnonzero(np.isin(labels, list(op_labels))
+            return np.asarray(labels)
+        ops = np.flatnonzero(np.isin(labels, list(op_labels or ()))
                              & ~self.smap.wait[e] & ~self.smap.orphan[e])
         order = ops[np.argsort(t0[ops])]
         mids = 0.5 * (t0[orph] + t1[orph])
@@ -133,7 +133,7 @@ class Attribution:
             while heap and heap[0][1] <= mid:
                 heapq.heappop(heap)
             labels[orph[k]] = labels[order[-heap[0][0]]] if heap else fallback
-        return labels
+        return np.asarray(labels)
 
     @property
     def first(self) -> StepTimes | None:
@@ -160,7 +160,10 @@ class Attribution:
 
 
 
-def segments(trace: Trace):
+#: Innermost-event segments: (event, t0, t1) arrays.
+Segs = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+def segments(trace: Trace) -> Segs:
     """Innermost-event segments of every lane that holds work (not allocator or tensor rows,
     not rows that repeat other rows' events: :func:`compare.analysis.rows.duplicate_pids`):
     arrays (event, t0, t1), lane by lane in time order. An event's segments are its time
@@ -168,13 +171,13 @@ def segments(trace: Trace):
     per trace."""
     cached = trace.meta.get("_segments")
     if cached is not None and cached[3] == len(trace.events):
-        return cached[:3]
+        return cached[0], cached[1], cached[2]
     out = _segments(trace)
     trace.meta["_segments"] = (*out, len(trace.events))
     return out
 
 
-def _segments(trace: Trace):
+def _segments(trace: Trace) -> Segs:
     ev = trace.events
     nest = trace.nesting
     keep = ~np.isin(ev.pid, sorted(_not_work_pids(trace))) & ~_derived(trace)
@@ -217,7 +220,7 @@ def _derived(trace: Trace) -> np.ndarray:
     "XLA Modules"...): they repeat the stream rows' time and are not work of their own."""
     if trace.format == "timeline":
         return np.zeros(len(trace.events), bool)
-    return lane_roles(trace) == "derived"
+    return np.asarray(lane_roles(trace) == "derived")
 
 
 def _not_work_pids(trace: Trace) -> set[int]:
@@ -247,7 +250,7 @@ def attribute(trace: Trace, smap: StageMap) -> Attribution:
     return Attribution(trace, smap, out, markers, (seg_ev, seg_t0, seg_t1), blocked)
 
 
-def _per_step(t0: np.ndarray, t1: np.ndarray, steps) -> list[np.ndarray]:
+def _per_step(t0: np.ndarray, t1: np.ndarray, steps: list[Step]) -> list[np.ndarray]:
     """For each step: the segments (``t1 > t0``) overlapping it, ascending. Those starting
     inside it are a range of the segments by start; those open at its start are kept in a
     sweep over the steps by start. So the cost is the sort plus the answer, not the number of
@@ -273,7 +276,8 @@ def _per_step(t0: np.ndarray, t1: np.ndarray, steps) -> list[np.ndarray]:
     return out
 
 
-def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray:
+def _blocked(smap: StageMap, e: np.ndarray, t0: np.ndarray, t1: np.ndarray, pid: np.ndarray,
+             tid: np.ndarray, step_lanes: set[tuple[int, int]]) -> np.ndarray:
     """Per segment: a stretch of TF's own runtime with nothing inside, on a TF thread (not the
     step's own Python thread), at least :data:`BLOCKED_MIN_US` long."""
     runtime = np.isin(smap.label[e], [LABEL["runtime"], LABEL["xla_run"]]) & \
@@ -281,7 +285,7 @@ def _blocked(smap: StageMap, e, t0, t1, pid, tid, step_lanes: set) -> np.ndarray
         (t1 - t0 >= BLOCKED_MIN_US)
     if step_lanes and runtime.any():
         runtime &= ~in_lanes(pid, tid, step_lanes)
-    return runtime
+    return np.asarray(runtime)
 
 
 @dataclasses.dataclass
@@ -318,14 +322,15 @@ class _Sweep:
     def over(self, per_k: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Sum of ``per_k`` over each masked segment's intervals."""
         pre = np.concatenate([[0.0], np.cumsum(per_k)])
-        return pre[self.k1[mask]] - pre[self.k0[mask]]
+        return np.asarray(pre[self.k1[mask]] - pre[self.k0[mask]])
 
 
 def _safe(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x, 1.0)
 
 
-def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
+def _one_step(st: Step, smap: StageMap, seg: _Segments, crit: tuple[int, int] | None
+              ) -> StepTimes:
     label = smap.label[seg.e].astype(np.int64)
     wait = smap.wait[seg.e] | seg.blocked
     orphan = smap.orphan[seg.e]
@@ -375,16 +380,17 @@ def _one_step(st, smap: StageMap, seg: _Segments, crit) -> StepTimes:
                      per.ev_input)
 
 
-def _input_segments(label, seg: _Segments, crit) -> np.ndarray:
+def _input_segments(label: np.ndarray, seg: _Segments, crit: tuple[int, int] | None
+                    ) -> np.ndarray:
     """The segments of the step's input: input ops (or events inside one) on any of its
     threads (:mod:`compare.analysis.inputs`), and its own thread waiting for input."""
     inp = seg.input.copy()
     if crit is not None:
         inp |= (seg.pid == crit[0]) & (seg.tid == crit[1]) & (label == LABEL["input_wait"])
-    return inp
+    return np.asarray(inp)
 
 
-def _edges(st, seg: _Segments) -> float:
+def _edges(st: Step, seg: _Segments) -> float:
     """The step's time before its first segment and after its last: nothing traced there."""
     if not len(seg.e):
         return float(st.dur)

@@ -20,16 +20,35 @@ import numpy as np
 
 from common.stages import ALL_STAGES, PIPELINE_STAGES
 from compare.analysis import opdiff, parity
-from compare.analysis.account import UNTRACED, Account, account
-from compare.analysis.analyse import TraceAnalysis, analyse
+from compare.analysis.account import UNTRACED, Account, StepAccount, account
+from compare.analysis.analyse import analyse
 from compare.analysis.attribution import Attribution, attribute
-from compare.analysis.compare_verdict import Verdicts, verdicts
-from compare.analysis.groups import GroupMap, map_groups
-from compare.analysis.mapping import StageMap, map_stages
+from compare.analysis.compare_verdict import verdicts
+from compare.analysis.groups import map_groups
+from compare.analysis.mapping import map_stages
 from compare.analysis.noise import mean_test
-from compare.analysis.opdiff import OpDiff, SideOps, TypeDiff
-from compare.analysis.parity import Parity
-from compare.analysis.step_delta import Basis, StepDelta, basis, step_delta
+from compare.analysis.opdiff import OpDiff
+from compare.analysis.result import (
+    SIDES,
+    Comparison,
+    Coverage,
+    CrossCheck,
+    GroupCell,
+    GroupRow,
+    OpTime,
+    Representative,
+    SideResult,
+    Source,
+    StageCell,
+    StageRow,
+    StepStats,
+    XlaTotals,
+    XlaUnitRow,
+    stages_cover,
+    view_of,
+)
+from compare.analysis.side import Side
+from compare.analysis.step_delta import Basis, basis, step_delta
 from compare.analysis.xla import XlaSummary, summarize
 from compare.model.events import Trace
 from compare.vocabulary.groups import GROUP_SPLIT, GROUPS, SPLIT_KEYS
@@ -38,283 +57,20 @@ from compare.vocabulary.ops import TRAIN_FUNCTION
 from compare.vocabulary.thresholds import (
     GROUP_ROWS_KEPT,
     SCOPE_VARIANTS_MERGED,
-    UNMAPPED_NOTABLE,
 )
 
-#: The two sides: ``a`` (the baseline, legacy in our runs) and ``b``.
-SIDES = ("a", "b")
 #: Ops listed with their time per stage row and side.
 OPS_WITH_TIME = 12
-ATTRIBUTION_NOTE = (
-    "Every number is booked once, inside step windows (the steps the trace marks): an event "
-    "counts by its overlap with the window, its own time only, each kernel and copy once. "
-    "wall: each instant of a step is shared equally among the threads working at that instant; "
-    "instants where threads only wait go to what they wait in, instants with nothing traced "
-    "to idle (between the ops) or untraced (at the window's edges); per step it adds up to the "
-    "step time. cpu: busy thread time summed over threads. Op time (ops_diff): an op's own "
-    "time in the window, waits included, parallel executions added. Tables are means over "
-    "steady steps (every step but the first), so they add up; the first step is reported "
-    "apart.")
-
-
-@dataclasses.dataclass
-class Side:
-    """One side of the comparison: its name, its analysed trace, and where it came from."""
-
-    name: str
-    analysis: TraceAnalysis
-    source_note: str = ""
-    cross_checks: list["CrossCheck"] = dataclasses.field(default_factory=list)
-    groups: GroupMap | None = None          # the generic view of every event
-    ops: SideOps | None = None              # its ops' time per steady step
-    account: Account | None = None          # every number's source
-    #: tf.data service workers that fed this side, when its run records them (compare.run)
-    service_workers: int | None = None
-
-    @property
-    def trace(self) -> Trace:
-        return self.analysis.trace
-
-    @property
-    def smap(self) -> StageMap:
-        return self.analysis.smap
-
-    @property
-    def attribution(self) -> Attribution:
-        return self.analysis.attribution
-
-    @property
-    def xla(self) -> XlaSummary:
-        return self.analysis.xla
+#: Per label: (op display name, mean wall µs per steady step), largest first.
+OpsByLabel = dict[int, list[tuple[str, float]]]
 
 
 def side(name: str, trace: Trace, source_note: str = "") -> Side:
     """Analyse one trace as a side of a comparison: stages, groups, its account, ops."""
-    s = Side(name, analyse(trace), source_note)
-    _book(s)
-    return s
-
-
-def _book(s: Side) -> None:
-    """The side's generic view, account and op table, once."""
-    if s.account is None:
-        s.groups = s.groups or map_groups(s.trace, s.smap)
-        s.account = account(s.analysis, s.groups)
-        s.ops = opdiff.op_table(s.account)
-
-
-# --------------------------------------------------------------------------------------------
-# the typed result
-
-@dataclasses.dataclass
-class OpTime:
-    op: str
-    us: float
-
-
-@dataclasses.dataclass
-class StageCell:
-    """One stage on one side: means per steady step unless named otherwise."""
-
-    us: float
-    median_us: float
-    cpu_us: float
-    first_us: float | None          # the first step; None when the trace has a single step
-    estimated_us: float             # the part of ``us`` that rests on an estimate
-    ops: list[str]                  # every op with time in the stage, largest first
-    op_us: list[OpTime]             # the largest ones with their mean time
-
-
-@dataclasses.dataclass
-class StageRow:
-    stage: str
-    kind: str                       # "pipeline" or "overhead"
-    cells: dict[str, StageCell]     # side -> its cell
-    ratio: float | None             # a us / b us; None when b's is 0
-
-
-@dataclasses.dataclass
-class Representative:
-    """The steady step closest to the median (the one timelines.png shows), by stage."""
-
-    step: int
-    dur_us: float
-    stages_us: dict[str, float]
-    groups_us: dict[str, float] = dataclasses.field(default_factory=dict)  # generic view's rows
-
-
-@dataclasses.dataclass
-class StepStats:
-    count: int
-    steady_count: int
-    mean_us: float
-    representative: Representative | None
-    blocked_us: float
-    median_us: float
-    first_us: float | None
-    min_us: float
-    max_us: float
-    split_us: dict[str, float]                # the mean steady step by SPLIT_KEYS (adds up)
-    first_split_us: dict[str, float] | None
-    #: the step time compared: "window" (the mean steady step) or "traced" (its mean traced
-    #: span, without the untraced edges of a timeline's session runs), and that time
-    basis: str = "window"
-    basis_us: float = 0.0
-    untraced_us: float = 0.0                  # mean untraced time at the windows' edges
-    #: mean time per steady step the step waited for or read its input (on any of its
-    #: threads; other threads may work meanwhile): what input-bound is judged by
-    input_us: float = 0.0
-    #: how long some thread compiled (XLA) during the first step (None with one step)
-    first_compile_us: float | None = None
-    #: what the trace's first step is: "program" (numbered 0 or 1 by the program: its first
-    #: step), "window" (numbered later: the trace is a window of a longer run), "unknown"
-    first_kind: str = "unknown"
-    first_num: int | None = None
-    last_num: int | None = None
-    #: Keras train_function calls outside every step the trace marks (at its edges, where the
-    #: profiler started or stopped inside a step): left out of the step count
-    unmarked_calls: int = 0
-
-
-@dataclasses.dataclass
-class XlaUnitRow:
-    kind: str
-    ops: list[str]
-    stages: dict[str, int]
-    compiles: int
-    compile_us: float
-    runs: int
-    run_us: float
-
-
-@dataclasses.dataclass
-class XlaTotals:
-    compile_us: float
-    run_us: float
-    compiles: int
-    recompiled: list[str]
-    launch_style: str
-    units: dict[str, XlaUnitRow] | None = None
-
-
-@dataclasses.dataclass
-class CrossCheck:
-    """Another trace of the same run (legacy's timeline.json) beside the side's own numbers."""
-
-    trace: str
-    format: str
-    steps: int
-    against: str                    # "steady" or "first"
-    step_us: float
-    source_step_us: float
-    stages_us: dict[str, float]
-    source_stages_us: dict[str, float]
-    xla: XlaTotals
-
-
-@dataclasses.dataclass
-class Source:
-    path: str
-    format: str
-    note: str
-    warnings: list[str]
-
-
-@dataclasses.dataclass
-class Coverage:
-    stages_with_time: list[str]
-    unmapped_share: float
-
-
-@dataclasses.dataclass
-class SideResult:
-    source: Source
-    steps: StepStats
-    xla: XlaTotals
-    unmapped_us: float
-    unmapped_ops: list[OpTime]
-    estimates_used: list[str]
-    coverage: Coverage
-    cross_checks: list[CrossCheck]
-
-
-@dataclasses.dataclass
-class GroupCell:
-    us: float                       # mean wall time per steady step
-    cpu_us: float
-    first_us: float | None
-    ops: list[str]
-    busy_us: float = 0.0            # its ops' own time (waits included), summed
-
-
-@dataclasses.dataclass
-class GroupRow:
-    """One row of the generic view: a group (``compute`` rows per top-level scope)."""
-
-    key: str
-    group: str
-    scope: str
-    cells: dict[str, GroupCell]
-
-
-@dataclasses.dataclass
-class Comparison:
-    created: str
-    stages: list[StageRow]
-    sides: dict[str, SideResult]
-    verdict: Verdicts | None = None
-    attribution_note: str = ATTRIBUTION_NOTE
-    estimates: dict[str, str] = dataclasses.field(default_factory=lambda: dict(ESTIMATES))
-    labels: dict[str, str] = dataclasses.field(default_factory=lambda: {k: k for k in SIDES})
-    groups: list[GroupRow] = dataclasses.field(default_factory=list)
-    ops_diff: list[OpDiff] = dataclasses.field(default_factory=list)
-    types_diff: list[TypeDiff] = dataclasses.field(default_factory=list)
-    parity: Parity | None = None
-    step_delta: StepDelta | None = None
-
-    def label(self, side: str) -> str:
-        return self.labels.get(side, side)
-
-    def group_unmapped_us(self, side: str) -> float:
-        """Time per steady step no rule of either view places."""
-        return sum(r.cells[side].us for r in self.groups if r.group == "unmapped")
-
-    def has_pipeline(self) -> bool:
-        """Either side spends time in the seed pipeline's stages."""
-        return any(r.kind == "pipeline" and cell.us > 0 for r in self.stages
-                   for cell in r.cells.values())
-
-    def stages_cover(self) -> bool:
-        """The seed pipeline's stages hold (nearly) all of both sides' steps: every side has
-        stage time, and the time outside the stages is under UNMAPPED_NOTABLE of its step."""
-        return self.has_pipeline() and all(
-            s.coverage.unmapped_share < UNMAPPED_NOTABLE for s in self.sides.values())
-
-    @property
-    def view(self) -> str:
-        """The view the verdict, the plots and the merged trace show: the seed's stages when
-        they hold both traces' steps (our pipelines, an image pipeline alone), else the
-        generic groups (a model fed by an image pipeline is mostly outside the stages; the
-        ``stages`` rows and the stage view's unmapped time stay in report.json all the same)."""
-        return "stages" if self.stages_cover() else "groups"
-
-    def view_reason(self) -> str:
-        """Why :attr:`view` is the one shown, in a sentence."""
-        if self.view == "stages":
-            return ("the traces show the seed's image pipeline (its stages by our name scopes, "
-                    "tf.image API scopes or image op types) and little else: the verdict and "
-                    "the plots use the stages; the generic groups are beside them")
-        if self.has_pipeline():
-            return ("a trace shows image pipeline stages, but most of a step is outside them "
-                    "(a model, its optimizer): the verdict, the plots and the merged trace use "
-                    "the generic groups; the stage rows are kept for the pipeline's part")
-        return ("neither trace shows the seed's image pipeline (no stage by our name scopes, "
-                "tf.image API scopes or image op types): the verdict, the plots and the merged "
-                "trace use the generic groups; the seed stages' rows (stages, unmapped_us, "
-                "coverage) leave most of such a program unmapped and are kept for reference")
-
-    def row(self, stage: str) -> StageRow:
-        return next(r for r in self.stages if r.stage == stage)
+    analysis = analyse(trace)
+    groups = map_groups(trace, analysis.smap)
+    booked = account(analysis, groups)
+    return Side(name, analysis, groups, booked, opdiff.op_table(booked), source_note)
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,51 +81,54 @@ def compare(a: Side, b: Side, labels: dict[str, str] | None = None) -> Compariso
     with the parity checks and a verdict (see the module docstring). ``labels``: what to call
     each side (``a``, ``b``) in words."""
     sides = {"a": a, "b": b}
-    for s in sides.values():
-        _book(s)
     ops = {k: _ops_by_label(s) for k, s in sides.items()}
     stages = [_stage_row(stage, sides, ops) for stage in ALL_STAGES]
     bases = {k: basis(s.account, s.trace.format == "timeline") for k, s in sides.items()}
     results = {k: _side_result(k, s, stages, ops[k], bases[k]) for k, s in sides.items()}
-    out = Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results,
-                     labels=dict(labels or {k: k for k in SIDES}))
     times = {k: group_times(s) for k, s in sides.items()}
     alias = scope_aliases({k: set(t.wall) | set(t.cpu) for k, t in times.items()})
-    out.groups = group_rows(times, alias)
+    _representative_groups(sides, results, alias)
+    ops_diff = opdiff.diff(a.ops.ops, b.ops.ops,
+                           {k: opdiff.unit_members(s.analysis) for k, s in sides.items()})
+    delta = step_delta({k: s.account for k, s in sides.items()}, bases, ops_diff)
+    _test_top_ops(ops_diff, sides)
+    par = parity.check(sides, ops_diff, bases, _stage_times(stages, results))
+    verdict = verdicts(view_of(stages, results), stages, delta, par, ops_diff)
+    return Comparison(time.strftime("%Y-%m-%dT%H:%M:%S%z"), stages, results, verdict, par, delta,
+                      labels=dict(labels or {k: k for k in SIDES}),
+                      groups=group_rows(times, alias), ops_diff=ops_diff,
+                      types_diff=opdiff.by_type(a.ops, b.ops))
+
+
+def _representative_groups(sides: dict[str, Side], results: dict[str, SideResult],
+                           alias: dict[str, dict[str, str]]) -> None:
+    """Each side's representative step by the generic view's rows (aliased as the rows are)."""
     for k, s in sides.items():
-        rep, st = out.sides[k].steps.representative, _account_step(s)
+        rep, st = results[k].steps.representative, _account_step(s)
         if rep is not None and st is not None:
             rep.groups_us = {key: round(v, 1) for key, v in _aliased(GroupTimes(
                 _row_totals(s.account, st, "wall"), {}, None, {}), alias[k]).wall.items()
                 if v > 0}
-    out.ops_diff = opdiff.diff(a.ops.ops, b.ops.ops,
-                               {k: opdiff.unit_members(s.analysis) for k, s in sides.items()})
-    out.types_diff = opdiff.by_type(a.ops, b.ops)
-    accounts = {k: s.account for k, s in sides.items() if s.account is not None}
-    out.step_delta = step_delta(accounts, bases, out.ops_diff)
-    _test_top_ops(out, sides)
-    out.parity = parity.check(sides, out.labels, out.ops_diff, bases, _stage_times(out))
-    out.verdict = verdicts(out)
-    return out
 
 
-def _stage_times(c: Comparison) -> dict[str, dict[str, float]] | None:
+def _stage_times(stages: list[StageRow], sides: dict[str, SideResult]
+                 ) -> dict[str, dict[str, float]] | None:
     """Per side, the seed pipeline's stages with time (mean us per step), when the stages hold
     (nearly) all of both sides' steps; else None."""
-    if not c.stages_cover():
+    if not stages_cover(stages, sides):
         return None
-    return {k: {r.stage: r.cells[k].us for r in c.stages
-                if r.kind == "pipeline" and r.cells[k].us > 0} for k in c.sides}
+    return {k: {r.stage: r.cells[k].us for r in stages
+                if r.kind == "pipeline" and r.cells[k].us > 0} for k in sides}
 
 
 #: Rows of ``ops_diff`` whose change is tested against the step-to-step spread.
 OPS_TESTED = 20
 
 
-def _test_top_ops(c: Comparison, sides: dict[str, Side]) -> None:
+def _test_top_ops(ops_diff: list[OpDiff], sides: dict[str, Side]) -> None:
     """The largest op changes, each tested against its per-step spread (the bootstrap of
     :mod:`compare.analysis.noise`, where both sides hold enough steps)."""
-    top = c.ops_diff[:OPS_TESTED]
+    top = ops_diff[:OPS_TESTED]
     keys = {k: [key for r in top for key in r.keys.get(k, [])] for k in sides}
     samples = {k: opdiff.op_samples(s.account, keys[k]) for k, s in sides.items()}
     for r in top:
@@ -394,7 +153,7 @@ class GroupTimes:
     busy: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
-def _row_totals(acc: Account, st, what: str) -> dict[str, float]:
+def _row_totals(acc: Account, st: StepAccount, what: str) -> dict[str, float]:
     ids, rows = acc.ids(lambda c: c.row)
     vals = st.total(what, ids, len(rows))
     return {r: float(v) for r, v in zip(rows, vals) if v}
@@ -406,7 +165,10 @@ def group_times(s: Side, n_ops: int = 4) -> GroupTimes:
     acc = s.account
     ids, rows = acc.ids(lambda c: c.row)
     mean = {what: acc.mean(what, ids, len(rows)) for what in ("wall", "cpu", "busy")}
-    pick = (lambda v: {r: float(x) for r, x in zip(rows, v) if x})
+
+    def pick(v: np.ndarray) -> dict[str, float]:
+        return {r: float(x) for r, x in zip(rows, v) if x}
+
     first = acc.first
     return GroupTimes(pick(mean["wall"]), pick(mean["cpu"]),
                       _row_totals(acc, first, "wall") if first is not None else None,
@@ -430,7 +192,7 @@ def _row_ops(s: Side, n: int) -> dict[str, list[str]]:
             for k, v in by_row.items()}
 
 
-def _account_step(s: Side):
+def _account_step(s: Side) -> StepAccount | None:
     """The account's step that the attribution's representative step is."""
     rep = s.attribution.representative()
     if rep is None:
@@ -451,7 +213,10 @@ def scope_aliases(keys: dict[str, set[str]]) -> dict[str, dict[str, str]]:
         return out
     (ka, a), (kb, b) = scopes.items()
     lone = {ka: a - b, kb: b - a}
-    base = (lambda sc: SCOPE_SUFFIX.sub("", sc))
+
+    def base(sc: str) -> str:
+        return SCOPE_SUFFIX.sub("", sc)
+
     shared = {base(x) for x in lone[ka]} & {base(x) for x in lone[kb]}
     for k, names in lone.items():
         for sc in names:
@@ -528,7 +293,7 @@ def _sum_cells(cells: list[GroupCell]) -> GroupCell:
                      round(sum(c.busy_us for c in cells), 1))
 
 
-def _stage_row(stage: str, sides: dict[str, Side], ops: dict) -> StageRow:
+def _stage_row(stage: str, sides: dict[str, Side], ops: dict[str, OpsByLabel]) -> StageRow:
     lab = LABEL[stage]
     cells = {k: _cell(s.attribution, lab, ops[k].get(lab, [])) for k, s in sides.items()}
     m = cells["b"].us
@@ -552,7 +317,8 @@ def _cell(att: Attribution, lab: int, ops: list[tuple[str, float]]) -> StageCell
         op_us=[OpTime(name, round(v, 1)) for name, v in ops[:OPS_WITH_TIME]])
 
 
-def _side_result(k: str, s: Side, stages: list[StageRow], ops: dict, b: Basis) -> SideResult:
+def _side_result(k: str, s: Side, stages: list[StageRow], ops: OpsByLabel, b: Basis
+                 ) -> SideResult:
     steps = step_stats(s, b)
     unmapped = round(float(_mean(s.attribution, "wall")[0]), 1)
     have = [r.stage for r in stages if r.kind == "pipeline" and r.cells[k].us > 0
@@ -566,7 +332,7 @@ def _side_result(k: str, s: Side, stages: list[StageRow], ops: dict, b: Basis) -
         cross_checks=list(s.cross_checks))
 
 
-def split(acc: Account, st) -> dict[str, float]:
+def split(acc: Account, st: StepAccount) -> dict[str, float]:
     """One step of the account by :data:`SPLIT_KEYS` (its groups, coarser): adds up to it."""
     ids, keys = acc.ids(lambda c: GROUP_SPLIT.get(c.group, "compute"))
     vals = st.total("wall", ids, len(keys))
@@ -585,13 +351,16 @@ def _mean_split(acc: Account) -> dict[str, float]:
     return out
 
 
+
+def by_stage(arr: np.ndarray) -> dict[str, float]:
+    """Per stage (label) with time: its time, rounded."""
+    return {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS)) if arr[i] > 0}
+
 def step_stats(s: Side, b: Basis) -> StepStats:
     att, acc = s.attribution, s.account
     first = att.first
     durs = [x.dur for x in att.steady]
     rep = att.representative()
-    by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
-                             if arr[i] > 0})
     return StepStats(
         count=len(att.steps), steady_count=len(att.steady),
         mean_us=round(float(np.mean(durs)), 1) if durs else 0.0,
@@ -665,12 +434,12 @@ def _units(side: Side) -> dict[str, XlaUnitRow]:
     return out
 
 
-def _unit_key(name: str):
+def _unit_key(name: str) -> tuple[int, int | str]:
     parts = name.split("_")
     return (0, int(parts[1])) if name.startswith("cluster_") and parts[1].isdigit() else (1, name)
 
 
-def _ops_by_label(side: Side) -> dict[int, list[tuple[str, float]]]:
+def _ops_by_label(side: Side) -> OpsByLabel:
     """Per label: (op display name, mean wall µs per steady step), largest first."""
     acc: dict[tuple[int, str], float] = defaultdict(float)
     names: dict[int, str] = {}
@@ -717,8 +486,6 @@ def cross_check(side: Side, other: Trace, label: str, against: str = "steady") -
     else:
         mine = _mean(own, "wall")
         mine_step = float(np.mean([x.dur for x in own.steady])) if own.steady else 0.0
-    by_stage = (lambda arr: {LABELS[i]: round(float(arr[i]), 1) for i in range(len(LABELS))
-                             if arr[i] > 0})
     return CrossCheck(label, other.format, len(att.steps), against,
                       float(np.mean([s.dur for s in rows])) if rows else 0.0,
                       round(float(mine_step), 1), by_stage(wall), by_stage(mine),

@@ -73,7 +73,7 @@ class RunStart:
 class Launch:
     """How busy the host was launching GPU work, and how small the kernels were."""
 
-    row: str = ""                     # the launch row (TF1) or "host threads launching ops"
+    row: str = ""                     # the launch row (TF1) or HOST_LAUNCH_THREADS
     busy_share: float = 0.0
     host_ops: int = 0                 # op executions on the launch rows
     host_ops_short: int = 0           # of which under LAUNCH_SHORT_US
@@ -120,7 +120,7 @@ def kernel_mask(trace: Trace, roles: dict[int, str]) -> np.ndarray:
             r == "gpu_stream" and rows.gpu_of(trace.processes[p].name) not in gpus_all]
     m = np.isin(ev.pid, pids) & rows.busy_mask(trace)
     copy_ids = [i for i in np.unique(ev.name[m]) if rows.is_copy(names[i])]
-    return m & ~np.isin(ev.name, copy_ids)
+    return np.asarray(m & ~np.isin(ev.name, copy_ids))
 
 
 def step_kernels(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> np.ndarray:
@@ -170,7 +170,7 @@ def _sources(trace: Trace, host: np.ndarray, roles: dict[int, str], gpu: bool) -
         return host[:0]
     s = host[ev.tf_name[host] == src]
     on_gpu = np.array([roles.get(int(p)) == "gpu_launch" for p in ev.pid[s]], bool)
-    return s[on_gpu == gpu]
+    return np.asarray(s[on_gpu == gpu])
 
 
 def run_start(trace: Trace, choice: StepChoice, idx: np.ndarray,
@@ -236,8 +236,9 @@ def _launch_setup(trace: Trace, choice: StepChoice, out: OneTime, kern: np.ndarr
     # each op's kernels in the step: by node (a timeline's launch row names the node), by
     # kernel name (a profile's host launch is named after its kernel)
     timeline = trace.format == "timeline"
-    key = (lambda j: int(ev.tf_name[j]) or int(ev.name[j])) if timeline else \
-        (lambda j: int(ev.name[j]))
+    def key(j: int) -> int:
+        return int(ev.tf_name[j]) or int(ev.name[j]) if timeline else int(ev.name[j])
+
     device: dict[int, float] = {}
     for k in kern.tolist():
         device[key(k)] = device.get(key(k), 0.0) + float(ev.dur[k])
@@ -315,7 +316,7 @@ class Rest:
         a, b = self.cut_ts[order], np.maximum.accumulate(self.cut_end[order])
         at = np.searchsorted(a, ev.ts[k], side="right") - 1
         inside = (at >= 0) & (ev.end[k] <= b[np.maximum(at, 0)])
-        return k[~inside]
+        return np.asarray(k[~inside])
 
 
 def one_time_share(o: OneTime, compile_share: float) -> float:
@@ -328,9 +329,14 @@ def one_time_share(o: OneTime, compile_share: float) -> float:
 # --------------------------------------------------------------------------------------------
 # launching
 
+#: The launch row of a profile: its threads that run ops and launch their kernels.
+HOST_LAUNCH_THREADS = "host_launch_threads"
+
+
 def launch_events(trace: Trace, choice: StepChoice, legend: Legend) -> tuple[str, np.ndarray]:
-    """(the launch rows in words, their busy events in the step): a timeline's busiest
-    ``<gpu> Compute`` row, or a profile's threads that run ops and launch their kernels."""
+    """(the launch rows, their busy events in the step): a timeline's busiest ``<gpu> Compute``
+    row, or a profile's threads that run ops and launch their kernels
+    (:data:`HOST_LAUNCH_THREADS`)."""
     ev = trace.events
     busy = np.flatnonzero(choice.in_step(trace) & rows.busy_mask(trace))
     if trace.format == "timeline":
@@ -343,8 +349,7 @@ def launch_events(trace: Trace, choice: StepChoice, legend: Legend) -> tuple[str
              if ln.role == "inter_op" or ln.name.startswith(tfops.GPU_LAUNCH_THREADS)]
     if not lanes:
         return "", busy[:0]
-    return ("the host threads that run ops and launch their kernels",
-            busy[in_lanes(ev.pid[busy], ev.tid[busy], lanes)])
+    return HOST_LAUNCH_THREADS, busy[in_lanes(ev.pid[busy], ev.tid[busy], lanes)]
 
 
 def launch(trace: Trace, choice: StepChoice, idx: np.ndarray, legend: Legend,
@@ -381,9 +386,8 @@ def copies(trace: Trace, choice: StepChoice, idx: np.ndarray, roles: dict[int, s
     if not len(every):
         return out
     wall = choice.step.dur or 1.0
-    clip = (lambda k: intervals.clipped(ev.ts[k], ev.end[k], choice.lo, choice.hi))
     hit = dev if len(dev) else host
-    inside = clip(hit)
+    inside = intervals.clipped(ev.ts[hit], ev.end[hit], choice.lo, choice.hi)
     # a transfer's host call and its device copy are one copy: the host's time outside it
     host_only = max(0.0, _union(trace, every, choice) - _union(trace, dev, choice)) \
         if len(dev) else 0.0

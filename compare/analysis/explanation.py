@@ -11,6 +11,7 @@ import numpy as np
 
 from common.errors import InputError
 from compare.analysis import legend, sequence, steps, verdict
+from compare.analysis.facts import step_compile_us
 from compare.analysis.legend import Legend
 from compare.analysis.sequence import Sequence
 from compare.analysis.steps import StepChoice
@@ -75,7 +76,7 @@ def xla_in_step(trace: Trace, summary: XlaSummary, choice: StepChoice) -> XlaSte
     ran = np.flatnonzero(in_step & calls & runs)
     run_us = max(float(intervals.clipped(ev.ts[ran], ev.end[ran], choice.lo, choice.hi).sum())
                  - compiled_in_step, 0.0)
-    compile_us = verdict.step_compile_us(trace, summary, choice)
+    compile_us = step_compile_us(trace, summary, choice)
     wall = choice.step.dur
     k = np.flatnonzero(in_step & calls & runs)  # clusters run in parallel: their wall share
     run_wall = max(intervals.union_us(ev.ts[k], ev.end[k], choice.lo, choice.hi)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from typing import Sequence
 
 import numpy as np
 
@@ -84,9 +85,9 @@ def _lane_group(trace: Trace, pid: int, tid: int, roles: dict[int, str]) -> str 
     return None
 
 
-def _kernel_group(ops: list[tuple[str, str]]) -> tuple[str, str]:
+def _kernel_group(ops: Sequence[tuple[str, str]]) -> tuple[str, str]:
     """(group, scope) of an XLA kernel from the TF ops fused into it: the most common."""
-    votes: Counter = Counter()
+    votes: Counter[tuple[str, str]] = Counter()
     for t, n in ops:
         g = group_of_op(t, n) or "compute"
         votes[(g, top_scope(n) if g == "compute" else "")] += 1
@@ -172,7 +173,7 @@ def _decide(name: str, op_type: str, tf_name: str, label: int, lane: str | None
     return "unmapped", "", True
 
 
-def _inherit(trace: Trace, group: np.ndarray, scope: list[str], generic: np.ndarray) -> None:
+def _inherit(trace: Trace, group: np.ndarray, scope: np.ndarray, generic: np.ndarray) -> None:
     """Rule 6: generic events take the group of the event they run inside."""
     nest = trace.nesting
     for i in nest.walk().tolist():

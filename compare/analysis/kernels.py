@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 
 from compare.analysis.rows import lane_roles
-from compare.model.events import Trace
+from compare.model.events import Events, Trace
 from compare.vocabulary.ops import COPY_NAME
 
 #: The derived device line holding one event per TF op.
@@ -51,7 +51,7 @@ def kernel_ops(trace: Trace) -> KernelOps:
     return KernelOps(op_of, launches)
 
 
-def _inside(ev, kernels: np.ndarray, spans: np.ndarray) -> dict[int, int]:
+def _inside(ev: Events, kernels: np.ndarray, spans: np.ndarray) -> dict[int, int]:
     """kernel -> the span (latest starting at or before it) whose end covers the kernel's
     start."""
     if not len(kernels) or not len(spans):

@@ -7,6 +7,7 @@ This answers the seed's "What is denoted by different pids in the plot?" and the
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -21,27 +22,37 @@ from compare.model.lanes import groups as lane_groups
 from compare.model.lanes import unique_pairs
 from compare.vocabulary.groups import is_collective
 from compare.vocabulary.ops import cluster_of, is_input_op
-from compare.vocabulary.rows import STREAM, TFDATA_GET_NEXT_THREADS, is_copy
+from compare.vocabulary.rows import STREAM, TFDATA_GET_NEXT_THREADS, WHERE, is_copy
 
 
 @dataclasses.dataclass
 class LaneInfo:
+    """One row of a process (a thread, or a timeline's lane); what it is in words is
+    :func:`compare.output.legend_words.lane`'s."""
+
     tid: int
     name: str
     role: str
-    meaning: str
     events: int
     busy_us: float
     busy_share: float           # of the step's wall time
+    thread: str = ""            # its thread's name without the number TF appends
+    get_next: bool = False      # a tf.data thread the step's IteratorGetNext runs on
+    #: another thread named like Python's main one: the main one's tid, and the events this
+    #: one recorded in the whole trace
+    main_tid: int | None = None
+    trace_events: int = 0
 
 
 @dataclasses.dataclass
 class ProcessInfo:
+    """One process (a row group of the viewer): its role and what it holds; what it is in words
+    is :func:`compare.output.legend_words.process`'s."""
+
     pid: int
     name: str
     kind: str
     role: str
-    meaning: str
     events: int                 # complete events in the step
     recorded: bool              # holds any event at all in the trace (not only its name)
     busy_us: float              # union of the work of its lanes in the step
@@ -49,6 +60,13 @@ class ProcessInfo:
     parallelism: float          # lanes busy at once on average while busy (sum / union)
     tensors: int                # tensor objects (timeline Tensors rows)
     lanes: list[LaneInfo]
+    device: str = ""            # its device, as rows.device_of names it
+    gpu: str | None = None      # its GPU, as rows.gpu_of names it
+    has_streams: bool = False   # its GPU has CUDA stream rows
+    counters: bool = False      # it holds memory counters
+    tracer_row: bool = False    # one of the GPU tracer's rows (a stream or memcpy row)
+    stream: str = ""            # a stream row's stream number ("?" when not in its name)
+    copies_only: bool = False   # a stream row that ran copies only
 
 
 @dataclasses.dataclass
@@ -84,7 +102,7 @@ class DeviceBusy:
 
 @dataclasses.dataclass
 class AllocatorPeak:
-    allocator: str
+    allocator: str              # its series' name ("" when it has none)
     peak_bytes: float
     peak_at_us: float           # from the start of the trace
     step_peak_bytes: float      # peak within the chosen step (0 if no sample there)
@@ -93,9 +111,10 @@ class AllocatorPeak:
 @dataclasses.dataclass
 class Legend:
     format: str
-    format_words: str
+    #: a timeline's device names: "full" (/device:CPU:0, TF 1.3 on and TF2) or "short"
+    #: (/cpu:0, early TF 1.x); "" for other formats
+    device_names: str
     tids_are: str               # "lanes" (timeline.py) or "threads"
-    tids_words: str
     gpu: bool                   # the trace shows GPU execution (stream or device rows)
     processes: list[ProcessInfo]
     top_ops: list[OpTime]       # by wall time, TF runtime events left out (see runtime_us)
@@ -103,12 +122,13 @@ class Legend:
     memory: list[AllocatorPeak]
     devices: list[DeviceBusy] = dataclasses.field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """``dataclasses.asdict`` without its deep copies (a trace may have 200,000 rows)."""
-        return _plain(self)
+        out: dict[str, Any] = _plain(self)
+        return out
 
 
-def _plain(obj):
+def _plain(obj: Any) -> Any:
     """A dataclass (and the dataclasses and lists in it) as dicts and lists; other values as
     they are (they are numbers and strings here)."""
     names = _FIELDS.get(type(obj))
@@ -125,31 +145,14 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 # --------------------------------------------------------------------------------------------
-# words
+# rows
 
-def format_words(trace: Trace) -> str:
-    if trace.format == "timeline":
-        names = " ".join(p.name for p in trace.processes.values())
-        era = ("full device names (/device:CPU:0), as TF 1.x from 1.3 on and TF2 write them"
-               if "/device:" in names else
-               "short device names (/cpu:0, /gpu:0), as early TF 1.x wrote them")
-        return ("a timeline.py trace (tensorflow.python.client.timeline): the step stats of "
-                "session runs traced with RunOptions(trace_level=FULL_TRACE), with " + era)
-    if trace.format == "xprof":
-        return ("a TensorBoard profile (the TF profiler's trace, as xprof's trace viewer "
-                "shows it): real threads, with events nested inside the ones that called them")
-    return "a Chrome trace from another tool (rows and names read as they are)"
-
-
-def tids_words(trace: Trace) -> tuple[str, str]:
-    if trace.format == "timeline":
-        return "lanes", (
-            "In a timeline.py trace a row's tid is a lane, not a thread: timeline.py puts each "
-            "op into the first lane that is free when the op starts (greedy, non-overlapping). "
-            "Lane 1 and up only hold ops that overlapped an op in a lower lane, so several "
-            "lanes mean ops ran at the same time; which thread ran an op is not recorded.")
-    return "threads", ("Here a row's tid is a real thread id; an event drawn inside another "
-                       "ran within it (a parent contains what it called).")
+def device_names(trace: Trace) -> str:
+    """How a timeline names its devices: "full" or "short" (see :class:`Legend`)."""
+    if trace.format != "timeline":
+        return ""
+    names = " ".join(p.name for p in trace.processes.values())
+    return "full" if "/device:" in names else "short"
 
 
 def _copies_only(trace: Trace, idx: np.ndarray) -> bool:
@@ -157,110 +160,32 @@ def _copies_only(trace: Trace, idx: np.ndarray) -> bool:
     return len(idx) > 0 and all(rows.is_copy(names[n]) for n in np.unique(trace.events.name[idx]))
 
 
-def process_meaning(trace: Trace, pid: int, role: str, roles: dict[int, str],
-                    idx: np.ndarray, streamed: set | None = None) -> str:
-    """What process ``pid`` is, in words; ``streamed``: the GPUs that have stream rows (see
-    :func:`gpus_with_streams`; computed here when not given)."""
+def _process(trace: Trace, pid: int, role: str, roles: dict[int, str], idx: np.ndarray,
+             streamed: set[str]) -> dict[str, Any]:
+    """What the legend's words need of process ``pid`` beyond its role (see
+    :class:`ProcessInfo`); ``streamed``: the GPUs that have stream rows."""
     p = trace.processes[pid]
     dev = rows.device_of(p.name)
     gpu = rows.gpu_of(p.name)
-    has_streams = gpu in (gpus_with_streams(trace, roles) if streamed is None else streamed)
-    if role == "allocator":
-        if not (trace.counters.pid == pid).any():
-            return ("empty: timeline.py makes an Allocators row in every trace, and it holds "
-                    "memory counters only when the timeline is written with show_memory=True "
-                    "(generate_chrome_trace_format(show_memory=True)); this one holds none")
-        return ("memory counters: bytes held by each allocator over time, one series per "
-                "allocator (the curve rises when an op's output is allocated and falls after "
-                "the tensor's last use)")
-    if role == "tensors":
-        n = trace.objects.get(pid, 0)
-        if not n:
-            return ("empty: timeline.py makes a Tensors row for every device, and the GPU "
-                    "tracer's rows record no tensors" if "/stream:" in dev or "/memcpy" in dev
-                    else "empty: no tensor lifetimes were recorded for this device")
-        return (f"tensor lifetimes on {dev}: one object per tensor an op produced, from its "
-                f"creation to its last use ({n} tensors; click one in the viewer to see its "
-                f"shape and bytes)")
-    if role == "cpu_ops":
-        return (f"op executions on {dev}: one box per op, from the executor starting it to "
-                f"the op finishing; the arrows are tensors flowing from producer to consumer")
-    if role == "gpu_launch":
-        if has_streams:
-            return (f"the host side of {gpu}: one box per op the executor launched onto the "
-                    f"GPU. A box is the CPU time to enqueue the op's kernels, not the GPU "
-                    f"running them: for that, read the {gpu} stream rows")
-        return (f"ops placed on {gpu}, as the host saw them: this trace has no stream rows "
-                f"(the GPU tracer was off), so a box is launch and scheduling time, not GPU "
-                f"time")
-    if role == "gpu_stream_all":
-        return (f"what {gpu} actually ran: every GPU kernel of every CUDA stream in one row "
-                f"(the per-stream rows repeat these kernels, split by stream)")
-    if role == "gpu_stream":
-        num = STREAM.search(p.name)
-        s = num.group(1) if num else "?"
-        if _copies_only(trace, idx):
-            return (f"copies that ran on CUDA stream {s} of {gpu} (a stream runs its work one "
-                    f"item after another)")
-        return (f"GPU kernels that ran on CUDA stream {s} of {gpu} (a stream runs its "
-                f"kernels one after another; this is GPU time, not launch)")
-    if role == "gpu_memcpy":
-        return (f"copies between host memory and {gpu} memory: MEMCPYHtoD (host to device), "
-                f"MEMCPYDtoH (device to host), as the GPU ran them")
-    if role == "host":
-        return (f"the host CPU ({p.name}): each row below is a real OS thread, named by "
-                f"TensorFlow")
-    if role == "gpu_device":
-        return (f"what {gpu} ran, as the profiler saw it: rows for CUDA streams (kernels and "
-                f"copies) and rows derived from them (Steps, XLA Ops, TensorFlow Ops) that "
-                f"repeat the same time")
-    if role == "device":
-        return f"the device {p.name}: rows are its streams or derived views of its work"
-    if role == "merged":
-        return "a merged view of several traces (made by our compare tool)"
-    return f"a process named {p.name!r} (not a TensorFlow row we know; read as it is)"
+    num = STREAM.search(p.name) if role == "gpu_stream" else None
+    return {"device": dev, "gpu": gpu, "has_streams": (gpu or "") in streamed,
+            "counters": role == "allocator" and bool((trace.counters.pid == pid).any()),
+            "tracer_row": "/stream:" in dev or "/memcpy" in dev,
+            "stream": (num.group(1) if num else "?") if role == "gpu_stream" else "",
+            "copies_only": role == "gpu_stream" and _copies_only(trace, idx)}
 
 
-def gpus_with_streams(trace: Trace, roles: dict[int, str]) -> set:
+def gpus_with_streams(trace: Trace, roles: dict[int, str]) -> set[str]:
     """The GPUs (as :func:`rows.gpu_of` names them) that have CUDA stream rows."""
-    return {rows.gpu_of(trace.processes[q].name) for q, r in roles.items()
+    return {rows.gpu_of(trace.processes[q].name) or "" for q, r in roles.items()
             if r in ("gpu_stream", "gpu_stream_all")}
 
 
-_LANE_WORDS = {
-    "python": ("the Python main thread: it calls session.run (or a tf.function) and waits "
-               "inside it for the whole step, so its box spans the step (not counted as work)"),
-    "tf_data": ("a tf.data background thread: it produces input elements (read, decode, "
-                "map) ahead of the step that will consume them"),
-    "inter_op": ("TensorFlow's inter-op pool: runs the graph's ops, one at a time per thread "
-                 "(ExecutorState::Process > the op > its XLA kernels)"),
-    "eigen": ("Eigen's intra-op pool: helper threads that split the work inside one op "
-              "(and pieces of XLA:CPU kernels)"),
-    "xla_codegen": "XLA:CPU's code-generation threads: busy only while XLA compiles",
-    "gpu_private": ("a GPU's private thread (tf_gpu_private): it runs the ops placed on that "
-                    "GPU and launches their kernels (its boxes are launch time, not GPU time)"),
-    "reader": "a reader op's own thread (TF1 queue-runner input: reads files)",
-    "stream": "kernels and copies on this CUDA stream",
-    "derived": "derived from the stream rows (repeats their time; not counted as work)",
-}
-
-
-def lane_meaning(trace: Trace, pid: int, tid: int, role: str) -> str:
-    if role == "lane":
-        return ("ops that did not overlap an earlier op" if tid == 0 else
-                f"ops that started while lane{'s 0..' if tid > 1 else ' '}{tid - 1} "
-                f"{'were' if tid > 1 else 'was'} busy")
+def _lane(trace: Trace, pid: int, tid: int, role: str) -> dict[str, Any]:
+    """What the legend's words need of a lane beyond its role (see :class:`LaneInfo`)."""
     name = rows.thread_base(trace.lanes.get((pid, tid), ""))
-    if role == "tf_data" and name.startswith(TFDATA_GET_NEXT_THREADS):
-        return ("the thread the step's IteratorGetNext runs on: it takes the next element "
-                "from the tf.data pipeline and waits while none is ready (its boxes are the "
-                "step waiting for input; it runs the pipeline's stages itself only where "
-                "nothing produces ahead, e.g. no prefetch)")
-    if role in _LANE_WORDS:
-        return _LANE_WORDS[role]
-    if role == "runtime":
-        return f"a TensorFlow-internal thread ({name})"
-    return f"a thread named {name!r}" if name else "a thread with no name"
+    return {"thread": name,
+            "get_next": role == "tf_data" and name.startswith(TFDATA_GET_NEXT_THREADS)}
 
 
 def _one_main_thread(lanes: list[LaneInfo], rows_of: "_Rows", pid: int) -> None:
@@ -272,9 +197,7 @@ def _one_main_thread(lanes: list[LaneInfo], rows_of: "_Rows", pid: int) -> None:
     main = max(python, key=lambda ln: (ln.events, rows_of.total(pid, ln.tid), -ln.tid))
     for ln in python:
         if ln is not main:
-            n = rows_of.total(pid, ln.tid)
-            ln.meaning = (f"another Python thread (the main one is tid {main.tid}); " + (
-                f"it recorded {n} events in the trace" if n else "it recorded no events"))
+            ln.main_tid, ln.trace_events = main.tid, rows_of.total(pid, ln.tid)
 
 
 def lane_label(trace: Trace, pid: int, tid: int) -> str:
@@ -303,7 +226,7 @@ def _memory(trace: Trace, choice: StepChoice, roles: dict[int, str]) -> list[All
         if vals[k] <= 0:
             continue
         in_step = (ts >= choice.lo) & (ts <= choice.hi)
-        out.append(AllocatorPeak(trace.s(int(sid)) or "(no allocator name)", float(vals[k]),
+        out.append(AllocatorPeak(trace.s(int(sid)), float(vals[k]),
                                  float(ts[k] - t0),
                                  float(vals[in_step].max()) if in_step.any() else 0.0))
     out.sort(key=lambda a: -a.peak_bytes)
@@ -392,14 +315,14 @@ class _Rows:
         self._lane_n = {(p, t): n for (p, t), n in zip(counts[0].tolist(), counts[2].tolist())}
 
     def events(self, pid: int) -> np.ndarray:
-        return self._by_pid.get(pid, np.zeros(0, np.int64))
+        return np.asarray(self._by_pid.get(pid, np.zeros(0, np.int64)))
 
     def tids(self, pid: int) -> list[int]:
         return sorted(self._tids.get(pid, ()))
 
     def total(self, pid: int, tid: int) -> int:
         """Events of one lane in the whole trace."""
-        return self._all.get((pid, tid), 0)
+        return int(self._all.get((pid, tid), 0))
 
     def lane(self, pid: int, tid: int) -> tuple[int, float]:
         """(events in the step, busy µs) of one lane."""
@@ -411,16 +334,13 @@ class _Rows:
         return float(self._pid_busy[k]) if k is not None else 0.0
 
 
-#: Where an op ran: the host, the GPU, or a timeline's GPU launch row (the host's time to
-#: launch an op placed on the GPU).
-WHERE = ("host", "GPU", "GPU launch row")
 
 
 def _where(trace: Trace, sel: np.ndarray, gpu: np.ndarray) -> np.ndarray:
     launch = [p for p in trace.processes if rows.process_role(trace, p) == "gpu_launch"]
     out = gpu[sel].astype(np.int64)
     out[np.isin(trace.events.pid[sel], launch) & (out == 0)] = 2
-    return out
+    return np.asarray(out)
 
 
 def _wall_by_group(trace: Trace, sel: np.ndarray, inv: np.ndarray, groups: int,
@@ -503,21 +423,20 @@ def describe(trace: Trace, choice: StepChoice, top: int = 10) -> Legend:
             n_events, busy = rows_of.lane(pid, tid)
             lrole = rows.lane_role(trace, pid, tid)
             lane_sum += busy
-            lanes.append(LaneInfo(tid, lane_label(trace, pid, tid), lrole,
-                                  lane_meaning(trace, pid, tid, lrole), n_events, busy,
-                                  busy / wall if wall else 0.0))
+            lanes.append(LaneInfo(tid, lane_label(trace, pid, tid), lrole, n_events, busy,
+                                  busy / wall if wall else 0.0, **_lane(trace, pid, tid, lrole)))
         _one_main_thread(lanes, rows_of, pid)
         busy = rows_of.process_busy(pid)
         procs.append(ProcessInfo(
-            pid, p.name, p.kind, role, process_meaning(trace, pid, role, roles, mine, streamed),
-            int(len(mine)), pid in recorded, busy, busy / wall if wall else 0.0,
-            lane_sum / busy if busy else 0.0, int(trace.objects.get(pid, 0)), lanes))
+            pid, p.name, p.kind, role, int(len(mine)), pid in recorded, busy,
+            busy / wall if wall else 0.0, lane_sum / busy if busy else 0.0,
+            int(trace.objects.get(pid, 0)), lanes,
+            **_process(trace, pid, role, roles, mine, streamed)))
     gpu = rows.on_gpu(trace, roles)
     work_idx = step_idx[work[step_idx]]
-    fmt_lanes, fmt_words = tids_words(trace)
     tops, runtime_us = top_ops(trace, work_idx, gpu, choice, top)
     return Legend(
-        format=trace.format, format_words=format_words(trace), tids_are=fmt_lanes,
-        tids_words=fmt_words, gpu=bool(gpu.any()), processes=procs, top_ops=tops,
+        format=trace.format, device_names=device_names(trace),
+        tids_are="lanes" if trace.format == "timeline" else "threads", gpu=bool(gpu.any()), processes=procs, top_ops=tops,
         runtime_us=runtime_us, memory=_memory(trace, choice, roles),
         devices=devices(trace, choice, roles))

@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter, defaultdict
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -72,10 +73,16 @@ from compare.vocabulary.labels import (
     UNMAPPED,
 )
 
+#: What a mapping rule gives an event: (label, basis, wait, generic, unit, split, ops).
+Rule = tuple[int, int, bool, bool, "str | None", "list[tuple[int, float]] | None",
+             "list[tuple[str, str]] | None"]
+#: What the kernel rule gives an XLA kernel: (label, basis, split, ops, unit).
+KernelRule = tuple[int, int, "list[tuple[int, float]] | None", "list[tuple[str, str]] | None",
+                   str]
 
 @dataclasses.dataclass
 class StageMap:
-    """The mapper's result for one trace (also written into ``trace.events.stage``).
+    """The mapper's result for one trace (the trace itself is left as it was).
 
     ``label``: per event, index into :data:`LABELS` (0 = unmapped) — for split events the
     largest share; ``basis``: index into :data:`BASES`; ``wait``: the event's own time is a
@@ -111,13 +118,13 @@ class StageMap:
         if self.splits:
             split = np.fromiter(self.splits, np.int64, len(self.splits))
             out[np.isin(idx, split)] = -1
-        return out
+        return np.asarray(out)
 
     def label_name(self, i: int) -> str:
-        return LABELS[self.label[i]]
+        return str(LABELS[self.label[i]])
 
     def basis_name(self, i: int) -> str:
-        return BASES[self.basis[i]]
+        return str(BASES[self.basis[i]])
 
     def display_name(self, i: int) -> str:
         """What to call event ``i`` in a list of ops: the TF op type, ``unit/hlo_op`` for an
@@ -153,7 +160,7 @@ class UnitContents:
     ops: list[tuple[str, str]]               # (op_type, op_name), without XLA_Args/Retvals
     stages: dict[str, int]                   # stage -> number of TF ops
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "stages": self.stages,
                 "ops": [f"{name} ({t})" if t else name for t, name in self.ops]}
 
@@ -245,9 +252,9 @@ def pipeline_evidence(trace: Trace) -> bool:
         names = trace.strings.names
         pairs = {(names[t], names[n]) for t, n in uniq.tolist()}
     for mod in trace.hlo.values():
-        pairs.update(tuple(o) for o in mod.all_tf_ops())
+        pairs.update((o[0], o[1]) for o in mod.all_tf_ops())
     for ops in trace.meta.get("xla_members", {}).values():
-        pairs.update(tuple(o) for o in ops)
+        pairs.update((o[0], o[1]) for o in ops)
     return any(_op_rule(t, n, weak_ok=False)[0] in PIPELINE_STAGES for t, n in pairs)
 
 
@@ -256,10 +263,10 @@ def units_of(trace: Trace, weak_ok: bool = True) -> dict[str, UnitContents]:
     for a timeline from the ``xla_clusters.json`` sidecar)."""
     out: dict[str, UnitContents] = {}
 
-    def add(name: str, kind: str, ops) -> None:
-        ops = [tuple(o) for o in ops if o[1] not in tfops.XLA_ARG_OPS]
-        stages = Counter(stage_of_op(t, n, weak_ok) or "unmapped" for t, n in ops)
-        out[name] = UnitContents(name, kind, ops, dict(stages.most_common()))
+    def add(name: str, kind: str, ops: Iterable[Sequence[str]]) -> None:
+        kept = [(o[0], o[1]) for o in ops if o[1] not in tfops.XLA_ARG_OPS]
+        stages = Counter(stage_of_op(t, n, weak_ok) or "unmapped" for t, n in kept)
+        out[name] = UnitContents(name, kind, kept, dict(stages.most_common()))
 
     for mname, (name, kind) in hlo.unit_names(trace.hlo).items():
         add(name, kind, trace.hlo[mname].all_tf_ops())
@@ -306,9 +313,9 @@ class _Mapper:
         kernel = ev.category == CAT["xla_kernel"]
         # the rules read names only: decide once per distinct name tuple, then spread back
         for key, idx in _groups(ev.hlo_module, ev.hlo_op, mask=kernel):
-            lab, bas, split, ops, unit = self._kernel(names[key[0]], names[key[1]])
-            self.label[idx], self.basis[idx] = lab, bas
-            self._attach(idx, unit, split, ops)
+            klab, kbas, ksplit, kops, kunit = self._kernel(names[key[0]], names[key[1]])
+            self.label[idx], self.basis[idx] = klab, kbas
+            self._attach(idx, kunit, ksplit, kops)
         for key, idx in _groups(ev.category, ev.name, ev.op_type, ev.tf_name, mask=~kernel):
             cat, name, op_type, tf_name = key
             lab, bas, wait, gen, unit, split, ops = self._event(
@@ -325,19 +332,21 @@ class _Mapper:
         # a reader thread is the seed's read stage only in a trace of an image pipeline (the
         # generic view calls it input either way)
         reader = self.reader_lanes if self.weak_ok else set()
-        for lanes, lab in ((self.codegen_lanes, "xla_compile"), (reader, "read")):
+        for lanes, stage in ((self.codegen_lanes, "xla_compile"), (reader, "read")):
             if lanes:  # XLA's compiler threads; TF1 reader threads
                 on = in_lanes(ev.pid, ev.tid, lanes)
-                self.label[on], self.basis[on], generic[on] = LABEL[lab], BASIS["lane"], False
+                self.label[on], self.basis[on], generic[on] = LABEL[stage], BASIS["lane"], False
         return generic
 
-    def _attach(self, idx: np.ndarray, unit, split, ops) -> None:
+    def _attach(self, idx: np.ndarray, unit: str | None,
+                split: list[tuple[int, float]] | None, ops: list[tuple[str, str]] | None
+                ) -> None:
         """Record a group's XLA unit, stage split and TF ops per event (only when present)."""
         for attr, value in (("unit", unit), ("splits", split), ("ops", ops)):
             if value:
                 getattr(self, attr).update(dict.fromkeys(idx.tolist(), value))
 
-    def _event(self, cat: int, name: str, op_type: str, tf_name: str) -> tuple:
+    def _event(self, cat: int, name: str, op_type: str, tf_name: str) -> Rule:
         """(label, basis, wait, generic, unit, split, ops) of a non-kernel event."""
         L, B = LABEL, BASIS
         if cat == CAT["step"]:
@@ -385,7 +394,7 @@ class _Mapper:
             return L["runtime"], B["runtime"], False, True, None, None, None
         return UNMAPPED, B["unmapped"], False, True, None, None, None
 
-    def _cluster_run(self, unit: str) -> tuple:
+    def _cluster_run(self, unit: str) -> Rule:
         """A timeline's _XlaRun (no kernel events inside): rule 7."""
         L, B = LABEL, BASIS
         ref = self.reference.get(_cluster_key(unit, self.tr.meta.get("xla_aliases", {})))
@@ -402,7 +411,7 @@ class _Mapper:
                 return L[stages.pop()], B["cluster_members"], False, False, unit, None, ops
         return L["xla_run"], B["op_type"], False, False, unit, None, ops
 
-    def _kernel(self, module: str, hlo_op: str) -> tuple:
+    def _kernel(self, module: str, hlo_op: str) -> KernelRule:
         """An XLA kernel event: (label, basis, split, ops, unit) through the HLO (rule 2)."""
         L, B = LABEL, BASIS
         mod = self.tr.hlo.get(module)
@@ -512,13 +521,13 @@ class _Mapper:
         if not len(cand):
             return
         cset = set(cand.tolist())
-        acc: dict[int, Counter] = defaultdict(Counter)
+        acc: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
         for j in np.flatnonzero(np.isin(self.parent, cand)):
             if self.label[j] in PIPELINE:
                 acc[int(self.parent[j])][int(self.label[j])] += float(ev.dur[j])
         for p in cset:
-            if acc.get(p):
-                self.label[p] = acc[p].most_common(1)[0][0]
+            if acc.get(p):   # the label with the most time (the first such, on a tie)
+                self.label[p] = max(acc[p].items(), key=lambda kv: kv[1])[0]
 
     def dataflow(self) -> None:
         """Timeline dataflow (``input0..N``): Minimum/Maximum fed by a jitter -> clip; a gather
@@ -543,7 +552,7 @@ class _Mapper:
             producers[int(ev.tf_name[i])].append(int(i))
         # the labels of each node's consumer events, counted (a node may run thousands of
         # times in a trace: its consumers are counted once, not read again per event)
-        consumer_labels: dict[int, Counter] = defaultdict(Counter)
+        consumer_labels: dict[int, Counter[int]] = defaultdict(Counter)
         for node, js in consumers.items():
             consumer_labels[node].update(int(self.label[j]) for j in js)
         same_block: dict[int, bool] = {}   # node -> _same_block with its consumers, once
@@ -560,15 +569,15 @@ class _Mapper:
                     if int(ev.tf_name[i]) not in model_side]
             queued = set(todo)
             while todo:
-                i = todo.pop()
-                queued.discard(i)
-                if self.label[i] != UNMAPPED:
+                k = todo.pop()
+                queued.discard(k)
+                if self.label[k] != UNMAPPED:
                     continue
-                node = int(ev.tf_name[i])
-                src = {label_of_node.get(int(x), UNMAPPED) for x in ev.inputs_of(i)}
-                if ev.op_type[i] in clip_types and src & JITTER:
+                node = int(ev.tf_name[k])
+                src = {label_of_node.get(int(x), UNMAPPED) for x in ev.inputs_of(k)}
+                if ev.op_type[k] in clip_types and src & JITTER:
                     new = LABEL["clip"]
-                elif ev.op_type[i] in gather_types and LABEL["shuffle"] in src:
+                elif ev.op_type[k] in gather_types and LABEL["shuffle"] in src:
                     new = LABEL["shuffle"]
                 else:
                     dst = {lab for lab, n in consumer_labels.get(node, {}).items() if n > 0}
@@ -576,13 +585,13 @@ class _Mapper:
                         users = {names[ev.tf_name[j]] for j in consumers.get(node, ())}
                         same_block[node] = _same_block(names[node], list(users))
                     if not (by_consumers and len(dst) == 1 and dst <= PIPELINE and (
-                            _plain(names[ev.op_type[i]], names[node]) or same_block[node])):
+                            _plain(names[ev.op_type[k]], names[node]) or same_block[node])):
                         continue
                     new = dst.pop()
-                self.label[i], self.basis[i] = new, BASIS["dataflow"]
+                self.label[k], self.basis[k] = new, BASIS["dataflow"]
                 again = list(consumers.get(node, ())) if label_of_node.get(node) != new else []
                 label_of_node[node] = new
-                for x in ev.inputs_of(i):
+                for x in ev.inputs_of(k):
                     c = consumer_labels[int(x)]
                     c[UNMAPPED] -= 1
                     c[new] += 1
@@ -595,7 +604,8 @@ class _Mapper:
                         todo.append(j)
 
 
-def _groups(*cols: np.ndarray, mask: np.ndarray):
+def _groups(*cols: np.ndarray, mask: np.ndarray
+            ) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
     """(key tuple, event indices) for every distinct combination of ``cols`` among ``mask``."""
     idx = np.flatnonzero(mask)
     if not len(idx):
@@ -614,14 +624,14 @@ def _unit_guess(module: str) -> str:
     return "_" + m.group(1) if m else re.sub(r"__XlaCompiledKernel.*$", "", module)
 
 
-def _cluster_key(unit: str, aliases: dict) -> str:
-    return aliases.get(unit, unit)
+def _cluster_key(unit: str, aliases: dict[str, str]) -> str:
+    return str(aliases.get(unit, unit))
 
 
 def _cluster_profile(ref: StageMap) -> dict[str, dict[int, float]]:
     """Per cluster of a profile: the fraction of its kernel time per label."""
     ev = ref.trace.events
-    acc: dict[str, Counter] = defaultdict(Counter)
+    acc: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     for i in np.flatnonzero(ev.category == CAT["xla_kernel"]):
         unit = ref.unit.get(int(i))
         if not unit:
@@ -638,8 +648,8 @@ def _cluster_profile(ref: StageMap) -> dict[str, dict[int, float]]:
 
 def map_stages(trace: Trace, reference: StageMap | None = None,
                lookups: list[int] | None = None) -> StageMap:
-    """Label every event of ``trace`` (see the module docstring) and write the labels into
-    ``trace.events.stage`` as string ids (0 = unmapped). ``reference``: the StageMap of a
+    """Label every event of ``trace`` (see the module docstring); the trace is not changed.
+    ``reference``: the StageMap of a
     profile of the same run, used to split a timeline's cluster runs (rule 7). ``lookups``:
     the ``_XlaCompile`` calls that only looked their program up in the cache (the XLA
     summary decides, :attr:`compare.analysis.xla.XlaSummary.lookup_events`): XLA's dispatch
@@ -650,8 +660,6 @@ def map_stages(trace: Trace, reference: StageMap | None = None,
         m.label[lookups], m.basis[lookups] = LABEL["runtime"], BASIS["op_type"]
     m.nest(generic)
     m.dataflow()
-    ids = np.array([0] + [trace.strings.id(s) for s in LABELS[1:]], dtype=np.int32)
-    trace.events.stage = ids[m.label]
     return StageMap(trace=trace, label=m.label, basis=m.basis, wait=m.wait, orphan=m.orphan,
                     input=inputs.inside_input(trace),
                     parent=m.parent, splits=m.splits, ops=m.ops, unit=m.unit, units=m.units)

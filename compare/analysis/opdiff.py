@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, defaultdict
+from typing import Callable
 
 import numpy as np
 
@@ -184,9 +185,9 @@ def diff(a: dict[Key, OpStat], b: dict[Key, OpStat], units: dict[str, dict[str, 
     rows += _remapped(left_a, left_b)
     for keyf, match in ((_scope_and_type, "scope"), (scope_key, "scope"), (None, "type")):
         ga, gb = _by(left_a, keyf), _by(left_b, keyf)                       # passes 2, 3
-        for key in sorted(set(ga) & set(gb)):
-            ka, kb = ga[key], gb[key]
-            rows.append(_row(key.partition("\0")[0], [left_a.pop(k) for k in ka],
+        for gkey in sorted(set(ga) & set(gb)):
+            ka, kb = ga[gkey], gb[gkey]
+            rows.append(_row(gkey.partition("\0")[0], [left_a.pop(k) for k in ka],
                              [left_b.pop(k) for k in kb], match,
                              members=sorted({k[0] for k in ka + kb})))
     rows += _fused(left_a, left_b, units)
@@ -201,7 +202,7 @@ def _scope_and_type(name: str, op_type: str) -> str:
     return f"{scope_key(name)}\0{op_type}"
 
 
-def _by(side: dict[Key, OpStat], keyf) -> dict[str, list[Key]]:
+def _by(side: dict[Key, OpStat], keyf: Callable[..., str] | None) -> dict[str, list[Key]]:
     out: dict[str, list[Key]] = defaultdict(list)
     for k, st in side.items():
         if st.type in tfops.XLA_OPS:  # clusters match by name or fuse, never by type
@@ -244,8 +245,8 @@ def _remapped(left_a: dict[Key, OpStat], left_b: dict[Key, OpStat]) -> list[OpDi
 
 def _row(op: str, a: list[OpStat], b: list[OpStat], match: str,
          members: list[str] | None = None) -> OpDiff:
-    def tot(stats, attr):
-        return round(sum(getattr(s, attr) for s in stats), 1)
+    def tot(stats: list[OpStat], attr: str) -> float:
+        return round(sum(float(getattr(s, attr)) for s in stats), 1)
 
     src = (a or b)[0]
     row = OpDiff(op, src.type, tot(a, "us"), tot(b, "us"), round(sum(s.count for s in a), 2),
@@ -256,23 +257,6 @@ def _row(op: str, a: list[OpStat], b: list[OpStat], match: str,
     row.keys = {"a": [s.key for s in a], "b": [s.key for s in b]}
     row.a_wall_us, row.b_wall_us = tot(a, "wall_us"), tot(b, "wall_us")
     return row
-
-
-def describe(r: OpDiff) -> str:
-    """A row's name for a table: rows that share an op type stay apart (a type match lists
-    its nodes, a scope match its nodes on both sides, a fusion its pieces)."""
-    if r.status == "fused" and r.match == "xla":
-        return f"{r.op} ({r.type}) <- {len(r.members)} ops"
-    if r.status in ("fused", "unfused"):
-        arrow = "<-" if r.status == "fused" else "->"
-        return f"{r.op} ({r.type}) {arrow} " + " + ".join(m.rpartition("/")[2] for m in r.members)
-    if r.match == "type":
-        return f"{r.type} x{len(r.members)} by type: " + ", ".join(r.members[:3]) + \
-            ("…" if len(r.members) > 3 else "")
-    if r.match == "scope" and r.members and r.members != [r.op]:
-        return f"{r.op} ({r.type}; " + ", ".join(r.members[:3]) + \
-            ("…" if len(r.members) > 3 else "") + ")"
-    return r.op if r.op == r.type else f"{r.op} ({r.type})"
 
 
 def _status(a_us: float, b_us: float) -> str:
@@ -381,10 +365,12 @@ def by_type(a: SideOps, b: SideOps) -> list[TypeDiff]:
     rows.sort(key=lambda r: (-abs(r.wall_delta_us), r.type))
     rest = rows[TYPE_ROWS_KEPT:]
     if rest:  # bounded whatever the trace: the smallest changes as one row
+        def total(attr: str) -> float:
+            return round(sum(float(getattr(r, attr)) for r in rest), 1)
+
         rows = rows[:TYPE_ROWS_KEPT] + [TypeDiff(
-            f"({len(rest)} more types)", *(round(sum(getattr(r, f) for r in rest), 1)
-                                          for f in ("a_us", "b_us", "a_wall_us", "b_wall_us")),
-            sum(r.a_nodes for r in rest), sum(r.b_nodes for r in rest))]
+            f"({len(rest)} more types)", total("a_us"), total("b_us"), total("a_wall_us"),
+            total("b_wall_us"), sum(r.a_nodes for r in rest), sum(r.b_nodes for r in rest))]
     return rows
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from compare.analysis.analyse import TraceAnalysis
 from compare.analysis.kernels import kernel_ops
 from compare.analysis.rows import work_mask
-from compare.model.events import CAT
+from compare.model.events import CAT, Events, Trace
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.groups import COPY_NAME, strip_wrappers
 from compare.vocabulary.labels import SCOPE_SUFFIX
@@ -40,7 +40,7 @@ def type_key(op_type: str) -> str:
         else op_type
 
 
-def copy_mask(trace) -> np.ndarray:
+def copy_mask(trace: Trace) -> np.ndarray:
     """Per event: a copy or memset (by its name), on a device row or a host row."""
     names = trace.strings.names
     return np.array([bool(COPY_NAME.match(s)) for s in names], bool)[trace.events.name] \
@@ -114,10 +114,10 @@ def sources(idx: np.ndarray, op_of: dict[int, int]) -> np.ndarray:
         for k, op in op_of.items():
             if k in pos:
                 src[pos[k]] = op
-    return src
+    return np.asarray(src)
 
 
-def name_groups(ev, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def name_groups(ev: Events, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(a representative event per distinct name tuple, each event's group): the keys are
     decided once per group."""
     if not len(src):
@@ -135,7 +135,8 @@ class XlaWeights:
         self.hlo, self.units = a.trace.hlo, a.smap
         self.cache: dict[tuple[int, int], list[tuple[str, str, float]]] = {}
 
-    def of(self, module: str, hlo_op: str, key: tuple[int, int]):
+    def of(self, module: str, hlo_op: str, key: tuple[int, int]
+           ) -> list[tuple[str, str, float]]:
         if key not in self.cache:
             mod = self.hlo.get(module)
             w = {k: e for k, (_, e) in (mod.tf_op_weights(hlo_op) if mod else {}).items()
@@ -146,7 +147,8 @@ class XlaWeights:
         return self.cache[key]
 
 
-def keys_of(a: TraceAnalysis, i: int, weights: XlaWeights, names: list[str]):
+def keys_of(a: TraceAnalysis, i: int, weights: XlaWeights, names: list[str]
+            ) -> list[tuple[str, str, float, str]]:
     """(key name, op type, fraction, unit) of what event ``i`` ran."""
     ev = a.trace.events
     op_type, tf_name = names[ev.op_type[i]], names[ev.tf_name[i]]

@@ -13,8 +13,14 @@ from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes, unique_pairs
 from compare.vocabulary.groups import is_collective
 from compare.vocabulary.ops import CUDA_SYNC_PREFIXES, WAIT_EVENT_PREFIXES
-from compare.vocabulary.rows import device_of, gpu_of, is_copy, thread_base, thread_role  # noqa: F401 (re-exported)
+
+# re-exported: the analyses read rows' names through this module
+from compare.vocabulary.rows import device_of as device_of
+from compare.vocabulary.rows import gpu_of as gpu_of
+from compare.vocabulary.rows import is_copy as is_copy
 from compare.vocabulary.rows import process_role as _role_of
+from compare.vocabulary.rows import thread_base as thread_base
+from compare.vocabulary.rows import thread_role as thread_role
 
 
 def process_role(trace: Trace, pid: int) -> str:
@@ -39,7 +45,7 @@ def lane_roles(trace: Trace) -> np.ndarray:
         return np.zeros(0, dtype=object)
     lanes, inv, _ = unique_pairs(ev.pid, ev.tid)
     roles = np.array([lane_role(trace, p, t) for p, t in lanes.tolist()], dtype=object)
-    return roles[inv]
+    return np.asarray(roles[inv])
 
 
 def process_roles(trace: Trace) -> dict[int, str]:
@@ -53,7 +59,7 @@ def busy_mask(trace: Trace) -> np.ndarray:
     ev = trace.events
     cached = trace.meta.get("_busy_mask")
     if cached is not None and len(cached) == len(ev):   # one pass per trace (analyses ask often)
-        return cached.copy()
+        return np.asarray(cached.copy())
     m = ~np.isin(ev.category, [CAT["step"], CAT["python"]])
     if trace.format != "timeline":
         roles = {(p, t): lane_role(trace, p, t) for p, t in trace.lanes}
@@ -106,7 +112,7 @@ def collective_mask(trace: Trace, idx: np.ndarray) -> np.ndarray:
         return np.zeros(0, bool)
     keys, inv, _ = unique_pairs(ev.op_type[idx], ev.name[idx])
     hit = np.array([is_collective(names[o], names[n]) for o, n in keys.tolist()], bool)
-    return hit[inv]
+    return np.asarray(hit[inv])
 
 
 def blocking_mask(trace: Trace) -> np.ndarray:

@@ -29,13 +29,14 @@ import dataclasses
 import heapq
 import re
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
 from compare.analysis import rows
 from compare.analysis.steps import StepChoice
 from compare.analysis.xla import kernel_launches
-from compare.model.events import CAT, Trace
+from compare.model.events import CAT, Events, Trace
 from compare.model.lanes import keys
 from compare.vocabulary.ops import COPY_EDGE, RECV_OPS, SEND_OPS, SEND_RECV_SUFFIX
 from compare.vocabulary.rows import MEMCPY_PREFIX
@@ -59,7 +60,8 @@ class SeqOp:
 
 @dataclasses.dataclass
 class Sequence:
-    basis: str                  # what the dependencies were built from, in words
+    timeline: bool              # a TF1 timeline (executor lanes), else threads of a profile
+    flows: int                  # flow arrows that added an edge
     inputs_recorded: bool       # the trace records op inputs (timeline.py); else ops are in
                                 # time order (depth is then a position on a thread)
     edge_counts: dict[str, int]
@@ -70,7 +72,7 @@ class Sequence:
     critical_us: float
     wall_us: float
 
-    def as_dict(self, limit: int = 2000) -> dict:
+    def as_dict(self, limit: int = 2000) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
              if f.name not in ("edges", "ops", "critical")}
         d["critical"] = [_op_dict(o) for o in self.critical]
@@ -80,7 +82,7 @@ class Sequence:
         return d
 
 
-def _op_dict(o: SeqOp) -> dict:
+def _op_dict(o: SeqOp) -> dict[str, Any]:
     return {"index": o.index, "depth": o.depth, "start_us": o.start_us, "dur_us": o.dur_us,
             "op": o.op, "name": o.name, "row": o.row, "after": list(o.after)}
 
@@ -289,7 +291,7 @@ class _Latest:
     """Among copies of one tensor: the one that started last by a time (the first listed of a
     tie), else the earliest."""
 
-    def __init__(self, ev, copies: list[int]) -> None:
+    def __init__(self, ev: Events, copies: list[int]) -> None:
         keyed = sorted((float(ev.ts[c]), -pos, c) for pos, c in enumerate(copies))
         self.keys = [(t, p) for t, p, _ in keyed]
         self.copies = [c for _, _, c in keyed]
@@ -334,7 +336,7 @@ def _flow_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> int:
             return int(lane[k])
         return None
 
-    ends: dict[int, list] = defaultdict(lambda: [None, []])
+    ends: dict[int, list[Any]] = defaultdict(lambda: [None, []])
     for j in range(len(f.ts)):
         rec = ends[int(f.id[j])]
         if f.phase[j] == 0:
@@ -342,14 +344,14 @@ def _flow_edges(trace: Trace, nodes: np.ndarray, g: _Graph) -> int:
         else:
             rec[1].append((int(f.pid[j]), int(f.tid[j]), float(f.ts[j])))
     bound = 0
-    for start, stops in ends.values():
-        if start is None:
+    for first, stops in ends.values():
+        if first is None:
             continue
-        u = at(*start, start=True)
+        u = at(first[0], first[1], first[2], start=True)
         if u is None:
             continue
         for stop in stops:
-            v = at(*stop, start=False)
+            v = at(stop[0], stop[1], stop[2], start=False)
             if v is not None and v != u:
                 before = len(g.edges)
                 g.add(u, v, "flow")
@@ -394,7 +396,8 @@ def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, en
     pred: dict[int, list[int]] = defaultdict(list)
     for u, v in edges:
         pred[v].append(u)
-    best, back = {}, {}
+    best: dict[int, float] = {}
+    back: dict[int, int | None] = {}
     for n in order:
         b, arg = 0.0, None
         for u in pred.get(n, ()):
@@ -407,8 +410,10 @@ def _critical(nodes: list[int], edges: list[tuple[int, int]], ts: np.ndarray, en
         return [], 0.0
     tail = max(best, key=lambda n: (best[n], -ts[n]))
     path = [tail]
-    while back[path[-1]] is not None:
-        path.append(back[path[-1]])
+    prev = back[tail]
+    while prev is not None:
+        path.append(prev)
+        prev = back[prev]
     return path[::-1], float(best[tail])
 
 
@@ -428,19 +433,6 @@ def build(trace: Trace, choice: StepChoice) -> Sequence:
     counts: dict[str, int] = defaultdict(int)
     for kind in g.edges.values():
         counts[kind] += 1
-    if trace.format == "timeline":
-        basis = ("op inputs recorded in the trace (args input0..N)" if recorded else
-                 "the trace's rows only: it records no op inputs")
-        if any(k in counts for k in ("launch", "stream order", "gpu data", "copy")):
-            basis += ", GPU launches, stream order and copies"
-        if flows:
-            basis += f" and {flows} flow arrows that added an edge"
-    else:
-        basis = ("per-thread order (a thread runs one op at a time)"
-                 + (f" and {flows} flow arrows" if flows else "")
-                 + ": this trace does not record which op fed which, so the order of ops on "
-                   "different threads is by time and the path below follows threads, a lower "
-                   "bound of the true dependencies")
     ts, end = ev.ts, ev.ts + ev.dur
     node_list = [int(i) for i in nodes]
     order, depth = _order(node_list, g.edges, ts)
@@ -463,7 +455,7 @@ def build(trace: Trace, choice: StepChoice) -> Sequence:
     # position on the thread, so the honest order is the topological one (by time)
     ordered = sorted(order, key=lambda i: (depth[i], ts[i])) if recorded else order
     edges = np.array(list(g.edges), dtype=np.int64).reshape(-1, 2)
-    return Sequence(basis=basis, inputs_recorded=recorded, edge_counts=dict(counts),
+    return Sequence(timeline=trace.format == "timeline", flows=flows, inputs_recorded=recorded, edge_counts=dict(counts),
                     ops=[seq_op(i) for i in ordered], edges=edges,
                     time_inconsistent=len(g.edges) - len(consistent),
                     critical=[seq_op(i) for i in path], critical_us=length,

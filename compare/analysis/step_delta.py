@@ -19,9 +19,10 @@ import dataclasses
 
 import numpy as np
 
-from compare.analysis.account import IDLE, UNTRACED, Account
+from compare.analysis.account import IDLE, UNTRACED, Account, Cell
 from compare.analysis.noise import Test, mean_test
 from compare.analysis.opdiff import OpDiff
+from compare.analysis.opkeys import Key
 from compare.vocabulary.groups import GROUPS
 from compare.vocabulary.thresholds import TERM_OPS, UNTRACED_NOTABLE
 
@@ -149,10 +150,10 @@ def _basis_samples(acc: Account, kind: str) -> np.ndarray:
     return durs - acc.untraced() if kind == "traced" else durs
 
 
-def _fused_keys(rows: list[OpDiff]) -> dict[str, set[tuple[str, str]]]:
+def _fused_keys(rows: list[OpDiff]) -> dict[str, set[Key]]:
     """Per side, the op keys of XLA-fused rows (the ops on one side, the clusters on the
     other)."""
-    out: dict[str, set] = {"a": set(), "b": set()}
+    out: dict[str, set[Key]] = {"a": set(), "b": set()}
     for r in rows:
         if r.status == "fused" and r.match == "xla":
             for side, keys in r.keys.items():
@@ -160,7 +161,7 @@ def _fused_keys(rows: list[OpDiff]) -> dict[str, set[tuple[str, str]]]:
     return out
 
 
-def _all_units_fused(acc: Account, fused: set) -> bool:
+def _all_units_fused(acc: Account, fused: set[Key]) -> bool:
     """Every compiled unit the side runs is in a fused row: then its compiled code's own
     time (XLA's runtime, waits for it) belongs to the fusion too."""
     units = {info.unit for info in acc.ops if info.unit}
@@ -168,18 +169,18 @@ def _all_units_fused(acc: Account, fused: set) -> bool:
     return bool(units) and units == held
 
 
-def _term_samples(acc: Account, fused: set, whole: bool, kind: str
+def _term_samples(acc: Account, fused: set[Key], whole: bool, kind: str
                   ) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], float],
                              dict[tuple[str, int], float]]:
     """Per term, the side's wall time in each steady step; per (term, event name), the mean
     wall time of the time no op owns; per (term, op index), the op's mean wall time."""
-    def term(c) -> str:
+    def term(c: Cell) -> str:
         if c.op >= 0 and acc.ops[c.op].key in fused:
             return FUSION
         if whole and c.op < 0 and c.group == "xla_run":
             return FUSION
         if c.row in (IDLE, UNTRACED):
-            return c.row
+            return str(c.row)
         g = c.group
         return g if g in TERM_ORDER else "unmapped"
 

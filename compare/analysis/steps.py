@@ -7,25 +7,24 @@ steps after the first. The caller may ask for a step by number instead.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
 from common.errors import InputError
-from compare.fmt import duration as ms
 from compare.model.events import CAT, WHOLE_TRACE, Step, Trace
 from compare.vocabulary.ops import TRAIN_FUNCTION
 from compare.vocabulary.rows import HOST_PLANE_PREFIX
-
-NO_STEPS = ("the trace marks no steps (no xprof step rows, no train_function, ProfilerStep or "
-            "Trace(step_num=...) markers, no TF1 session runs), so the whole trace is "
-            "explained as one window; shares below are of the whole trace, which may hold "
-            "set-up and idle time around the work")
 
 
 @dataclasses.dataclass
 class StepChoice:
     step: Step
-    reason: str                 # one sentence: why this step
+    #: why this step (compare.output.step_words says it): "asked" (by number), "no_steps" (the
+    #: whole trace as one window), "only" (the trace's one step), "second" (of two), "steady"
+    #: (the median of the steps after the first; ``window_of_run``: the first traced step is
+    #: not the program's first, the trace is a window of a longer run)
+    why: str
     count: int                  # steps in the trace
     first_us: float             # duration of the first step
     median_us: float            # median duration of the steps after the first (or of all)
@@ -36,7 +35,10 @@ class StepChoice:
     #: is the device's (see :func:`host_side`): its start and end. The explained window stays
     #: the step as the trace marks it; this says what of the host's step lies outside it.
     host: tuple[float, float] | None = None
-    window: str = ""            # the host's side beside the window, in words
+    window_of_run: bool = False
+    first_num: int = 0          # the first and last steps' numbers
+    last_num: int = 0
+    timeline: bool = False      # a TF1 timeline: its steps are session runs
 
     @property
     def lo(self) -> float:
@@ -58,14 +60,24 @@ class StepChoice:
     def host_us(self) -> float:
         return self.host[1] - self.host[0] if self.host else 0.0
 
-    def as_dict(self) -> dict:
+    @property
+    def host_outside(self) -> tuple[float, float]:
+        """How long the host's side of the step began before the window and ended after it
+        (0, 0 when it lies inside, or the trace marks none)."""
+        if self.host is None or (self.host[0] >= self.lo - SAME_WINDOW_US and
+                                 self.host[1] <= self.hi + SAME_WINDOW_US):
+            return 0.0, 0.0
+        return max(0.0, self.lo - self.host[0]), max(0.0, self.host[1] - self.hi)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The choice's numbers (compare.output.explain_json adds its words)."""
         return {"num": self.step.num, "name": self.step.name, "start_us": self.step.ts,
-                "wall_us": self.step.dur, "reason": self.reason, "steps_in_trace": self.count,
+                "wall_us": self.step.dur, "why": self.why, "steps_in_trace": self.count,
                 "first_step_us": self.first_us, "median_step_us": self.median_us,
                 "min_step_us": self.min_us, "max_step_us": self.max_us,
                 "steps_from": self.source,
                 "host_start_us": self.host[0] if self.host else None,
-                "host_step_us": self.host_us, "window": self.window}
+                "host_step_us": self.host_us}
 
 
 def choose(trace: Trace, num: int | None = None) -> StepChoice:
@@ -80,40 +92,30 @@ def choose(trace: Trace, num: int | None = None) -> StepChoice:
     later = durs[1:] if len(durs) > 1 else durs
     stats = dict(count=len(steps), first_us=float(durs[0]), median_us=float(np.median(later)),
                  min_us=float(durs.min()), max_us=float(durs.max()),
-                 source=trace.meta.get("steps_from", ""))
+                 source=trace.meta.get("steps_from", ""), first_num=steps[0].num,
+                 last_num=steps[-1].num, timeline=trace.format == "timeline")
     return host_side(trace, _pick(trace, steps, durs, later, num, stats))
 
 
 def _pick(trace: Trace, steps: list[Step], durs: np.ndarray, later: np.ndarray,
-          num: int | None, stats: dict) -> StepChoice:
+          num: int | None, stats: dict[str, Any]) -> StepChoice:
     if num is not None:
         match = [s for s in steps if s.num == num]
         if not match:
             nums = [s.num for s in steps]
             have = f"{nums[0]}..{nums[-1]}" if len(nums) > 1 else str(nums[0])
             raise InputError(f"{trace.source}: no step {num}; the trace has step(s) {have}")
-        return StepChoice(match[0], f"you asked for step {num}", **stats)
+        return StepChoice(match[0], "asked", **stats)
     if len(steps) == 1:
-        if steps[0].name == WHOLE_TRACE:
-            return StepChoice(steps[0], NO_STEPS, **stats)
-        what = "session run" if trace.format == "timeline" else "step"
-        return StepChoice(steps[0], f"the trace holds one {what}", **stats)
+        return StepChoice(steps[0], "no_steps" if steps[0].name == WHOLE_TRACE else "only",
+                          **stats)
     if len(steps) == 2:
-        return StepChoice(steps[1], "the second of two steps (a first step usually carries "
-                                    "one-time work such as XLA compilation)", **stats)
+        return StepChoice(steps[1], "second", **stats)
     median = float(np.median(later))
     k = 1 + int(np.argmin(np.abs(later - median)))
-    if trace.meta.get("steps_numbered") and steps[0].num > 1:
-        # the program numbered its steps and the trace starts later: a profile window
-        why = (f"the first traced step ({steps[0].num}, {durs[0] / 1e3:.1f} ms) is left out "
-               f"as every trace's first is, though this trace is a window of a longer run "
-               f"(steps {steps[0].num}–{steps[-1].num}), so it is not the program's first")
-    else:
-        why = (f"the first step ({durs[0] / 1e3:.1f} ms) is left out, as a first step usually "
-               f"carries one-time work (XLA compilation, thread pools and allocators warming "
-               f"up, files opening)")
-    return StepChoice(steps[k], f"a steady step: its duration is the median of the "
-                                f"{len(steps) - 1} steps after the first; {why}", **stats)
+    # the program numbered its steps and the trace starts later: a profile window
+    window = bool(trace.meta.get("steps_numbered")) and steps[0].num > 1
+    return StepChoice(steps[k], "steady", window_of_run=window, **stats)
 
 
 def traced_spans(trace: Trace, steps: list[Step]) -> list[Step]:
@@ -147,22 +149,9 @@ def host_side(trace: Trace, c: StepChoice) -> StepChoice:
     while the host begins it earlier: Keras' ``train_function`` call fetches the input batch
     and launches the ops before the GPU starts. The explained window stays the step the trace
     marks (so it is the step compare.run's account and xprof use); the host's side of it is
-    recorded beside it, and said in words when it reaches outside the window."""
+    recorded beside it (:attr:`StepChoice.host_outside`: what of it lies outside)."""
     host = _host_step(trace, c.step)
-    if host is None:
-        return c
-    if host[0] >= c.lo - SAME_WINDOW_US and host[1] <= c.hi + SAME_WINDOW_US:
-        return dataclasses.replace(c, host=host)
-    before, after = max(0.0, c.lo - host[0]), max(0.0, host[1] - c.hi)
-    words = (f"{ms(c.step.dur)}, the step as the profile marks it (the device's); the host's "
-             f"side of the step (its train_function call, {ms(host[1] - host[0])}) "
-             + (f"began {ms(before)} before it (fetching the input and launching the ops)"
-                if before else "")
-             + (" and " if before and after else "")
-             + (f"ended {ms(after)} after it" if after else "")
-             + ": that host time is outside the window explained here (the previous step's "
-               "window holds it in a run of many steps)")
-    return dataclasses.replace(c, host=host, window=words)
+    return c if host is None else dataclasses.replace(c, host=host)
 
 
 def _host_step(trace: Trace, step: Step) -> tuple[float, float] | None:

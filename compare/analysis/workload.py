@@ -14,32 +14,35 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from compare.analysis import evidence, rows
+from compare.analysis.evidence import OneTime
+from compare.analysis.facts import step_compile_us
 from compare.analysis.opkeys import normalise
+from compare.analysis.side import Side
 from compare.analysis.steps import choose
-from compare.analysis.verdict import step_compile_us
-from compare.fmt import duration as ms
 from compare.vocabulary import ops as tfops
-from compare.vocabulary.thresholds import AUTOTUNE_KERNELS, CHANGE_NOTABLE, COMPILE_MIN_US
-
-if TYPE_CHECKING:
-    from compare.analysis.comparison import Side
+from compare.vocabulary.thresholds import CHANGE_NOTABLE, COMPILE_MIN_US
 
 
 @dataclasses.dataclass
 class OneTimeSigns:
-    """Signs of one-time work in a trace's first step (times in µs)."""
+    """Signs of one-time work in a trace's first step (times in µs): ``signs`` names them in
+    the order they are told (compile, autotune, outlier, source, iterators), ``one_time`` and
+    the two times hold their numbers."""
 
     step: int                 # the step's number
-    signs: list[str]          # each sign in words
+    signs: list[str]          # each sign by its key
     share: float              # wall share of the step the strongest sign accounts for
+    one_time: OneTime = dataclasses.field(default_factory=OneTime)
+    compile_us: float = 0.0   # XLA compiles in the step
+    made_us: float = 0.0      # ops creating its input pipeline
 
 
-def one_time_signs(s: "Side") -> OneTimeSigns:
+def one_time_signs(s: Side) -> OneTimeSigns:
     """What the trace's first step shows of one-time work (see the module docstring)."""
     tr = s.trace
     first = min(tr.steps, key=lambda st: st.ts)
@@ -48,25 +51,13 @@ def one_time_signs(s: "Side") -> OneTimeSigns:
     o = evidence.one_time(tr, choice, idx, rows.process_roles(tr))
     wall = choice.step.dur or 1.0
     compile_us = step_compile_us(tr, s.xla, choice)
-    signs = []
-    if compile_us >= COMPILE_MIN_US:
-        signs.append(f"XLA compiles for {ms(compile_us)}")
-    if o.autotune_nodes:
-        signs.append(f"cuDNN/cuBLAS autotuning ({o.autotune_kernels} GPU kernels for one "
-                     f"execution of {o.autotune_node}; a steady call launches a few, "
-                     f"{AUTOTUNE_KERNELS} or more is a search)")
-    if o.outlier_node:
-        signs.append(f"one {o.outlier_op} call ({o.outlier_node}) takes {ms(o.outlier_us)} "
-                     f"while its other calls take {ms(o.outlier_others_us)} (median): a first "
-                     f"call setting its library up")
-    if o.source_us:
-        signs.append(f"its _SOURCE node takes {ms(o.source_us)} (the device being set up)")
     made = _iterator_creation_us(s, choice.step.num)
-    if made >= CHANGE_NOTABLE * wall:
-        signs.append(f"its input pipeline is created in it ({', '.join(o.iterators)}, "
-                     f"{ms(made)})")
+    present = {"compile": compile_us >= COMPILE_MIN_US, "autotune": bool(o.autotune_nodes),
+               "outlier": bool(o.outlier_node), "source": bool(o.source_us),
+               "iterators": made >= CHANGE_NOTABLE * wall}
+    signs = [k for k, yes in present.items() if yes]
     share = max(evidence.one_time_share(o, compile_us / wall), made / wall if signs else 0.0)
-    return OneTimeSigns(first.num, signs, min(1.0, share))
+    return OneTimeSigns(first.num, signs, min(1.0, share), o, compile_us, made)
 
 
 def _iterator_creation_us(s: "Side", num: int) -> float:
@@ -103,7 +94,7 @@ def precision(s: "Side") -> Precision:
     ops = s.ops.ops if s.ops else {}
     nodes = {(name, st.type) for (name, _), st in ops.items()}
     named = sorted({n for n, _ in nodes if tfops.AUTO_MIXED_PRECISION.search(n)})[:4]
-    dtypes: Counter = Counter()
+    dtypes: Counter[str] = Counter()
     for tensors in s.trace.meta.get("op_shapes", {}).values():
         dtypes.update(d for d, _ in tensors if d)
     return Precision(sum(t in tfops.CAST_OPS for _, t in nodes),
@@ -139,12 +130,13 @@ class Shapes:
         return max(self.differ.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
 
-def compare_shapes(a: dict[str, list], b: dict[str, list]) -> Shapes:
+def compare_shapes(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> Shapes:
     """Op by op, the output shapes of the same rank whose dimensions after the first agree:
     how many ops have one recorded on both sides, and which leading dimensions differ."""
     na = {normalise(k): v for k, v in a.items()}
     nb = {normalise(k): v for k, v in b.items()}
-    compared, differ, example = 0, Counter(), ("", "", "")
+    compared, example = 0, ("", "", "")
+    differ: Counter[tuple[int, int]] = Counter()
     for op in sorted(set(na) & set(nb)):
         pairs = [(_dims(x), _dims(y)) for _, x in na[op] for _, y in nb[op]]
         pairs = [(x, y) for x, y in pairs if x and len(x) == len(y) and x[1:] == y[1:]]

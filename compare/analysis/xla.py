@@ -19,11 +19,12 @@ What the ops are:
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
 from common.hlo import CLUSTER_MODULE, strip_instance, unit_names
-from compare.model.events import CAT, Trace
+from compare.model.events import CAT, Events, Trace
 from compare.model.lanes import keys
 from compare.vocabulary import ops as tfops
 from compare.vocabulary.rows import gpu_of, is_stream_all
@@ -71,13 +72,13 @@ class XlaSummary:
     #: indices of the _XlaCompile calls that only looked their program up in the cache
     lookup_events: list[int] = dataclasses.field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"compile_us": self.compile_us, "run_us": self.run_us, "compiles": self.compiles,
                 "recompiled": self.recompiled, "launch_style": self.launch_style,
                 "units": {k: _unit_dict(v) for k, v in self.units.items()}}
 
 
-def _unit_dict(u: XlaUnit) -> dict:
+def _unit_dict(u: XlaUnit) -> dict[str, Any]:
     """``dataclasses.asdict`` without its deep copies (thousands of units in a big trace)."""
     d = {f.name: getattr(u, f.name) for f in dataclasses.fields(u)}
     d["members"] = [tuple(m) for m in u.members]
@@ -142,8 +143,8 @@ def summarize(trace: Trace) -> XlaSummary:
     _members(trace, found.units)
     function_launches = _function_units(trace, found.units, found.compile_calls)
     found.compile_calls.sort(key=lambda c: ev.ts[c[0]])
-    for i, name, _ in found.compile_calls:
-        found.units[name].compile_steps.append(int(ev.step[i]))
+    for call, name, _ in found.compile_calls:
+        found.units[name].compile_steps.append(int(ev.step[call]))
     style = "launch" if launches else "compile+run" if len(compile_idx) or len(run_idx) else (
         "function" if function_launches else "none")
     units = found.units
@@ -160,7 +161,7 @@ def summarize(trace: Trace) -> XlaSummary:
         lookup_events=sorted(found.lookup_events))
 
 
-def _by_time(ev, idx: np.ndarray) -> np.ndarray:
+def _by_time(ev: Events, idx: np.ndarray) -> np.ndarray:
     return idx[np.argsort(ev.ts[idx], kind="stable")]
 
 
@@ -231,7 +232,8 @@ def _launch_compiles(found: _Units, launches: dict[str, list[int]]) -> None:
                 found.compiled(u, i, extra)
 
 
-def _call_costs(units: dict[str, XlaUnit], launches: dict, first_compile_op: dict) -> None:
+def _call_costs(units: dict[str, XlaUnit], launches: dict[str, Any],
+                first_compile_op: dict[str, Any]) -> None:
     """A unit's first and steady call in all: the launch, or the compile op plus the run."""
     for u in units.values():
         if u.name in launches:
@@ -338,11 +340,11 @@ class _NamedOnly:
         return m.group(1) if m else strip_instance(self.name)
 
 
-def _kernel_modules(trace: Trace) -> dict:
+def _kernel_modules(trace: Trace) -> dict[str, Any]:
     """The trace's HLO modules, and the modules its XLA kernels name that it holds no HLO
     for (by name only), so a ``jit_compile`` function is one unit in either format."""
     ev, names = trace.events, trace.strings.names
-    out: dict = dict(trace.hlo)
+    out: dict[str, Any] = dict(trace.hlo)
     for m in np.unique(ev.hlo_module[ev.category == CAT["xla_kernel"]]).tolist():
         if m and names[m] not in out:
             out[names[m]] = _NamedOnly(names[m])

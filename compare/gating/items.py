@@ -21,10 +21,11 @@ import dataclasses
 import numpy as np
 
 from compare.analysis.account import UNTRACED
-from compare.analysis.opdiff import OpDiff, describe, diff
+from compare.analysis.opdiff import OpDiff, diff
 from compare.analysis.opkeys import Key
 from compare.analysis.step_delta import FUSION, TERM_ORDER
 from compare.gating.samples import SideSamples
+from compare.output.tables import describe
 
 LEVELS = ("step", "group", "op")
 #: The group whose time, in a side that runs every compiled unit as fused ops elsewhere, is

@@ -28,9 +28,9 @@ from collections import defaultdict
 import numpy as np
 
 from compare.analysis.account import IDLE, UNTRACED, Account, Cell
-from compare.analysis.comparison import Side
 from compare.analysis.opdiff import OpStat, op_samples, op_table, unit_members
 from compare.analysis.opkeys import Key
+from compare.analysis.side import Side
 from compare.analysis.step_delta import TERM_ORDER, basis
 
 

@@ -167,11 +167,10 @@ EVENT_COLUMNS: dict[str, type] = {
     "group": np.int64,      # xprof group_id (links events to a step), -1 if none
     "hlo_module": np.int32, # XLA module of a compiled kernel event
     "hlo_op": np.int32,     # HLO instruction of a compiled kernel event
-    "stage": np.int32,      # filled by the mapper: id of a stage / overhead name, 0 = unmapped
     "step": np.int32,       # step number, -1 if outside every step
 }
 #: The columns of :data:`EVENT_COLUMNS` that hold ids into ``Trace.strings``.
-STRING_COLUMNS = ("name", "op_type", "tf_name", "hlo_module", "hlo_op", "stage")
+STRING_COLUMNS = ("name", "op_type", "tf_name", "hlo_module", "hlo_op")
 
 
 class Events:
@@ -191,7 +190,6 @@ class Events:
     group: np.ndarray
     hlo_module: np.ndarray
     hlo_op: np.ndarray
-    stage: np.ndarray
     step: np.ndarray
     input_ptr: np.ndarray
     input_ids: np.ndarray

@@ -5,12 +5,13 @@ Every number said here is one of the report's tables' (the steps table, ``step_d
 :class:`compare.analysis.compare_verdict.Verdicts` and the comparison's rows."""
 from __future__ import annotations
 
-from compare.analysis.compare_verdict import GAP_TERMS, Named, Verdicts
-from compare.analysis.comparison import Comparison, SideResult
+from compare.analysis.compare_verdict import GAP_TERMS
 from compare.analysis.opdiff import OpDiff, scopes_of
+from compare.analysis.result import Comparison, Named, SideResult, Verdicts
 from compare.analysis.step_delta import FUSION, StepDelta, Term, TermEvent, TermOp
 from compare.fmt import duration as ms
 from compare.fmt import listed
+from compare.output import caveat_words
 from compare.vocabulary.thresholds import (
     OP_SAME_SHARE,
     RUNTIME_NOTABLE,
@@ -50,13 +51,14 @@ def comparison_text(c: Comparison) -> str:
     v, par = c.verdict, c.parity
     if v is None or not v.comparable:
         return "cannot compare: a side has no steps with events."
-    parts = [x.text for x in par.caveats if x.kind == "identical"] if par else []
+    said = (lambda x: caveat_words.text(x, c.labels))
+    parts = [said(x) for x in par.caveats if x.kind == "identical"] if par else []
     if par and not par.like_for_like:
-        parts.append("Not like for like: " + "; ".join(x.text for x in par.caveats if x.breaks))
+        parts.append("Not like for like: " + "; ".join(said(x) for x in par.caveats if x.breaks))
     parts.append(_headline(c, v))
     parts += _named_words(c, v)
     if par:
-        parts += [x.text for x in par.caveats
+        parts += [said(x) for x in par.caveats
                   if not x.breaks and x.kind not in ("single_step", "identical")]
     parts += _unmapped_words(c)
     first = _first_words(c)

@@ -6,6 +6,7 @@ import dataclasses
 
 from compare.analysis.explanation import Explanation
 from compare.analysis.xla import XlaSummary
+from compare.output import legend_words, sequence_words, step_words, verdict_words
 from compare.output.explain_text import QUESTIONS
 from compare.vocabulary.ops import XLA_OP_WORDS
 
@@ -18,17 +19,18 @@ def to_json(e: Explanation) -> dict:
     return {
         "schema": SCHEMA,
         "trace": {"source": e.trace_source, "format": e.trace_format,
-                  "format_words": e.legend.format_words},
+                  "format_words": legend_words.format_words(e.legend)},
         "warnings": e.warnings,
         "questions": QUESTIONS,
-        "step": e.choice.as_dict(),
-        "pids": e.legend.as_dict(),
+        "step": {**e.choice.as_dict(), "reason": step_words.reason(e.choice),
+                 "window": step_words.window(e.choice)},
+        "pids": legend_words.as_dict(e.legend),
         "xla": {**_xla_dict(e.xla), "step": dataclasses.asdict(e.xla_step),
                 "ops_explained": {op: XLA_OP_WORDS[op] for op in XLA_OP_WORDS
                                   if op in e.ops_present or op == "_XlaLaunch"},
                 "ops_present": e.ops_present},
-        "sequence": e.sequence.as_dict(),
-        "verdict": e.verdict.as_dict(),
+        "sequence": {**e.sequence.as_dict(), "basis": sequence_words.basis(e.sequence)},
+        "verdict": verdict_words.as_dict(e.verdict),
     }
 
 

@@ -8,8 +8,10 @@ import textwrap
 
 from compare.analysis.explanation import Explanation
 from compare.analysis.mapping import stage_of_op
+from compare.analysis.verdict import Finding
 from compare.fmt import duration as ms
 from compare.fmt import listed, shown_words, size
+from compare.output import legend_words, sequence_words, step_words, verdict_words
 from compare.vocabulary.ops import XLA_LAUNCH_OPS, XLA_OP_WORDS, copy_direction
 from compare.vocabulary.rows import gpu_of
 from compare.vocabulary.thresholds import COMPILE_MIN_US, COMPUTE_NOTABLE
@@ -80,16 +82,16 @@ def header(e: Explanation) -> str:
     out = Lines()
     c, step = e.choice, e.choice.step
     out(f"Trace: {e.trace_source}")
-    out(f"What it is: {e.legend.format_words}.", hang=4)
+    out(f"What it is: {legend_words.format_words(e.legend)}.", hang=4)
     out(f"Step explained: step {step.num} ({step.name}), {ms(step.dur)} wall, chosen because "
-        f"{c.reason}."
+        f"{step_words.reason(c)}."
         + (f" The trace has {c.count} steps: first {ms(c.first_us)}, median of the rest "
            f"{ms(c.median_us)}, shortest {ms(c.min_us)}, longest {ms(c.max_us)}. Pick another "
            f"with --step N." if c.count > 1 else ""), hang=4)
     if c.source:
         out(f"Steps come from: {c.source}.", hang=4)
-    if c.window:
-        out(f"Step window: {c.window}.", hang=4)
+    if step_words.window(c):
+        out(f"Step window: {step_words.window(c)}.", hang=4)
     if e.warnings:
         out("Warnings (what was wrong or unusual in the input, and what this report did):")
         for w in e.warnings:
@@ -103,7 +105,7 @@ def header(e: Explanation) -> str:
 def summary(e: Explanation) -> str:
     out = Lines()
     x, v, sq = e.xla, e.verdict, e.sequence
-    out(f"- {v.headline}", indent=2)
+    out(f"- {verdict_words.headline(v)}", indent=2)
     if x.compiles:
         out(f"- XLA compiled {x.compiles} time(s), {ms(x.compile_us)} of compile work in all"
             + (f"; recompiled: {listed(x.recompiled)}" if x.recompiled else
@@ -155,7 +157,7 @@ def pids(e: Explanation) -> str:
     out = Lines()
     lg = e.legend
     out("Each pid is one row group of the viewer (a 'process'); each tid inside it is one "
-        "row. " + lg.tids_words)
+        "row. " + legend_words.tids_words(lg))
     empty: dict[str, list] = {}
     full = [p for p in lg.processes if (p.recorded or p.role in ("allocator", "tensors"))
             and (p.events or p.tensors or p.role == "allocator")]
@@ -166,8 +168,8 @@ def pids(e: Explanation) -> str:
             empty.setdefault(RECORDED_NOTHING, []).append(p)
             continue
         if not p.events and not p.tensors and p.role != "allocator":
-            key = (p.meaning if p.role == "tensors" or not p.recorded else
-                   f"{p.meaning}. It recorded events, but none in step {e.choice.step.num}")
+            key = (legend_words.process(p) if p.role == "tensors" or not p.recorded else
+                   f"{legend_words.process(p)}. It recorded events, but none in step {e.choice.step.num}")
             empty.setdefault(key, []).append(p)
         elif p.pid in listed:
             if p.role in QUIET_ROLES and p.busy_share < QUIET_SHARE:
@@ -254,7 +256,7 @@ def _process(out: Lines, e: Explanation, p) -> None:
                p.parallelism > 1.05 else "") + "." if p.events else "")
     out()
     out(f"pid {p.pid}  {p.name}", indent=2)
-    out(f"{p.meaning}.{busy}", indent=6)
+    out(f"{legend_words.process(p)}.{busy}", indent=6)
     if p.role == "allocator":
         _memory(out, e)
     if lg.tids_are == "lanes":
@@ -273,11 +275,11 @@ def _process(out: Lines, e: Explanation, p) -> None:
     shown = [ln for ln in p.lanes if ln.events and ln.role != "derived"]
     derived = [ln for ln in p.lanes if ln.role == "derived"]
     if derived:
-        out(f"{', '.join(rows_base(ln.name) for ln in derived)}: {derived[0].meaning}.",
+        out(f"{', '.join(rows_base(ln.name) for ln in derived)}: {legend_words.lane(derived[0])}.",
             indent=6, hang=4)
     groups: dict[tuple[str, str], list] = {}   # threads of one name and role: one line
     for ln in shown:
-        groups.setdefault((rows_base(ln.name), ln.meaning), []).append(ln)
+        groups.setdefault((rows_base(ln.name), legend_words.lane(ln)), []).append(ln)
     for (base, meaning), lanes in list(groups.items())[:MAX_THREADS_SHOWN]:
         if len(lanes) == 1:
             out(f"{lanes[0].name}: {meaning}; busy {lanes[0].busy_share:.0%}.", indent=6, hang=4)
@@ -315,7 +317,7 @@ def _memory(out: Lines, e: Explanation) -> None:
     for m in memory[:MAX_SERIES_SHOWN]:
         at = (f"; in step {step.num} up to {size(m.step_peak_bytes)}"
               if m.step_peak_bytes else f"; no sample in step {step.num}")
-        out(f"{m.allocator}: peak {size(m.peak_bytes)} at +{ms(m.peak_at_us)} from "
+        out(f"{m.allocator or '(no allocator name)'}: peak {size(m.peak_bytes)} at +{ms(m.peak_at_us)} from "
             f"the trace start{at}", indent=6)
     if len(memory) > MAX_SERIES_SHOWN:
         out(f"... and {len(memory) - MAX_SERIES_SHOWN} more series, each peaking at most "
@@ -475,7 +477,7 @@ def sequence(e: Explanation) -> str:
         out("How to see it in the viewer: this kind of trace does not record which op fed "
             "which; read each thread top to bottom (parents contain children) and left to "
             "right, and follow any flow arrows between threads.")
-    out(f"Built from: {sq.basis}. Dependencies: "
+    out(f"Built from: {sequence_words.basis(sq)}. Dependencies: "
         + (", ".join(f"{n} {k}" for k, n in sorted(sq.edge_counts.items())) or "none") + ".")
     if sq.time_inconsistent:
         n = sq.time_inconsistent
@@ -719,14 +721,15 @@ def interpret(e: Explanation) -> str:
             f"CPU time summed over threads, waits inside them included), not listed above",
             indent=2, hang=18)
     out()
-    out(f"Verdict: {v.headline}")
+    out(f"Verdict: {verdict_words.headline(v)}")
     for fnd in v.findings:
         tag = {"high": "!!", "moderate": "! ", "low": "ok", "info": "  "}[fnd.level]
-        out(f"[{tag}] {fnd.text}", indent=2, hang=5)
+        out(f"[{tag}] {verdict_words.text(v, fnd)}", indent=2, hang=5)
     out()
     out("What to try next:")
     for k, fnd in enumerate(_to_try(e)[:5], 1):
-        out(f"{k}. {fnd.try_next[0].upper()}{fnd.try_next[1:]}.", indent=2, hang=3)
+        advice = verdict_words.try_next(v, fnd)
+        out(f"{k}. {advice[0].upper()}{advice[1:]}.", indent=2, hang=3)
     return out.text()
 
 
@@ -754,11 +757,10 @@ def _devices(out: Lines, e: Explanation) -> None:
             f"{max(d.busy_share for d in rest):.0%} (all in --json).", indent=2)
 
 
-def _to_try(e: Explanation) -> list:
+def _to_try(e: Explanation) -> list[Finding]:
     v = e.verdict
-    todo = [f for f in v.findings if f.try_next and (
-        f.level in ("high", "moderate") or f.kind == "xla_overhead" or
-        f.kind == "compute" and f.share >= COMPUTE_NOTABLE)] \
-        or [f for f in v.findings if f.try_next]
+    advised = [f for f in v.findings if verdict_words.try_next(v, f)]
+    todo = [f for f in advised if f.level in ("high", "moderate") or f.kind == "xla_overhead"
+            or f.kind == "compute" and f.share >= COMPUTE_NOTABLE] or advised
     rank = {"high": 0, "moderate": 1}
     return sorted(todo, key=lambda f: (f.kind != v.bottleneck, rank.get(f.level, 2), -f.share))

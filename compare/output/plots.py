@@ -11,7 +11,7 @@ from matplotlib.figure import Figure  # no pyplot: no backend, nothing global ch
 from matplotlib.patches import Patch
 
 from common import atomic
-from compare.analysis.comparison import Comparison
+from compare.analysis.result import Comparison
 from compare.fmt import duration, fit
 from compare.output.colors import rgb01
 from compare.output.step_timeline import StepTimeline

@@ -8,7 +8,6 @@ interrupted run leaves either the whole report or none of it.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -16,9 +15,10 @@ from pathlib import Path
 from typing import Callable
 
 from common import atomic
-from compare.analysis.comparison import SIDES, Comparison, Side
 from compare.analysis.explanation import explain
 from compare.analysis.opkeys import event_keys
+from compare.analysis.result import SIDES, Comparison
+from compare.analysis.side import Side
 from compare.output import (
     compare_words,
     explain_text,
@@ -27,34 +27,10 @@ from compare.output import (
     report_md,
     step_timeline,
 )
+from compare.output.report_data import DATA_FILES, FILES, Report
 from compare.output.stage_order import stage_order
 
 SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
-FILES = {"report_md": "report.md", "report_json": "report.json", "stages_png": "stages.png",
-         "step_delta_png": "step_delta.png", "timelines_png": "timelines.png",
-         "merged_trace": "merged_trace.json.gz", "timelines_json": "timelines.json"}
-#: What ``write(..., data_only=True)`` writes: the data, which the Pipeline compare tab draws.
-DATA_FILES = ("report_json", "timelines_json")
-
-
-@dataclasses.dataclass
-class Report:
-    """Everything report.json and report.md hold: the comparison, the seed's four questions
-    answered for each side, the files and how to open them, and (when compare.run ran the
-    pipelines) their run records and the phases' times."""
-
-    comparison: Comparison
-    answers: dict[str, dict[str, str]]      # side -> question key (and "summary") -> text
-    files: dict[str, str]
-    tensorboard: str | None = None
-    screenshot: str | None = None
-    runs: dict | None = None
-    elapsed_s: dict[str, float] | None = None
-    merged_trace: dict | None = None
-    out: Path | None = None                 # the folder it was written into
-    #: the verdict in words: "comparison" (the two together), "sides" (side -> its sentences)
-    words: dict = dataclasses.field(default_factory=dict)
-    timelines: dict[str, step_timeline.StepTimeline | None] | None = None  # one step per side
 
 
 def answers(side: Side) -> dict[str, str]:

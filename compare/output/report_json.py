@@ -13,9 +13,11 @@ steady step (stage cells keep their median in ``*_median_us``)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from compare.analysis.comparison import (
+from compare.analysis.noise import Test
+from compare.analysis.opdiff import OpDiff
+from compare.analysis.result import (
     SIDES,
     Comparison,
     CrossCheck,
@@ -23,19 +25,15 @@ from compare.analysis.comparison import (
     StepStats,
     XlaTotals,
 )
-from compare.analysis.noise import Test
-from compare.analysis.opdiff import OpDiff
 from compare.analysis.step_delta import StepDelta, Term
-from compare.output import compare_words
+from compare.output import caveat_words, compare_words, report_words
+from compare.output.report_data import Report
 from compare.vocabulary.thresholds import MEMBERS_LISTED
-
-if TYPE_CHECKING:
-    from compare.output.report import Report
 
 SCHEMA_VERSION = 4
 
 
-def to_json(r: "Report") -> dict:
+def to_json(r: Report) -> dict:
     c = r.comparison
     lab = c.label
     per = (lambda f: {lab(k): f(s) for k, s in c.sides.items()})
@@ -44,7 +42,7 @@ def to_json(r: "Report") -> dict:
         "created": c.created,
         "order": [lab(k) for k in SIDES],
         "sources": per(lambda s: dataclasses.asdict(s.source)),
-        "attribution": c.attribution_note,
+        "attribution": report_words.ATTRIBUTION_NOTE,
         "stages": [stage_row(row) for row in c.stages],
         "unmapped_us": per(lambda s: s.unmapped_us),
         "unmapped_ops": per(lambda s: [dataclasses.asdict(o) for o in s.unmapped_ops]),
@@ -172,7 +170,7 @@ def comparability(c: Comparison) -> dict:
     p = c.parity
     sided = (lambda d: _sided(c, d))
     return {"like_for_like": p.like_for_like, "noise_share": round(p.noise, 4),
-            "caveats": [dataclasses.asdict(x) | {"facts": sided(x.facts)} for x in p.caveats],
+            "caveats": [caveat_words.as_json(x, sided(x.facts), c.labels) for x in p.caveats],
             "step_us": {c.label(k): round(st.us, 1) for k, st in p.steps.items()},
             "untraced_us": {c.label(k): round(st.untraced_us, 1) for k, st in p.steps.items()}}
 
@@ -180,7 +178,7 @@ def comparability(c: Comparison) -> dict:
 def view(c: Comparison) -> dict:
     """Which view the verdict, plots and merged trace use, and each side's unmapped share in
     both views (``unmapped_us``/``coverage`` are the stages', ``groups`` the generic one's)."""
-    return {"shown": c.view, "why": c.view_reason(),
+    return {"shown": c.view, "why": report_words.view_reason(c),
             "unmapped_share": {c.label(k): {"stages": c.sides[k].coverage.unmapped_share,
                                             "groups": round(c.group_unmapped_us(k)
                                                             / s.steps.mean_us, 4)

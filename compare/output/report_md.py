@@ -1,19 +1,15 @@
 """``report.md``: a :class:`compare.output.report.Report` for people, one function per section."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from compare.analysis.comparison import SIDES, Comparison, StageRow
+from compare.analysis.result import SIDES, Comparison, StageRow
 from compare.fmt import duration, listed, shown, shown_words
-from compare.output import compare_words
+from compare.output import caveat_words, compare_words, report_words
 from compare.output.colors import GROUP_COLORS, STAGE_COLORS
 from compare.output.explain_text import QUESTIONS
+from compare.output.report_data import Report
 from compare.output.summary import summary
 from compare.vocabulary.groups import SPLIT_KEYS
 from compare.vocabulary.thresholds import BLOCKED_MIN_US, ESTIMATED_NOTABLE
-
-if TYPE_CHECKING:
-    from compare.output.report import Report
 
 #: The seed's questions in the seed's order, keyed as compare.explain keys them.
 QUESTION_ORDER = ("interpret", "xla", "sequence", "pids")
@@ -24,7 +20,7 @@ def ms(us: float | None) -> str:
     return duration(us, zero="–")
 
 
-def render(r: "Report") -> str:
+def render(r: Report) -> str:
     c = r.comparison
     parts = [_title(c), summary(r), [""], _head(r), _verdict(c), _comparability(c),
              _step_delta(c), _groups(c), _ops_diff(c),
@@ -53,7 +49,7 @@ def _title(c: Comparison) -> list[str]:
     return [f"# {c.label('a')} vs {c.label('b')}: where the time goes", ""]
 
 
-def _head(r: "Report") -> list[str]:
+def _head(r: Report) -> list[str]:
     c = r.comparison
     lines = ["## The two traces", ""]
     for k, s in c.sides.items():
@@ -121,7 +117,7 @@ def _comparability(c: Comparison) -> list[str]:
              "TF1 session traces add (first runs, feed_dict, one step against many).", ""]
     if p.like_for_like:
         lines.append("- **Like for like**: no check found a reason not to compare the steps.")
-    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}"
+    lines += [f"- {'**Not like for like**: ' if x.breaks else ''}{caveat_words.text(x, c.labels)}"
               for x in sorted(p.caveats, key=lambda x: not x.breaks)]
     return lines + [""]
 
@@ -317,7 +313,7 @@ def _xla_units(k: str, units: dict) -> list[str]:
 
 
 def _how(c: Comparison) -> list[str]:
-    lines = ["## How the numbers are made", "", c.attribution_note, "",
+    lines = ["## How the numbers are made", "", report_words.ATTRIBUTION_NOTE, "",
              "Stages come from our name scopes first, TensorFlow's own API scopes second, op "
              "types third; XLA kernels map through the HLO of their module to the TF ops fused "
              "into them. Estimates used here:", ""]
@@ -345,7 +341,7 @@ def _cross_check(k: str, cc, fmt: str) -> list[str]:
             + " |", ""]
 
 
-def _questions(r: "Report") -> list[str]:
+def _questions(r: Report) -> list[str]:
     lines = ["## The four questions", "",
              "The seed's questions, answered for each run by `compare.explain` (for its steady "
              "step closest to the median; `python -m compare.explain TRACE` gives the same for "

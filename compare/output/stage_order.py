@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compare.analysis.comparison import Side
+from compare.analysis.side import Side
 from compare.fmt import duration as ms
 from compare.vocabulary.labels import LABELS, PIPELINE
 

@@ -9,15 +9,12 @@ not depend on how the rest of report.md is laid out.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from compare.analysis.opdiff import describe
+from compare.analysis.result import Comparison
 from compare.fmt import duration, shown, shown_words
+from compare.output import caveat_words
 from compare.output.compare_words import no_ops_words, status_words
-
-if TYPE_CHECKING:
-    from compare.analysis.comparison import Comparison
-    from compare.output.report import Report
+from compare.output.report_data import Report
+from compare.output.tables import describe
 
 #: The summary's length bound, in lines.
 MAX_LINES = 25
@@ -27,7 +24,7 @@ CHANGES = 5
 CAVEATS = 4
 
 
-def summary(report: "Report") -> list[str]:
+def summary(report: Report) -> list[str]:
     """The summary's lines (no trailing newlines), at most :data:`MAX_LINES`."""
     c = report.comparison
     verdict = report.words.get("comparison", "")
@@ -40,7 +37,7 @@ def _cell(us: float | None) -> str:
     return duration(us) if us else "–"
 
 
-def _steps(c: "Comparison") -> list[str]:
+def _steps(c: Comparison) -> list[str]:
     """Step times, a column per side: the steady step the verdict compares (the mean step, or
     the mean traced span of a session run when untraced time sits between runs), the median
     steady step, and the first step."""
@@ -60,7 +57,7 @@ def _steps(c: "Comparison") -> list[str]:
             f"| {first} | " + " | ".join(_cell(s.first_us) for s in steps) + " |"]
 
 
-def _changes(c: "Comparison") -> list[str]:
+def _changes(c: Comparison) -> list[str]:
     """The largest op differences per steady step, largest first."""
     if not c.ops_diff:
         return [no_ops_words(c)]
@@ -77,11 +74,11 @@ def _changes(c: "Comparison") -> list[str]:
     return lines
 
 
-def _caveats(c: "Comparison") -> list[str]:
+def _caveats(c: Comparison) -> list[str]:
     """What the numbers rest on: the parity checks' caveats (those that break the comparison
     first), and each trace that was only partly read."""
     caveats = sorted(c.parity.caveats, key=lambda x: not x.breaks) if c.parity else []
-    lines = [f"- {'**Not like for like**: ' if x.breaks else ''}{x.text}"
+    lines = [f"- {'**Not like for like**: ' if x.breaks else ''}{caveat_words.text(x, c.labels)}"
              for x in caveats[:CAVEATS]]
     if len(caveats) > CAVEATS:
         lines.append(f"- {len(caveats) - CAVEATS} more under \"Can these two traces be "

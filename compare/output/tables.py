@@ -3,13 +3,30 @@ pipeline's stages, the generic view of any TF program, the step difference term 
 the top of the op diff."""
 from __future__ import annotations
 
-from compare.analysis.comparison import Comparison
-from compare.analysis.opdiff import describe
+from compare.analysis.opdiff import OpDiff
+from compare.analysis.result import Comparison
 from compare.fmt import duration, fit
 from compare.output import compare_words
 
 #: Op-diff rows printed on the terminal (report.md shows more).
 TERMINAL_OPS = 8
+
+
+def describe(r: OpDiff) -> str:
+    """A row's name for a table: rows that share an op type stay apart (a type match lists
+    its nodes, a scope match its nodes on both sides, a fusion its pieces)."""
+    if r.status == "fused" and r.match == "xla":
+        return f"{r.op} ({r.type}) <- {len(r.members)} ops"
+    if r.status in ("fused", "unfused"):
+        arrow = "<-" if r.status == "fused" else "->"
+        return f"{r.op} ({r.type}) {arrow} " + " + ".join(m.rpartition("/")[2] for m in r.members)
+    if r.match == "type":
+        return f"{r.type} x{len(r.members)} by type: " + ", ".join(r.members[:3]) + \
+            ("…" if len(r.members) > 3 else "")
+    if r.match == "scope" and r.members and r.members != [r.op]:
+        return f"{r.op} ({r.type}; " + ", ".join(r.members[:3]) + \
+            ("…" if len(r.members) > 3 else "") + ")"
+    return r.op if r.op == r.type else f"{r.op} ({r.type})"
 
 
 def cell(us: float | None) -> str:

@@ -211,3 +211,7 @@ def group_of_op(op_type: str, tf_name: str, name: str = "") -> str | None:
     if CUDA_API.match(name):
         return "runtime"
     return "compute" if t else None
+
+#: What the worker time no op runs beside is called among the runtime row's events
+#: (compare.analysis.account books it there).
+IDLE_WORKERS = "(worker-thread regions with no op traced in or beside them)"

@@ -127,3 +127,7 @@ def thread_role(process_role_: str, name: str) -> str:
     if base.startswith("tf_"):
         return "runtime"
     return "other"
+
+#: Where an op ran: the host, the GPU, or a timeline's GPU launch row (the host's time to
+#: launch an op placed on the GPU). Said as it is ("on the GPU launch row").
+WHERE = ("host", "GPU", "GPU launch row")
