@@ -237,6 +237,24 @@ def test_first_step_apart_and_steady_medians():
     assert att.first.wall[LABEL["decode"]] == pytest.approx(600)
 
 
+def test_the_representative_step_is_one_that_compiles_nothing():
+    # steady steps 1..5 of 300, 400, 450 (it compiles), 500, 650 us: the median, 450 us, is
+    # the compiling step's; the drawn step is the closest of the others (400 before 500)
+    starts = [0, 1000, 1300, 1700, 2150, 2650]
+    events = [(CPU, 0, t, 50, "DecodeJpeg", f"d/DecodeJpeg_{i}") for i, t in enumerate(starts)]
+    events.append((CPU, 0, 3250, 50, "Pack", "p/Pack"))
+    events.append((CPU, 1, 1750, 100, "_XlaCompile", "cluster_0_1/xla_compile"))
+    tr, smap, att = attributed(events, "timeline", steps=starts)
+    assert [s.dur for s in att.steady] == [300, 400, 450, 500, 650]
+    assert att.steady[2].wall[LABEL["xla_compile"]] > 0
+    assert att.representative().num == 2
+    # were every step compiling, the one closest to the median would still be drawn
+    every = [(CPU, 1, t + 10, 20, "_XlaCompile", f"c_{i}/xla_compile")
+             for i, t in enumerate(starts[1:])]
+    tr, smap, att = attributed(events + every, "timeline", steps=starts)
+    assert att.representative().num == 3
+
+
 def test_a_single_step_is_its_own_steady_step():
     tr, smap, att = attributed([(CPU, 0, 0, 100, "DecodeJpeg", "d/DecodeJpeg")], "timeline")
     assert att.first is None and len(att.steady) == 1

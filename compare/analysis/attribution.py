@@ -151,9 +151,15 @@ class Attribution:
         return np.median(np.stack(rows), axis=0) if rows else np.zeros(_NL)
 
     def representative(self) -> StepTimes | None:
-        """The steady step whose duration is closest to the median (what plots show)."""
+        """The steady step whose duration is closest to the median (what plots show), among
+        those that compile nothing when there are any: a compile begun in an earlier step (a
+        tf.data function's, on tf.data's threads) can run on into the next one, one-time work
+        that the steady state does not have."""
+        if not self.steady:
+            return None
         med = self.median_step_us()
-        return min(self.steady, key=lambda s: abs(s.dur - med)) if self.steady else None
+        steady = [s for s in self.steady if s.wall[LABEL["xla_compile"]] == 0] or self.steady
+        return min(steady, key=lambda s: abs(s.dur - med))
 
     def median_step_us(self) -> float:
         return float(np.median([s.dur for s in self.steady])) if self.steady else 0.0
