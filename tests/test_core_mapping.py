@@ -499,3 +499,23 @@ def test_ops_outside_the_pipeline_get_no_image_stage(events, probe):
     smap = map_stages(tr)
     got = {label for label, _ in _labels(tr, smap, probe)}
     assert not got & set(PIPELINE_STAGES), got
+
+
+# --------------------------------------------------------------------------------------------
+# the program's own thread, whatever the executable named it
+
+@pytest.mark.parametrize("name,calls,role", [
+    ("python3", False, "python"),           # named as Python names its main thread
+    ("pytest", True, "python"),             # a console script's main thread, calling session.run
+    ("train", True, "python"),
+    ("pytest", False, "other"),             # an unknown thread that calls nothing into TF
+    ("tf_Compute", True, "inter_op"),       # TensorFlow's own threads keep their role
+])
+def test_the_thread_calling_into_tensorflow_is_the_programs(name, calls, role):
+    from compare.analysis.rows import lane_role
+
+    events = [(HOST, W, 0, 100, "ExecutorState::Process")]
+    events.append((HOST, name, 0, 100, "SessionRun" if calls else "SomethingElse"))
+    tr = trace(events, format="xprof", steps=[(0, 100)])
+    i = np.flatnonzero(tr.mask(name="SessionRun" if calls else "SomethingElse"))[0]
+    assert lane_role(tr, int(tr.events.pid[i]), int(tr.events.tid[i])) == role

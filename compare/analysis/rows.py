@@ -12,7 +12,11 @@ import numpy as np
 from compare.model.events import CAT, Trace
 from compare.model.lanes import in_lanes, unique_pairs
 from compare.vocabulary.groups import is_collective
-from compare.vocabulary.ops import CUDA_SYNC_PREFIXES, WAIT_EVENT_PREFIXES
+from compare.vocabulary.ops import (
+    CUDA_SYNC_PREFIXES,
+    PROGRAM_CALL_EVENTS,
+    WAIT_EVENT_PREFIXES,
+)
 
 # re-exported: the analyses read rows' names through this module
 from compare.vocabulary.rows import device_of as device_of
@@ -31,10 +35,28 @@ def process_role(trace: Trace, pid: int) -> str:
 
 def lane_role(trace: Trace, pid: int, tid: int) -> str:
     """For timeline rows: ``lane``; for threads and device lines, the role their name gives
-    (:func:`compare.vocabulary.rows.thread_role`)."""
+    (:func:`compare.vocabulary.rows.thread_role`); a host thread of a name TensorFlow does not
+    give that calls into TensorFlow (:data:`PROGRAM_CALL_EVENTS`) is
+    the program's Python, whatever the executable named it."""
     if trace.format == "timeline":
         return "lane"
-    return thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
+    role = thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
+    if role == "other" and (pid, tid) in _calling_lanes(trace):
+        return "python"
+    return role
+
+
+def _calling_lanes(trace: Trace) -> frozenset[tuple[int, int]]:
+    """Lanes holding a call of the program into TensorFlow; once per trace."""
+    cached = trace.meta.get("_calling_lanes")
+    if isinstance(cached, frozenset):
+        return cached
+    ids = [i for i in map(trace.strings.lookup, sorted(PROGRAM_CALL_EVENTS)) if i is not None]
+    ev = trace.events
+    hit = np.flatnonzero(np.isin(ev.name, ids)) if ids else np.zeros(0, dtype=np.int64)
+    out = frozenset(zip(ev.pid[hit].tolist(), ev.tid[hit].tolist()))
+    trace.meta["_calling_lanes"] = out
+    return out
 
 
 def lane_roles(trace: Trace) -> np.ndarray:

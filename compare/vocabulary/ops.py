@@ -223,6 +223,11 @@ RUNTIME_PREFIXES = (
 #: A thread inside these is blocked on other threads, not working: a session waiting for its
 #: executor, a caller waiting for a function's ops (which run on other threads or nest inside).
 WAIT_EVENT_PREFIXES = ("SessionRun", "BlockUntilReady", "FunctionRun", "KernelAndDeviceFunc::Run")
+#: Calls a program's own thread makes into TensorFlow (a TF1 ``session.run``, the Python
+#: binding's eager execute): the thread that makes them runs the program's Python, whatever its
+#: name (a main thread is named after the executable: ``python3``, or ``pytest``, ``train``...).
+PROGRAM_CALL_EVENTS = frozenset({"SessionRun", "TFE_Py_Execute", "TFE_Py_ExecuteCancelable",
+                                 "train_function"})
 #: The eager execution of a ``tf.function`` (``EagerLocalExecute: __inference_train_function_967``)
 #: on the calling thread, and the kernel execution inside it: the caller runs the function's
 #: executor and then blocks until its ops, which run on the inter-op threads, are done, so an
