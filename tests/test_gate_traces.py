@@ -288,6 +288,7 @@ def test_cli_gates_a_real_pair_with_junit_and_json(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+@pytest.mark.slow  # three gate processes over real traces
 def test_cli_saved_baseline_then_gates_against_it(tmp_path):
     base = tmp_path / "ci" / "baseline.json"
     proc = run_module("compare.gate", "--save-baseline", str(SERIAL / "b.trace.json.gz"),

@@ -263,6 +263,7 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.slow  # waits out a child's 3 s of imports
 def test_a_child_started_ahead_takes_the_first_job(logdir, tmp_path, fake):
     """The first view does not wait for the child's imports: one is started ahead, and the
     next is started when a job takes it."""
