@@ -126,7 +126,7 @@ def step_delta(accs: dict[str, Account], bases: dict[str, Basis], rows: list[OpD
     """The terms of ``b - a`` (``accs``/``bases`` keyed ``a`` and ``b``; ``rows``: the op
     diff, largest change first)."""
     kind = "traced" if any(b.kind == "traced" for b in bases.values()) else "window"
-    fused = _fused_keys(rows)
+    fused = fused_keys(rows)
     whole = {k: _all_units_fused(acc, fused.get(k, set())) for k, acc in accs.items()}
     booked = {k: _term_samples(acc, fused.get(k, set()), whole[k], kind)
               for k, acc in accs.items()}
@@ -150,7 +150,7 @@ def _basis_samples(acc: Account, kind: str) -> np.ndarray:
     return durs - acc.untraced() if kind == "traced" else durs
 
 
-def _fused_keys(rows: list[OpDiff]) -> dict[str, set[Key]]:
+def fused_keys(rows: list[OpDiff]) -> dict[str, set[Key]]:
     """Per side, the op keys of XLA-fused rows (the ops on one side, the clusters on the
     other)."""
     out: dict[str, set[Key]] = {"a": set(), "b": set()}

@@ -23,7 +23,7 @@ import numpy as np
 from compare.analysis.account import UNTRACED
 from compare.analysis.opdiff import OpDiff, diff
 from compare.analysis.opkeys import Key
-from compare.analysis.step_delta import FUSION, TERM_ORDER
+from compare.analysis.step_delta import FUSION, TERM_ORDER, fused_keys
 from compare.gating.samples import SideSamples
 from compare.output.tables import describe
 
@@ -93,7 +93,7 @@ def _op_item(r: OpDiff, a: SideSamples, b: SideSamples) -> Item:
 
 def group_items(sides: dict[str, SideSamples], traced: bool, rows: list[OpDiff]) -> list[Item]:
     """One item per term of the step difference either side has, in its order."""
-    fused = _fused_keys(rows)
+    fused = fused_keys(rows)
     booked = {k: _booked(s, fused[k], traced) for k, s in sides.items()}
     terms = {k: b[0] for k, b in booked.items()}
     out = []
@@ -104,17 +104,6 @@ def group_items(sides: dict[str, SideSamples], traced: bool, rows: list[OpDiff])
         behind = _ops_behind(key, rows, {k: b[1] for k, b in booked.items()}) + \
             _events_behind(key, {k: b[2] for k, b in booked.items()})
         out.append(Item("group", key, key, va, vb, behind))
-    return out
-
-
-def _fused_keys(rows: list[OpDiff]) -> dict[str, set[Key]]:
-    """Per side, the op keys of rows XLA fused (the ops on one side, the units on the
-    other)."""
-    out: dict[str, set[Key]] = {"a": set(), "b": set()}
-    for r in rows:
-        if r.status == "fused" and r.match == "xla":
-            for side, keys in r.keys.items():
-                out[side].update(keys)
     return out
 
 
