@@ -24,7 +24,7 @@ from typing import Callable
 
 from common import atomic
 from common.errors import InputError, say, signals_deferred
-from common.inputs import checked_images
+from common.run_record import PIPELINES
 from common.tflog import native_stderr_to
 from compare.analysis import comparison
 from compare.analysis.explanation import Explanation, explain
@@ -33,9 +33,10 @@ from compare.analysis.side import Side
 from compare.load import LoadError, load
 from compare.model.events import Trace
 from compare.output.report_data import Report
-from compare.pipelines import PIPELINES, run_in_child
-from compare.viewers.tensorboard import screenshot_tabs
-from modern.data_service import check_service
+
+# What runs the pipelines (TensorFlow, grpc), checks a tf.data service or screenshots
+# TensorBoard is imported in the functions that do it: a CLI that only reads traces
+# (explain, the gate, the tab's child) starts ~0.25 s sooner without them.
 
 #: What ``screenshot=True`` saves into the run folder: TensorBoard's profile tab, and our own
 #: Pipeline compare tab.
@@ -205,6 +206,9 @@ def run_and_compare(out: str | os.PathLike | None = None, options: RunOptions | 
 def _preflight(opts: RunOptions) -> RunOptions:
     """Checks before anything is created or run for minutes; ``opts`` with the images that
     passed."""
+    from common.inputs import checked_images
+    from modern.data_service import check_service
+
     good, bad = checked_images(opts.images, opts.skip_bad)
     for b in bad:
         say(f"compare.run: skipped {b['reason']}")
@@ -262,6 +266,8 @@ def keep_runs(out: Path, error: BaseException) -> dict[str, str]:
 
 def _run_sides(out: Path, opts: RunOptions, log: Path | None, clock: Phases,
                runs: dict) -> None:
+    from compare.pipelines import run_in_child  # TensorFlow's pipelines: only when run
+
     clock.phase("legacy", f"running legacy ({opts.steps} steps, queue runners, XLA "
                           f"auto-clustering as in the seed) ...")
     runs["legacy"] = run_in_child("legacy", out / "legacy", opts.images, opts.steps, opts.seed,
@@ -309,6 +315,8 @@ def _screenshot(out: Path, clock: Phases) -> dict[str, str] | None:
     why, when none can be taken."""
     clock.phase("screenshot", "screenshotting TensorBoard's profile and Pipeline compare tabs "
                               "(tensorboard + headless chromium) ...")
+    from compare.viewers.tensorboard import screenshot_tabs
+
     saved = {}
     try:
         with tempfile.TemporaryDirectory(prefix="compare-screenshot-") as tmp:

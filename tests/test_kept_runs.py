@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import RunFailed, run_cli
-from compare import api
+from compare import api, pipelines
 from tests.synthetic import write
 from tests.test_core_comparison import LEGACY, MODERN, _events
 
@@ -38,7 +38,7 @@ def _stand_in(monkeypatch, fail: dict[str, BaseException] | None = None,
                                                   "steady_median_s": 0.005}))
         return json.loads((out / "run.json").read_text())
 
-    monkeypatch.setattr(api, "run_in_child", run_in_child)
+    monkeypatch.setattr(pipelines, "run_in_child", run_in_child)
 
 
 def _full_disk(*args, **kwargs):
