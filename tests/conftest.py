@@ -11,6 +11,12 @@ import pytest
 from common import atomic
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Python's bytecode cache, also where the environment turns it off (PYTHONDONTWRITEBYTECODE,
+# as on this project's machines): without it each CLI process a test starts compiles our
+# modules again (~0.25 s of its ~0.6 s) and every session (every xdist worker) rewrites the
+# asserts of all test modules again (~8 s). The caches go into __pycache__ (.gitignore).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 ROOT = Path(__file__).resolve().parent.parent
 
 #: The shared fixtures below that run real TensorFlow pipelines or CLIs (tens of seconds each),
