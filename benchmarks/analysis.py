@@ -25,6 +25,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -261,7 +262,7 @@ def run(n_events: int, folder: Path, rounds: int = 1, also: tuple[Path, ...] = (
         "vs_json_load": work / base["json_load_s"],
         "vs_json_load_cpu": (ours["load_cpu_s"] + ours["explain_cpu_s"]) / base["json_load_cpu_s"],
         "loaded_events": ours["events"], "warnings": ours["warnings"],
-        "rounds": rounds, "ratios_cpu": ratios,
+        "rounds": rounds, "ratios_cpu": ratios, "ratio_cpu_median": statistics.median(ratios),
         "also": {r: {"load_cpu_s": best["load_cpu_s"], "explain_cpu_s": best["explain_cpu_s"],
                      "vs_json_load_cpu": _cpu(best) / base["json_load_cpu_s"]}
                  for r, runs in others.items() for best in [min(runs, key=_cpu)]},
@@ -337,9 +338,12 @@ def main(argv: list[str] | None = None) -> int:
     if a.json_out:
         atomic.write_text(a.json_out, json.dumps(r, indent=1) + "\n")
     if a.max_ratio is not None:
-        verdict = "FAIL" if r["vs_json_load_cpu"] > a.max_ratio else "ok"
-        print(f"check: load + explain at {r['vs_json_load_cpu']:.2f}x json.load's CPU time, "
-              f"bound {a.max_ratio:.2f}x: {verdict}")
+        # The median of the rounds' own ratios: each round's two sides ran one after the
+        # other, so a round another job disturbed moves one ratio, not the check (the best
+        # rounds of each side can come from different moments of the machine).
+        verdict = "FAIL" if r["ratio_cpu_median"] > a.max_ratio else "ok"
+        print(f"check: load + explain at {r['ratio_cpu_median']:.2f}x json.load's CPU time "
+              f"(median of {a.rounds} rounds), bound {a.max_ratio:.2f}x: {verdict}")
         return 1 if verdict == "FAIL" else 0
     return 0
 
