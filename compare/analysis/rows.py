@@ -28,22 +28,39 @@ from compare.vocabulary.rows import thread_role as thread_role
 
 
 def process_role(trace: Trace, pid: int) -> str:
-    """The role of process ``pid`` (see :func:`compare.vocabulary.rows.process_role`)."""
-    p = trace.processes[pid]
-    return _role_of(p.kind, p.name)
+    """The role of process ``pid`` (see :func:`compare.vocabulary.rows.process_role`), worked
+    out once per process of a trace (the analyses ask several times per row)."""
+    known = _memo(trace, "_process_roles")
+    role = known.get(pid)
+    if role is None:
+        p = trace.processes[pid]
+        role = known[pid] = _role_of(p.kind, p.name)
+    return role
 
 
 def lane_role(trace: Trace, pid: int, tid: int) -> str:
     """For timeline rows: ``lane``; for threads and device lines, the role their name gives
     (:func:`compare.vocabulary.rows.thread_role`); a host thread of a name TensorFlow does not
     give that calls into TensorFlow (:data:`PROGRAM_CALL_EVENTS`) is
-    the program's Python, whatever the executable named it."""
+    the program's Python, whatever the executable named it. Once per lane of a trace."""
     if trace.format == "timeline":
         return "lane"
-    role = thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
-    if role == "other" and (pid, tid) in _calling_lanes(trace):
-        return "python"
+    known = _memo(trace, "_lane_roles")
+    role = known.get((pid, tid))
+    if role is None:
+        role = thread_role(process_role(trace, pid), trace.lanes.get((pid, tid), ""))
+        if role == "other" and (pid, tid) in _calling_lanes(trace):
+            role = "python"
+        known[(pid, tid)] = role
     return role
+
+
+def _memo(trace: Trace, key: str) -> dict:
+    """A per-trace cache of what its rows' names give (a loaded trace's rows do not change)."""
+    memo = trace.meta.get(key)
+    if not isinstance(memo, dict):
+        memo = trace.meta[key] = {}
+    return memo
 
 
 def _calling_lanes(trace: Trace) -> frozenset[tuple[int, int]]:
