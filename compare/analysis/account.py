@@ -291,14 +291,17 @@ def _overlap_once(st: StepTimes, single: _Single, tr: Trace, dev: np.ndarray,
     device events overlap: per op with both in the step, its host cell gives up the overlap
     (host union + device union - union of both). ``ev_cell``: the cell of each event of the
     step. Returned as a part (cells, 0 wall, busy delta, 0 cpu, 0 count), or None."""
-    e = st.events
-    if not len(single.events) or not len(e):
+    e, se = st.events, single.events
+    if not len(se) or not len(e):
         return None
-    at = np.searchsorted(e, single.events)
-    hit = (at < len(e)) & (e[np.minimum(at, len(e) - 1)] == single.events)
+    # the step's events looked up among the trace's single-op events (both ascending): the
+    # cost follows the step's events, not the trace's (a trace of many steps stays linear)
+    at = np.searchsorted(se, e)
+    hit = (at < len(se)) & (se[np.minimum(at, len(se) - 1)] == e)
     if not hit.any():
         return None
-    sev, skey, j = single.events[hit], single.key[hit], at[hit]
+    j = np.flatnonzero(hit)
+    sev, skey = e[j], single.key[at[j]]
     on_dev = dev[sev]
     both_sides = np.intersect1d(skey[on_dev], skey[~on_dev])
     if not len(both_sides):
