@@ -7,6 +7,8 @@ xprof trace sits inside ``session.run`` for the whole step, and so on.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from compare.model.events import CAT, Trace
@@ -55,7 +57,7 @@ def lane_role(trace: Trace, pid: int, tid: int) -> str:
     return role
 
 
-def _memo(trace: Trace, key: str) -> dict:
+def _memo(trace: Trace, key: str) -> dict[Any, str]:
     """A per-trace cache of what its rows' names give (a loaded trace's rows do not change)."""
     memo = trace.meta.get(key)
     if not isinstance(memo, dict):
