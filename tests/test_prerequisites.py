@@ -56,6 +56,7 @@ def _pytest(tmp_path: Path, tools: tuple[str, ...], monkeypatch, capsys,
         capsys.readouterr()
         code = pytest.main(["-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path),
                             "-q", "-rs", "-p", "no:cacheprovider", "--import-mode=importlib",
+                            "-n", "0",  # in this process: pyproject's addopts say -n 2
                             str(sample)], plugins=[conftest])
     return int(code), capsys.readouterr().out
 
