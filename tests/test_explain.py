@@ -534,3 +534,29 @@ def test_modern_profile_explains_jit_functions(modern_run):
         if line.strip().startswith("holds "):
             named = line.split(" from ", 1)[1].split(";")[0].split(" (and")[0]
             assert set(named.split(", ")) <= set(ALL_STAGES), line
+
+
+def test_a_compiling_call_that_ends_inside_the_step_brings_only_its_run():
+    """Known answer: a jit call from 0 to 1,400 us that compiled for 1,000 us (so ran compiled
+    code from 1,000 to 1,400), then a call from 1,500 to 1,800 that only ran, explained in the
+    step [1,000, 2,000). The step ran compiled code 400 + 300 us and compiled none of it.
+    Subtracting the first call's whole compile had made it 0."""
+    from compare.analysis.explanation import xla_in_step
+    from compare.analysis.steps import StepChoice
+    from compare.analysis.xla import XlaSummary
+    from compare.model.events import Step
+    from tests.synthetic import trace
+
+    tr = trace([("/host:CPU", "tf_Compute/1", 0, 1400, "__inference_f_1", "f"),
+                ("/host:CPU", "tf_Compute/1", 1500, 300, "__inference_f_1", "f")], format="xprof")
+    ev, names = tr.events, tr.strings.names
+    first, second = sorted((i for i in range(len(ev)) if names[ev.name[i]] == "__inference_f_1"),
+                           key=lambda i: ev.ts[i])
+    summary = XlaSummary(units={}, compile_us=1000.0, run_us=700.0, compiles=1, recompiled=[],
+                         launch_style="function", compile_calls=[(first, "f", 1000.0)],
+                         run_events=[first, second])
+    lo = float(ev.ts[first]) + 1000.0
+    choice = StepChoice(Step(1, lo, 1000.0), "asked", 2, 1400.0, 1000.0, 1000.0, 1400.0)
+    x = xla_in_step(tr, summary, choice)
+    assert x.run_us == pytest.approx(700.0)
+    assert x.run_share == pytest.approx(0.7)

@@ -71,16 +71,19 @@ def xla_in_step(trace: Trace, summary: XlaSummary, choice: StepChoice) -> XlaSte
                               if p.kind in ("stream", "memcpy")])
     runs = np.zeros(len(ev), dtype=bool)
     runs[summary.run_events] = True
-    compiled_in_step = sum(c for i, _, c in summary.compile_calls
-                           if runs[i] and in_step[i])
     ran = np.flatnonzero(in_step & calls & runs)
-    run_us = max(float(intervals.clipped(ev.ts[ran], ev.end[ran], choice.lo, choice.hi).sum())
-                 - compiled_in_step, 0.0)
+    # a call that compiled runs after its compile: only [ts + compile, end] ran compiled code,
+    # clipped to the step (a first call that began in an earlier step and ends in this one
+    # brings the end of its run, never minus its whole compile)
+    compiled = np.zeros(len(ev))
+    for i, _, c in summary.compile_calls:
+        compiled[i] = c
+    start = np.minimum(ev.ts[ran] + compiled[ran], ev.end[ran])
+    run_us = float(intervals.clipped(start, ev.end[ran], choice.lo, choice.hi).sum())
     compile_us = step_compile_us(trace, summary, choice)
     wall = choice.step.dur
-    k = np.flatnonzero(in_step & calls & runs)  # clusters run in parallel: their wall share
-    run_wall = max(intervals.union_us(ev.ts[k], ev.end[k], choice.lo, choice.hi)
-                   - compiled_in_step, 0.0)
+    # clusters run in parallel: their wall share
+    run_wall = intervals.union_us(start, ev.end[ran], choice.lo, choice.hi)
     return XlaStep(compile_us, run_us, float(ev.dur[in_step & device_kernels(trace)].sum()),
                    min(1.0, compile_us / wall) if wall else 0.0,
                    min(1.0, run_wall / wall) if wall else 0.0)
